@@ -1,0 +1,8 @@
+// Package record owns Kafka's record batch format (magic 2): reading a batch's
+// header in place, validating a batch before it is stored, compressing and
+// decompressing records with the codecs Kafka clients use, iterating records,
+// and building batches.
+//
+// Everything here is a pure function of its input; it is safe to call from any
+// number of goroutines.
+package record

@@ -1,0 +1,132 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Error is a batch the broker must refuse. Kafka is the error code the broker
+// answers with; errors.Is(err, kerr.CorruptMessage) and the like work on it.
+type Error struct {
+	Kafka  *kerr.Error
+	Reason string
+}
+
+func (e *Error) Error() string { return "broker/record: " + e.Reason }
+func (e *Error) Unwrap() error { return e.Kafka }
+
+func errorf(code *kerr.Error, format string, args ...any) error {
+	return &Error{Kafka: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// KafkaCode is the Kafka error for err: its own code when it is a record
+// error, UNKNOWN_SERVER_ERROR otherwise.
+func KafkaCode(err error) *kerr.Error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	return kerr.UnknownServerError
+}
+
+// Origin says who wrote a batch, which decides how strictly it is checked.
+type Origin int
+
+const (
+	// FromClient is a producer's batch: dense offsets from 0, no control
+	// records, at most MaxBytes.
+	FromClient Origin = iota
+	// FromReplica is a batch copied from a leader's log: it may have offset
+	// gaps (compaction) and control records, and any size the leader took.
+	FromReplica
+)
+
+// Limits are the topic settings a batch is checked against.
+type Limits struct {
+	// MaxBytes is max.message.bytes: the largest batch, header included.
+	MaxBytes int
+}
+
+// Validate checks one batch before it is appended. It reads only the header
+// and, for an uncompressed batch, the record framing, so it costs no
+// decompression; a compressed batch is stored as the client sent it.
+func Validate(b Batch, origin Origin, lim Limits) error {
+	if len(b) < HeaderSize {
+		return errorf(kerr.CorruptMessage, "batch of %d bytes is shorter than the %d-byte header", len(b), HeaderSize)
+	}
+	if got := int(b.Length()) + LogOverhead; got != len(b) {
+		return errorf(kerr.CorruptMessage, "batch length field says %d bytes, batch has %d", got, len(b))
+	}
+	switch m := b.Magic(); {
+	case m < Magic:
+		return errorf(kerr.UnsupportedForMessageFormat, "magic %d: only record format v2 is supported", m)
+	case m > Magic:
+		return errorf(kerr.CorruptMessage, "unknown magic %d", m)
+	}
+	if want := b.ComputeCRC(); b.CRC() != want {
+		return errorf(kerr.CorruptMessage, "crc %08x, computed %08x", b.CRC(), want)
+	}
+	if origin == FromClient && lim.MaxBytes > 0 && len(b) > lim.MaxBytes {
+		return errorf(kerr.MessageTooLarge, "batch of %d bytes is larger than max.message.bytes=%d", len(b), lim.MaxBytes)
+	}
+	if c := b.Codec(); c > CodecZstd {
+		return errorf(kerr.UnsupportedCompressionType, "compression codec %d", c)
+	}
+	n, delta := b.RecordCount(), b.LastOffsetDelta()
+	if n < 0 || delta < 0 {
+		return errorf(kerr.CorruptMessage, "record count %d, last offset delta %d", n, delta)
+	}
+	if origin == FromClient {
+		if b.Control() {
+			return errorf(kerr.InvalidRecord, "clients may not write control batches")
+		}
+		if n == 0 {
+			return errorf(kerr.InvalidRecord, "batch has no records")
+		}
+		if delta != n-1 {
+			return errorf(kerr.InvalidRecord, "last offset delta %d does not match %d records", delta, n)
+		}
+	}
+	if b.Codec() == CodecNone {
+		return checkFraming(b)
+	}
+	return nil
+}
+
+// checkFraming walks the length prefixes of an uncompressed batch's records:
+// they must fill the records section exactly and number RecordCount.
+func checkFraming(b Batch) error {
+	buf := b.Records()
+	var n int32
+	for len(buf) > 0 {
+		size, used := varint(buf)
+		if used <= 0 || size < 0 || int64(len(buf)-used) < size {
+			return errorf(kerr.CorruptMessage, "record %d: bad length prefix", n)
+		}
+		buf = buf[used+int(size):]
+		n++
+	}
+	if n != b.RecordCount() {
+		return errorf(kerr.CorruptMessage, "batch says %d records, holds %d", b.RecordCount(), n)
+	}
+	return nil
+}
+
+// varint reads a zig-zag varint as Kafka records use; used <= 0 on a bad one.
+func varint(buf []byte) (v int64, used int) {
+	var u uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		if used >= len(buf) {
+			return 0, 0
+		}
+		c := buf[used]
+		used++
+		u |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), used
+		}
+	}
+	return 0, -1
+}
