@@ -101,8 +101,8 @@ func checkFraming(b Batch) error {
 	buf := b.Records()
 	var n int32
 	for len(buf) > 0 {
-		size, used := varint(buf)
-		if used <= 0 || size < 0 || int64(len(buf)-used) < size {
+		size, used := varint32(buf)
+		if used <= 0 || size < 0 || len(buf)-used < int(size) {
 			return errorf(kerr.CorruptMessage, "record %d: bad length prefix", n)
 		}
 		buf = buf[used+int(size):]
@@ -112,21 +112,4 @@ func checkFraming(b Batch) error {
 		return errorf(kerr.CorruptMessage, "batch says %d records, holds %d", b.RecordCount(), n)
 	}
 	return nil
-}
-
-// varint reads a zig-zag varint as Kafka records use; used <= 0 on a bad one.
-func varint(buf []byte) (v int64, used int) {
-	var u uint64
-	for shift := uint(0); shift < 64; shift += 7 {
-		if used >= len(buf) {
-			return 0, 0
-		}
-		c := buf[used]
-		used++
-		u |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return int64(u>>1) ^ -int64(u&1), used
-		}
-	}
-	return 0, -1
 }

@@ -1,0 +1,579 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/record"
+)
+
+// ErrOffsetOutOfRange is a read or truncation outside [LogStartOffset,
+// LogEndOffset]; errors.Is(err, kerr.OffsetOutOfRange) holds too.
+var ErrOffsetOutOfRange error = offsetOutOfRange{}
+
+type offsetOutOfRange struct{}
+
+func (offsetOutOfRange) Error() string { return "broker/log: offset out of range" }
+func (offsetOutOfRange) Unwrap() error { return kerr.OffsetOutOfRange }
+
+// ErrClosed is any call on a closed log.
+var ErrClosed = errors.New("broker/log: log is closed")
+
+// Log is one partition's commit log: a directory of segments.
+//
+// Concurrency: one appender at a time (Append*, TruncateTo, Roll,
+// DeleteRecordsBefore, retention, the cleaner's swap, Flush, Close all take
+// mu); any number of concurrent readers (Read, OffsetForTimestamp, the offset
+// getters), which take no lock. Readers see a copy-on-write list of segments
+// and the segments' published sizes, so they never see a partial batch. A
+// segment removed while a reader holds it stays open for
+// file.delete.delay.ms.
+type Log struct {
+	dir    string
+	tp     TopicPartition
+	logger *slog.Logger
+	now    func() time.Time
+
+	cfg atomic.Pointer[Config]
+
+	segs  atomic.Pointer[[]*segment] // by base offset; the last is active
+	end   atomic.Int64               // log end offset: the next offset to assign
+	start atomic.Int64               // log start offset
+	// recoveryPoint: everything below it has been fsynced.
+	recoveryPoint atomic.Int64
+
+	epochs *epochCache
+
+	mu            sync.Mutex
+	closed        bool
+	unflushedMsgs int64
+	firstUnflush  time.Time // when the oldest unflushed append happened
+	appended       chan struct{}
+	pendingDeletes []pendingDelete
+}
+
+// Options are what a log dir knows about a partition before opening it.
+type Options struct {
+	// RecoveryPoint is the partition's entry in recovery-point-offset-checkpoint.
+	RecoveryPoint int64
+	// LogStartOffset is its entry in log-start-offset-checkpoint.
+	LogStartOffset int64
+	// CleanShutdown says the log dir was closed cleanly, so nothing is scanned.
+	CleanShutdown bool
+	Logger        *slog.Logger
+	// Now is the clock (tests set it).
+	Now func() time.Time
+}
+
+// ParseDirName splits a partition directory name, "topic-3", into its parts.
+func ParseDirName(name string) (TopicPartition, error) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return TopicPartition{}, fmt.Errorf("broker/log: %q is not a partition directory (topic-partition)", name)
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return TopicPartition{}, fmt.Errorf("broker/log: %q is not a partition directory (topic-partition)", name)
+	}
+	return TopicPartition{name[:i], int32(p)}, nil
+}
+
+// Open opens or creates the partition log in dir, recovering it as opt says.
+func Open(dir string, cfg Config, opt Options) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tp, err := ParseDirName(filepath.Base(dir))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, tp: tp, logger: opt.Logger, now: opt.Now, appended: make(chan struct{})}
+	if l.logger == nil {
+		l.logger = slog.Default()
+	}
+	l.logger = l.logger.With("partition", tp.String())
+	if l.now == nil {
+		l.now = time.Now
+	}
+	l.cfg.Store(&cfg)
+	if l.epochs, err = loadEpochCache(dir); err != nil {
+		return nil, err
+	}
+	if err := l.load(opt); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// TopicPartition is the partition this log holds.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Config is the log's current configuration.
+func (l *Log) Config() Config { return *l.cfg.Load() }
+
+// SetConfig changes the configuration of an open log (AlterConfigs).
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.cfg.Store(&cfg)
+	return nil
+}
+
+func (l *Log) segments() []*segment { return *l.segs.Load() }
+func (l *Log) active() *segment {
+	s := l.segments()
+	return s[len(s)-1]
+}
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.end.Load() }
+
+// LogStartOffset is the first offset a reader may ask for.
+func (l *Log) LogStartOffset() int64 { return l.start.Load() }
+
+// RecoveryPoint is the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
+
+// Size is the bytes of all segments.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments() {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// SegmentCount is the number of segments, the active one included.
+func (l *Log) SegmentCount() int { return len(l.segments()) }
+
+// LeaderEpochs is the leader-epoch cache, oldest first.
+func (l *Log) LeaderEpochs() []EpochEntry { return l.epochs.snapshot() }
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch for this log.
+func (l *Log) EndOffsetForEpoch(epoch int32) (EpochEntry, bool) {
+	return l.epochs.endOffsetFor(epoch, l.LogEndOffset())
+}
+
+// Appended returns a channel that is closed at the next append, truncation or
+// close. A long-polling fetch waits on it instead of polling on a timer.
+func (l *Log) Appended() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.appended
+}
+
+// wakeLocked wakes the readers waiting in Appended; mu must be held.
+func (l *Log) wakeLocked() {
+	close(l.appended)
+	l.appended = make(chan struct{})
+}
+
+// AppendInfo describes one successful append.
+type AppendInfo struct {
+	FirstOffset   int64
+	LastOffset    int64
+	LogAppendTime int64 // -1 unless the topic uses LogAppendTime
+	Batches       int
+	Records       int64
+}
+
+// AppendAsLeader validates a producer's batches (one or more, back to back),
+// assigns them offsets from the log end, stamps them with leaderEpoch (and
+// the log append time when the topic asks for it) in place, and appends them.
+// Nothing is appended if any batch is invalid.
+func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	cfg := l.cfg.Load()
+	parsed, err := splitValid(batches, record.FromClient, record.Limits{MaxBytes: cfg.MaxMessageBytes})
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendInfo{}, ErrClosed
+	}
+	info := AppendInfo{FirstOffset: l.end.Load(), LogAppendTime: -1}
+	now := l.now().UnixMilli()
+	next := info.FirstOffset
+	for _, b := range parsed {
+		b.SetBaseOffset(next)
+		b.SetPartitionLeaderEpoch(leaderEpoch)
+		if cfg.LogAppendTime {
+			b.SetLogAppendTime(now)
+			info.LogAppendTime = now
+		}
+		next = b.LastOffset() + 1
+		info.Records += int64(b.RecordCount())
+	}
+	info.LastOffset, info.Batches = next-1, len(parsed)
+	if err := l.appendLocked(batches, parsed, cfg); err != nil {
+		return AppendInfo{}, err
+	}
+	if err := l.epochs.assign(leaderEpoch, info.FirstOffset); err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
+// AppendAsFollower appends batches copied from the leader's log, keeping
+// their offsets and leader epochs. Offsets must follow the log end.
+func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
+	parsed, err := splitValid(batches, record.FromReplica, record.Limits{})
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendInfo{}, ErrClosed
+	}
+	info := AppendInfo{FirstOffset: -1, LogAppendTime: -1}
+	next := l.end.Load()
+	for _, b := range parsed {
+		if b.BaseOffset() < next {
+			return AppendInfo{}, &record.Error{Kafka: kerr.CorruptMessage,
+				Reason: fmt.Sprintf("replicated batch at offset %d is behind the log end %d", b.BaseOffset(), next)}
+		}
+		if info.FirstOffset < 0 {
+			info.FirstOffset = b.BaseOffset()
+		}
+		next = b.LastOffset() + 1
+		info.Records += int64(b.RecordCount())
+	}
+	info.LastOffset, info.Batches = next-1, len(parsed)
+	cfg := l.cfg.Load()
+	if err := l.appendLocked(batches, parsed, cfg); err != nil {
+		return AppendInfo{}, err
+	}
+	for _, b := range parsed {
+		if err := l.epochs.assign(b.PartitionLeaderEpoch(), b.BaseOffset()); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.Batch, error) {
+	var out []record.Batch
+	for rest := data; len(rest) > 0; {
+		b, r, ok := record.Split(rest)
+		if !ok {
+			return nil, &record.Error{Kafka: kerr.CorruptMessage, Reason: fmt.Sprintf("%d trailing bytes are not a whole batch", len(rest))}
+		}
+		if err := record.Validate(b, origin, lim); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+		rest = r
+	}
+	if len(out) == 0 {
+		return nil, &record.Error{Kafka: kerr.CorruptMessage, Reason: "no record batches"}
+	}
+	return out, nil
+}
+
+// appendLocked writes offset-assigned batches, rolling first when the active
+// segment cannot take them. mu must be held.
+func (l *Log) appendLocked(data []byte, parsed []record.Batch, cfg *Config) error {
+	first, last := parsed[0], parsed[len(parsed)-1]
+	if err := l.maybeRollLocked(int64(len(data)), first, last.LastOffset(), cfg); err != nil {
+		return err
+	}
+	seg := l.active()
+	if err := seg.appendBatches(data, int64(cfg.IndexIntervalBytes)); err != nil {
+		return err
+	}
+	l.end.Store(last.LastOffset() + 1)
+	if l.unflushedMsgs == 0 {
+		l.firstUnflush = l.now()
+	}
+	for _, b := range parsed {
+		l.unflushedMsgs += int64(b.RecordCount())
+	}
+	l.wakeLocked()
+	if l.unflushedMsgs >= cfg.FlushMessages {
+		return l.flushLocked()
+	}
+	return nil
+}
+
+// maybeRollLocked starts a new segment when the active one is full by bytes,
+// by age (segment.ms, from its first batch's timestamp, as Kafka does), by
+// index entries, or by the relative offset range an index entry can hold.
+func (l *Log) maybeRollLocked(size int64, first record.Batch, lastOffset int64, cfg *Config) error {
+	seg := l.active()
+	cur := seg.size.Load()
+	if cur == 0 {
+		return nil
+	}
+	full := cur+size > cfg.SegmentBytes ||
+		int64(seg.offsets.len()+1)*entrySize > int64(cfg.SegmentIndexBytes) ||
+		int64(seg.times.len()+1)*timeEntrySize > int64(cfg.SegmentIndexBytes) ||
+		lastOffset-seg.base > math.MaxInt32
+	if !full {
+		// Kafka measures a segment's age in record time when it can: the
+		// incoming batch's timestamp against the segment's first one.
+		waited := l.now().Sub(seg.created).Milliseconds()
+		if seg.firstTimestamp >= 0 {
+			waited = first.MaxTimestamp() - seg.firstTimestamp
+		}
+		full = waited > cfg.SegmentMs.Milliseconds()
+	}
+	if !full {
+		return nil
+	}
+	return l.rollLocked(first.BaseOffset())
+}
+
+// Roll seals the active segment and starts a new one at the log end, unless
+// the active segment is empty.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if l.active().size.Load() == 0 {
+		return nil
+	}
+	return l.rollLocked(l.end.Load())
+}
+
+func (l *Log) rollLocked(base int64) error {
+	old := l.active()
+	if err := old.seal(); err != nil {
+		return err
+	}
+	seg, err := openSegment(l.dir, base, true)
+	if err == nil {
+		seg.created = l.now()
+	}
+	if err != nil {
+		return fmt.Errorf("broker/log: roll %s at %d: %w", l.tp, base, err)
+	}
+	segs := append(append([]*segment(nil), l.segments()...), seg)
+	l.segs.Store(&segs)
+	l.logger.Debug("rolled segment", "base_offset", base)
+	return nil
+}
+
+// Flush fsyncs every segment up to the log end and moves the recovery point
+// there. Appends never fsync unless flush.messages or flush.ms ask for it:
+// durability comes from replication (KAFKA-615).
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	rp := l.recoveryPoint.Load()
+	end := l.end.Load()
+	segs := l.segments()
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].base <= rp {
+			continue
+		}
+		if err := s.sync(); err != nil {
+			return fmt.Errorf("broker/log: flush %s: %w", l.tp, err)
+		}
+	}
+	l.recoveryPoint.Store(end)
+	l.unflushedMsgs = 0
+	return nil
+}
+
+// flushIfDue fsyncs when the oldest unflushed append is older than flush.ms.
+func (l *Log) flushIfDue() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.unflushedMsgs == 0 {
+		return nil
+	}
+	if l.now().Sub(l.firstUnflush) < l.cfg.Load().FlushMs {
+		return nil
+	}
+	return l.flushLocked()
+}
+
+// TruncateTo removes every batch that ends at or after offset, for a
+// follower whose log diverged from its leader's. The log end becomes offset
+// or the base of the batch that straddled it.
+func (l *Log) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if offset >= l.end.Load() {
+		return nil
+	}
+	if offset < l.start.Load() {
+		return fmt.Errorf("%w: truncate to %d, below the log start %d", ErrOffsetOutOfRange, offset, l.start.Load())
+	}
+	segs := l.segments()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	i = max(i, 0)
+	// Drop whole segments after the one holding offset; when offset is that
+	// segment's base, it empties and stays as the active one.
+	for _, s := range segs[i+1:] {
+		if err := l.deleteSegmentLocked(s); err != nil {
+			return err
+		}
+	}
+	kept := append([]*segment(nil), segs[:i+1]...)
+	seg := kept[i]
+	if err := seg.offsets.index.reopenForAppend(); err != nil {
+		return err
+	}
+	if err := seg.times.index.reopenForAppend(); err != nil {
+		return err
+	}
+	newEnd, err := seg.truncateTo(offset, int64(l.cfg.Load().IndexIntervalBytes))
+	if err != nil {
+		return err
+	}
+	l.segs.Store(&kept)
+	l.end.Store(newEnd)
+	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), newEnd))
+	l.wakeLocked()
+	return l.epochs.truncateFromEnd(newEnd)
+}
+
+// DeleteRecordsBefore moves the log start offset to offset (DeleteRecords)
+// and deletes the segments wholly before it.
+func (l *Log) DeleteRecordsBefore(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if offset > l.end.Load() {
+		return fmt.Errorf("%w: delete before %d, beyond the log end %d", ErrOffsetOutOfRange, offset, l.end.Load())
+	}
+	if offset <= l.start.Load() {
+		return nil
+	}
+	return l.advanceStartLocked(offset)
+}
+
+// advanceStartLocked moves the log start and deletes segments it leaves
+// wholly behind. mu must be held.
+func (l *Log) advanceStartLocked(offset int64) error {
+	l.start.Store(offset)
+	segs := l.segments()
+	n := 0
+	for n+1 < len(segs) && segs[n+1].base <= offset {
+		n++
+	}
+	if n > 0 {
+		for _, s := range segs[:n] {
+			if err := l.deleteSegmentLocked(s); err != nil {
+				return err
+			}
+		}
+		kept := append([]*segment(nil), segs[n:]...)
+		l.segs.Store(&kept)
+	}
+	return l.epochs.truncateFromStart(offset)
+}
+
+// deleteSegmentLocked renames a segment's files away now and closes them
+// after file.delete.delay.ms, so a reader in the middle of sending from it
+// finishes. mu must be held.
+func (l *Log) deleteSegmentLocked(s *segment) error {
+	if err := s.markDeleted(); err != nil {
+		return err
+	}
+	remove := func() {
+		if err := s.remove(); err != nil {
+			l.logger.Warn("removing deleted segment", "base_offset", s.base, "err", err)
+		}
+	}
+	l.pendingDeletes = append(l.pendingDeletes, pendingDelete{time.AfterFunc(l.cfg.Load().FileDeleteDelayMs, remove), remove})
+	return nil
+}
+
+// pendingDelete is a segment waiting out file.delete.delay.ms.
+type pendingDelete struct {
+	timer  *time.Timer
+	remove func()
+}
+
+// finishDeletesLocked removes now the segments still waiting for their
+// delay: once the log is closed nobody reads them. mu must be held.
+func (l *Log) finishDeletesLocked() {
+	for _, p := range l.pendingDeletes {
+		if p.timer.Stop() {
+			p.remove()
+		}
+	}
+	l.pendingDeletes = nil
+}
+
+// Close flushes the log and closes its files, and removes at once the
+// segments still waiting out file.delete.delay.ms. Callers stop readers first.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	err := l.flushLocked()
+	if serr := l.active().seal(); err == nil {
+		err = serr
+	}
+	l.closed = true
+	l.wakeLocked()
+	l.finishDeletesLocked()
+	l.mu.Unlock()
+	if cerr := l.closeSegments(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (l *Log) closeSegments() error {
+	p := l.segs.Load()
+	if p == nil {
+		return nil
+	}
+	var errs []error
+	for _, s := range *p {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}
+
+// Delete closes the log and removes its directory (DeleteTopics).
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	l.closed = true
+	l.wakeLocked()
+	l.finishDeletesLocked()
+	l.mu.Unlock()
+	return errors.Join(l.closeSegments(), os.RemoveAll(l.dir))
+}

@@ -1,0 +1,143 @@
+package log
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/tributary-io/tributary/broker/record"
+)
+
+// Slice is a byte range of one segment file: what a fetch sends to the
+// socket with sendfile(2). It starts at a batch boundary; like Kafka's, it
+// may end inside a batch when MaxBytes cuts it, and clients drop that partial
+// batch.
+type Slice struct {
+	File        *os.File
+	Pos, Size   int64
+	FirstOffset int64 // base offset of the first batch; -1 when empty
+}
+
+// ReadAll copies the slice into memory, for callers that are not sockets.
+func (s Slice) ReadAll() ([]byte, error) {
+	if s.Size == 0 {
+		return nil, nil
+	}
+	buf := make([]byte, s.Size)
+	n, err := s.File.ReadAt(buf, s.Pos)
+	if err == io.EOF {
+		err = nil // a truncation raced with this read; what was read is whole batches or a tail clients drop
+	}
+	return buf[:n], err
+}
+
+// ReadOptions bound a read.
+type ReadOptions struct {
+	// MaxBytes bounds the slice, except that MinOneBatch lets the first
+	// batch exceed it (KIP-74).
+	MaxBytes    int
+	MinOneBatch bool
+	// UpTo is the exclusive upper offset a reader may see, the high
+	// watermark for consumers; negative means the log end.
+	UpTo int64
+}
+
+// Read returns the batches from the one holding offset, within one segment.
+// An offset equal to the upper bound returns an empty slice; one outside
+// [LogStartOffset, LogEndOffset] is ErrOffsetOutOfRange.
+func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
+	empty := Slice{FirstOffset: -1}
+	start, end := l.start.Load(), l.end.Load()
+	if offset < start || offset > end {
+		return empty, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.tp, start, end)
+	}
+	upTo := opt.UpTo
+	if upTo < 0 || upTo > end {
+		upTo = end
+	}
+	if offset >= upTo {
+		return empty, nil
+	}
+	segs := l.segments()
+	i := max(sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })-1, 0)
+	for ; i < len(segs); i++ {
+		s := segs[i]
+		segEnd := s.size.Load()
+		pos, h, found := s.find(offset, s.offsets.lookup(offset), segEnd)
+		if !found {
+			continue // offset fell in a gap the cleaner left at the segment's end
+		}
+		if h.BaseOffset() >= upTo {
+			return empty, nil
+		}
+		limit := segEnd
+		if i+1 == len(segs) || segs[i+1].base > upTo {
+			if p, _, ok := s.find(upTo, pos, segEnd); ok {
+				limit = p
+			}
+		}
+		size := min(limit-pos, int64(opt.MaxBytes))
+		if first := int64(h.Length()) + record.LogOverhead; opt.MinOneBatch && size < first {
+			size = min(first, limit-pos)
+		}
+		if size <= 0 {
+			return empty, nil
+		}
+		return Slice{File: s.log, Pos: pos, Size: size, FirstOffset: h.BaseOffset()}, nil
+	}
+	return empty, nil
+}
+
+// OffsetForTimestamp is ListOffsets by timestamp: the first record whose
+// timestamp is at least ts, with that timestamp. ok is false when every
+// record is older.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+	start := l.start.Load()
+	for _, s := range l.segments() {
+		if s.largestTimestamp() < ts {
+			continue
+		}
+		from := max(s.times.lookup(ts), start)
+		end := s.size.Load()
+		pos, h, found := s.find(from, s.offsets.lookup(from), end)
+		for found {
+			if h.MaxTimestamp() >= ts && h.LastOffset() >= start {
+				batch, err := readBatch(s, pos, h)
+				if err != nil {
+					return 0, 0, false, err
+				}
+				return firstAtOrAfter(batch, ts, start)
+			}
+			pos += int64(h.Length()) + record.LogOverhead
+			pos, h, found = s.find(0, pos, end)
+		}
+	}
+	return 0, 0, false, nil
+}
+
+func readBatch(s *segment, pos int64, h record.Batch) (record.Batch, error) {
+	b := make(record.Batch, int64(h.Length())+record.LogOverhead)
+	if _, err := s.log.ReadAt(b, pos); err != nil {
+		return nil, fmt.Errorf("broker/log: read %s at %d: %w", s.log.Name(), pos, err)
+	}
+	return b, nil
+}
+
+func firstAtOrAfter(b record.Batch, ts, start int64) (int64, int64, bool, error) {
+	if b.LogAppendTime() {
+		return max(b.BaseOffset(), start), b.MaxTimestamp(), true, nil
+	}
+	recs, err := b.DecodeRecords()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for i := range recs {
+		r := &recs[i]
+		o, t := b.RecordOffset(r), b.RecordTimestamp(r)
+		if t >= ts && o >= start {
+			return o, t, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
