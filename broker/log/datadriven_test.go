@@ -123,6 +123,9 @@ func (h *harness) exec(t *testing.T, d *datadriven.TestData) (string, error) {
 	case "files":
 		return h.files(), nil
 	}
+	if out, ok, err := h.cleanerCommand(t, d); ok {
+		return out, err
+	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
 
@@ -248,10 +251,10 @@ func testBatch(t testing.TB, n, size int, ts int64, codec string) record.Batch {
 	recs := make([]kmsg.Record, n)
 	for i := range recs {
 		recs[i] = kmsg.Record{
-			OffsetDelta:    int32(i),
+			OffsetDelta:      int32(i),
 			TimestampDelta64: int64(i),
-			Key:            []byte(fmt.Sprintf("k%d", i%4)),
-			Value:          []byte(strings.Repeat("v", size)),
+			Key:              []byte(fmt.Sprintf("k%d", i%4)),
+			Value:            []byte(strings.Repeat("v", size)),
 		}
 	}
 	b, err := record.Build(opts, recs)

@@ -38,7 +38,13 @@ type DirConfig struct {
 	FlushCheckInterval time.Duration
 	// RecoveryThreads: num.recovery.threads.per.data.dir.
 	RecoveryThreads int
-	Logger          *slog.Logger
+	// CleanerEnable: log.cleaner.enable, whether compacted logs are cleaned
+	// (on in DefaultDirConfig, as in Kafka).
+	CleanerEnable bool
+	// CleanerBackoff: log.cleaner.backoff.ms, the cleaner's sleep when no
+	// log needs cleaning; 0 is DefaultCleanerBackoff.
+	CleanerBackoff time.Duration
+	Logger         *slog.Logger
 }
 
 // DefaultDirConfig is Kafka's broker defaults for path.
@@ -50,6 +56,8 @@ func DefaultDirConfig(path string) DirConfig {
 		RetentionCheckInterval: 5 * time.Minute,
 		FlushCheckInterval:     time.Second,
 		RecoveryThreads:        2,
+		CleanerEnable:          true,
+		CleanerBackoff:         DefaultCleanerBackoff,
 	}
 }
 
@@ -105,6 +113,10 @@ func OpenDir(cfg DirConfig) (*Dir, error) {
 	d.logger.Info("log dir loaded", "partitions", len(d.logs), "clean_shutdown", clean)
 	d.done.Add(1)
 	go d.background()
+	if cfg.CleanerEnable {
+		d.done.Add(1)
+		go d.runCleaner()
+	}
 	return d, nil
 }
 

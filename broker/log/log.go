@@ -60,8 +60,9 @@ type Log struct {
 	closed        bool
 	unflushedMsgs int64
 	firstUnflush  time.Time // when the oldest unflushed append happened
-	appended       chan struct{}
-	pendingDeletes []pendingDelete
+	appended      chan struct{}
+	// pendingDeletes are segments waiting out file.delete.delay.ms.
+	pendingDeletes map[*segment]*time.Timer
 }
 
 // Options are what a log dir knows about a partition before opening it.
@@ -102,7 +103,7 @@ func Open(dir string, cfg Config, opt Options) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, tp: tp, logger: opt.Logger, now: opt.Now, appended: make(chan struct{})}
+	l := &Log{dir: dir, tp: tp, logger: opt.Logger, now: opt.Now, appended: make(chan struct{}), pendingDeletes: map[*segment]*time.Timer{}}
 	if l.logger == nil {
 		l.logger = slog.Default()
 	}
@@ -112,7 +113,9 @@ func Open(dir string, cfg Config, opt Options) (*Log, error) {
 	}
 	l.cfg.Store(&cfg)
 	if l.epochs, err = loadEpochCache(dir); err != nil {
-		return nil, err
+		// The cache is derived data: rebuild it from the batches.
+		l.logger.Warn("rebuilding unreadable leader-epoch-checkpoint", "err", err)
+		l.epochs = &epochCache{path: filepath.Join(dir, LeaderEpochFile)}
 	}
 	if err := l.load(opt); err != nil {
 		l.closeSegments()
@@ -513,25 +516,28 @@ func (l *Log) deleteSegmentLocked(s *segment) error {
 			l.logger.Warn("removing deleted segment", "base_offset", s.base, "err", err)
 		}
 	}
-	l.pendingDeletes = append(l.pendingDeletes, pendingDelete{time.AfterFunc(l.cfg.Load().FileDeleteDelayMs, remove), remove})
+	l.pendingDeletes[s] = time.AfterFunc(l.cfg.Load().FileDeleteDelayMs, func() {
+		l.mu.Lock()
+		_, pending := l.pendingDeletes[s]
+		delete(l.pendingDeletes, s)
+		l.mu.Unlock()
+		if pending {
+			remove()
+		}
+	})
 	return nil
-}
-
-// pendingDelete is a segment waiting out file.delete.delay.ms.
-type pendingDelete struct {
-	timer  *time.Timer
-	remove func()
 }
 
 // finishDeletesLocked removes now the segments still waiting for their
 // delay: once the log is closed nobody reads them. mu must be held.
 func (l *Log) finishDeletesLocked() {
-	for _, p := range l.pendingDeletes {
-		if p.timer.Stop() {
-			p.remove()
+	for s, timer := range l.pendingDeletes {
+		timer.Stop()
+		if err := s.remove(); err != nil {
+			l.logger.Warn("removing deleted segment", "base_offset", s.base, "err", err)
 		}
 	}
-	l.pendingDeletes = nil
+	clear(l.pendingDeletes)
 }
 
 // Close flushes the log and closes its files, and removes at once the

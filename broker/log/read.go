@@ -141,3 +141,32 @@ func firstAtOrAfter(b record.Batch, ts, start int64) (int64, int64, bool, error)
 	}
 	return 0, 0, false, nil
 }
+
+// MaxTimestamp is ListOffsets' MAX_TIMESTAMP: the offset and timestamp of
+// the record with the largest timestamp (the first such record on a tie).
+func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
+	var best *segment
+	for _, s := range l.segments() {
+		if ts := s.largestTimestamp(); ts >= 0 && (best == nil || ts > best.largestTimestamp()) {
+			best = s
+		}
+	}
+	if best == nil {
+		return 0, 0, false, nil
+	}
+	ts := best.largestTimestamp()
+	end := best.size.Load()
+	start := l.start.Load()
+	pos, h, found := best.find(start, 0, end)
+	for ; found; pos, h, found = best.find(0, pos+int64(h.Length())+record.LogOverhead, end) {
+		if h.MaxTimestamp() != ts {
+			continue
+		}
+		b, err := readBatch(best, pos, h)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		return firstAtOrAfter(b, ts, start)
+	}
+	return 0, 0, false, nil
+}

@@ -103,10 +103,11 @@ func (l *Log) load(opt Options) error {
 			from = len(segs) - 1
 		}
 	}
-	rebuildEpochs := len(l.epochs.snapshot()) == 0
-	var visit func(record.Batch)
-	if rebuildEpochs {
-		visit = func(b record.Batch) { _ = l.epochs.assign(b.PartitionLeaderEpoch(), b.BaseOffset()) }
+	// Every recovered batch extends the epoch cache, as in Kafka, because a
+	// crash may have left the checkpoint behind the log; trusted segments
+	// are walked only when the cache was lost altogether.
+	visit := func(b record.Batch) { _ = l.epochs.assign(b.PartitionLeaderEpoch(), b.BaseOffset()) }
+	if len(l.epochs.snapshot()) == 0 {
 		for _, s := range segs[:from] {
 			walkHeaders(s, visit)
 		}

@@ -1,0 +1,55 @@
+# Tributary. `make help` lists the targets.
+
+GO       ?= go
+BIN      := bin/tributary
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+FUZZTIME ?= 30s
+DEMO_DIR ?= tributary-data/demo-0
+
+.DEFAULT_GOAL := build
+.PHONY: help build test fuzz bench verify demo clean
+
+help:
+	@echo 'make build    binary to ./$(BIN)'
+	@echo 'make test     go test -race ./...'
+	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
+	@echo 'make bench    every benchmark, with allocations'
+	@echo 'make verify   gofmt, go vet, go mod tidy clean'
+	@echo 'make demo     build, write a small log to ./$(DEMO_DIR), dump it'
+	@echo 'make clean    remove ./bin and ./tributary-data'
+
+build:
+	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o $(BIN) ./cmd/tributary
+
+test:
+	$(GO) test -race ./...
+
+# Fuzz targets are found, not listed: `go test -list` prints each package's
+# Fuzz* names, then "ok <package>". Go fuzzes one target at a time.
+fuzz:
+	@out=$$($(GO) test -list '^Fuzz' ./...) || { echo "$$out"; exit 1; }; \
+	targets=$$(echo "$$out" | awk '/^Fuzz/ { t[n++] = $$1; next } \
+		/^ok / { for (i = 0; i < n; i++) print $$2 " " t[i]; n = 0 }'); \
+	if [ -z "$$targets" ]; then echo 'fuzz: no Fuzz targets'; exit 0; fi; \
+	echo "$$targets" | while read -r pkg target; do \
+		echo "== $$pkg $$target for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) "$$pkg" || exit 1; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# go mod tidy -diff changes nothing and fails if tidying would change go.mod
+# or go.sum, tracked in git or not.
+verify:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo 'gofmt -l: not formatted:'; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+demo: build
+	rm -rf $(DEMO_DIR)
+	./$(BIN) log generate $(DEMO_DIR) --records 40 --batch-size 4 --segment-bytes 2048 --index-interval-bytes 512
+	./$(BIN) log dump --deep --verify $(DEMO_DIR)
+
+clean:
+	rm -rf bin tributary-data
