@@ -442,7 +442,9 @@ func TestCleanTruncatedAndRefilledSegment(t *testing.T) {
 func TestCleanWhileAppendingAndReading(t *testing.T) {
 	l := compactedLog(t, filepath.Join(t.TempDir(), "t-0"), false, func(c *Config) {
 		c.SegmentBytes = 4096
-		c.FileDeleteDelayMs = 100 * time.Millisecond // readers take less
+		// A reader between Read and ReadAll must finish within the delay;
+		// under -race on a loaded machine that can take well over 100 ms.
+		c.FileDeleteDelayMs = 5 * time.Second
 	})
 	defer l.Close()
 	const appends = 3000
