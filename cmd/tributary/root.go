@@ -53,6 +53,7 @@ file, which wins over the defaults.`,
 	root.AddCommand(
 		newVersionCommand(),
 		newLogCommand(),
+		newBrokerCommand(),
 	)
 	return root
 }

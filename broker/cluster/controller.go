@@ -1,0 +1,416 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/config"
+)
+
+// Error is a refused metadata change, with the Kafka error code the broker
+// answers with and a message for the client.
+type Error struct {
+	Code    *kerr.Error
+	Message string
+}
+
+func (e *Error) Error() string { return "broker/cluster: " + e.Message }
+func (e *Error) Unwrap() error { return e.Code }
+
+func errorf(code *kerr.Error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Controller is the single-node controller: it validates metadata changes,
+// appends them to the metadata log in the first log dir, and publishes the
+// new image to subscribers in order. The Raft quorum of a cluster replaces
+// the log underneath; the image and the change validation stay.
+//
+// Safe for concurrent use: changes are serialized by mu, readers take
+// Image() without locks.
+type Controller struct {
+	cfg    *config.Broker
+	nodeID int32
+
+	mu   sync.Mutex
+	log  *metaLog
+	subs []func(prev, next *Image)
+
+	img atomic.Pointer[Image]
+}
+
+// OpenController replays the metadata log in dir and registers this node
+// with its advertised listeners.
+func OpenController(dir string, cfg *config.Broker, clusterID string, advertised []config.Listener) (*Controller, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ml, img, err := openMetaLog(filepath.Join(dir, MetadataLogFile), emptyImage(clusterID))
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{cfg: cfg, nodeID: int32(cfg.Int("node.id")), log: ml}
+	img.ControllerID = c.nodeID
+	c.img.Store(img)
+	// Registration is recorded so that a restart with other listeners is
+	// visible in the log, as a KRaft broker re-registers.
+	reg := Broker{ID: c.nodeID, Rack: cfg.String("broker.rack"), Listeners: advertised}
+	if old, ok := img.Brokers[c.nodeID]; !ok || !sameBroker(old, reg) {
+		if err := c.commit([]Record{{RegisterBroker: &reg}}); err != nil {
+			ml.close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func sameBroker(a, b Broker) bool {
+	if a.ID != b.ID || a.Rack != b.Rack || a.Fenced != b.Fenced || len(a.Listeners) != len(b.Listeners) {
+		return false
+	}
+	for i := range a.Listeners {
+		if a.Listeners[i] != b.Listeners[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Image is the current metadata.
+func (c *Controller) Image() *Image { return c.img.Load() }
+
+// Subscribe calls fn after every published change, in order, with mu held:
+// fn must not call back into the controller.
+func (c *Controller) Subscribe(fn func(prev, next *Image)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.subs = append(c.subs, fn)
+}
+
+// Close closes the metadata log.
+func (c *Controller) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.close()
+}
+
+// commit validates rs against the current image, makes them durable and
+// publishes the result.
+func (c *Controller) commit(rs []Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev := c.img.Load()
+	next := prev
+	for _, r := range rs {
+		var err error
+		if next, err = next.Apply(r); err != nil {
+			return err
+		}
+	}
+	if err := c.log.append(rs); err != nil {
+		return err
+	}
+	c.img.Store(next)
+	for _, fn := range c.subs {
+		fn(prev, next)
+	}
+	return nil
+}
+
+// TopicSpec is a topic to create. Zero or negative counts take the broker
+// defaults (num.partitions, default.replication.factor).
+type TopicSpec struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16
+	// Assignment, when given, is the replicas of each partition, in order.
+	Assignment [][]int32
+	Configs    map[string]string
+}
+
+var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+// ValidateTopicName applies Kafka's rules for topic names.
+func ValidateTopicName(name string) *Error {
+	switch {
+	case name == "":
+		return errorf(kerr.InvalidTopicException, "topic name is empty")
+	case name == "." || name == "..":
+		return errorf(kerr.InvalidTopicException, "topic name cannot be %q", name)
+	case len(name) > 249:
+		return errorf(kerr.InvalidTopicException, "topic name is %d characters long, the limit is 249", len(name))
+	case !legalTopic.MatchString(name):
+		return errorf(kerr.InvalidTopicException, "topic name %q contains characters other than ASCII alphanumerics, '.', '_' and '-'", name)
+	}
+	return nil
+}
+
+// CreateTopic creates a topic, or with validateOnly only checks that it
+// could. It returns the topic as created (or as it would be).
+func (c *Controller) CreateTopic(spec TopicSpec, validateOnly bool) (*Topic, error) {
+	img := c.Image()
+	if err := ValidateTopicName(spec.Name); err != nil {
+		return nil, err
+	}
+	if _, ok := img.Topics[spec.Name]; ok {
+		return nil, errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", spec.Name)
+	}
+	// '.' and '_' collide in metric names, so Kafka refuses topics that
+	// differ only by them.
+	norm := strings.ReplaceAll(spec.Name, ".", "_")
+	for _, other := range img.TopicNames() {
+		if strings.ReplaceAll(other, ".", "_") == norm {
+			return nil, errorf(kerr.InvalidTopicException, "topic %q collides with existing topic %q: '.' and '_' are the same in metric names", spec.Name, other)
+		}
+	}
+	if err := config.ValidateTopicOverrides(spec.Configs); err != nil {
+		return nil, errorf(kerr.InvalidConfig, "%s", strings.TrimPrefix(err.Error(), config.ErrInvalid.Error()+": "))
+	}
+	assignment, err := c.assign(img, spec)
+	if err != nil {
+		return nil, err
+	}
+	t := &Topic{Name: spec.Name, ID: NewTopicID(), Configs: map[string]string{}}
+	for k, v := range spec.Configs {
+		t.Configs[k] = v
+	}
+	for i, replicas := range assignment {
+		t.Partitions = append(t.Partitions, Partition{Index: int32(i), Leader: replicas[0], Replicas: replicas, ISR: replicas})
+	}
+	if validateOnly {
+		return t, nil
+	}
+	if err := c.commit(topicRecords(t)); err != nil {
+		return nil, err
+	}
+	return c.Image().Topics[t.Name], nil
+}
+
+func topicRecords(t *Topic) []Record {
+	rs := []Record{{Topic: &TopicRecord{Name: t.Name, ID: t.ID}}}
+	names := make([]string, 0, len(t.Configs))
+	for k := range t.Configs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := t.Configs[k]
+		rs = append(rs, Record{Config: &ConfigRecord{Topic: t.Name, Name: k, Value: &v}})
+	}
+	for _, p := range t.Partitions {
+		rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: p}})
+	}
+	return rs
+}
+
+// assign picks the replicas of each partition: the given assignment after
+// checking it, or round robin over the live brokers, starting each
+// partition's list one broker later so that leaders spread.
+func (c *Controller) assign(img *Image, spec TopicSpec) ([][]int32, error) {
+	live := img.LiveBrokers()
+	if len(spec.Assignment) > 0 {
+		if spec.Partitions > 0 || spec.ReplicationFactor > 0 {
+			return nil, errorf(kerr.InvalidRequest, "both a replica assignment and partition count or replication factor were given")
+		}
+		return checkAssignment(img, spec.Assignment, 0)
+	}
+	n, rf := spec.Partitions, int32(spec.ReplicationFactor)
+	if n <= 0 {
+		if n != -1 && n != 0 {
+			return nil, errorf(kerr.InvalidPartitions, "number of partitions must be larger than 0 (or -1 for the default), got %d", n)
+		}
+		n = int32(c.cfg.Int("num.partitions"))
+	}
+	if rf <= 0 {
+		if rf != -1 && rf != 0 {
+			return nil, errorf(kerr.InvalidReplicationFactor, "replication factor must be larger than 0 (or -1 for the default), got %d", rf)
+		}
+		rf = int32(c.cfg.Int("default.replication.factor"))
+	}
+	if int(rf) > len(live) {
+		return nil, errorf(kerr.InvalidReplicationFactor, "unable to replicate the partition %d time(s): the target replication factor of %d cannot be reached because only %d broker(s) are registered", rf, rf, len(live))
+	}
+	return roundRobin(live, n, rf, 0), nil
+}
+
+func roundRobin(live []Broker, partitions, rf int32, first int32) [][]int32 {
+	out := make([][]int32, partitions)
+	for p := range partitions {
+		replicas := make([]int32, rf)
+		for r := range rf {
+			replicas[r] = live[(int(first+p)+int(r))%len(live)].ID
+		}
+		out[p] = replicas
+	}
+	return out
+}
+
+func checkAssignment(img *Image, a [][]int32, first int) ([][]int32, error) {
+	rf := -1
+	for i, replicas := range a {
+		if len(replicas) == 0 {
+			return nil, errorf(kerr.InvalidReplicaAssignment, "partition %d has no replicas", first+i)
+		}
+		if rf >= 0 && len(replicas) != rf {
+			return nil, errorf(kerr.InvalidReplicaAssignment, "partition %d has %d replicas, others have %d", first+i, len(replicas), rf)
+		}
+		rf = len(replicas)
+		seen := map[int32]bool{}
+		for _, id := range replicas {
+			if b, ok := img.Brokers[id]; !ok || b.Fenced {
+				return nil, errorf(kerr.InvalidReplicaAssignment, "partition %d: broker %d is not a live broker", first+i, id)
+			}
+			if seen[id] {
+				return nil, errorf(kerr.InvalidReplicaAssignment, "partition %d lists broker %d twice", first+i, id)
+			}
+			seen[id] = true
+		}
+	}
+	return a, nil
+}
+
+// DeleteTopic removes a topic by name.
+func (c *Controller) DeleteTopic(name string) (*Topic, error) {
+	if !c.cfg.Bool("delete.topic.enable") {
+		return nil, errorf(kerr.TopicDeletionDisabled, "topic deletion is disabled (delete.topic.enable=false)")
+	}
+	t, ok := c.Image().Topics[name]
+	if !ok {
+		return nil, errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	return t, c.commit([]Record{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
+}
+
+// CreatePartitions grows a topic to count partitions (KAFKA-347).
+func (c *Controller) CreatePartitions(name string, count int32, assignment [][]int32, validateOnly bool) error {
+	img := c.Image()
+	t, ok := img.Topics[name]
+	if !ok {
+		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	have := int32(len(t.Partitions))
+	if count <= have {
+		return errorf(kerr.InvalidPartitions, "topic %s has %d partitions; the new count %d must be larger", name, have, count)
+	}
+	var newReplicas [][]int32
+	if len(assignment) > 0 {
+		if int32(len(assignment)) != count-have {
+			return errorf(kerr.InvalidReplicaAssignment, "%d partitions are added but %d assignments were given", count-have, len(assignment))
+		}
+		var err error
+		if newReplicas, err = checkAssignment(img, assignment, int(have)); err != nil {
+			return err
+		}
+	} else {
+		live := img.LiveBrokers()
+		rf := int32(len(t.Partitions[0].Replicas))
+		if int(rf) > len(live) {
+			return errorf(kerr.InvalidReplicationFactor, "topic %s has replication factor %d but only %d broker(s) are live", name, rf, len(live))
+		}
+		newReplicas = roundRobin(live, count-have, rf, have)
+	}
+	if validateOnly {
+		return nil
+	}
+	var rs []Record
+	for i, replicas := range newReplicas {
+		p := Partition{Index: have + int32(i), Leader: replicas[0], Replicas: replicas, ISR: replicas}
+		rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: p}})
+	}
+	return c.commit(rs)
+}
+
+// ConfigChange sets (Value non-nil) or removes (nil) one topic override.
+type ConfigChange struct {
+	Name  string
+	Value *string
+}
+
+// AlterTopicConfigs applies changes to a topic's overrides. With replace,
+// overrides not named in changes are removed (AlterConfigs); otherwise they
+// stay (IncrementalAlterConfigs).
+func (c *Controller) AlterTopicConfigs(name string, changes []ConfigChange, replace, validateOnly bool) error {
+	t, ok := c.Image().Topics[name]
+	if !ok {
+		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	next := map[string]string{}
+	if !replace {
+		for k, v := range t.Configs {
+			next[k] = v
+		}
+	}
+	for _, ch := range changes {
+		if ch.Value == nil {
+			if _, known := config.TopicDefs[ch.Name]; !known {
+				return errorf(kerr.InvalidConfig, "unknown topic property %s", ch.Name)
+			}
+			delete(next, ch.Name)
+		} else {
+			next[ch.Name] = *ch.Value
+		}
+	}
+	if err := config.ValidateTopicOverrides(next); err != nil {
+		return errorf(kerr.InvalidConfig, "%s", strings.TrimPrefix(err.Error(), config.ErrInvalid.Error()+": "))
+	}
+	if validateOnly {
+		return nil
+	}
+	var rs []Record
+	for k := range t.Configs {
+		if _, keep := next[k]; !keep {
+			rs = append(rs, Record{Config: &ConfigRecord{Topic: name, Name: k}})
+		}
+	}
+	for k, v := range next {
+		if old, had := t.Configs[k]; !had || old != v {
+			v := v
+			rs = append(rs, Record{Config: &ConfigRecord{Topic: name, Name: k, Value: &v}})
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Config.Name < rs[j].Config.Name })
+	return c.commit(rs)
+}
+
+// IsError reports whether err is a refused change and returns it.
+func IsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// ProducerIDBlockSize is how many producer ids a broker takes at once, as
+// Kafka's AllocateProducerIds does.
+const ProducerIDBlockSize = 1000
+
+// AllocateProducerIDs reserves n producer ids durably and returns the first.
+func (c *Controller) AllocateProducerIDs(n int64) (int64, error) {
+	c.mu.Lock()
+	first := c.img.Load().NextProducerID
+	c.mu.Unlock()
+	// commit serializes; a concurrent allocation makes this one fail its
+	// advance check, so retry from the new position.
+	for {
+		err := c.commit([]Record{{ProducerIDs: &ProducerIDsRecord{Next: first + n}}})
+		if err == nil {
+			return first, nil
+		}
+		next := c.Image().NextProducerID
+		if next == first {
+			return 0, err
+		}
+		first = next
+	}
+}

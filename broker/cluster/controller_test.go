@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/config"
+)
+
+func openTest(t *testing.T, dir string) *Controller {
+	t.Helper()
+	cfg, err := config.ParseBroker(map[string]string{"num.partitions": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenController(dir, cfg, "test-cluster", []config.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func wantCode(t *testing.T, err error, code *kerr.Error) {
+	t.Helper()
+	if !errors.Is(err, code) {
+		t.Fatalf("error %v, want %s", err, code.Message)
+	}
+}
+
+// Every change survives a restart, because the image is rebuilt from the
+// metadata log alone.
+func TestControllerReplaysItsLog(t *testing.T) {
+	dir := t.TempDir()
+	c := openTest(t, dir)
+	events, err := c.CreateTopic(TopicSpec{Name: "events", Partitions: 3, Configs: map[string]string{"retention.ms": "1000"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(TopicSpec{Name: "gone", Partitions: -1}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreatePartitions("events", 5, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	v := "compact"
+	if err := c.AlterTopicConfigs("events", []ConfigChange{{Name: "cleanup.policy", Value: &v}, {Name: "retention.ms"}}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.AllocateProducerIDs(ProducerIDBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	c = openTest(t, dir)
+	defer c.Close()
+	img := c.Image()
+	got, ok := img.Topics["events"]
+	if !ok || got.ID != events.ID || len(got.Partitions) != 5 {
+		t.Fatalf("after restart: %+v", got)
+	}
+	if got.Configs["cleanup.policy"] != "compact" || got.Configs["retention.ms"] != "" {
+		t.Fatalf("configs after restart: %v", got.Configs)
+	}
+	if _, ok := img.Topics["gone"]; ok {
+		t.Fatal("deleted topic is back after restart")
+	}
+	if next, _ := c.AllocateProducerIDs(ProducerIDBlockSize); next != first+ProducerIDBlockSize {
+		t.Fatalf("producer ids restart at %d, want %d: ids would be reused", next, first+ProducerIDBlockSize)
+	}
+}
+
+// A crash in the middle of appending leaves a line without its newline;
+// that change never reached anyone and is dropped, the rest loads.
+func TestControllerDropsTornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	c := openTest(t, dir)
+	if _, err := c.CreateTopic(TopicSpec{Name: "kept", Partitions: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	f, _ := os.OpenFile(filepath.Join(dir, MetadataLogFile), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"topic":{"name":"torn","id":"AAAA`)
+	f.Close()
+	c = openTest(t, dir)
+	defer c.Close()
+	if _, ok := c.Image().Topics["kept"]; !ok {
+		t.Fatal("complete change lost")
+	}
+	if _, ok := c.Image().Topics["torn"]; ok {
+		t.Fatal("torn change applied")
+	}
+	if _, err := c.CreateTopic(TopicSpec{Name: "after", Partitions: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestControllerRefusesBadChanges(t *testing.T) {
+	c := openTest(t, t.TempDir())
+	defer c.Close()
+	if _, err := c.CreateTopic(TopicSpec{Name: "a.b", Partitions: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		spec TopicSpec
+		code *kerr.Error
+	}{
+		{TopicSpec{Name: "a.b"}, kerr.TopicAlreadyExists},
+		{TopicSpec{Name: "a_b"}, kerr.InvalidTopicException},
+		{TopicSpec{Name: "bad topic!"}, kerr.InvalidTopicException},
+		{TopicSpec{Name: ".."}, kerr.InvalidTopicException},
+		{TopicSpec{Name: "zero", Partitions: -5}, kerr.InvalidPartitions},
+		{TopicSpec{Name: "rf", ReplicationFactor: 3}, kerr.InvalidReplicationFactor},
+		{TopicSpec{Name: "cfg", Configs: map[string]string{"retention.ms": "abc"}}, kerr.InvalidConfig},
+		{TopicSpec{Name: "cfg2", Configs: map[string]string{"no.such.config": "1"}}, kerr.InvalidConfig},
+		{TopicSpec{Name: "assign", Assignment: [][]int32{{7}}}, kerr.InvalidReplicaAssignment},
+	}
+	for _, tc := range cases {
+		_, err := c.CreateTopic(tc.spec, false)
+		wantCode(t, err, tc.code)
+	}
+	wantCode(t, c.CreatePartitions("a.b", 1, nil, false), kerr.InvalidPartitions)
+	wantCode(t, c.CreatePartitions("nope", 3, nil, false), kerr.UnknownTopicOrPartition)
+	bad := "-7"
+	wantCode(t, c.AlterTopicConfigs("a.b", []ConfigChange{{Name: "segment.bytes", Value: &bad}}, false, false), kerr.InvalidConfig)
+	_, err := c.DeleteTopic("nope")
+	wantCode(t, err, kerr.UnknownTopicOrPartition)
+	// validate_only changes nothing.
+	if _, err := c.CreateTopic(TopicSpec{Name: "dry", Partitions: 4}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Image().Topics["dry"]; ok {
+		t.Fatal("validate_only created the topic")
+	}
+}

@@ -1,0 +1,150 @@
+// Package cluster owns the cluster metadata: the brokers, the topics with
+// their ids, partitions, replicas, leaders and configs, as an immutable Image
+// built by applying metadata records in order (as KRaft brokers apply the
+// __cluster_metadata log), and the controller that validates changes and
+// appends those records.
+//
+// An Image is never modified after it is published: readers take the
+// current one without locks and keep a consistent view for a whole request.
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/tributary-io/tributary/broker/config"
+)
+
+// TopicID is a topic's UUID, as Kafka's Metadata and Fetch v13+ carry it.
+type TopicID [16]byte
+
+// NewTopicID returns a random version-4 UUID that is not the zero or
+// sentinel id Kafka reserves.
+func NewTopicID() TopicID {
+	for {
+		var id TopicID
+		rand.Read(id[:])
+		id[6] = id[6]&0x0f | 0x40
+		id[8] = id[8]&0x3f | 0x80
+		if id != (TopicID{}) && id != (TopicID{15: 1}) {
+			return id
+		}
+	}
+}
+
+// String is the URL-safe base64 form Kafka's tools print.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// Hex is the dashed hex form, for logs.
+func (id TopicID) Hex() string {
+	h := hex.EncodeToString(id[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Broker is a registered broker.
+type Broker struct {
+	ID        int32
+	Rack      string
+	Listeners []config.Listener // advertised
+	Fenced    bool
+}
+
+// Partition is one partition's replica assignment and leadership.
+type Partition struct {
+	Index          int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+}
+
+// Topic is a topic and its partitions.
+type Topic struct {
+	Name       string
+	ID         TopicID
+	Partitions []Partition
+	// Configs are the topic's overrides only; broker defaults fill the rest.
+	Configs map[string]string
+}
+
+// Internal reports whether the topic is one the brokers own
+// (__consumer_offsets, __transaction_state).
+func (t *Topic) Internal() bool { return strings.HasPrefix(t.Name, "__") }
+
+// Image is the cluster metadata at one point of the metadata log.
+type Image struct {
+	ClusterID    string
+	ControllerID int32
+	Offset       int64 // of the last record applied
+	Brokers      map[int32]Broker
+	Topics       map[string]*Topic
+	ByID         map[TopicID]*Topic
+	// NextProducerID is the first producer id not yet handed out.
+	NextProducerID int64
+}
+
+func emptyImage(clusterID string) *Image {
+	return &Image{ClusterID: clusterID, ControllerID: -1, Offset: -1,
+		Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}, ByID: map[TopicID]*Topic{}}
+}
+
+// TopicNames is every topic name, sorted.
+func (img *Image) TopicNames() []string {
+	names := make([]string, 0, len(img.Topics))
+	for n := range img.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LiveBrokers is every unfenced broker, by id.
+func (img *Image) LiveBrokers() []Broker {
+	out := make([]Broker, 0, len(img.Brokers))
+	for _, b := range img.Brokers {
+		if !b.Fenced {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// clone copies the maps so a change can be applied without touching the
+// published image. Topics are copied on write by the apply functions.
+func (img *Image) clone() *Image {
+	n := *img
+	n.Brokers = make(map[int32]Broker, len(img.Brokers))
+	for k, v := range img.Brokers {
+		n.Brokers[k] = v
+	}
+	n.Topics = make(map[string]*Topic, len(img.Topics))
+	for k, v := range img.Topics {
+		n.Topics[k] = v
+	}
+	n.ByID = make(map[TopicID]*Topic, len(img.ByID))
+	for k, v := range img.ByID {
+		n.ByID[k] = v
+	}
+	return &n
+}
+
+// MarshalText is the base64 form, so the metadata log stays readable.
+func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText reads the base64 form.
+func (id *TopicID) UnmarshalText(b []byte) error {
+	n, err := base64.RawURLEncoding.Decode(id[:], b)
+	if err == nil && n != len(id) {
+		err = errors.New("cluster: topic id is not 16 bytes")
+	}
+	return err
+}
+
+// EmptyImage is the metadata before any record.
+func EmptyImage(clusterID string) *Image { return emptyImage(clusterID) }

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Record is one metadata change, the unit of the metadata log. Exactly one
+// field is set. The JSON form is what the metadata log stores (see
+// metalog.go); a field added later must default to the old behaviour.
+type Record struct {
+	RegisterBroker *Broker            `json:"register_broker,omitempty"`
+	Topic          *TopicRecord       `json:"topic,omitempty"`
+	Partition      *PartitionRecord   `json:"partition,omitempty"`
+	Config         *ConfigRecord      `json:"config,omitempty"`
+	RemoveTopic    *RemoveTopicRecord `json:"remove_topic,omitempty"`
+	ProducerIDs    *ProducerIDsRecord `json:"producer_ids,omitempty"`
+}
+
+// TopicRecord creates a topic with no partitions; PartitionRecords follow.
+type TopicRecord struct {
+	Name string  `json:"name"`
+	ID   TopicID `json:"id"`
+}
+
+// PartitionRecord creates or replaces one partition's state.
+type PartitionRecord struct {
+	TopicID TopicID `json:"topic_id"`
+	Partition
+}
+
+// ConfigRecord sets (Value non-nil) or removes a topic override.
+type ConfigRecord struct {
+	Topic string  `json:"topic"`
+	Name  string  `json:"name"`
+	Value *string `json:"value"`
+}
+
+// RemoveTopicRecord deletes a topic.
+type RemoveTopicRecord struct {
+	ID TopicID `json:"id"`
+}
+
+// Apply returns the image after r. It never modifies img.
+func (img *Image) Apply(r Record) (*Image, error) {
+	n := img.clone()
+	switch {
+	case r.RegisterBroker != nil:
+		b := *r.RegisterBroker
+		b.Listeners = slices.Clone(b.Listeners)
+		n.Brokers[b.ID] = b
+	case r.Topic != nil:
+		if _, exists := n.Topics[r.Topic.Name]; exists {
+			return nil, fmt.Errorf("cluster: topic %s already exists", r.Topic.Name)
+		}
+		t := &Topic{Name: r.Topic.Name, ID: r.Topic.ID, Configs: map[string]string{}}
+		n.Topics[t.Name], n.ByID[t.ID] = t, t
+	case r.Partition != nil:
+		old, ok := n.ByID[r.Partition.TopicID]
+		if !ok {
+			return nil, fmt.Errorf("cluster: partition of unknown topic id %s", r.Partition.TopicID)
+		}
+		t := old.copy()
+		p := r.Partition.Partition
+		p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+		switch i := int(p.Index); {
+		case i < len(t.Partitions):
+			t.Partitions[i] = p
+		case i == len(t.Partitions):
+			t.Partitions = append(t.Partitions, p)
+		default:
+			return nil, fmt.Errorf("cluster: partition %d of %s would leave a gap after %d", i, t.Name, len(t.Partitions))
+		}
+		n.Topics[t.Name], n.ByID[t.ID] = t, t
+	case r.Config != nil:
+		old, ok := n.Topics[r.Config.Topic]
+		if !ok {
+			return nil, fmt.Errorf("cluster: config of unknown topic %s", r.Config.Topic)
+		}
+		t := old.copy()
+		if r.Config.Value == nil {
+			delete(t.Configs, r.Config.Name)
+		} else {
+			t.Configs[r.Config.Name] = *r.Config.Value
+		}
+		n.Topics[t.Name], n.ByID[t.ID] = t, t
+	case r.RemoveTopic != nil:
+		t, ok := n.ByID[r.RemoveTopic.ID]
+		if !ok {
+			return nil, fmt.Errorf("cluster: removing unknown topic id %s", r.RemoveTopic.ID)
+		}
+		delete(n.Topics, t.Name)
+		delete(n.ByID, t.ID)
+	case r.ProducerIDs != nil:
+		if r.ProducerIDs.Next <= n.NextProducerID {
+			return nil, fmt.Errorf("cluster: producer id block ending at %d does not advance past %d", r.ProducerIDs.Next, n.NextProducerID)
+		}
+		n.NextProducerID = r.ProducerIDs.Next
+	default:
+		return nil, fmt.Errorf("cluster: empty metadata record")
+	}
+	n.Offset++
+	return n, nil
+}
+
+func (t *Topic) copy() *Topic {
+	c := *t
+	c.Partitions = slices.Clone(t.Partitions)
+	c.Configs = maps.Clone(t.Configs)
+	return &c
+}
+
+// ProducerIDsRecord reserves producer ids below Next.
+type ProducerIDsRecord struct {
+	Next int64 `json:"next"`
+}

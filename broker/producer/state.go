@@ -1,0 +1,188 @@
+package producer
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/record"
+)
+
+// MaxBatchesPerProducer is how many recent batches of each producer are
+// remembered for duplicate detection: a producer has at most five requests
+// in flight (max.in.flight.requests.per.connection <= 5 with idempotence).
+const MaxBatchesPerProducer = 5
+
+// BatchMeta identifies one appended batch of a producer.
+type BatchMeta struct {
+	FirstSeq, LastSeq       int32
+	FirstOffset, LastOffset int64
+	Timestamp               int64 // max timestamp, or the log append time
+}
+
+// Entry is one producer's state in one partition.
+type Entry struct {
+	ProducerID int64
+	Epoch      int16
+	Batches    []BatchMeta // oldest first, at most MaxBatchesPerProducer
+	// LastTimestamp is the expiry reference: the broker's clock when the
+	// producer's last batch was appended, or, for a batch replayed from the
+	// log or read from a snapshot, the time stored there (see Replay).
+	LastTimestamp int64
+}
+
+func (e *Entry) last() *BatchMeta {
+	if len(e.Batches) == 0 {
+		return nil
+	}
+	return &e.Batches[len(e.Batches)-1]
+}
+
+// State is one partition's idempotent producers.
+type State struct {
+	producers map[int64]*Entry
+}
+
+// NewState is an empty state.
+func NewState() *State { return &State{producers: map[int64]*Entry{}} }
+
+// Error is a refused batch with its Kafka error.
+type Error struct {
+	Code   *kerr.Error
+	Reason string
+}
+
+func (e *Error) Error() string { return "broker/producer: " + e.Reason }
+func (e *Error) Unwrap() error { return e.Code }
+
+// Sequences live on a ring: after math.MaxInt32 comes 0. These are Kafka's
+// DefaultRecordBatch.incrementSequence and decrementSequence; delta is never
+// negative.
+
+// addSeq is the sequence delta steps after seq.
+func addSeq(seq, delta int32) int32 {
+	if seq > math.MaxInt32-delta {
+		return delta - (math.MaxInt32 - seq) - 1
+	}
+	return seq + delta
+}
+
+// subSeq is the sequence delta steps before seq.
+func subSeq(seq, delta int32) int32 {
+	if seq < delta {
+		return math.MaxInt32 - (delta - seq) + 1
+	}
+	return seq - delta
+}
+
+// nextSeq is the sequence after seq.
+func nextSeq(seq int32) int32 { return addSeq(seq, 1) }
+
+// lastSeq is the sequence of a batch's last record.
+func lastSeq(b record.Batch) int32 { return addSeq(b.BaseSequence(), b.LastOffsetDelta()) }
+
+// Check decides what to do with a batch before it is appended: nil to append
+// it, a duplicate's metadata to answer with instead, or an *Error. The rules
+// are those of Kafka's ProducerAppendInfo, in its order:
+//
+//   - a batch without a producer id is not idempotent: append it;
+//   - a producer this partition has no state for (never seen, expired, or
+//     whose every batch was deleted) is appended at whatever sequence it
+//     sends, as Kafka does since KIP-360 ("if there is no current producer
+//     epoch ... accept writes with any sequence number"): refusing it would
+//     make the client reset its sequences and resend, which is worse;
+//   - a batch of an older epoch is refused with INVALID_PRODUCER_EPOCH;
+//   - a batch of a newer epoch must start at sequence 0;
+//   - a batch of the current epoch whose first and last sequences are those
+//     of one of the producer's last MaxBatchesPerProducer batches is a retry:
+//     its original offsets are the answer;
+//   - otherwise it must start right after the producer's last sequence,
+//     wrapping from math.MaxInt32 to 0; a gap, or the retry of a batch
+//     older than those remembered, is OUT_OF_ORDER_SEQUENCE_NUMBER.
+func (s *State) Check(b record.Batch) (*BatchMeta, error) {
+	pid := b.ProducerID()
+	if pid < 0 {
+		return nil, nil
+	}
+	e, ok := s.producers[pid]
+	if !ok {
+		return nil, nil
+	}
+	epoch, first, last := b.ProducerEpoch(), b.BaseSequence(), lastSeq(b)
+	switch {
+	case epoch < e.Epoch:
+		return nil, &Error{kerr.InvalidProducerEpoch, fmt.Sprintf("producer %d epoch %d is older than the current %d", pid, epoch, e.Epoch)}
+	case epoch > e.Epoch:
+		if first != 0 {
+			return nil, &Error{kerr.OutOfOrderSequenceNumber, fmt.Sprintf("producer %d bumped its epoch to %d and must restart at sequence 0, not %d", pid, epoch, first)}
+		}
+		return nil, nil
+	}
+	for i := range e.Batches {
+		if bm := e.Batches[i]; bm.FirstSeq == first && bm.LastSeq == last {
+			return &bm, nil
+		}
+	}
+	if l := e.last(); l != nil && first != nextSeq(l.LastSeq) {
+		return nil, &Error{kerr.OutOfOrderSequenceNumber, fmt.Sprintf("producer %d: batch starts at sequence %d, expected %d", pid, first, nextSeq(l.LastSeq))}
+	}
+	return nil, nil
+}
+
+// Update records a batch that was appended with its offsets assigned.
+// appendTime is the broker's clock, the expiry reference. Control batches
+// (transaction markers) carry no sequence and are not recorded.
+func (s *State) Update(b record.Batch, appendTime int64) {
+	pid := b.ProducerID()
+	if pid < 0 || b.Control() {
+		return
+	}
+	e, ok := s.producers[pid]
+	if !ok || b.ProducerEpoch() != e.Epoch {
+		e = &Entry{ProducerID: pid, Epoch: b.ProducerEpoch()}
+		s.producers[pid] = e
+	}
+	e.Batches = append(e.Batches, BatchMeta{
+		FirstSeq: b.BaseSequence(), LastSeq: lastSeq(b),
+		FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), Timestamp: b.MaxTimestamp(),
+	})
+	if n := len(e.Batches); n > MaxBatchesPerProducer {
+		e.Batches = append(e.Batches[:0], e.Batches[n-MaxBatchesPerProducer:]...)
+	}
+	e.LastTimestamp = appendTime
+}
+
+// Replay records a batch read back from the log while recovering: the
+// batches after the snapshot recovery started from, in offset order. The
+// append time is not stored in the log, so the batch's max timestamp is the
+// expiry reference, as in Kafka (it is the append time for a LogAppendTime
+// topic). A batch the producer's entry already covers (its last offset is
+// not past the entry's last batch) is skipped, so replaying from an offset
+// inside a batch the snapshot already holds records it once.
+func (s *State) Replay(b record.Batch) {
+	if e, ok := s.producers[b.ProducerID()]; ok {
+		if l := e.last(); l != nil && b.LastOffset() <= l.LastOffset {
+			return
+		}
+	}
+	s.Update(b, b.MaxTimestamp())
+}
+
+// Producers is every producer's entry; the caller must not modify them.
+func (s *State) Producers() map[int64]*Entry { return s.producers }
+
+// Len is the number of producers.
+func (s *State) Len() int { return len(s.producers) }
+
+// Expire drops producers idle since before cutoff (producer.id.expiration.ms).
+func (s *State) Expire(cutoff int64) int {
+	n := 0
+	for pid, e := range s.producers {
+		if e.LastTimestamp < cutoff {
+			delete(s.producers, pid)
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,272 @@
+// Package replica owns the partitions this broker hosts: each partition's
+// log, its idempotent producer state, its leader epoch and high watermark,
+// and the rules that decide when an append is acknowledged. A single node is
+// the leader of every partition and its high watermark follows the log end;
+// followers, the ISR and leader changes build on the same Partition.
+//
+// Partition methods are safe for concurrent use; see Partition.
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/producer"
+	"github.com/tributary-io/tributary/broker/record"
+)
+
+// Partition is one partition hosted by this broker.
+//
+// Appends are serialized by appendMu, which also guards the producer state,
+// because checking a batch's sequence, appending it and recording it must be
+// one step. Reads go straight to the log, which needs no lock.
+type Partition struct {
+	TP      log.TopicPartition
+	TopicID cluster.TopicID
+	Log     *log.Log
+
+	leaderEpoch atomic.Int32
+	hw          atomic.Int64
+
+	appendMu  sync.Mutex
+	producers *producer.State
+	now       func() time.Time
+
+	// Producer snapshots: snapMu serializes the snapshot files and is taken
+	// before appendMu, which a snapshot holds only while it encodes the
+	// state, never while it writes the file.
+	snapMu   sync.Mutex
+	snaps    *producer.Snapshots // snapMu
+	snapSegs int                 // the log's segment count at the last snapshot; snapMu
+	snapSize int64               // the log's size at the last snapshot; snapMu
+	closed   bool                // Close was called; snapMu
+	logger   *slog.Logger
+}
+
+// Producer snapshots: when a partition takes them and how many it keeps.
+const (
+	// keepSnapshots is how many producer snapshots a partition keeps: the
+	// newest, and older ones to fall back on if it is corrupt.
+	keepSnapshots = 3
+	// snapshotEveryBytes: MaintainProducers takes a snapshot when the log
+	// grew by this much since the last one, so that a crash never leaves
+	// more than this (plus one maintenance interval's appends) to replay.
+	snapshotEveryBytes = 64 << 20
+)
+
+func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, epoch int32, logger *slog.Logger) (*Partition, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	p := &Partition{TP: tp, TopicID: id, Log: l, now: time.Now, logger: logger.With("partition", tp.String())}
+	p.leaderEpoch.Store(epoch)
+	p.hw.Store(l.LogEndOffset())
+	snaps, err := producer.OpenSnapshots(l.Dir(), p.logger)
+	if err != nil {
+		return nil, err
+	}
+	p.snaps = snaps
+	if err := p.rebuildProducers(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// rebuildProducers loads the producer state from the newest usable snapshot
+// at or below the log end, deleting those past it and corrupt ones, and
+// replays into it the headers of the batches the log holds after the
+// snapshot (from the log start without one): Kafka's truncateAndReload and
+// loadProducersFromRecords. A follower must call it after truncating its
+// log. snapMu and appendMu must be held, or p not yet shared.
+func (p *Partition) rebuildProducers() error {
+	st, from, err := p.snaps.Load(p.Log.LogStartOffset(), p.Log.LogEndOffset())
+	if err != nil {
+		return fmt.Errorf("broker/replica: load producer state of %s: %w", p.TP, err)
+	}
+	replayed := 0
+	err = p.Log.ScanHeaders(from, func(b record.Batch) error {
+		st.Replay(b)
+		replayed++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("broker/replica: replay producer state of %s: %w", p.TP, err)
+	}
+	p.producers = st
+	p.snapSegs, p.snapSize = p.Log.SegmentCount(), p.Log.Size()
+	if replayed > 0 {
+		// The newest snapshot is behind the log: take one at the next
+		// MaintainProducers so that another crash replays less.
+		p.snapSegs = 0
+		p.logger.Info("producer state recovered", "snapshot_offset", from, "replayed_batches", replayed,
+			"log_end_offset", p.Log.LogEndOffset(), "producers", st.Len())
+	}
+	return nil
+}
+
+// LeaderEpoch is the partition's current leader epoch.
+func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
+
+// HighWatermark is the offset below which records are committed: visible
+// to consumers and never truncated.
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// AppendResult is what a produce answers for one partition.
+type AppendResult struct {
+	BaseOffset     int64
+	LogAppendTime  int64
+	LogStartOffset int64
+	Duplicate      bool
+}
+
+// AppendAsLeader appends a producer's batches. A retried batch of an
+// idempotent producer is answered with the offsets it got the first time.
+func (p *Partition) AppendAsLeader(batches []byte) (AppendResult, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	first, _, ok := record.Split(batches)
+	if !ok {
+		return AppendResult{}, &record.Error{Kafka: kerr.CorruptMessage, Reason: "records are not a whole batch"}
+	}
+	// Idempotent producers send one batch per partition per request, so the
+	// first batch decides whether the request is a retry.
+	dup, err := p.producers.Check(first)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if dup != nil {
+		return AppendResult{BaseOffset: dup.FirstOffset, LogAppendTime: -1, LogStartOffset: p.Log.LogStartOffset(), Duplicate: true}, nil
+	}
+	info, err := p.Log.AppendAsLeader(batches, p.LeaderEpoch())
+	if err != nil {
+		return AppendResult{}, err
+	}
+	now := p.now().UnixMilli()
+	for b, r, ok := record.Split(batches); ok; b, r, ok = record.Split(r) {
+		p.producers.Update(b, now)
+	}
+	// A single node is the whole ISR: what is appended is committed.
+	p.hw.Store(p.Log.LogEndOffset())
+	return AppendResult{BaseOffset: info.FirstOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.Log.LogStartOffset()}, nil
+}
+
+// ExpireProducers drops producer state idle for longer than d
+// (producer.id.expiration.ms). MaintainProducers calls it.
+func (p *Partition) ExpireProducers(d time.Duration) int {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.producers.Expire(p.now().Add(-d).UnixMilli())
+}
+
+// MaintainProducers is the partition's periodic producer-state work: the
+// server calls it for every hosted partition on one ticker. It expires
+// producers idle for longer than expiration (producer.id.expiration.ms),
+// writes a producer snapshot at the log end when one is due, and keeps at
+// most keepSnapshots of them, none below the log start (except the newest).
+//
+// Kafka snapshots when the log rolls a segment; our log has no roll hook, so
+// a snapshot is due here when, since the last one, the log rolled or deleted
+// a segment (its segment count changed), grew by snapshotEveryBytes, or
+// moved its start past it, or when the partition has data but no snapshot.
+// Each check is a few atomic loads; when nothing was appended nothing is
+// written. A snapshot is only a shortcut: recovery replays the log from it,
+// so how stale it is bounds the replay, never the correctness.
+func (p *Partition) MaintainProducers(expiration time.Duration) error {
+	p.ExpireProducers(expiration)
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
+	if p.closed {
+		return nil
+	}
+	if p.snapshotDueLocked() {
+		if err := p.snapshotLocked(); err != nil {
+			return err
+		}
+	}
+	return p.snaps.Retain(p.Log.LogStartOffset(), keepSnapshots)
+}
+
+// Close writes a producer snapshot at the log end, so that the next start
+// loads it and replays nothing. The server calls it for every partition
+// before it closes the log dirs. It does not close the log (the log dir owns
+// it); appends after Close stay correct, since a later start replays them,
+// but MaintainProducers does nothing any more.
+func (p *Partition) Close() error {
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	if err := p.snapshotLocked(); err != nil {
+		return err
+	}
+	return p.snaps.Retain(p.Log.LogStartOffset(), keepSnapshots)
+}
+
+// snapshotBaseLocked is the offset the producer state on disk reaches: that
+// of the newest snapshot, or the log start without one. snapMu must be held.
+func (p *Partition) snapshotBaseLocked() (int64, bool) {
+	if latest, ok := p.snaps.Latest(); ok {
+		return latest, true
+	}
+	return p.Log.LogStartOffset(), false
+}
+
+// snapshotDueLocked says whether MaintainProducers should take a snapshot.
+// snapMu must be held.
+func (p *Partition) snapshotDueLocked() bool {
+	base, ok := p.snapshotBaseLocked()
+	if p.Log.LogEndOffset() <= base {
+		return false
+	}
+	return !ok || base < p.Log.LogStartOffset() ||
+		p.Log.SegmentCount() != p.snapSegs || p.Log.Size()-p.snapSize >= snapshotEveryBytes
+}
+
+// snapshotLocked writes a snapshot of the producer state at the log end,
+// unless the state on disk already reaches it. snapMu must be held.
+func (p *Partition) snapshotLocked() error {
+	p.appendMu.Lock()
+	end := p.Log.LogEndOffset() // every append goes through appendMu
+	base, _ := p.snapshotBaseLocked()
+	var data []byte
+	if end > base {
+		data = producer.EncodeSnapshot(p.producers)
+	}
+	p.appendMu.Unlock()
+	if data == nil {
+		return nil
+	}
+	if err := p.snaps.Write(end, data); err != nil {
+		return fmt.Errorf("broker/replica: %s: %w", p.TP, err)
+	}
+	p.snapSegs, p.snapSize = p.Log.SegmentCount(), p.Log.Size()
+	return nil
+}
+
+// KafkaError maps an error from this package, the log or the record
+// validator to the Kafka error to answer with.
+func KafkaError(err error) *kerr.Error {
+	if err == nil {
+		return nil
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	if errors.Is(err, log.ErrClosed) {
+		return kerr.NotLeaderForPartition
+	}
+	return kerr.UnknownServerError
+}
+
+func (p *Partition) String() string { return fmt.Sprintf("%s (epoch %d)", p.TP, p.LeaderEpoch()) }

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		fill(resp, req, kerr.InvalidRequiredAcks, fmt.Sprintf("acks=%d: must be -1, 0 or 1", req.Acks))
+		return resp, nil
+	}
+	if req.TransactionID != nil {
+		fill(resp, req, kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet")
+		return resp, nil
+	}
+	img := s.ctrl.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		t := img.Topics[rt.Topic]
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
+			part, ok := s.parts.Get(rt.Topic, rp.Partition)
+			switch {
+			case t == nil || !ok:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case req.Acks == -1 && int64(len(t.Partitions[rp.Partition].ISR)) < s.minISR(t.Configs):
+				sp.ErrorCode = kerr.NotEnoughReplicas.Code
+				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", len(t.Partitions[rp.Partition].ISR), s.minISR(t.Configs)))
+			default:
+				res, err := part.AppendAsLeader(rp.Records)
+				if err != nil {
+					sp.ErrorCode, sp.ErrorMessage = kafkaCode(err), errorMessage(err)
+					break
+				}
+				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+				if !res.Duplicate {
+					s.metrics.bytesIn.Add(float64(len(rp.Records)))
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func (s *Server) minISR(overrides map[string]string) int64 {
+	v := s.cfg.Topic(overrides)["min.insync.replicas"].Value
+	var n int64
+	fmt.Sscan(v, &n)
+	return n
+}
+
+// fill answers every partition of req with one error.
+func fill(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest, code *kerr.Error, msg string) {
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, code.Code, -1, -1, -1
+			sp.ErrorMessage = &msg
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/replica"
+)
+
+// handleFetch answers at once when min_bytes are available, an error
+// occurred or max_wait_ms is zero; otherwise it waits until an append to
+// one of the fetched partitions or the deadline, and reads again. It writes
+// its own response, so that record bytes go to the socket by sendfile.
+func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		f := s.fetchOnce(req)
+		if f.bytes >= int64(req.MinBytes) || f.failed || !time.Now().Before(deadline) || s.closing.Load() || len(f.wake) == 0 {
+			return nil, c.write(f.resp, f.files)
+		}
+		if !waitAny(append(f.wake, s.stopping), time.Until(deadline)) {
+			// Timed out: answer with what the final read finds.
+			f = s.fetchOnce(req)
+			return nil, c.write(f.resp, f.files)
+		}
+	}
+}
+
+type fetchResult struct {
+	resp   *kmsg.FetchResponse
+	files  *fileRanges
+	bytes  int64
+	failed bool
+	wake   []<-chan struct{}
+}
+
+func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(req.Version)
+	res := fetchResult{resp: resp, files: newFileRanges(resp.IsFlexible(), s.sendfile)}
+	if req.SessionID != 0 {
+		// We never hand out sessions (a response's session id 0 tells the
+		// client so, KIP-227), so an incremental fetch names none of ours.
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		res.failed = true
+		return res
+	}
+	img := s.ctrl.Image()
+	maxBytes := int64(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 {
+		maxBytes = 1<<31 - 1
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		name := rt.Topic
+		unknownID := false
+		if req.Version >= 13 {
+			if t, ok := img.ByID[cluster.TopicID(rt.TopicID)]; ok {
+				name = t.Name
+			} else {
+				unknownID = true
+			}
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.RecordBatches = []byte{} // empty, never null, as Kafka: kafka-go fails on a null records field
+			sp.Partition, sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rp.Partition, -1, -1, -1
+			sp.PreferredReadReplica = -1
+			part, ok := s.parts.Get(name, rp.Partition)
+			switch {
+			case unknownID:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case !ok:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				if code := checkLeaderEpoch(part, rp.CurrentLeaderEpoch); code != nil {
+					sp.ErrorCode = code.Code
+					break
+				}
+				res.wake = append(res.wake, part.Log.Appended())
+				n, err := s.readPartition(part, rp, &sp, maxBytes-res.bytes, res.bytes == 0, res.files)
+				if err != nil {
+					sp.ErrorCode = kafkaCode(err)
+				}
+				res.bytes += n
+			}
+			if sp.ErrorCode != 0 {
+				res.failed = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	s.metrics.bytesOut.Add(float64(res.bytes))
+	if res.files.empty() {
+		res.files = nil
+	}
+	return res
+}
+
+// readPartition fills sp with the partition's offsets and the range of
+// records from the fetch offset, up to the high watermark and the byte
+// limits. first says no records are in the response yet, so the first
+// batch is returned whole even when it is larger than the limits (KIP-74).
+func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, files *fileRanges) (int64, error) {
+	hw := part.HighWatermark()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, part.Log.LogStartOffset()
+	limit := min(int64(rp.PartitionMaxBytes), budget)
+	if limit <= 0 && !first {
+		return 0, nil
+	}
+	slice, err := part.Log.Read(rp.FetchOffset, log.ReadOptions{MaxBytes: int(max(limit, 0)), MinOneBatch: first, UpTo: hw})
+	if err != nil {
+		if errors.Is(err, log.ErrOffsetOutOfRange) && rp.FetchOffset == hw {
+			return 0, nil
+		}
+		return 0, err
+	}
+	if slice.Size == 0 {
+		return 0, nil
+	}
+	sp.RecordBatches = files.add(slice)
+	return slice.Size, nil
+}
+
+// checkLeaderEpoch fences a client whose view of the leader is older
+// (FENCED_LEADER_EPOCH) or newer (UNKNOWN_LEADER_EPOCH) than ours (KIP-320).
+// -1 skips the check.
+func checkLeaderEpoch(p *replica.Partition, epoch int32) *kerr.Error {
+	cur := p.LeaderEpoch()
+	switch {
+	case epoch < 0 || epoch == cur:
+		return nil
+	case epoch < cur:
+		return kerr.FencedLeaderEpoch
+	default:
+		return kerr.UnknownLeaderEpoch
+	}
+}
+
+// waitAny waits until one of chans is closed or d passes; it reports
+// whether a channel fired.
+func waitAny(chans []<-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	if len(chans) == 2 {
+		select {
+		case <-chans[0]:
+			return true
+		case <-chans[1]:
+			return true
+		case <-timer.C:
+			return false
+		}
+	}
+	cases := make([]reflect.SelectCase, 0, len(chans)+1)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+	for _, ch := range chans {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	i, _, _ := reflect.Select(cases)
+	return i > 0
+}

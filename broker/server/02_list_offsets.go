@@ -1,0 +1,73 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/replica"
+)
+
+// ListOffsets' special timestamps.
+const (
+	latestTimestamp        = -1
+	earliestTimestamp      = -2
+	maxTimestamp           = -3
+	earliestLocalTimestamp = -4
+)
+
+func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition, sp.Timestamp, sp.Offset, sp.LeaderEpoch = rp.Partition, -1, -1, -1
+			part, ok := s.parts.Get(rt.Topic, rp.Partition)
+			if !ok {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if code := checkLeaderEpoch(part, rp.CurrentLeaderEpoch); code != nil {
+				sp.ErrorCode = code.Code
+			} else {
+				sp.ErrorCode = listOffset(part, rp.Timestamp, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func listOffset(p *replica.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+	sp.LeaderEpoch = p.LeaderEpoch()
+	switch ts {
+	case latestTimestamp:
+		// Consumers see up to the high watermark (read_committed is the
+		// same until transactions exist).
+		sp.Offset = p.HighWatermark()
+		return 0
+	case earliestTimestamp, earliestLocalTimestamp:
+		sp.Offset = p.Log.LogStartOffset()
+		return 0
+	case maxTimestamp:
+		o, t, ok, err := p.Log.MaxTimestamp()
+		if err != nil {
+			return kafkaCode(err)
+		}
+		if ok && o < p.HighWatermark() {
+			sp.Offset, sp.Timestamp = o, t
+		}
+		return 0
+	}
+	if ts < 0 {
+		return kerr.InvalidRequest.Code
+	}
+	o, t, ok, err := p.Log.OffsetForTimestamp(ts)
+	if err != nil {
+		return kafkaCode(err)
+	}
+	if ok && o < p.HighWatermark() {
+		sp.Offset, sp.Timestamp = o, t
+	}
+	return 0
+}

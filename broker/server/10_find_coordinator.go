@@ -1,0 +1,52 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Coordinator types of FindCoordinator.
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+// handleFindCoordinator names this node as the coordinator of every group:
+// a single node is the leader of every __consumer_offsets partition. There
+// is no transaction coordinator yet, which clients are told with
+// COORDINATOR_NOT_AVAILABLE. Clients also read the API's presence as a
+// feature: librdkafka only compresses with lz4 when the broker lists it.
+func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	var self *kmsg.MetadataResponseBroker
+	for _, b := range s.metadataBrokers(s.ctrl.Image(), c.listener) {
+		if b.NodeID == s.nodeID {
+			b := b
+			self = &b
+		}
+	}
+	for _, key := range keys {
+		co := kmsg.NewFindCoordinatorResponseCoordinator()
+		co.Key, co.NodeID, co.Port = key, -1, -1
+		switch {
+		case req.CoordinatorType != coordinatorGroup:
+			co.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			co.ErrorMessage = strPtr("there is no transaction coordinator yet")
+		case self == nil:
+			co.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		default:
+			co.NodeID, co.Host, co.Port = self.NodeID, self.Host, self.Port
+		}
+		resp.Coordinators = append(resp.Coordinators, co)
+	}
+	if req.Version < 4 {
+		co := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = co.ErrorCode, co.ErrorMessage, co.NodeID, co.Host, co.Port
+		resp.Coordinators = nil
+	}
+	return resp, nil
+}

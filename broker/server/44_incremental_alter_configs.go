@@ -1,0 +1,126 @@
+package server
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/config"
+)
+
+// IncrementalAlterConfigs (KIP-339) changes only the topic properties it
+// names: SET and DELETE an override, APPEND to and SUBTRACT from a list
+// property (cleanup.policy). Resources succeed or fail on their own; within
+// one, all changes apply or none.
+//
+// APPEND and SUBTRACT on a topic without an override start from the value
+// the topic has now (what DescribeConfigs shows), where Kafka starts from
+// the topic property's static default: the two differ only when the broker
+// sets log.cleanup.policy, and then ours is the one the user sees.
+func (s *Server) handleIncrementalAlterConfigs(c *conn, req *kmsg.IncrementalAlterConfigsRequest) (*kmsg.IncrementalAlterConfigsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	dup := map[configResource]int{}
+	for _, rr := range req.Resources {
+		dup[configResource{rr.ResourceType, rr.ResourceName}]++
+	}
+	for _, rr := range req.Resources {
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		var err error
+		if dup[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
+			err = errDuplicateResource
+		} else {
+			err = s.incrementalAlterConfigs(rr, req.ValidateOnly)
+		}
+		sr.ErrorCode, sr.ErrorMessage = kafkaCode(err), adminMessage(err)
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+func (s *Server) incrementalAlterConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	names := make([]string, 0, len(rr.Configs))
+	var nulls []string
+	for _, cfg := range rr.Configs {
+		names = append(names, cfg.Name)
+		if cfg.Op != kmsg.IncrementalAlterConfigOpDelete && cfg.Value == nil {
+			nulls = append(nulls, cfg.Name)
+		}
+		if cfg.Op < kmsg.IncrementalAlterConfigOpSet || cfg.Op > kmsg.IncrementalAlterConfigOpSubtract {
+			return apiErrorf(kerr.InvalidRequest, "unknown operation type %d for config %s", int8(cfg.Op), cfg.Name)
+		}
+	}
+	if err := checkConfigKeys(names); err != nil {
+		return err
+	}
+	if len(nulls) > 0 {
+		return apiErrorf(kerr.InvalidRequest, "null value not supported for: %s", strings.Join(nulls, ", "))
+	}
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeTopic:
+		if err := cluster.ValidateTopicName(rr.ResourceName); err != nil {
+			return err
+		}
+		t, ok := s.ctrl.Image().Topics[rr.ResourceName]
+		if !ok {
+			return apiErrorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", rr.ResourceName)
+		}
+		changes, err := s.topicChanges(t, rr.Configs)
+		if err != nil {
+			return err
+		}
+		// A concurrent change to the same list property between this read
+		// and the commit wins over ours; Kafka's controller does the
+		// read-modify-write atomically.
+		err = s.ctrl.AlterTopicConfigs(rr.ResourceName, changes, false, validateOnly)
+		s.logAlter(rr.ResourceName, names, validateOnly, err)
+		return err
+	case kmsg.ConfigResourceTypeBroker:
+		return s.alterBrokerConfigs(rr.ResourceName, names)
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		return apiErrorf(kerr.InvalidRequest, "changing log levels (BROKER_LOGGER) is not supported")
+	default:
+		return apiErrorf(kerr.InvalidRequest, "unknown resource type %d", int8(rr.ResourceType))
+	}
+}
+
+// topicChanges turns the operations into overrides to set or remove.
+func (s *Server) topicChanges(t *cluster.Topic, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) ([]cluster.ConfigChange, error) {
+	changes := make([]cluster.ConfigChange, 0, len(ops))
+	var current map[string]config.Value
+	for _, op := range ops {
+		switch op.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			changes = append(changes, cluster.ConfigChange{Name: op.Name, Value: op.Value})
+		case kmsg.IncrementalAlterConfigOpDelete:
+			changes = append(changes, cluster.ConfigChange{Name: op.Name})
+		default: // APPEND, SUBTRACT
+			d, ok := config.TopicDefs[op.Name]
+			if !ok {
+				return nil, apiErrorf(kerr.InvalidConfig, "unknown topic property %s", op.Name)
+			}
+			if d.Type != config.List {
+				return nil, apiErrorf(kerr.InvalidConfig, "can't %s to key %s because its type is not LIST", op.Op, op.Name)
+			}
+			if current == nil {
+				current = s.cfg.Topic(t.Configs)
+			}
+			list := config.SplitList(current[op.Name].Value)
+			for _, item := range config.SplitList(*op.Value) {
+				i := slices.Index(list, item)
+				switch {
+				case op.Op == kmsg.IncrementalAlterConfigOpAppend && i < 0:
+					list = append(list, item)
+				case op.Op == kmsg.IncrementalAlterConfigOpSubtract && i >= 0:
+					list = slices.Delete(list, i, i+1)
+				}
+			}
+			v := strings.Join(list, ",")
+			changes = append(changes, cluster.ConfigChange{Name: op.Name, Value: &v})
+		}
+	}
+	return changes, nil
+}

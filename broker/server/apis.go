@@ -1,0 +1,71 @@
+package server
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handler serves one API.
+type handler struct {
+	// min and max are the versions served.
+	min, max int16
+	// listFromZero advertises v0 as the minimum while serving from min:
+	// Kafka lists Produce from v0 while refusing v0-v2, because librdkafka
+	// turns compression off when the minimum is not 0 (KAFKA-18659).
+	listFromZero bool
+	fn           func(c *conn, req kmsg.Request) (kmsg.Response, error)
+}
+
+// typed adapts a handler of one request type to the table.
+func typed[Req kmsg.Request, Resp kmsg.Response](f func(*conn, Req) (Resp, error)) func(*conn, kmsg.Request) (kmsg.Response, error) {
+	return func(c *conn, r kmsg.Request) (kmsg.Response, error) {
+		resp, err := f(c, r.(Req))
+		if err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+}
+
+// handlers is every API the broker serves. Versions start at Kafka 4.x's
+// baseline (KIP-896) and stop where a newer version would need something we
+// do not have yet: Produce v12+ needs the transaction.version feature.
+func (s *Server) handlers() map[int16]handler {
+	return map[int16]handler{
+		kmsg.Produce.Int16():              {min: 3, max: 11, listFromZero: true, fn: typed(s.handleProduce)},
+		kmsg.Fetch.Int16():                {min: 4, max: 16, fn: typed(s.handleFetch)},
+		kmsg.ListOffsets.Int16():          {min: 1, max: 8, fn: typed(s.handleListOffsets)},
+		kmsg.Metadata.Int16():             {min: 0, max: 12, fn: typed(s.handleMetadata)},
+		kmsg.ApiVersions.Int16():          {min: 0, max: 4, fn: typed(s.handleApiVersions)},
+		kmsg.CreateTopics.Int16():         {min: 2, max: 7, fn: typed(s.handleCreateTopics)},
+		kmsg.InitProducerID.Int16():       {min: 0, max: 5, fn: typed(s.handleInitProducerID)},
+		kmsg.OffsetForLeaderEpoch.Int16(): {min: 2, max: 4, fn: typed(s.handleOffsetForLeaderEpoch)},
+		kmsg.DescribeCluster.Int16():      {min: 0, max: 1, fn: typed(s.handleDescribeCluster)},
+		kmsg.FindCoordinator.Int16():      {min: 0, max: 6, fn: typed(s.handleFindCoordinator)},
+
+		// Topic and config administration.
+		kmsg.DeleteTopics.Int16():            {min: 1, max: 6, fn: typed(s.handleDeleteTopics)},
+		kmsg.DeleteRecords.Int16():           {min: 0, max: 2, fn: typed(s.handleDeleteRecords)},
+		kmsg.DescribeConfigs.Int16():         {min: 1, max: 4, fn: typed(s.handleDescribeConfigs)},
+		kmsg.AlterConfigs.Int16():            {min: 0, max: 2, fn: typed(s.handleAlterConfigs)},
+		kmsg.DescribeLogDirs.Int16():         {min: 1, max: 5, fn: typed(s.handleDescribeLogDirs)},
+		kmsg.CreatePartitions.Int16():        {min: 0, max: 3, fn: typed(s.handleCreatePartitions)},
+		kmsg.IncrementalAlterConfigs.Int16(): {min: 0, max: 1, fn: typed(s.handleIncrementalAlterConfigs)},
+		kmsg.DescribeTopicPartitions.Int16(): {min: 0, max: 0, fn: typed(s.handleDescribeTopicPartitions)},
+	}
+}
+
+// apiKeys is the ApiVersions list, by key.
+func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(s.apis))
+	for k, h := range s.apis {
+		min := h.min
+		if h.listFromZero {
+			min = 0
+		}
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: min, MaxVersion: h.max})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
+	return keys
+}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/tributary-io/tributary/broker/log"
+)
+
+// fileRanges carries the record bytes of a Fetch response, which go from the
+// segment files to the socket without passing through user space.
+//
+// A handler sets each partition's records field to a placeholder from add;
+// the response is encoded as usual; write then finds each placeholder and
+// sends, in its place, the real length prefix and the file range with
+// sendfile(2) at an explicit offset (so concurrent readers of one file never
+// share a file position). A placeholder is 16 random bytes, so the search
+// cannot mistake other response bytes for one.
+type fileRanges struct {
+	token  [12]byte
+	slices []log.Slice
+	// flexible responses prefix records with a compact (uvarint) length,
+	// older ones with an int32.
+	flexible bool
+	sendfile bool
+}
+
+func newFileRanges(flexible, sendfile bool) *fileRanges {
+	f := &fileRanges{flexible: flexible, sendfile: sendfile}
+	rand.Read(f.token[:])
+	return f
+}
+
+// add returns the placeholder to put where s's bytes belong.
+func (f *fileRanges) add(s log.Slice) []byte {
+	p := make([]byte, 16)
+	copy(p, f.token[:])
+	binary.BigEndian.PutUint32(p[12:], uint32(len(f.slices)))
+	f.slices = append(f.slices, s)
+	return p
+}
+
+func (f *fileRanges) empty() bool { return len(f.slices) == 0 }
+
+// write sends frame (4 bytes reserved for the size, then the encoded
+// response) with every placeholder replaced by its file range.
+func (f *fileRanges) write(nc net.Conn, frame []byte) error {
+	type piece struct {
+		head  []byte // bytes of the frame before the slice, prefix included
+		slice log.Slice
+	}
+	var pieces []piece
+	total := int64(0)
+	rest := frame[4:]
+	prefixLen := 4
+	if f.flexible {
+		prefixLen = 1 // uvarint(16+1)
+	}
+	for i := range f.slices {
+		at := bytes.Index(rest, f.token[:])
+		if at < prefixLen || int(binary.BigEndian.Uint32(rest[at+12:])) != i {
+			return fmt.Errorf("broker/server: fetch placeholder %d not found", i)
+		}
+		s := f.slices[i]
+		head := append([]byte(nil), rest[:at-prefixLen]...)
+		if f.flexible {
+			head = binary.AppendUvarint(head, uint64(s.Size)+1)
+		} else {
+			head = binary.BigEndian.AppendUint32(head, uint32(s.Size))
+		}
+		pieces = append(pieces, piece{head, s})
+		total += int64(len(head)) + s.Size
+		rest = rest[at+16:]
+	}
+	total += int64(len(rest))
+	binary.BigEndian.PutUint32(frame, uint32(total))
+	out := append([]byte(nil), frame[:4]...)
+	for _, p := range pieces {
+		out = append(out, p.head...)
+		if err := writeAll(nc, out); err != nil {
+			return err
+		}
+		out = out[:0]
+		if err := f.sendSlice(nc, p.slice); err != nil {
+			return err
+		}
+	}
+	return writeAll(nc, append(out, rest...))
+}
+
+func writeAll(nc net.Conn, b []byte) error {
+	_, err := nc.Write(b)
+	return err
+}
+
+// sendSlice writes exactly s.Size bytes of s. If the file shrank under us (a
+// truncation raced with the fetch), the missing tail is zeros: the frame
+// length is already promised, and clients drop a batch that does not parse
+// at the end of a partition's records.
+func (f *fileRanges) sendSlice(nc net.Conn, s log.Slice) error {
+	sent := int64(0)
+	if tc, ok := nc.(*net.TCPConn); ok && f.sendfile {
+		n, err := sendfile(tc, s)
+		sent = n
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		n, err := io.Copy(nc, io.NewSectionReader(s.File, s.Pos, s.Size))
+		sent = n
+		if err != nil {
+			return err
+		}
+	}
+	if sent < s.Size {
+		_, err := nc.Write(make([]byte, s.Size-sent))
+		return err
+	}
+	return nil
+}
+
+// sendfile copies s to the socket in the kernel.
+func sendfile(tc *net.TCPConn, s log.Slice) (int64, error) {
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	off, remain := s.Pos, s.Size
+	src := int(s.File.Fd())
+	var serr error
+	werr := rc.Write(func(fd uintptr) bool {
+		for remain > 0 {
+			n, err := syscall.Sendfile(int(fd), src, &off, int(min(remain, 1<<30)))
+			if n > 0 {
+				remain -= int64(n)
+			}
+			switch {
+			case err == syscall.EAGAIN:
+				return false // wait until the socket is writable
+			case err == syscall.EINTR:
+				continue
+			case err != nil:
+				serr = err
+				return true
+			case n == 0:
+				serr = io.EOF // the file is shorter than promised
+				return true
+			}
+		}
+		return true
+	})
+	if werr != nil {
+		return s.Size - remain, werr
+	}
+	return s.Size - remain, serr
+}

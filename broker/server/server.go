@@ -1,0 +1,321 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/config"
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/replica"
+)
+
+// Server is one broker node.
+type Server struct {
+	cfg    *config.Broker
+	logger *slog.Logger
+	nodeID int32
+
+	dirs      []*log.Dir
+	ctrl      *cluster.Controller
+	parts     *replica.Manager
+	clusterID string
+	pids      *producerIDs
+
+	apis            map[int16]handler
+	maxRequestBytes int32
+	idleTimeout     time.Duration
+	requestTimeout  time.Duration
+	sendfile        bool
+	metrics         *metrics
+
+	mu        sync.Mutex
+	listeners map[string]net.Listener // by listener name
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup
+	closing   atomic.Bool
+	// stopping is closed when Shutdown starts, to end long-polling fetches.
+	stopping chan struct{}
+}
+
+// Options are what the embedding program decides beyond the broker config.
+type Options struct {
+	Logger *slog.Logger
+	// Registry receives the broker's metrics; nil uses a private one.
+	Registry prometheus.Registerer
+	// NoSendfile copies fetched records through user space instead of
+	// sendfile(2), for comparison.
+	NoSendfile bool
+}
+
+// New prepares a broker; Start opens its storage and listeners.
+func New(cfg *config.Broker, opt Options) *Server {
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Registry == nil {
+		opt.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{
+		cfg: cfg, logger: opt.Logger, nodeID: int32(cfg.Int("node.id")),
+		maxRequestBytes: int32(cfg.Int("socket.request.max.bytes")),
+		idleTimeout:     time.Duration(cfg.Int("connections.max.idle.ms")) * time.Millisecond,
+		requestTimeout:  time.Minute,
+		sendfile:        !opt.NoSendfile,
+		metrics:         newMetrics(opt.Registry),
+		listeners:       map[string]net.Listener{},
+		conns:           map[*conn]struct{}{},
+		stopping:        make(chan struct{}),
+	}
+	s.apis = s.handlers()
+	return s
+}
+
+// Start opens the log dirs (recovering them if the last stop was not
+// clean), loads the metadata, brings the partitions online and starts
+// accepting connections. It logs "broker ready" when clients can connect.
+func (s *Server) Start() error {
+	paths := s.cfg.LogDirs()
+	clusterID, err := ensureMetaProperties(paths, s.nodeID, s.cfg.String("cluster.id"))
+	if err != nil {
+		return err
+	}
+	s.clusterID = clusterID
+	for _, p := range paths {
+		d, err := log.OpenDir(s.dirConfig(p))
+		if err != nil {
+			s.closeStorage()
+			return err
+		}
+		s.dirs = append(s.dirs, d)
+	}
+	advertised, err := s.listen()
+	if err != nil {
+		s.closeStorage()
+		return err
+	}
+	if s.ctrl, err = cluster.OpenController(paths[0], s.cfg, clusterID, advertised); err != nil {
+		s.closeListeners()
+		s.closeStorage()
+		return err
+	}
+	s.pids = &producerIDs{ctrl: s.ctrl}
+	s.parts = replica.NewManager(s.cfg, s.dirs, s.logger)
+	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
+		if err := s.parts.Apply(prev, next); err != nil {
+			s.logger.Error("applying metadata", "err", err)
+		}
+	})
+	if err := s.parts.Apply(cluster.EmptyImage(clusterID), s.ctrl.Image()); err != nil {
+		s.closeListeners()
+		s.closeStorage()
+		return err
+	}
+	if err := s.parts.DeleteOrphans(); err != nil {
+		s.logger.Warn("deleting orphaned logs", "err", err)
+	}
+	var addrs []string
+	s.mu.Lock()
+	for name, ln := range s.listeners {
+		addrs = append(addrs, name+"://"+ln.Addr().String())
+		s.wg.Add(1)
+		go s.accept(name, ln)
+	}
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.maintain()
+	s.logger.Info("broker ready", "node_id", s.nodeID, "cluster_id", clusterID, "listeners", addrs,
+		"log_dirs", paths, "topics", len(s.ctrl.Image().Topics))
+	return nil
+}
+
+func (s *Server) dirConfig(path string) log.DirConfig {
+	c := log.DefaultDirConfig(path)
+	c.Defaults = s.cfg.LogConfig(nil)
+	c.CheckpointInterval = time.Duration(s.cfg.Int("log.flush.offset.checkpoint.interval.ms")) * time.Millisecond
+	c.RetentionCheckInterval = time.Duration(s.cfg.Int("log.retention.check.interval.ms")) * time.Millisecond
+	c.RecoveryThreads = int(s.cfg.Int("num.recovery.threads.per.data.dir"))
+	c.Logger = s.logger
+	// Until the metadata is loaded, logs open with the broker defaults;
+	// the partition manager then applies each topic's overrides.
+	return c
+}
+
+// listen binds the client listeners (not the controller's) and returns the
+// endpoints to advertise: advertised.listeners if set, else the bound
+// addresses, so that a listener on port 0 advertises its real port.
+func (s *Server) listen() ([]config.Listener, error) {
+	ls, err := s.cfg.Listeners()
+	if err != nil {
+		return nil, err
+	}
+	advertised, err := s.cfg.AdvertisedListeners()
+	if err != nil {
+		return nil, err
+	}
+	controller := map[string]bool{}
+	for _, n := range s.cfg.List("controller.listener.names") {
+		controller[n] = true
+	}
+	for _, l := range ls {
+		if controller[l.Name] {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.Addr())
+		if err != nil {
+			s.closeListeners()
+			return nil, fmt.Errorf("broker/server: listen %s: %w", l, err)
+		}
+		s.mu.Lock()
+		s.listeners[l.Name] = ln
+		s.mu.Unlock()
+		if !s.cfg.IsSet("advertised.listeners") {
+			for i := range advertised {
+				if advertised[i].Name == l.Name && advertised[i].Port == 0 {
+					advertised[i].Port = ln.Addr().(*net.TCPAddr).Port
+				}
+			}
+		}
+	}
+	return advertised, nil
+}
+
+func (s *Server) closeListeners() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+}
+
+// Addr is the bound address of a listener (useful with port 0).
+func (s *Server) Addr(listener string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ln, ok := s.listeners[listener]; ok {
+		return ln.Addr().String()
+	}
+	return ""
+}
+
+// ClusterID is the cluster's id from meta.properties.
+func (s *Server) ClusterID() string { return s.clusterID }
+
+func (s *Server) accept(name string, ln net.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if !s.closing.Load() {
+				s.logger.Error("accept failed", "listener", name, "err", err)
+			}
+			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		c := &conn{s: s, nc: nc, r: bufio.NewReaderSize(nc, 64<<10), listener: name,
+			logger: s.logger.With("remote", nc.RemoteAddr().String(), "listener", name)}
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.metrics.connections.Inc()
+		go func() {
+			defer s.wg.Done()
+			defer s.metrics.connections.Dec()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Shutdown stops accepting, lets in-flight requests finish (until ctx is
+// done), then flushes every log, writes the checkpoints and the
+// clean-shutdown marker, so that the next start scans nothing.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closing.Swap(true) {
+		close(s.stopping)
+	}
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	// A connection waiting for its next request stops now; one in the
+	// middle of a request finishes it first.
+	for c := range s.conns {
+		c.nc.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	err := s.closeStorage()
+	s.logger.Info("broker stopped", "clean", err == nil)
+	return err
+}
+
+func (s *Server) closeStorage() error {
+	var errs []error
+	if s.parts != nil {
+		// Producer state snapshots at the log end, so the next start
+		// replays nothing.
+		for _, p := range s.parts.All() {
+			errs = append(errs, p.Close())
+		}
+	}
+	if s.ctrl != nil {
+		errs = append(errs, s.ctrl.Close())
+	}
+	for _, d := range s.dirs {
+		errs = append(errs, d.Close())
+	}
+	s.dirs = nil
+	return errors.Join(errs...)
+}
+
+// maintain expires idle idempotent producers (producer.id.expiration.ms)
+// and snapshots producer state, until Shutdown.
+func (s *Server) maintain() {
+	defer s.wg.Done()
+	expiration := time.Duration(s.cfg.Int("producer.id.expiration.ms")) * time.Millisecond
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case <-tick.C:
+			for _, p := range s.parts.All() {
+				if err := p.MaintainProducers(expiration); err != nil {
+					s.logger.Warn("producer state maintenance", "partition", p.TP.String(), "err", err)
+				}
+			}
+		}
+	}
+}

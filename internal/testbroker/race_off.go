@@ -1,0 +1,5 @@
+//go:build !race
+
+package testbroker
+
+const raceEnabled = false

@@ -1,0 +1,210 @@
+// Package testbroker starts the real tributary binary as a broker for
+// tests: built once per test process, on a free loopback port, with its data
+// in the test's temporary directory, and stopped by SIGTERM or killed with
+// SIGKILL as the test asks.
+//
+// It also decides what a test does when an outside part (Java, Python, a
+// jar) is missing: skip on a developer's machine, fail under CI.
+package testbroker
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds ./cmd/tributary once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tributary-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "tributary")
+		cmd := exec.Command("go", "build", "-race", "-o", binPath, "./cmd/tributary")
+		if !raceEnabled {
+			cmd = exec.Command("go", "build", "-o", binPath, "./cmd/tributary")
+		}
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/tributary: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// repoRoot is the module root, found from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// RepoRoot is the module root, for tests that run scripts of the repository.
+func RepoRoot() string { return repoRoot() }
+
+// Broker is a running tributary broker process.
+type Broker struct {
+	t     testing.TB
+	dir   string
+	port  int
+	props []string
+	cmd   *exec.Cmd
+	log   *bytes.Buffer
+	logMu *sync.Mutex
+	done  chan struct{}
+}
+
+// Start runs `tributary broker` with props ("name=value", passed as --set)
+// and waits until it logs "broker ready". The broker is stopped when the
+// test ends.
+func Start(t testing.TB, props ...string) *Broker {
+	t.Helper()
+	b := &Broker{t: t, dir: t.TempDir(), port: freePort(t), props: props}
+	b.start()
+	t.Cleanup(func() {
+		if b.running() {
+			b.Stop()
+		}
+	})
+	return b
+}
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func (b *Broker) start() {
+	b.t.Helper()
+	args := []string{"broker", "--log-dirs", b.dir, "--listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.port)}
+	for _, p := range b.props {
+		args = append(args, "--set", p)
+	}
+	b.cmd = exec.Command(Binary(b.t), args...)
+	b.log, b.logMu, b.done = &bytes.Buffer{}, &sync.Mutex{}, make(chan struct{})
+	stderr, err := b.cmd.StderrPipe()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.cmd.Stdout = os.Stdout
+	if err := b.cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		signalled := false
+		for sc.Scan() {
+			b.logMu.Lock()
+			b.log.WriteString(sc.Text() + "\n")
+			b.logMu.Unlock()
+			if !signalled && strings.Contains(sc.Text(), "broker ready") {
+				close(ready)
+				signalled = true
+			}
+		}
+		b.cmd.Wait()
+		close(b.done)
+	}()
+	select {
+	case <-ready:
+	case <-b.done:
+		b.t.Fatalf("broker exited before it was ready:\n%s", b.Log())
+	case <-time.After(60 * time.Second):
+		b.cmd.Process.Kill()
+		b.t.Fatalf("broker not ready after 60s:\n%s", b.Log())
+	}
+}
+
+func (b *Broker) running() bool {
+	select {
+	case <-b.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Addr is the broker's bootstrap address, host:port.
+func (b *Broker) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
+
+// DataDir is the broker's log dir.
+func (b *Broker) DataDir() string { return b.dir }
+
+// Log is everything the broker wrote to stderr so far.
+func (b *Broker) Log() string {
+	b.logMu.Lock()
+	defer b.logMu.Unlock()
+	return b.log.String()
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (b *Broker) Stop() {
+	b.t.Helper()
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(60 * time.Second):
+		b.cmd.Process.Kill()
+		<-b.done
+		b.t.Fatalf("broker did not stop within 60s after SIGTERM:\n%s", b.Log())
+	}
+	if code := b.cmd.ProcessState.ExitCode(); code != 0 {
+		b.t.Errorf("broker exited with status %d after SIGTERM:\n%s", code, b.Log())
+	}
+}
+
+// Kill ends the broker with SIGKILL (kill -9): no flush, no checkpoints.
+func (b *Broker) Kill() {
+	b.cmd.Process.Kill()
+	<-b.done
+}
+
+// Restart starts the broker again on the same port and data.
+func (b *Broker) Restart() {
+	b.t.Helper()
+	if b.running() {
+		b.t.Fatal("Restart of a running broker; Stop or Kill it first")
+	}
+	b.start()
+}
+
+// Require handles a missing outside part: under CI (the CI environment
+// variable set) the test fails, elsewhere it is skipped, saying how to get
+// the part.
+func Require(t testing.TB, ok bool, what, how string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing; CI must provide it (%s)", what, how)
+	}
+	t.Skipf("%s is missing: %s", what, how)
+}
