@@ -64,7 +64,10 @@ func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
 	for ; i < len(segs); i++ {
 		s := segs[i]
 		segEnd := s.size.Load()
-		pos, h, found := s.find(offset, s.offsets.lookup(offset), segEnd)
+		pos, h, found, err := s.find(offset, s.offsets.lookup(offset), segEnd)
+		if err != nil {
+			return empty, err
+		}
 		if !found {
 			continue // offset fell in a gap the cleaner left at the segment's end
 		}
@@ -73,7 +76,9 @@ func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
 		}
 		limit := segEnd
 		if i+1 == len(segs) || segs[i+1].base > upTo {
-			if p, _, ok := s.find(upTo, pos, segEnd); ok {
+			// Start at upTo's index entry: walking from pos would read
+			// every batch header between the two.
+			if p, _, ok, _ := s.find(upTo, max(pos, s.offsets.lookup(upTo)), segEnd); ok {
 				limit = p
 			}
 		}
@@ -100,8 +105,9 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 		}
 		from := max(s.times.lookup(ts), start)
 		end := s.size.Load()
-		pos, h, found := s.find(from, s.offsets.lookup(from), end)
-		for found {
+		pos, h, found, err := s.find(from, s.offsets.lookup(from), end)
+		buf := make([]byte, record.HeaderSize)
+		for ; found && err == nil; pos, h, found, err = s.next(pos, h, end, buf) {
 			if h.MaxTimestamp() >= ts && h.LastOffset() >= start {
 				batch, err := readBatch(s, pos, h)
 				if err != nil {
@@ -109,8 +115,9 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 				}
 				return firstAtOrAfter(batch, ts, start)
 			}
-			pos += int64(h.Length()) + record.LogOverhead
-			pos, h, found = s.find(0, pos, end)
+		}
+		if err != nil {
+			return 0, 0, false, err
 		}
 	}
 	return 0, 0, false, nil
@@ -157,8 +164,9 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
 	ts := best.largestTimestamp()
 	end := best.size.Load()
 	start := l.start.Load()
-	pos, h, found := best.find(start, 0, end)
-	for ; found; pos, h, found = best.find(0, pos+int64(h.Length())+record.LogOverhead, end) {
+	buf := make([]byte, record.HeaderSize)
+	pos, h, found, err := best.find(start, 0, end)
+	for ; found && err == nil; pos, h, found, err = best.next(pos, h, end, buf) {
 		if h.MaxTimestamp() != ts {
 			continue
 		}
@@ -168,5 +176,5 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
 		}
 		return firstAtOrAfter(b, ts, start)
 	}
-	return 0, 0, false, nil
+	return 0, 0, false, err
 }

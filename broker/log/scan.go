@@ -18,7 +18,9 @@ func (l *Log) ScanHeaders(from int64, fn func(record.Batch) error) error {
 	for ; i < len(segs); i++ {
 		s := segs[i]
 		end := s.size.Load()
-		pos, h, found := s.find(from, s.offsets.lookup(from), end)
+		// A corrupt batch ends the scan of its segment: what follows
+		// cannot be located without it.
+		pos, h, found, _ := s.find(from, s.offsets.lookup(from), end)
 		for found {
 			if err := fn(h); err != nil {
 				return err

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/tributary-io/tributary/broker/record"
 )
 
@@ -118,24 +120,44 @@ func (s *segment) header(pos, end int64, buf []byte) (record.Batch, bool) {
 
 // find is the position of the first batch at or after startPos, before end,
 // whose last offset is at least offset; found is false when there is none.
-func (s *segment) find(offset, startPos, end int64) (pos int64, h record.Batch, found bool) {
+// Bytes that are not a batch header before end are an error wrapping
+// kerr.CorruptMessage: skipping them would silently skip records.
+func (s *segment) find(offset, startPos, end int64) (pos int64, h record.Batch, found bool, err error) {
 	buf := make([]byte, record.HeaderSize)
 	for pos = startPos; ; {
 		b, ok := s.header(pos, end, buf)
-		if !ok && pos < end && startPos > 0 {
-			// The index led into something that is not a batch: distrust
-			// it and walk from the segment's start.
-			pos, startPos = 0, 0
-			continue
+		if !ok && pos < end {
+			if startPos > 0 {
+				// The index led into something that is not a batch:
+				// distrust it and walk from the segment's start.
+				pos, startPos = 0, 0
+				continue
+			}
+			return pos, nil, false, s.corruptAt(pos)
 		}
 		if !ok {
-			return pos, nil, false
+			return pos, nil, false, nil
 		}
 		if b.LastOffset() >= offset {
-			return pos, b, true
+			return pos, b, true, nil
 		}
 		pos += int64(b.Length()) + record.LogOverhead
 	}
+}
+
+// next is the batch after the one h at pos; ok is false at the end, err
+// set at bytes that are not a batch.
+func (s *segment) next(pos int64, h record.Batch, end int64, buf []byte) (int64, record.Batch, bool, error) {
+	pos += int64(h.Length()) + record.LogOverhead
+	b, ok := s.header(pos, end, buf)
+	if !ok && pos < end {
+		return pos, nil, false, s.corruptAt(pos)
+	}
+	return pos, b, ok, nil
+}
+
+func (s *segment) corruptAt(pos int64) error {
+	return &record.Error{Kafka: kerr.CorruptMessage, Reason: fmt.Sprintf("%s: no valid batch at byte %d", s.log.Name(), pos)}
 }
 
 // appendBatches writes whole, offset-assigned batches at the end and indexes
@@ -284,7 +306,7 @@ func (s *segment) truncateFile(size int64) error {
 // new next offset of the segment.
 func (s *segment) truncateTo(offset, intervalBytes int64) (int64, error) {
 	end := s.size.Load()
-	pos, _, found := s.find(offset, s.offsets.lookup(offset), end)
+	pos, _, found, _ := s.find(offset, s.offsets.lookup(offset), end)
 	if !found {
 		return s.nextOffset, nil
 	}
