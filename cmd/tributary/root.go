@@ -54,6 +54,10 @@ file, which wins over the defaults.`,
 		newVersionCommand(),
 		newLogCommand(),
 		newBrokerCommand(),
+		newTopicCommand(),
+		newProduceCommand(),
+		newConsumeCommand(),
+		newPerfCommand(),
 	)
 	return root
 }

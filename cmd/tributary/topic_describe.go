@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tributary-io/tributary/internal/kafkacli"
+)
+
+func newTopicDescribeCommand(bootstrap *string) *cobra.Command {
+	var internal bool
+	cmd := &cobra.Command{
+		Use:   "describe [REGEX...]",
+		Short: "Show topics' partitions, replicas, offsets and configs",
+		Long: `Describe topics: name, topic id, partition count, replication factor, the
+configs that differ from the defaults (with where each value comes from,
+as DescribeConfigs reports it), then one line per partition: leader,
+leader epoch, replicas, in-sync replicas, offline replicas, log start
+offset and high watermark.
+
+Each REGEX must match whole topic names, as in "tributary topic list"; a
+REGEX that matches no topic is an error naming it. Without one, every topic
+is described. Internal topics only with --internal.`,
+		Example: `  tributary topic describe orders
+  tributary topic describe 'orders.*' --bootstrap kafka-1:9092
+
+  # Kafka's own internal topic.
+  tributary topic describe __consumer_offsets --internal`,
+		RunE: func(cmd *cobra.Command, exprs []string) error {
+			res, err := kafkacli.CompileTopicRegexps(exprs)
+			if err != nil {
+				return err
+			}
+			return withCluster(cmd, *bootstrap, func(ctx context.Context, cl *kafkacli.Cluster) error {
+				all, err := cl.Topics(ctx)
+				if err != nil {
+					return err
+				}
+				for i := range res {
+					if len(kafkacli.MatchTopics(all, res[i:i+1], internal)) == 0 {
+						why := "no topic name matches it"
+						if len(kafkacli.MatchTopics(all, res[i:i+1], true)) > 0 {
+							why = "only internal topics match it: add --internal"
+						}
+						return fmt.Errorf("topic %q %w (%s)", exprs[i], kafkacli.ErrUnknownTopic, why)
+					}
+				}
+				topics := kafkacli.MatchTopics(all, res, internal)
+				return describeTopics(ctx, cmd, cl, topics)
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&internal, "internal", "i", false, "include internal topics (__consumer_offsets, ...)")
+	return cmd
+}
+
+func describeTopics(ctx context.Context, cmd *cobra.Command, cl *kafkacli.Cluster, topics []kafkacli.TopicInfo) error {
+	if err := cl.TopicIDs(ctx, topics); err != nil {
+		return fmt.Errorf("topic ids: %w", err)
+	}
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	configs, configErrs, err := cl.TopicConfigs(ctx, names)
+	if err != nil {
+		return fmt.Errorf("describing configs: %w", err)
+	}
+	w := cmd.OutOrStdout()
+	for i, t := range topics {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "NAME\t%s\n", t.Name)
+		fmt.Fprintf(tw, "ID\t%s\n", kafkacli.FormatTopicID(t.ID))
+		if t.Internal {
+			fmt.Fprintf(tw, "INTERNAL\ttrue\n")
+		}
+		fmt.Fprintf(tw, "PARTITIONS\t%d\n", len(t.Partitions))
+		fmt.Fprintf(tw, "REPLICAS\t%d\n", t.ReplicationFactor())
+		if t.Err != nil {
+			fmt.Fprintf(tw, "ERROR\t%v\n", t.Err)
+		}
+		label := "CONFIGS"
+		if err := configErrs[t.Name]; err != nil {
+			fmt.Fprintf(tw, "%s\terror: %v\n", label, err)
+		} else {
+			entries := configs[t.Name]
+			sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+			n := 0
+			for _, e := range entries {
+				if e.Source == kafkacli.SourceDefault {
+					continue
+				}
+				v := e.Value
+				if e.Sensitive {
+					v = "(sensitive)"
+				}
+				fmt.Fprintf(tw, "%s\t%s=%s\t(%s)\n", label, e.Name, v, e.Source)
+				label, n = "", n+1
+			}
+			if n == 0 {
+				fmt.Fprintf(tw, "%s\t(all defaults)\n", label)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+
+		offsets, err := cl.Offsets(ctx, t.Name, t.PartitionIndexes())
+		if err != nil {
+			offsets = nil // shown as "-" below; the partition table is still worth printing
+		}
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE\tLOG-START-OFFSET\tHIGH-WATERMARK")
+		for _, p := range t.Partitions {
+			start, end := "-", "-"
+			if r, ok := offsets[p.Index]; ok && r.Err == nil {
+				start, end = fmt.Sprint(r.Start), fmt.Sprint(r.End)
+			}
+			epoch := "-"
+			if p.LeaderEpoch >= 0 {
+				epoch = fmt.Sprint(p.LeaderEpoch)
+			}
+			leader := "none"
+			if p.Leader >= 0 {
+				leader = fmt.Sprint(p.Leader)
+			}
+			line := fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.Index, leader, epoch, joinInts(p.Replicas), joinInts(p.ISR), joinInts(p.OfflineReplicas), start, end)
+			if p.Err != nil {
+				line += "\t" + p.Err.Error()
+			}
+			fmt.Fprintln(tw, line)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
