@@ -4,7 +4,6 @@ GO       ?= go
 BIN      := bin/tributary
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 30s
-DEMO_DIR ?= tributary-data/demo-0
 
 .DEFAULT_GOAL := build
 .PHONY: help build test fuzz bench verify demo clean
@@ -15,7 +14,7 @@ help:
 	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
 	@echo 'make bench    every benchmark, with allocations'
 	@echo 'make verify   gofmt, go vet, go mod tidy clean'
-	@echo 'make demo     build, write a small log to ./$(DEMO_DIR), dump it'
+	@echo 'make demo     build, run a broker on localhost:9092 with a demo topic'
 	@echo 'make clean    remove ./bin and ./tributary-data'
 
 build:
@@ -47,9 +46,7 @@ verify:
 	$(GO) mod tidy -diff
 
 demo: build
-	rm -rf $(DEMO_DIR)
-	./$(BIN) log generate $(DEMO_DIR) --records 40 --batch-size 4 --segment-bytes 2048 --index-interval-bytes 512
-	./$(BIN) log dump --deep --verify $(DEMO_DIR)
+	bash scripts/demo.sh
 
 clean:
 	rm -rf bin tributary-data
