@@ -5,14 +5,17 @@ package log_test
 //
 // The test writes one multi-segment partition (150 batches of every codec in
 // 16 KiB segments, with index entries every 512 bytes and three leader
-// epochs), closes it cleanly, and then, for each of 30 cases drawn from a
-// seeded generator, damages a copy of it and reopens it:
+// epochs), closes it cleanly, and then, for each of 32 cases drawn from a
+// seeded generator (every kind at least twice), damages a copy of it and
+// reopens it:
 //
 //   - truncate a segment's .log inside a batch (a torn write);
 //   - truncate a sealed segment's .log exactly at a batch boundary, which no
 //     check can tell from the end of a segment the cleaner compacted: the
 //     cut batches are lost and the offsets jump to the next segment;
 //   - flip one to three bytes of one segment, in batch headers and records;
+//   - flip one byte of a sealed segment (its length, its magic or a record)
+//     and keep the clean-shutdown marker, so recovery trusts it (below);
 //   - delete a segment's .index and/or .timeindex;
 //   - truncate an index to a length that is not a multiple of its entry size;
 //   - overwrite an index entry with random bytes;
@@ -30,15 +33,17 @@ package log_test
 // present nothing is scanned beyond the active segment's tail, because a
 // clean shutdown flushed everything and sealed segments' log bytes are
 // trusted (a flipped byte in a sealed segment is then caught only by the
-// CRC check of the client that reads it, as in Kafka). So the log-damage
-// cases remove the marker and the recovery-point checkpoint, which forces a
-// scan of every segment, except where stated: damage to the active segment
-// with the marker kept, and with the marker removed but the recovery point
-// kept (which is the log end at a clean shutdown, so the scan covers the
-// active segment only). A flipped byte is never put in a batch's base offset
-// or partition leader epoch: Kafka leaves those two fields out of the CRC so
-// that the broker can rewrite them, so damage there is invisible to any
-// check.
+// CRC check of the client that reads it, as in Kafka; the test checks that
+// everything else in the log still reads back, that no read of the damaged
+// part hangs or hands out a batch with a valid CRC, and that appends go on).
+// So the other log-damage cases remove the marker and the recovery-point
+// checkpoint, which forces a scan of every segment, except where stated:
+// damage to the active segment with the marker kept, and with the marker
+// removed but the recovery point kept (which is the log end at a clean
+// shutdown, so the scan covers the active segment only). A flipped byte is
+// never put in a batch's base offset or partition leader epoch: Kafka leaves
+// those two fields out of the CRC so that the broker can rewrite them, so
+// damage there is invisible to any check.
 //
 // After reopening, each case checks that OpenDir succeeded (and did not
 // panic); that the log end offset is the end of the last whole, valid batch
@@ -58,7 +63,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -70,6 +74,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
@@ -390,6 +396,7 @@ func dmgNewCase(tm *dmgTemplate, rng *rand.Rand, n int) dmgCase {
 	case "truncate-active-log-marker-kept":
 		truncate(last)
 		c.keepMarker = true
+		c.detail += "; clean-shutdown marker kept"
 	case "flip-active-log-recovery-point-kept":
 		flip(last)
 	case "flip-sealed-log-marker-kept":
@@ -664,8 +671,9 @@ func (w dmgTestWriter) Write(p []byte) (int, error) {
 // segment, reads back byte for byte and is found by its timestamp; a read of
 // the damaged batch does not hand out bytes that pass the CRC; reads and
 // timestamp lookups of the batches after it in its segment may give any
-// answer, but must give one, quickly. extra are batches appended since,
-// which must read back whole.
+// answer or CORRUPT_MESSAGE, but must give one, quickly (a flipped length or
+// magic byte once sent OffsetForTimestamp round a loop for ever). extra are
+// batches appended since, which must read back whole.
 func dmgCheckTrusted(t *testing.T, what string, l *log.Log, tm *dmgTemplate, damaged int, extra []record.Batch, end int64, epochs []log.EpochEntry) {
 	t.Helper()
 	if got := l.LogEndOffset(); got != end {
