@@ -4,13 +4,14 @@ GO       ?= go
 BIN      := bin/tributary
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 30s
+TEST_FUZZTIME ?= 3s
 
 .DEFAULT_GOAL := build
 .PHONY: help build test fuzz bench verify demo clean
 
 help:
 	@echo 'make build    binary to ./$(BIN)'
-	@echo 'make test     go test -race ./...'
+	@echo 'make test     go test -race ./..., then each fuzz target for $(TEST_FUZZTIME)'
 	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
 	@echo 'make bench    every benchmark, with allocations'
 	@echo 'make verify   gofmt, go vet, go mod tidy clean'
@@ -20,8 +21,11 @@ help:
 build:
 	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o $(BIN) ./cmd/tributary
 
+# Every test, then each fuzz target for a few seconds beyond its seeds;
+# `make fuzz` fuzzes longer.
 test:
 	$(GO) test -race ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # Fuzz targets are found, not listed: `go test -list` prints each package's
 # Fuzz* names, then "ok <package>". Go fuzzes one target at a time.
