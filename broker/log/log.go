@@ -61,6 +61,7 @@ type Log struct {
 	unflushedMsgs int64
 	firstUnflush  time.Time // when the oldest unflushed append happened
 	appended      chan struct{}
+	appendedOut   bool // appended was handed to a reader
 	// pendingDeletes are segments waiting out file.delete.delay.ms.
 	pendingDeletes map[*segment]*time.Timer
 }
@@ -182,13 +183,20 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (EpochEntry, bool) {
 func (l *Log) Appended() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.appendedOut = true
 	return l.appended
 }
 
-// wakeLocked wakes the readers waiting in Appended; mu must be held.
+// wakeLocked wakes the readers waiting in Appended; mu must be held. A
+// channel nobody took needs no replacing, which keeps appends to a log
+// without long-polling readers free of allocations here.
 func (l *Log) wakeLocked() {
+	if !l.appendedOut {
+		return
+	}
 	close(l.appended)
 	l.appended = make(chan struct{})
+	l.appendedOut = false
 }
 
 // AppendInfo describes one successful append.
