@@ -40,74 +40,10 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
 const dumpLogSegmentsClass = "org.apache.kafka.tools.DumpLogSegments"
-
-// kafkaUnavailable fails the test in CI and skips it elsewhere.
-func kafkaUnavailable(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...) +
-		"\nto run this test: install Java 17+ and Maven 3.8+, then run scripts/kafka-jars.sh" +
-		" (downloads Apache Kafka 4.4.0 from Maven Central into ~/.cache/tributary)," +
-		" or set TRIBUTARY_KAFKA_LIB to a directory of the Kafka 4.4.0 jars"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-// kafkaJava returns the java binary and the Kafka lib dir, or skips/fails.
-func kafkaJava(t *testing.T) (java, lib string) {
-	t.Helper()
-	java, err := exec.LookPath("java")
-	if err != nil {
-		kafkaUnavailable(t, "java not found on PATH")
-	}
-	out, err := exec.Command(java, "-version").CombinedOutput()
-	if err != nil {
-		kafkaUnavailable(t, "java -version: %v: %s", err, out)
-	}
-	if m := regexp.MustCompile(`version "(\d+)`).FindSubmatch(out); m == nil {
-		kafkaUnavailable(t, "cannot read the Java version from %q", out)
-	} else if v, _ := strconv.Atoi(string(m[1])); v < 17 {
-		kafkaUnavailable(t, "Kafka 4.4.0 needs Java 17+, found %s", m[1])
-	}
-
-	if lib = os.Getenv("TRIBUTARY_KAFKA_LIB"); lib == "" {
-		script := filepath.Join(moduleRoot(t), "scripts", "kafka-jars.sh")
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command("bash", script)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			kafkaUnavailable(t, "%s: %v\n%s", script, err, stderr.String())
-		}
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		lib = strings.TrimSpace(lines[len(lines)-1])
-	}
-	if jars, _ := filepath.Glob(filepath.Join(lib, "kafka-tools-*.jar")); len(jars) == 0 {
-		kafkaUnavailable(t, "no kafka-tools jar in %q", lib)
-	}
-	return java, lib
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-}
 
 // What Tributary wrote, as DumpLogSegments should report it.
 type wantBatch struct {
@@ -144,7 +80,7 @@ var codecNames = map[record.Codec]string{
 }
 
 func TestKafkaDumpLogSegmentsReadsOurLog(t *testing.T) {
-	java, lib := kafkaJava(t)
+	java, lib := testbroker.KafkaLib(t)
 
 	const (
 		segmentBytes  = 2048

@@ -32,29 +32,8 @@ import (
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
-const howToGetKafka = "install Java 17+ and Maven 3.8+ and run scripts/kafka-jars.sh, or set TRIBUTARY_KAFKA_LIB to a directory of the Kafka 4.4.0 jars"
-
-// kafkaLib is the java binary and the directory of Kafka's jars.
-func kafkaLib(t *testing.T) (java, lib string) {
-	t.Helper()
-	java, err := exec.LookPath("java")
-	testbroker.Require(t, err == nil, "java", howToGetKafka)
-	if lib = os.Getenv("TRIBUTARY_KAFKA_LIB"); lib == "" {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "kafka-jars.sh"))
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		testbroker.Require(t, err == nil, "Apache Kafka's jars", fmt.Sprintf("%s (scripts/kafka-jars.sh: %v: %s)", howToGetKafka, err, stderr.String()))
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		lib = strings.TrimSpace(lines[len(lines)-1])
-	}
-	jars, _ := filepath.Glob(filepath.Join(lib, "kafka-tools-*.jar"))
-	testbroker.Require(t, len(jars) > 0, "the kafka-tools jar in "+lib, howToGetKafka)
-	return java, lib
-}
-
 func TestKafkaDumpLogSegmentsReadsOurSnapshots(t *testing.T) {
-	java, lib := kafkaLib(t)
+	java, lib := testbroker.KafkaLib(t)
 	dir := filepath.Join(t.TempDir(), "events-0")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

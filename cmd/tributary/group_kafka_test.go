@@ -8,43 +8,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tributary-io/tributary/internal/kafkacli"
-	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
 // A real Apache Kafka 4.4.0 broker for the tests, run from the jars of
 // scripts/kafka-jars.sh (or TRIBUTARY_KAFKA_LIB) as docs/kafka-reference.md
 // describes: single-node KRaft on loopback, data in the test's temporary
 // directory. Without Java or the jars the test is skipped, or fails under CI.
-
-const groupHowToGetKafka = "install Java 17+ and Maven 3.8+ and run scripts/kafka-jars.sh, or set TRIBUTARY_KAFKA_LIB to a directory of the Kafka 4.4.0 jars"
-
-// kafkaJars is the java binary and the directory of Kafka's jars.
-func kafkaJars(t *testing.T) (java, lib string) {
-	t.Helper()
-	java, err := exec.LookPath("java")
-	testbroker.Require(t, err == nil, "java", groupHowToGetKafka)
-	if lib = os.Getenv("TRIBUTARY_KAFKA_LIB"); lib == "" {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "kafka-jars.sh"))
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		testbroker.Require(t, err == nil, "Apache Kafka's jars", fmt.Sprintf("%s (scripts/kafka-jars.sh: %v: %s)", groupHowToGetKafka, err, stderr.String()))
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		lib = strings.TrimSpace(lines[len(lines)-1])
-	}
-	for _, j := range []string{"kafka_2.13-*.jar", "kafka-tools-*.jar"} {
-		jars, _ := filepath.Glob(filepath.Join(lib, j))
-		testbroker.Require(t, len(jars) > 0, j+" in "+lib, groupHowToGetKafka)
-	}
-	return java, lib
-}
 
 // javaKafka runs Kafka's broker and tools.
 type javaKafka struct {

@@ -20,7 +20,7 @@ import (
 // The group commands against a real Apache Kafka 4.4 broker, and against
 // Tributary's broker once it has consumer groups.
 func TestGroupCommandsKafka(t *testing.T) {
-	java, lib := kafkaJars(t)
+	java, lib := testbroker.KafkaLib(t)
 	k := &javaKafka{java: java, lib: lib}
 	if conf := filepath.Join(filepath.Dir(lib), "config", "log4j2.properties"); fileExists(conf) {
 		k.log4j = conf

@@ -9,7 +9,6 @@ package dump
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,49 +18,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/testbroker"
 )
-
-func kafkaLib(t *testing.T) (java, lib string) {
-	t.Helper()
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format+" (install Java 17+ and Maven, run scripts/kafka-jars.sh, or set TRIBUTARY_KAFKA_LIB)", args...)
-	}
-	java, err := exec.LookPath("java")
-	if err != nil {
-		unavailable("java not found")
-	}
-	if lib = os.Getenv("TRIBUTARY_KAFKA_LIB"); lib == "" {
-		script, err := filepath.Abs("../../../scripts/kafka-jars.sh")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(script); err != nil {
-			unavailable("%v", err)
-		}
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command("bash", script)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			unavailable("%s: %v\n%s", script, err, stderr.String())
-		}
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		lib = strings.TrimSpace(lines[len(lines)-1])
-	}
-	if jars, _ := filepath.Glob(filepath.Join(lib, "kafka-tools-*.jar")); len(jars) == 0 {
-		unavailable("no kafka-tools jar in %q", lib)
-	}
-	return java, lib
-}
 
 func TestSameOutputAsKafka(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a JVM")
 	}
-	java, lib := kafkaLib(t)
+	java, lib := testbroker.KafkaLib(t)
 
 	// Segment 0: every kind of batch the text format distinguishes.
 	// Segment 100: the consistent segment with index entries.
