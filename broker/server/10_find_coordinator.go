@@ -12,7 +12,9 @@ const (
 )
 
 // handleFindCoordinator names this node as the coordinator of every group:
-// a single node is the leader of every __consumer_offsets partition. There
+// a single node is the leader of every __consumer_offsets partition, which
+// the first group lookup creates; while a partition loads, its groups are
+// COORDINATOR_LOAD_IN_PROGRESS. There
 // is no transaction coordinator yet, which clients are told with
 // COORDINATOR_NOT_AVAILABLE. Clients also read the API's presence as a
 // feature: librdkafka only compresses with lz4 when the broker lists it.
@@ -29,6 +31,13 @@ func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 			self = &b
 		}
 	}
+	// The first lookup of a group creates __consumer_offsets, as Kafka's.
+	var groupErr error
+	if req.CoordinatorType == coordinatorGroup && self != nil {
+		if err := s.groups.EnsureTopic(); err != nil {
+			groupErr = err
+		}
+	}
 	for _, key := range keys {
 		co := kmsg.NewFindCoordinatorResponseCoordinator()
 		co.Key, co.NodeID, co.Port = key, -1, -1
@@ -38,6 +47,10 @@ func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 			co.ErrorMessage = strPtr("there is no transaction coordinator yet")
 		case self == nil:
 			co.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case groupErr != nil:
+			co.ErrorCode, co.ErrorMessage = kerr.CoordinatorNotAvailable.Code, errorMessage(groupErr)
+		case s.groups.Status(key) == kerr.CoordinatorLoadInProgress:
+			co.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		default:
 			co.NodeID, co.Host, co.Port = self.NodeID, self.Host, self.Port
 		}

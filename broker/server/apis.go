@@ -44,6 +44,18 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.DescribeCluster.Int16():      {min: 0, max: 1, fn: typed(s.handleDescribeCluster)},
 		kmsg.FindCoordinator.Int16():      {min: 0, max: 6, fn: typed(s.handleFindCoordinator)},
 
+		// Groups and committed offsets (broker/group).
+		kmsg.OffsetCommit.Int16():   {min: 2, max: 9, fn: typed(s.handleOffsetCommit)},
+		kmsg.OffsetFetch.Int16():    {min: 1, max: 9, fn: typed(s.handleOffsetFetch)},
+		kmsg.JoinGroup.Int16():      {min: 0, max: 9, fn: typed(s.handleJoinGroup)},
+		kmsg.Heartbeat.Int16():      {min: 0, max: 4, fn: typed(s.handleHeartbeat)},
+		kmsg.LeaveGroup.Int16():     {min: 0, max: 5, fn: typed(s.handleLeaveGroup)},
+		kmsg.SyncGroup.Int16():      {min: 0, max: 5, fn: typed(s.handleSyncGroup)},
+		kmsg.DescribeGroups.Int16(): {min: 0, max: 5, fn: typed(s.handleDescribeGroups)},
+		kmsg.ListGroups.Int16():     {min: 0, max: 5, fn: typed(s.handleListGroups)},
+		kmsg.DeleteGroups.Int16():   {min: 0, max: 2, fn: typed(s.handleDeleteGroups)},
+		kmsg.OffsetDelete.Int16():   {min: 0, max: 0, fn: typed(s.handleOffsetDelete)},
+
 		// Topic and config administration.
 		kmsg.DeleteTopics.Int16():            {min: 1, max: 6, fn: typed(s.handleDeleteTopics)},
 		kmsg.DeleteRecords.Int16():           {min: 0, max: 2, fn: typed(s.handleDeleteRecords)},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/config"
+	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/replica"
 )
@@ -30,6 +31,7 @@ type Server struct {
 	parts     *replica.Manager
 	clusterID string
 	pids      *producerIDs
+	groups    *group.Coordinator
 
 	apis            map[int16]handler
 	maxRequestBytes int32
@@ -120,6 +122,8 @@ func (s *Server) Start() error {
 		s.closeStorage()
 		return err
 	}
+	s.groups = group.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger)
+	s.groups.Start()
 	if err := s.parts.DeleteOrphans(); err != nil {
 		s.logger.Warn("deleting orphaned logs", "err", err)
 	}
@@ -274,6 +278,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		<-done
+	}
+	if s.groups != nil {
+		s.groups.Stop()
 	}
 	err := s.closeStorage()
 	s.logger.Info("broker stopped", "clean", err == nil)

@@ -1,0 +1,596 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/config"
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/broker/replica"
+)
+
+// OffsetsTopic is the internal topic holding groups and offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+// tickInterval is how often the timers of the groups are checked: session
+// timeouts are seconds long, so a tenth of a second of lateness is noise.
+const tickInterval = 100 * time.Millisecond
+
+// Coordinator is the edge of the group state machine: locking, the log,
+// loading and timers. Its methods are safe for concurrent use.
+//
+// Lock order: mu, then a partition's append lock (AppendAsLeader). The
+// controller's subscribers run under the controller's lock; onImage only
+// starts goroutines, never waits for mu while holding that.
+type Coordinator struct {
+	bcfg           *config.Broker
+	nodeID         int32
+	ctrl           *cluster.Controller
+	parts          *replica.Manager
+	logger         *slog.Logger
+	now            func() time.Time
+	retentionCheck time.Duration
+
+	mu      sync.Mutex
+	gs      *Groups        // mu
+	loaded  map[int32]bool // partitions loaded and led here; mu
+	loading map[int32]bool // mu
+	stopped bool           // mu
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// NewCoordinator makes the coordinator of a broker; Start starts it.
+func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replica.Manager, logger *slog.Logger) *Coordinator {
+	ms := func(name string) time.Duration { return time.Duration(bcfg.Int(name)) * time.Millisecond }
+	cfg := Config{
+		Partitions:            int32(bcfg.Int("offsets.topic.num.partitions")),
+		MinSessionTimeout:     ms("group.min.session.timeout.ms"),
+		MaxSessionTimeout:     ms("group.max.session.timeout.ms"),
+		InitialRebalanceDelay: ms("group.initial.rebalance.delay.ms"),
+		MaxSize:               int(bcfg.Int("group.max.size")),
+		OffsetsRetention:      time.Duration(bcfg.Int("offsets.retention.minutes")) * time.Minute,
+		MaxMetadataBytes:      4096,
+	}
+	if n := bcfg.Int("offset.metadata.max.bytes"); n > 0 {
+		cfg.MaxMetadataBytes = int(n)
+	}
+	return &Coordinator{bcfg: bcfg, nodeID: int32(bcfg.Int("node.id")), ctrl: ctrl, parts: parts, logger: logger,
+		now: time.Now, retentionCheck: ms("offsets.retention.check.interval.ms"),
+		gs: NewGroups(cfg), loaded: map[int32]bool{}, loading: map[int32]bool{}, stop: make(chan struct{})}
+}
+
+// Start loads the partitions of __consumer_offsets this node leads, follows
+// the metadata for later changes, and starts the timers. It returns once
+// the partitions led at start are loaded, so that a broker that says it is
+// ready answers for its groups at once (Kafka loads in the background and
+// answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, which some clients do not
+// retry on FindCoordinator). Partitions led later load in the background.
+func (c *Coordinator) Start() {
+	c.ctrl.Subscribe(func(_, next *cluster.Image) { c.onImage(next, nil) })
+	var initial sync.WaitGroup
+	c.onImage(c.ctrl.Image(), &initial)
+	initial.Wait()
+	c.wg.Add(1)
+	go c.timers()
+}
+
+// Stop stops the timers and waits for loads in progress. Call it when no
+// request is being served any more, before the logs close.
+func (c *Coordinator) Stop() {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	c.stopped = true
+	close(c.stop)
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// EnsureTopic creates __consumer_offsets if it does not exist yet, as
+// Kafka does on the first FindCoordinator for a group.
+func (c *Coordinator) EnsureTopic() error {
+	img := c.ctrl.Image()
+	if _, ok := img.Topics[OffsetsTopic]; ok {
+		return nil
+	}
+	rf := min(c.bcfg.Int("offsets.topic.replication.factor"), int64(max(len(img.LiveBrokers()), 1)))
+	spec := cluster.TopicSpec{Name: OffsetsTopic, Partitions: int32(c.bcfg.Int("offsets.topic.num.partitions")), ReplicationFactor: int16(rf),
+		Configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.FormatInt(c.bcfg.Int("offsets.topic.segment.bytes"), 10),
+			"compression.type": "producer",
+		}}
+	_, err := c.ctrl.CreateTopic(spec, false)
+	var ce *cluster.Error
+	if errors.As(err, &ce) && ce.Code == kerr.TopicAlreadyExists {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.logger.Info("created " + OffsetsTopic)
+	// The new partitions are empty: their loads take no time, so wait for
+	// them rather than send the first client away with
+	// COORDINATOR_LOAD_IN_PROGRESS.
+	for deadline := time.Now().Add(5 * time.Second); c.Loading() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// onImage starts loading the partitions of __consumer_offsets this node
+// newly leads and unloads those it no longer does. Each load started is
+// counted in started, when given.
+func (c *Coordinator) onImage(img *cluster.Image, started *sync.WaitGroup) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	t, ok := img.Topics[OffsetsTopic]
+	if ok {
+		c.gs.cfg.Partitions = int32(len(t.Partitions))
+	}
+	lead := map[int32]bool{}
+	if ok {
+		for _, p := range t.Partitions {
+			if p.Leader == c.nodeID {
+				lead[p.Index] = true
+			}
+		}
+	}
+	for p := range c.loaded {
+		if !lead[p] {
+			delete(c.loaded, p)
+			c.gs.Unload(p)
+		}
+	}
+	for p := range lead {
+		if c.loaded[p] || c.loading[p] {
+			continue
+		}
+		c.loading[p] = true
+		c.wg.Add(1)
+		if started != nil {
+			started.Add(1)
+		}
+		go func() {
+			c.load(p)
+			if started != nil {
+				started.Done()
+			}
+		}()
+	}
+}
+
+// load reads a partition from its log start and replays its records, then
+// opens it to requests.
+func (c *Coordinator) load(p int32) {
+	defer c.wg.Done()
+	start := c.now()
+	var recs []Record
+	err := c.readPartition(p, &recs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.loading, p)
+	if c.stopped {
+		return
+	}
+	if err != nil {
+		c.logger.Error("loading groups", "partition", p, "err", err)
+		return
+	}
+	now := c.now()
+	for _, r := range recs {
+		if err := c.gs.Replay(r.Key, r.Value, now); err != nil {
+			c.logger.Warn("skipping record of "+OffsetsTopic, "partition", p, "err", err)
+		}
+	}
+	c.loaded[p] = true
+	if len(recs) > 0 {
+		c.logger.Info("loaded groups", "partition", p, "records", len(recs), "took", time.Since(start))
+	}
+}
+
+func (c *Coordinator) readPartition(p int32, out *[]Record) error {
+	part, ok := c.parts.Get(OffsetsTopic, p)
+	if !ok {
+		return fmt.Errorf("broker/group: %s-%d is not hosted here", OffsetsTopic, p)
+	}
+	off, hw := part.Log.LogStartOffset(), part.HighWatermark()
+	for off < hw {
+		select {
+		case <-c.stop:
+			return errors.New("broker/group: stopping")
+		default:
+		}
+		slice, err := part.Log.Read(off, log.ReadOptions{MaxBytes: 1 << 20, MinOneBatch: true, UpTo: hw})
+		if err != nil {
+			return err
+		}
+		buf, err := slice.ReadAll()
+		if err != nil {
+			return err
+		}
+		if len(buf) == 0 {
+			break
+		}
+		next := off
+		for b, rest, ok := record.Split(buf); ok; b, rest, ok = record.Split(rest) {
+			next = b.LastOffset() + 1
+			if b.Control() {
+				continue
+			}
+			rs, err := b.DecodeRecords()
+			if err != nil {
+				return err
+			}
+			for _, r := range rs {
+				if b.RecordOffset(&r) < off {
+					continue
+				}
+				*out = append(*out, Record{Key: r.Key, Value: r.Value})
+			}
+		}
+		if next <= off {
+			return fmt.Errorf("broker/group: reading %s-%d made no progress at offset %d", OffsetsTopic, p, off)
+		}
+		off = next
+	}
+	return nil
+}
+
+func (c *Coordinator) timers() {
+	defer c.wg.Done()
+	tick := time.NewTicker(tickInterval)
+	defer tick.Stop()
+	expire := time.NewTicker(c.retentionCheck)
+	defer expire.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+			c.mu.Lock()
+			c.gs.Tick(c.now())
+			c.flushLocked()
+			c.mu.Unlock()
+		case <-expire.C:
+			c.mu.Lock()
+			c.gs.ExpireOffsets(c.now())
+			c.flushLocked()
+			c.mu.Unlock()
+		}
+	}
+}
+
+// flushLocked appends the writes the state machine queued and runs their
+// Done, until none are left. mu must be held.
+func (c *Coordinator) flushLocked() {
+	for {
+		ws := c.gs.TakeWrites()
+		if len(ws) == 0 {
+			return
+		}
+		for _, w := range ws {
+			w.Done(c.append(w))
+		}
+	}
+}
+
+func (c *Coordinator) append(w Write) error {
+	if c.stopped {
+		return kerr.CoordinatorNotAvailable
+	}
+	part, ok := c.parts.Get(OffsetsTopic, w.Partition)
+	if !ok {
+		return kerr.NotCoordinator
+	}
+	recs := make([]kmsg.Record, len(w.Records))
+	for i, r := range w.Records {
+		recs[i] = kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
+	}
+	opts := record.DefaultBuildOptions()
+	opts.BaseTimestamp = c.now().UnixMilli()
+	b, err := record.Build(opts, recs)
+	if err != nil {
+		return err
+	}
+	_, err = part.AppendAsLeader(b)
+	return err
+}
+
+// status is whether this node serves the group now. mu must be held.
+func (c *Coordinator) status(group string) *kerr.Error {
+	if group == "" || len(group) > MaxGroupIDLength {
+		return kerr.InvalidGroupID
+	}
+	p := c.gs.Partition(group)
+	switch {
+	case c.stopped:
+		return kerr.CoordinatorNotAvailable
+	case c.loading[p]:
+		return kerr.CoordinatorLoadInProgress
+	case !c.loaded[p]:
+		return kerr.NotCoordinator
+	}
+	return nil
+}
+
+// Status is FindCoordinator's view of a group: nil when this node serves
+// it, COORDINATOR_LOAD_IN_PROGRESS while its partition loads.
+func (c *Coordinator) Status(group string) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status(group)
+}
+
+// Join serves a JoinGroup, waiting until the join phase completes or stop
+// is closed.
+func (c *Coordinator) Join(req JoinRequest, stop <-chan struct{}) *kmsg.JoinGroupResponse {
+	ch := make(chan *kmsg.JoinGroupResponse, 1)
+	c.mu.Lock()
+	if code := c.status(req.Group); code != nil {
+		c.mu.Unlock()
+		return joinError(req.Version, code, req.MemberID)
+	}
+	c.gs.Join(req, c.now(), func(r *kmsg.JoinGroupResponse) { offer(ch, r) })
+	c.flushLocked()
+	c.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r
+	case <-stop:
+		return joinError(req.Version, kerr.CoordinatorNotAvailable, req.MemberID)
+	}
+}
+
+// offer sends without blocking: each reply channel gets one answer.
+func offer[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
+// Sync serves a SyncGroup, waiting for the leader's assignment.
+func (c *Coordinator) Sync(req *kmsg.SyncGroupRequest, stop <-chan struct{}) *kmsg.SyncGroupResponse {
+	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	c.mu.Lock()
+	if code := c.status(req.Group); code != nil {
+		c.mu.Unlock()
+		return &kmsg.SyncGroupResponse{Version: req.Version, ErrorCode: code.Code}
+	}
+	c.gs.Sync(req, c.now(), func(r *kmsg.SyncGroupResponse) { offer(ch, r) })
+	c.flushLocked()
+	c.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r
+	case <-stop:
+		return &kmsg.SyncGroupResponse{Version: req.Version, ErrorCode: kerr.CoordinatorNotAvailable.Code}
+	}
+}
+
+// Heartbeat serves a Heartbeat.
+func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if code := c.status(req.Group); code != nil {
+		return code
+	}
+	code := c.gs.Heartbeat(req, c.now())
+	c.flushLocked()
+	return code
+}
+
+// Leave serves a LeaveGroup: a top-level error or one per member.
+func (c *Coordinator) Leave(group string, members []kmsg.LeaveGroupRequestMember) (*kerr.Error, []*kerr.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if code := c.status(group); code != nil {
+		return code, nil
+	}
+	top, codes := c.gs.Leave(group, members, c.now())
+	c.flushLocked()
+	return top, codes
+}
+
+// CommitOffsets serves an OffsetCommit. known says whether a partition
+// exists; commits to others are UNKNOWN_TOPIC_OR_PARTITION.
+func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest, known func(topic string, partition int32) bool) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+	}
+	c.mu.Lock()
+	now := c.now()
+	top := c.status(req.Group)
+	if top == nil {
+		top = c.gs.CheckCommit(Commit{Version: req.Version, Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID})
+	}
+	var offsets []OffsetAt
+	var idx [][2]int
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			meta := ""
+			if p.Metadata != nil {
+				meta = *p.Metadata
+			}
+			switch {
+			case !known(t.Topic, p.Partition):
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+			case top != nil:
+				codes[i][j] = top.Code
+			case len(meta) > c.gs.cfg.MaxMetadataBytes:
+				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+			default:
+				o := Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: meta, CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}
+				if req.Version < 6 {
+					o.LeaderEpoch = -1
+				}
+				if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis > 0 {
+					o.ExpireTimestamp = o.CommitTimestamp + req.RetentionTimeMillis
+				}
+				offsets = append(offsets, OffsetAt{TopicPartition{t.Topic, p.Partition}, o})
+				idx = append(idx, [2]int{i, j})
+			}
+		}
+	}
+	if len(offsets) > 0 {
+		c.gs.Commit(Commit{Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}, offsets, now, func(err error) {
+			if err == nil {
+				return
+			}
+			code := commitErrorCode(err)
+			for _, ij := range idx {
+				codes[ij[0]][ij[1]] = code
+			}
+		})
+		c.flushLocked()
+	}
+	c.mu.Unlock()
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// commitErrorCode is Kafka's mapping of an append failure for a commit.
+func commitErrorCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kerr.NotCoordinator, kerr.NotLeaderForPartition:
+			return kerr.NotCoordinator.Code
+		case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
+			return kerr.InvalidCommitOffsetSize.Code
+		}
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// Committed is a copy of a group's committed offsets (empty for an unknown
+// group), or the error that keeps this node from answering.
+func (c *Coordinator) Committed(group string) (map[TopicPartition]Offset, *kerr.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if code := c.status(group); code != nil {
+		return nil, code
+	}
+	out := map[TopicPartition]Offset{}
+	for tp, o := range c.gs.Offsets(group) {
+		out[tp] = o
+	}
+	return out, nil
+}
+
+// DeleteOffsets serves an OffsetDelete.
+func (c *Coordinator) DeleteOffsets(group string, tps []TopicPartition) (*kerr.Error, []*kerr.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if code := c.status(group); code != nil {
+		return code, nil
+	}
+	var failed error
+	top, codes := c.gs.DeleteOffsets(group, tps, c.now(), func(err error) { failed = err })
+	c.flushLocked()
+	if failed != nil {
+		return kerr.ErrorForCode(commitErrorCode(failed)).(*kerr.Error), nil
+	}
+	return top, codes
+}
+
+// DeleteGroup serves one group of a DeleteGroups.
+func (c *Coordinator) DeleteGroup(group string) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if code := c.status(group); code != nil {
+		return code
+	}
+	var failed error
+	if code := c.gs.DeleteGroup(group, c.now(), func(err error) { failed = err }); code != nil {
+		return code
+	}
+	c.flushLocked()
+	if failed != nil {
+		return kerr.ErrorForCode(commitErrorCode(failed)).(*kerr.Error)
+	}
+	return nil
+}
+
+// Describe serves one group of a DescribeGroups.
+func (c *Coordinator) Describe(group string) kmsg.DescribeGroupsResponseGroup {
+	d := kmsg.NewDescribeGroupsResponseGroup()
+	d.Group = group
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if code := c.status(group); code != nil {
+		d.ErrorCode = code.Code
+		return d
+	}
+	g, ok := c.gs.Group(group)
+	if !ok {
+		d.State = Dead.String()
+		return d
+	}
+	d.State, d.ProtocolType = g.State.String(), g.ProtocolType
+	if g.State == Stable {
+		d.Protocol = g.Protocol
+	}
+	for _, m := range g.Members() {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.InstanceID, dm.ClientID, dm.ClientHost = m.ID, m.InstanceID, m.ClientID, m.ClientHost
+		if g.State == Stable {
+			dm.ProtocolMetadata, dm.MemberAssignment = m.metadata(g.Protocol), m.Assignment
+		}
+		d.Members = append(d.Members, dm)
+	}
+	return d
+}
+
+// Listed is one group of ListGroups.
+type Listed struct {
+	ID, ProtocolType string
+	State            State
+}
+
+// List is every group of the loaded partitions.
+func (c *Coordinator) List() []Listed {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Listed
+	for _, g := range c.gs.All() {
+		if c.loaded[c.gs.Partition(g.ID)] {
+			out = append(out, Listed{g.ID, g.ProtocolType, g.State})
+		}
+	}
+	return out
+}
+
+// Loading reports whether some partition is still loading.
+func (c *Coordinator) Loading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.loading) > 0
+}

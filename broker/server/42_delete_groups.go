@@ -1,0 +1,18 @@
+package server
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// handleDeleteGroups deletes empty groups and their offsets: GROUP_ID_NOT_FOUND
+// for unknown groups, NON_EMPTY_GROUP for groups with members.
+func (s *Server) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (*kmsg.DeleteGroupsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, g := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = g
+		if code := s.groups.DeleteGroup(g); code != nil {
+			rg.ErrorCode = code.Code
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
