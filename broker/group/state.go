@@ -338,8 +338,11 @@ func (gs *Groups) joinUnknown(g *Group, req JoinRequest, m *Member, now time.Tim
 }
 
 // replaceStatic gives a static member's instance a new member id (KIP-345):
-// the old member, if still waiting, is fenced. A stable group whose member
-// comes back with the same protocols needs no rebalance.
+// the old member, if still waiting, is fenced. A stable group needs no
+// rebalance unless the returning member would change the selected protocol,
+// as in Kafka: comparing the protocol metadata instead would rebalance on
+// every restart, since clients put their owned partitions and generation in
+// it.
 func (gs *Groups) replaceStatic(g *Group, old, m *Member, req JoinRequest, now time.Time) {
 	m.ID = gs.NewMemberID(req.ClientID)
 	if old.joinReply != nil {
@@ -348,10 +351,9 @@ func (gs *Groups) replaceStatic(g *Group, old, m *Member, req JoinRequest, now t
 	if old.syncReply != nil {
 		old.syncReply(&kmsg.SyncGroupResponse{Version: old.syncVersion, ErrorCode: kerr.FencedInstanceID.Code})
 	}
-	unchanged := sameProtocols(old.Protocols, m.Protocols)
 	m.Assignment = old.Assignment
 	gs.swapMember(g, old, m)
-	if g.State == Stable && unchanged {
+	if g.State == Stable && g.selectProtocol() == g.Protocol {
 		reply := m.joinReply
 		m.joinReply = nil
 		resp := g.joinResponse(m, req.Version)
