@@ -31,6 +31,11 @@ const (
 	Struct    Kind = "struct" // Fields
 )
 
+// Extra is the name of the optional string field that keeps, as one JSON
+// object, the keys of its level (the record, or a struct) that the schema
+// does not declare. It is never read from the input.
+const Extra = "_extra"
+
 // TimeUnit is a timestamp's resolution.
 type TimeUnit string
 
@@ -58,6 +63,11 @@ type Field struct {
 	// field, that the record is invalid without it.
 	Default any
 	Doc     string
+	// From is the dotted path, from the root of the record, that fills a
+	// top-level field when it is not the field's own name: a promoted
+	// property is {Name: "price", From: "properties.price"}. Empty means
+	// the field's name.
+	From string
 }
 
 // Schema is a named list of fields, the columns of a topic's events.
