@@ -124,6 +124,7 @@ type AppendResult struct {
 	BaseOffset     int64
 	LogAppendTime  int64
 	LogStartOffset int64
+	Records        int64 // appended now; 0 for a duplicate
 	Duplicate      bool
 }
 
@@ -155,7 +156,7 @@ func (p *Partition) AppendAsLeader(batches []byte) (AppendResult, error) {
 	}
 	// A single node is the whole ISR: what is appended is committed.
 	p.hw.Store(p.Log.LogEndOffset())
-	return AppendResult{BaseOffset: info.FirstOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.Log.LogStartOffset()}, nil
+	return AppendResult{BaseOffset: info.FirstOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.Log.LogStartOffset(), Records: info.Records}, nil
 }
 
 // ExpireProducers drops producer state idle for longer than d
