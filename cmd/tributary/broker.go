@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	brokercfg "github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/broker/server"
+	"github.com/tributary-io/tributary/internal/admin"
 )
 
 func newBrokerCommand() *cobra.Command {
@@ -24,6 +27,7 @@ func newBrokerCommand() *cobra.Command {
 		logDirs               string
 		sets                  []string
 		noSendfile            bool
+		adminListen           string
 	)
 	cmd := &cobra.Command{
 		Use:   "broker",
@@ -44,7 +48,7 @@ as TRIBUTARY_ and the name in capitals with dots as underscores
 (TRIBUTARY_LOG_RETENTION_HOURS), and the flags, of which --set name=value
 takes any property. An unknown property or a bad value stops the start with a
 message naming it.`,
-		Example: `  # A single node on the defaults.
+		Example: `  # A single node on the defaults; metrics at http://127.0.0.1:9644/metrics.
   tributary broker
 
   # Another port and data directory, one-hour retention.
@@ -70,7 +74,7 @@ message naming it.`,
 			if err != nil {
 				return err
 			}
-			return runBroker(cmd.Context(), cfg, noSendfile)
+			return runBroker(cmd.Context(), cfg, noSendfile, adminListen)
 		},
 	}
 	f := cmd.Flags()
@@ -80,6 +84,7 @@ message naming it.`,
 	f.StringVar(&logDirs, "log-dirs", "./tributary-data", "log.dirs: comma-separated data directories")
 	f.StringArrayVar(&sets, "set", nil, "any broker property as name=value (repeatable)")
 	f.BoolVar(&noSendfile, "no-sendfile", false, "copy fetched records through user space instead of sendfile(2)")
+	f.StringVar(&adminListen, "admin-listen", "127.0.0.1:9644", "address of /metrics, /healthz and /readyz; empty to turn off")
 	return cmd
 }
 
@@ -145,11 +150,27 @@ func flatten(prefix string, v any, out map[string]string) {
 	}
 }
 
-func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool) error {
-	s := server.New(cfg, server.Options{Logger: slog.Default(), NoSendfile: noSendfile})
+func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, adminListen string) error {
+	reg := admin.NewRegistry()
+	s := server.New(cfg, server.Options{Logger: slog.Default(), NoSendfile: noSendfile, Registry: reg})
+	var ready atomic.Bool
+	if adminListen != "" {
+		a, err := admin.Listen(adminListen, reg, func() error {
+			if !ready.Load() {
+				return errors.New("the broker is starting or stopping")
+			}
+			return nil
+		}, slog.Default())
+		if err != nil {
+			return fmt.Errorf("--admin-listen %s: %w", adminListen, err)
+		}
+		defer a.Close(context.Background())
+	}
 	if err := s.Start(); err != nil {
 		return err
 	}
+	ready.Store(true)
+	defer ready.Store(false)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sig)

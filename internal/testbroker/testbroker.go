@@ -101,7 +101,7 @@ func freePort(t testing.TB) int {
 
 func (b *Broker) start() {
 	b.t.Helper()
-	args := []string{"broker", "--log-dirs", b.dir, "--listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.port)}
+	args := []string{"broker", "--log-dirs", b.dir, "--listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.port), "--admin-listen", "127.0.0.1:0"}
 	for _, p := range b.props {
 		args = append(args, "--set", p)
 	}
