@@ -1,0 +1,344 @@
+#!/usr/bin/env bash
+# Start a real, single-node HDFS (Apache Hadoop 3.4.2: one NameNode, one
+# DataNode, separate JVMs) on loopback for tests and the demo:
+#
+#   eval "$(scripts/hdfs-up.sh)"        # sets HDFS_NAMENODE, HDFS_STATE, ...
+#   HADOOP_USER_NAME=tributary <client> hdfs://$HDFS_NAMENODE/user/tributary/...
+#   scripts/hdfs-down.sh "$HDFS_STATE"  # stop; removes the temporary dir
+#
+# Every stdout line is KEY=VALUE; the last one is HDFS_NAMENODE=127.0.0.1:PORT.
+# Progress and errors go to stderr. See docs/hdfs.md.
+#
+# Jars: Hadoop's NameNode/DataNode/common jars and their runtime dependencies
+# from Maven Central (scripts/hadoop/pom.xml) into
+# ${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/hadoop-3.4.2/lib, once (a stamp
+# file holding the pom's hash marks a complete cache; concurrent runs are
+# serialised with flock).
+#
+# Environment (all optional):
+#   HDFS_DIR           instance directory (conf, name, data, logs, hdfs.env).
+#                      Default: a new mktemp -d, removed by hdfs-down.sh. A given
+#                      dir is kept, and reused: its metadata is not formatted
+#                      again, and if its daemons still run, the script only
+#                      prints their state.
+#   HDFS_USER          the HDFS user tests write as (default tributary): gets
+#                      /user/$HDFS_USER. /tmp is world-writable (1777).
+#   HDFS_PERMISSIONS   true (default) or false: dfs.permissions.enabled.
+#   HDFS_NAMENODE_PORT, HDFS_HTTP_PORT   NameNode RPC / HTTP ports (default: free ones).
+#   HDFS_TIMEOUT       seconds to wait for a writable cluster (default 120).
+#   HDFS_HEAP          -Xmx of each daemon (default 512m).
+#   HDFS_LOG_LEVEL     daemon log level (default INFO), logs in $HDFS_DIR/logs.
+#   HDFS_OWNER_PID     stop the cluster (hdfs-down.sh) when this process exits:
+#                      tests pass their own PID so nothing outlives them.
+#   HDFS_JARS_ONLY=1   only fetch the jars, print HADOOP_LIB=<dir> and exit.
+set -euo pipefail
+
+HADOOP_VERSION=3.4.2
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+tmpl="$here/hadoop"
+pom="$tmpl/pom.xml"
+root="${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/hadoop-$HADOOP_VERSION"
+lib="$root/lib"
+res="$root/res"
+stamp="$root/.complete"
+t0=$(date +%s%N)
+
+log() { printf 'hdfs-up: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+elapsed() { echo "$(( ($(date +%s%N) - t0) / 1000000 )) ms"; }
+
+# --- the jars -----------------------------------------------------------------
+
+want=$(sha256sum "$pom" | cut -d' ' -f1)
+complete() { [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -d "$lib" && -d "$res" ]]; }
+
+fetch_jars() {
+  command -v mvn >/dev/null || die "mvn not found (install Maven 3.8+ and Java 17+)"
+  mkdir -p "$root"
+  # fd 9 holds the lock; it is closed again before any daemon starts, or the
+  # daemons would inherit it and hold the lock for as long as they run.
+  exec 9>"$root/.lock"
+  if command -v flock >/dev/null; then flock 9; fi
+  if ! complete; then
+    rm -f "$stamp"
+    local tmp
+    tmp=$(mktemp -d "$root/lib.tmp.XXXXXX")
+    log "resolving org.apache.hadoop:hadoop-hdfs/hadoop-common:$HADOOP_VERSION from Maven Central into $lib ..."
+    local start=$SECONDS
+    if ! mvn -B -q -Dstyle.color=never -f "$pom" \
+        dependency:copy-dependencies -DoutputDirectory="$tmp" >&2; then
+      rm -rf "$tmp"
+      exec 9>&-
+      die "mvn dependency:copy-dependencies failed"
+    fi
+    local j
+    for j in "hadoop-hdfs-$HADOOP_VERSION.jar" "hadoop-hdfs-client-$HADOOP_VERSION.jar" \
+             "hadoop-common-$HADOOP_VERSION.jar" "hadoop-auth-$HADOOP_VERSION.jar"; do
+      [[ -f "$tmp/$j" ]] || { rm -rf "$tmp"; exec 9>&-; die "missing $j after mvn; not marking the cache complete"; }
+    done
+    rm -rf "$lib"
+    mv "$tmp" "$lib"
+    # The Maven jar of hadoop-hdfs has no webapps/ (the tarball has them next
+    # to the jars). HttpServer2 only needs webapps/<name> to exist on the
+    # classpath; the JMX, WebHDFS and /conf servlets are registered in code.
+    # The HTML UI is therefore absent.
+    rm -rf "$res"
+    mkdir -p "$res/webapps/hdfs" "$res/webapps/datanode" "$res/webapps/secondary" \
+             "$res/webapps/journal" "$res/webapps/static"
+    echo "$want" >"$stamp"
+    log "jars done in $((SECONDS - start))s: $(ls "$lib" | wc -l) jars, $(du -sh "$lib" | cut -f1)"
+  fi
+  exec 9>&-
+}
+
+complete || fetch_jars
+if [[ "${HDFS_JARS_ONLY:-}" == 1 ]]; then
+  echo "HADOOP_LIB=$lib"
+  exit 0
+fi
+
+command -v java >/dev/null || die "java not found (install Java 17+)"
+command -v curl >/dev/null || die "curl not found (the script talks to the NameNode's HTTP/JMX port)"
+
+# --- the instance directory -----------------------------------------------------
+
+owned=0
+if [[ -n "${HDFS_DIR:-}" ]]; then
+  mkdir -p "$HDFS_DIR"
+  dir=$(cd "$HDFS_DIR" && pwd)
+else
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/tributary-hdfs.XXXXXX")
+  owned=1
+fi
+state="$dir/hdfs.env"
+
+# state_get KEY: a value from the state file (KEY=VALUE lines, written below).
+state_get() { [[ -f "$state" ]] || return 0; sed -n "s/^$1=//p" "$state" | tail -n 1; }
+# alive PID: the process exists and is a JVM of this instance (not a reused PID).
+alive() { [[ -n "$1" ]] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "-Dtributary.hdfs.dir=$dir "; }
+
+if [[ -f "$state" && "$(state_get HDFS_READY)" == 1 ]] &&
+   alive "$(state_get HDFS_NAMENODE_PID)" && alive "$(state_get HDFS_DATANODE_PID)"; then
+  log "already running in $dir"
+  grep -E '^(HDFS_DIR|HDFS_STATE|HDFS_USER|HDFS_NAMENODE_HTTP)=' "$state"
+  grep -E '^HDFS_NAMENODE=' "$state"
+  exit 0
+fi
+
+user=${HDFS_USER:-tributary}
+perms=${HDFS_PERMISSIONS:-true}
+timeout=${HDFS_TIMEOUT:-120}
+heap=${HDFS_HEAP:-512m}
+level=${HDFS_LOG_LEVEL:-INFO}
+superuser=$(id -un)
+
+# free_port: a random port in 20000-32767 (below Linux's ephemeral range, so
+# the kernel does not hand it to an outgoing connection or to a ":0" listener
+# such as the DataNode's) that nothing listens on now.
+free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 12768))
+    if command -v ss >/dev/null; then
+      [[ -z "$(ss -tan "sport = :$p" 2>/dev/null | tail -n +2)" ]] && { echo "$p"; return; }
+    elif ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"; return
+    fi
+  done
+  die "no free port found"
+}
+nn_port=${HDFS_NAMENODE_PORT:-$(state_get HDFS_NAMENODE | sed 's/.*://')}
+[[ -n "$nn_port" ]] || nn_port=$(free_port)
+http_port=${HDFS_HTTP_PORT:-$(state_get HDFS_NAMENODE_HTTP | sed 's/.*://')}
+[[ -n "$http_port" ]] || http_port=$(free_port)
+while [[ "$http_port" == "$nn_port" ]]; do http_port=$(free_port); done
+
+conf="$dir/conf"
+mkdir -p "$conf" "$dir/name" "$dir/data" "$dir/logs" "$dir/tmp"
+subst() {
+  sed -e "s|@DIR@|$dir|g" -e "s|@NN_PORT@|$nn_port|g" -e "s|@NN_HTTP_PORT@|$http_port|g" \
+      -e "s|@USER@|$user|g" -e "s|@PERMISSIONS@|$perms|g" "$1"
+}
+subst "$tmpl/core-site.xml.in" >"$conf/core-site.xml"
+subst "$tmpl/hdfs-site.xml.in" >"$conf/hdfs-site.xml"
+cp "$tmpl/log4j.properties" "$conf/log4j.properties"
+
+# --- the JVMs -------------------------------------------------------------------
+
+jflags=(-Xmx"$heap" -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true
+        -Dtributary.hdfs.dir="$dir"
+        -Dhadoop.home.dir="$root" -Dhadoop.log.dir="$dir/logs" -Dhadoop.tmp.dir="$dir/tmp"
+        -Dhadoop.root.logger="$level,console" -Dlog4j.configuration="file:$conf/log4j.properties"
+        -Dhadoop.security.logger=WARN,console -Dhdfs.audit.logger=WARN,console)
+# JDK 17 opens. java.lang is required: without it WebHDFS fails (Jersey's
+# JAXB Injector: InaccessibleObjectException on ClassLoader.defineClass), and
+# the script's mkdirs go through WebHDFS. The others are taken from the list
+# Hadoop's build uses for its own tests on JDK 17, for code paths our tests do
+# not reach (NameNode/DataNode reflection, direct buffers, sun.nio.ch, x509);
+# nothing failed without them. Java 11+ accepts these flags; Java 8 does not
+# and is not supported by this script.
+jflags+=(--add-opens=java.base/java.lang=ALL-UNNAMED
+         --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
+         --add-opens=java.base/java.io=ALL-UNNAMED
+         --add-opens=java.base/java.net=ALL-UNNAMED
+         --add-opens=java.base/java.nio=ALL-UNNAMED
+         --add-opens=java.base/java.util=ALL-UNNAMED
+         --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+         --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
+         --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+         --add-opens=java.base/sun.security.util=ALL-UNNAMED
+         --add-opens=java.base/sun.security.x509=ALL-UNNAMED)
+cp_="$conf:$res:$lib/*"
+
+nn_pid= dn_pid=
+cleanup_failed() {
+  local p
+  for p in $dn_pid $nn_pid ${watch_pid:-}; do kill -KILL "$p" 2>/dev/null || true; done
+  for f in namenode datanode; do
+    if [[ -s "$dir/logs/$f.log" ]]; then
+      log "--- last lines of $dir/logs/$f.log"
+      grep -v 'STARTUP_MSG:   classpath' "$dir/logs/$f.log" | tail -n 25 | cut -c1-400 | sed 's/^/    /' >&2
+    fi
+  done
+  if ((owned)); then
+    cp -r "$dir/logs" "$dir.logs" 2>/dev/null && log "logs kept in $dir.logs"
+    rm -rf "$dir"
+  fi
+}
+
+# A new NameNode needs `namenode -format` (a JVM, 3-7 s here). Its result, an
+# empty namespace, is the same every time up to random IDs, so the first
+# format is kept in the cache and later instances start from a copy of it.
+template="$root/name-template"
+if [[ ! -f "$dir/name/current/VERSION" ]]; then
+  if [[ -f "$template/current/VERSION" ]]; then
+    rm -rf "$dir/name" && cp -r "$template" "$dir/name"
+  else
+    log "formatting the NameNode in $dir/name ..."
+    if ! java "${jflags[@]}" -cp "$cp_" org.apache.hadoop.hdfs.server.namenode.NameNode \
+          -format -nonInteractive -force -clusterid tributary-test \
+          </dev/null >"$dir/logs/format.log" 2>&1; then
+      tail -n 30 "$dir/logs/format.log" >&2
+      ((owned)) && rm -rf "$dir"
+      die "namenode -format failed (log above)"
+    fi
+    t_tmp=$(mktemp -d "$root/name-template.tmp.XXXXXX")
+    cp -r "$dir/name/." "$t_tmp/" && mv -T "$t_tmp" "$template" 2>/dev/null || rm -rf "$t_tmp"
+  fi
+fi
+
+# start NAME CLASS: one daemon in its own session (setsid: not in the caller's
+# process group, so a Ctrl-C of the caller does not half-kill the cluster),
+# no inherited stdin/stdout (a caller reading our stdout gets EOF when we exit).
+# The NameNode only handles metadata: C1 alone starts it faster (less JIT CPU
+# on 2 cores); the DataNode moves the bytes and keeps the full JIT.
+start() {
+  local extra=()
+  [[ "$1" == namenode ]] && extra=(-XX:TieredStopAtLevel=1)
+  setsid java "${jflags[@]}" "${extra[@]}" -Dproc_"$1" -cp "$cp_" "$2" \
+    </dev/null >>"$dir/logs/$1.log" 2>&1 &
+  echo $!
+}
+log "starting NameNode (rpc 127.0.0.1:$nn_port, http 127.0.0.1:$http_port) and DataNode; dir $dir"
+nn_pid=$(start namenode org.apache.hadoop.hdfs.server.namenode.NameNode)
+dn_pid=$(start datanode org.apache.hadoop.hdfs.server.datanode.DataNode)
+
+# --- state (before waiting: whoever stops us must find the PIDs) -------------------
+
+# A caller that dies while we wait (a test binary killed by -timeout) closes
+# our stdout/stderr pipes; the next write would kill this script with SIGPIPE
+# and orphan the daemons. Ignore SIGPIPE: writes then fail, and the script and
+# the watchdog below carry on.
+trap '' PIPE
+
+watch_pid=
+if [[ -n "${HDFS_OWNER_PID:-}" ]]; then
+  # A watchdog in its own session: when the owner is gone (a test binary that
+  # was killed or timed out, even while this script still waits), it stops
+  # the cluster and removes an owned dir.
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" "$3"' \
+    hdfs-watchdog "$HDFS_OWNER_PID" "$here/hdfs-down.sh" "$state" </dev/null >/dev/null 2>&1 &
+  watch_pid=$!
+fi
+
+# write_state [READY]: the state file, written atomically (tmp + rename).
+write_state() {
+  cat >"$state.tmp" <<EOF
+# Written by scripts/hdfs-up.sh; read by scripts/hdfs-down.sh.
+HDFS_DIR=$dir
+HDFS_STATE=$state
+HDFS_DIR_OWNED=$owned
+HDFS_USER=$user
+HDFS_NAMENODE_HTTP=127.0.0.1:$http_port
+HDFS_NAMENODE_PID=$nn_pid
+HDFS_DATANODE_PID=$dn_pid
+HDFS_WATCHDOG_PID=$watch_pid
+HADOOP_VERSION=$HADOOP_VERSION
+HADOOP_CLASSPATH=$cp_
+HDFS_READY=${1:-0}
+HDFS_NAMENODE=127.0.0.1:$nn_port
+EOF
+  mv "$state.tmp" "$state"
+}
+write_state 0
+
+# --- wait until writable ----------------------------------------------------------
+
+jmx() { curl -fsS --max-time 2 "http://127.0.0.1:$http_port/jmx?qry=Hadoop:service=NameNode,name=$1" 2>/dev/null; }
+jnum() { sed -n "s/.*\"$1\" *: *\\([0-9-]*\\).*/\\1/p" | head -n 1; }
+deadline=$((SECONDS + timeout))
+ready=0 phase="NameNode HTTP" warmed=0
+while ((SECONDS < deadline)); do
+  kill -0 "$nn_pid" 2>/dev/null || { log "the NameNode exited"; break; }
+  kill -0 "$dn_pid" 2>/dev/null || { log "the DataNode exited"; break; }
+  if info=$(jmx NameNodeInfo) && [[ -n "$info" ]]; then
+    if ((!warmed)); then
+      # WebHDFS's Jersey app initialises on its first request (2-3 s of CPU);
+      # a read (allowed in safe mode) in the background overlaps that with
+      # the DataNode's start instead of adding it to the mkdirs below.
+      warmed=1
+      curl -sS -o /dev/null --max-time 30 \
+        "http://127.0.0.1:$http_port/webhdfs/v1/?op=GETFILESTATUS&user.name=$superuser" >/dev/null 2>&1 &
+    fi
+    phase="safe mode off"
+    # "Safemode" is "" once the NameNode has left safe mode.
+    if grep -q '"Safemode" *: *""' <<<"$info"; then
+      phase="a live DataNode with free space"
+      fs=$(jmx FSNamesystemState || true)
+      live=$(jnum NumLiveDataNodes <<<"$fs")
+      free=$(jnum CapacityRemaining <<<"$fs")
+      if [[ "${live:-0}" -ge 1 && "${free:-0}" -gt 0 ]]; then ready=1; break; fi
+    fi
+  fi
+  sleep 0.2
+done
+if ((!ready)); then
+  cleanup_failed
+  die "HDFS not ready after ${timeout}s (waiting for: $phase)"
+fi
+log "safe mode off, 1 live DataNode after $(elapsed)"
+
+# --- directories for the test user (WebHDFS on the NameNode's HTTP port, as the superuser) ---
+
+webhdfs() { # METHOD PATH QUERY
+  curl -fsS --max-time 10 -X "$1" "http://127.0.0.1:$http_port/webhdfs/v1$2?user.name=$superuser&$3" >/dev/null
+}
+if ! { webhdfs PUT /tmp "op=MKDIRS&permission=1777" &&
+       webhdfs PUT /tmp "op=SETPERMISSION&permission=1777" &&
+       webhdfs PUT "/user/$user" "op=MKDIRS&permission=755" &&
+       webhdfs PUT "/user/$user" "op=SETOWNER&owner=$user&group=supergroup"; }; then
+  cleanup_failed
+  die "could not create /tmp and /user/$user over WebHDFS"
+fi
+
+write_state 1
+# The most recent instance, for a bare `scripts/hdfs-down.sh`.
+mkdir -p "$(dirname "$root")"
+echo "$state" >"$(dirname "$root")/hdfs-last"
+
+log "HDFS up in $(elapsed): hdfs://127.0.0.1:$nn_port (user $user), logs in $dir/logs"
+echo "HDFS_DIR=$dir"
+echo "HDFS_STATE=$state"
+echo "HDFS_USER=$user"
+echo "HDFS_NAMENODE_HTTP=127.0.0.1:$http_port"
+echo "HDFS_NAMENODE=127.0.0.1:$nn_port"
