@@ -130,16 +130,19 @@ func New(cfg Config) (*Sink, error) {
 			// kafka-go keeps a failed metadata lookup for MetadataTTL (6 s by
 			// default): a broker that comes back would wait that long.
 			MetadataTTL: time.Second},
-		Balancer:        kafkacli.NewPartitioner(-1),
-		RequiredAcks:    kafka.RequireAll,
-		Compression:     cfg.Compression,
-		BatchSize:       cfg.BatchSize,
-		BatchBytes:      cfg.BatchBytes,
-		BatchTimeout:    cfg.Linger,
-		MaxAttempts:     3,
-		WriteBackoffMin: 50 * time.Millisecond,
-		WriteBackoffMax: 500 * time.Millisecond,
-		WriteTimeout:    10 * time.Second,
+		Balancer:     kafkacli.NewPartitioner(-1),
+		RequiredAcks: kafka.RequireAll,
+		// As Kafka's own producers do: the broker's
+		// auto.create.topics.enable decides whether a new topic appears.
+		AllowAutoTopicCreation: true,
+		Compression:            cfg.Compression,
+		BatchSize:              cfg.BatchSize,
+		BatchBytes:             cfg.BatchBytes,
+		BatchTimeout:           cfg.Linger,
+		MaxAttempts:            3,
+		WriteBackoffMin:        50 * time.Millisecond,
+		WriteBackoffMax:        500 * time.Millisecond,
+		WriteTimeout:           10 * time.Second,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			cfg.Logger.Debug("kafka-go writer: " + fmt.Sprintf(msg, args...))
 		}),
