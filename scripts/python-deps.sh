@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create a Python venv with the packages the conformance tests need
+# Create a Python venv with the packages the conformance and Parquet tests need
 # (scripts/python/requirements.txt, from PyPI) and print its python as the
 # last line of stdout:
 #
@@ -46,6 +46,7 @@ rm -rf "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-input \
   --only-binary=:all: -r "$req" >&2
 "$venv/bin/python" -c 'import confluent_kafka as c; print("confluent-kafka", c.__version__, "librdkafka", c.libversion()[0])' >&2
+"$venv/bin/python" -c 'import pyarrow as pa; print("pyarrow", pa.__version__)' >&2
 
 echo "$want" >"$stamp"
 log "done in $((SECONDS - start))s"

@@ -59,6 +59,7 @@ file, which wins over the defaults.`,
 		newProduceCommand(),
 		newConsumeCommand(),
 		newPerfCommand(),
+		newParquetCommand(),
 		newTrackerCommand(),
 	)
 	return root
