@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,11 +55,16 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 	return resp, nil
 }
 
+// minISR is the topic's min.insync.replicas: its override, else the
+// broker's property of the same name (the whole synonym chain). It is on
+// the acks=all path of every partition, so it resolves this one key only.
 func (s *Server) minISR(overrides map[string]string) int64 {
-	v := s.cfg.Topic(overrides)["min.insync.replicas"].Value
-	var n int64
-	fmt.Sscan(v, &n)
-	return n
+	if v, ok := overrides["min.insync.replicas"]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return s.cfg.Int("min.insync.replicas")
 }
 
 // fill answers every partition of req with one error.
