@@ -7,7 +7,7 @@ FUZZTIME ?= 30s
 TEST_FUZZTIME ?= 3s
 
 .DEFAULT_GOAL := build
-.PHONY: help build test fuzz bench verify demo clean
+.PHONY: help build test fuzz bench verify demo clean bench-compare
 
 help:
 	@echo 'make build    binary to ./$(BIN)'
@@ -54,3 +54,8 @@ demo: build
 
 clean:
 	rm -rf bin tributary-data
+
+# Tributary against Apache Kafka 4.4.0, side by side on this machine (issue
+# 11); about 15 minutes. scripts/bench-vs-kafka.sh says what it runs.
+bench-compare:
+	bash scripts/bench-vs-kafka.sh

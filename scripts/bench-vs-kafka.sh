@@ -1,0 +1,400 @@
+#!/usr/bin/env bash
+# Tributary against Apache Kafka 4.4.0 on this machine, side by side, with the
+# same clients (issue 11). `make bench-compare` runs it.
+#
+#   scripts/bench-vs-kafka.sh                  # about 12-15 minutes on 2 cores
+#   REPS=1 SCALE=0.2 scripts/bench-vs-kafka.sh # a quick look (not for the record)
+#   WORKLOADS="p100a1 consume" scripts/bench-vs-kafka.sh
+#
+# 1. Fetches Kafka 4.4.0's jars (scripts/kafka-jars.sh, cached), builds
+#    ./bin/tributary and ./bin/benchcompare, ./bin/benchfetch.
+# 2. Starts both brokers, each alone on its own loopback ports, with their
+#    data in a new directory under $TRIBUTARY_BENCH_DIR (default
+#    ./tributary-data; refused if it is a tmpfs): Apache Kafka single-node
+#    KRaft (kafka.Kafka, with the heap and GC flags of kafka-server-start.sh:
+#    -Xms1G -Xmx1G G1) and `tributary broker`. Equivalent settings on both:
+#    replication factor 1, no fsync per message (both defaults),
+#    log.segment.bytes=1 GiB, num.network.threads = num.io.threads = cores,
+#    group.initial.rebalance.delay.ms=0. Both stay up for the whole run, so
+#    the peak RSS (VmHWM) at the end covers every workload.
+# 3. Runs each workload against each broker in turn, Kafka then Tributary,
+#    REPS times (A B A B ...), each measured run preceded by a warm-up run of
+#    the same kind, and `sync` before each warm-up so that writeback of the
+#    previous run does not land in the next one. The clients are the same for
+#    both brokers: Kafka's ProducerPerformance and ConsumerPerformance (JVM,
+#    -Xmx512M), franz-go (scripts/benchfetch, scripts/benchcompare).
+#      p100a1   ProducerPerformance, 100 B records, 6 partitions, acks=1,
+#               batch.size=65536 linger.ms=5 (N100 records)
+#      p100all  the same, acks=all, enable.idempotence=true
+#      p1k      1 KiB records, acks=1 (N1K records)
+#      p16k     16 KiB records, acks=1 (N16K records), and the disk's
+#               sequential write speed (dd oflag=direct, 1 GiB) in this run
+#      consume  ConsumerPerformance reading N100 records of the p100a1 topic
+#               from offset 0 (fetch.nMsg.sec: excludes the group join)
+#      kgo      franz-go consumer (benchfetch consume -client kgo) reading
+#               that topic whole twice, the second read measured
+#      lat      end-to-end latency at 50,000 records/s of 100 B, 6 partitions,
+#               franz-go producer (acks=all, linger 0) and consumer in one
+#               process (benchcompare latency): 3 s warm-up, 10 s measured
+#      many     1,000 partitions (10 topics x 100): broker CPU when idle over
+#               10 s, then a 5 s warm-up run and latency at 5,000 records/s as above
+#    For every measured run, the broker's utime+stime from /proc/PID/stat
+#    before and after gives CPU seconds per GB (GB = 1e9 bytes of record
+#    values).
+# 4. Prints the table of medians (Apache Kafka, Tributary, ratio, target)
+#    and writes it, the machine description and the commands to
+#    $OUT (bench-vs-kafka.txt, git-ignored; raw lines too) and, with
+#    WRITE_DOC=1, replaces the generated part of docs/PERFORMANCE.md's
+#    section "# Against Apache Kafka".
+#
+# The issue asks for 5,000,000 records of 100 B; to keep a run under ~15
+# minutes on 2 cores the counts are scaled: N100=2,000,000, N1K=500,000,
+# N16K=60,000 (~1 GB), times SCALE (default 1). Warm-ups are a quarter of
+# the measured count.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+REPS=${REPS:-3}
+SCALE=${SCALE:-1}
+scale() { awk -v n="$1" -v s="$SCALE" 'BEGIN { printf "%d", n * s }'; }
+N100=${N100:-$(scale 2000000)}
+N1K=${N1K:-$(scale 500000)}
+N16K=${N16K:-$(scale 60000)}
+LAT_RATE=${LAT_RATE:-50000}
+LAT_SECONDS=${LAT_SECONDS:-10}
+[ -n "${WORKLOADS:-}" ] && WORKLOADS_SET=1
+WORKLOADS=${WORKLOADS:-p100a1 p100all p1k p16k consume kgo lat many}
+OUT=${OUT:-bench-vs-kafka.txt}
+cores=$(nproc)
+parent=${TRIBUTARY_BENCH_DIR:-tributary-data}
+mkdir -p "$parent" bin
+if [ "$(stat -f -c %T "$parent")" = tmpfs ]; then
+	echo "bench-vs-kafka: $parent is on a tmpfs; set TRIBUTARY_BENCH_DIR to a directory on a disk" >&2
+	exit 1
+fi
+parent=$(cd "$parent" && pwd)
+has() { [[ " $WORKLOADS " == *" $1 "* ]]; }
+
+lib=$(scripts/kafka-jars.sh)
+conf=$(dirname "$lib")/config
+go build -o bin/tributary ./cmd/tributary
+go build -o bin/benchcompare scripts/benchcompare/main.go
+go build -o bin/benchfetch scripts/benchfetch/main.go
+
+dir=$(mktemp -d "$parent/bench-vs-kafka.XXXXXX")
+kport=$(bin/benchcompare freeport)
+kcport=$(bin/benchcompare freeport)
+tport=$(bin/benchcompare freeport)
+declare -A addr=([kafka]=127.0.0.1:$kport [tributary]=127.0.0.1:$tport)
+declare -A pid=()
+cleanup() {
+	for b in "${!pid[@]}"; do kill -TERM "${pid[$b]}" 2>/dev/null || true; done
+	for b in "${!pid[@]}"; do wait "${pid[$b]}" 2>/dev/null || true; done
+	[ -n "${KEEP:-}" ] || rm -rf "$dir"
+}
+trap cleanup EXIT
+
+# The tools' JVM, the same for both brokers (kafka-run-class.sh's defaults,
+# with 512M rather than 256M of heap so ProducerPerformance never GCs hard).
+J() { java -Xmx512M -server -XX:+UseG1GC -Djava.awt.headless=true -Dlog4j2.configurationFile="$conf/log4j2.properties" -Dkafka.log.level=WARN -cp "$lib/*" "$@"; }
+
+cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$kcport
+listeners=PLAINTEXT://127.0.0.1:$kport,CONTROLLER://127.0.0.1:$kcport
+advertised.listeners=PLAINTEXT://127.0.0.1:$kport
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/kafka
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.segment.bytes=1073741824
+num.network.threads=$cores
+num.io.threads=$cores
+EOF
+kafka_cmd=(java -Xms1G -Xmx1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
+	-XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true -Dlog4j2.configurationFile="$conf/log4j2.properties"
+	-Dkafka.log.level=WARN -cp "$lib/*" kafka.Kafka "$dir/server.properties")
+trib_cmd=(bin/tributary broker --log-dirs "$dir/tributary" --listeners "PLAINTEXT://${addr[tributary]}"
+	--set num.network.threads="$cores" --set num.io.threads="$cores" --set log.segment.bytes=1073741824
+	--set group.initial.rebalance.delay.ms=0 --set default.replication.factor=1)
+
+wait_port() { # name host:port log
+	for _ in $(seq 600); do
+		(exec 3<>"/dev/tcp/${2%:*}/${2#*:}") 2>/dev/null && return 0
+		kill -0 "${pid[$1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "bench-vs-kafka: $1 did not start:" >&2
+	cat "$3" >&2
+	exit 1
+}
+
+J kafka.tools.StorageTool format -t "$(J kafka.tools.StorageTool random-uuid)" -c "$dir/server.properties" >/dev/null
+"${kafka_cmd[@]}" >"$dir/kafka.log" 2>&1 &
+pid[kafka]=$!
+"${trib_cmd[@]}" >"$dir/tributary.log" 2>&1 &
+pid[tributary]=$!
+wait_port kafka "${addr[kafka]}" "$dir/kafka.log"
+wait_port tributary "${addr[tributary]}" "$dir/tributary.log"
+sleep 2
+
+cpu() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ printf "%.2f", ($12 + $13) / 100 }'; }
+kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+topic() { # broker name partitions
+	bin/tributary topic create "$2" -p "$3" -r 1 -b "${addr[$1]}" >/dev/null
+}
+record() { echo "$*" | tee -a "$OUT"; }
+
+{
+	echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "# REPS=$REPS SCALE=$SCALE N100=$N100 N1K=$N1K N16K=$N16K LAT_RATE=$LAT_RATE LAT_SECONDS=$LAT_SECONDS WORKLOADS='$WORKLOADS' scripts/bench-vs-kafka.sh"
+	echo "# $cores CPUs: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+	echo "# memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	echo "# disk: $(df -h --output=source,fstype,size,avail "$parent" | tail -1 | tr -s ' ')"
+	echo "# kernel: $(uname -sr); $(go version); $(java -version 2>&1 | head -1)"
+	echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "# kafka: ${kafka_cmd[*]}"
+	echo "# kafka server.properties: $(grep -v '^$' "$dir/server.properties" | tr '\n' ' ')"
+	echo "# tributary: ${trib_cmd[*]}"
+	echo "# tools: java -Xmx512M -server -XX:+UseG1GC -cp \"\$lib/*\" <class> ..."
+} | tee "$OUT"
+
+# produce W broker topic n size acks: a warm-up run of n/4, then the measured run.
+produce() {
+	local w=$1 b=$2 t=$3 n=$4 size=$5 acks=$6 idem=false
+	[ "$acks" = all ] && idem=true
+	local props=(bootstrap.servers="${addr[$b]}" acks="$acks" enable.idempotence="$idem" batch.size=65536 linger.ms=5)
+	sync
+	J org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records $((n / 4)) --record-size "$size" \
+		--throughput -1 --producer-props "${props[@]}" >"$dir/warm.out" 2>&1 ||
+		{ cat "$dir/warm.out" >&2; exit 1; }
+	local c0 c1 line
+	c0=$(cpu "${pid[$b]}")
+	local TIMEFORMAT='%U %S'
+	{ time J org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records "$n" --record-size "$size" \
+		--throughput -1 --producer-props "${props[@]}" >"$dir/run.out" 2>&1 ||
+		{ cat "$dir/run.out" >&2; exit 1; }; } 2>"$dir/time.out"
+	c1=$(cpu "${pid[$b]}")
+	line=$(grep 'records sent' "$dir/run.out" | tail -1)
+	# "N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency, p50 ms 50th, p95 ms 95th, p99 ms 99th, p999 ms 99.9th."
+	echo "$line" | awk -v w="$w" -v b="$b" -v rep="$rep" -v c="$(awk -v a="$c0" -v z="$c1" 'BEGIN { print z - a }')" -v bytes=$((n * size)) \
+		-v client="$(awk '{ print $1 + $2 }' "$dir/time.out")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '{
+		gsub(/[(),]/, "")
+		printf "w=%s b=%s rep=%d recs=%s MBs=%s avg_ms=%s p99_ms=%s cpu=%.2f bytes=%d client_cpu=%.2f load=%s\n", w, b, rep, $4, $6, $8, $22, c, bytes, client, load
+	}' | tee -a "$OUT"
+}
+
+disk_speed() { # MB/s of a 1 GiB sequential direct write in the data directory
+	local t0 t1
+	sync
+	t0=$(date +%s.%N)
+	dd if=/dev/zero of="$dir/dd.tmp" bs=1M count=1024 oflag=direct status=none
+	t1=$(date +%s.%N)
+	rm -f "$dir/dd.tmp"
+	awk -v a="$t0" -v z="$t1" 'BEGIN { printf "%.0f", 1073741824 / (z - a) / 1e6 }'
+}
+
+brokers=(kafka tributary)
+for rep in $(seq "$REPS"); do
+	echo "== round $rep of $REPS" | tee -a "$OUT"
+	if has p100a1 || has consume || has kgo; then
+		for b in "${brokers[@]}"; do
+			topic "$b" "p100a1-$rep" 6
+			produce p100a1 "$b" "p100a1-$rep" "$N100" 100 1
+		done
+	fi
+	if has p100all; then
+		for b in "${brokers[@]}"; do
+			topic "$b" "p100all-$rep" 6
+			produce p100all "$b" "p100all-$rep" "$N100" 100 all
+		done
+	fi
+	if has p1k; then
+		for b in "${brokers[@]}"; do
+			topic "$b" "p1k-$rep" 6
+			produce p1k "$b" "p1k-$rep" "$N1K" 1024 1
+		done
+	fi
+	if has p16k; then
+		for b in "${brokers[@]}"; do
+			topic "$b" "p16k-$rep" 6
+			produce p16k "$b" "p16k-$rep" "$N16K" 16384 1
+		done
+		disk_speed >/dev/null # warm
+		record "w=disk rep=$rep MBs=$(disk_speed)"
+		for b in "${brokers[@]}"; do bin/tributary topic delete "p16k-$rep" -b "${addr[$b]}" >/dev/null; done
+	fi
+	if has consume; then
+		for b in "${brokers[@]}"; do
+			cargs=(--bootstrap-server "${addr[$b]}" --topic "p100a1-$rep" --messages "$N100" --timeout 30000)
+			J org.apache.kafka.tools.ConsumerPerformance "${cargs[@]}" >"$dir/warm.out" 2>&1 ||
+				{ cat "$dir/warm.out" >&2; exit 1; }
+			c0=$(cpu "${pid[$b]}")
+			J org.apache.kafka.tools.ConsumerPerformance "${cargs[@]}" >"$dir/run.out" 2>&1 ||
+				{ cat "$dir/run.out" >&2; exit 1; }
+			c1=$(cpu "${pid[$b]}")
+			# start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
+			# rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+			tail -1 "$dir/run.out" | awk -F', *' -v b="$b" -v rep="$rep" -v c0="$c0" -v c1="$c1" -v n="$N100" '{
+				printf "w=consume b=%s rep=%d recs=%s MBs=%s all_recs=%s rebalance_ms=%s msgs=%s cpu=%.2f bytes=%d\n", b, rep, $10, $9, $6, $7, $5, c1 - c0, n * 100
+			}' | tee -a "$OUT"
+		done
+	fi
+	if has kgo; then
+		for b in "${brokers[@]}"; do
+			# reads the topic twice, measures the second read
+			bin/benchfetch consume -b "${addr[$b]}" -topic "p100a1-$rep" -client kgo -broker-pid "${pid[$b]}" \
+				-label "w=kgo b=$b rep=$rep " | awk '{
+				for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+				printf "w=%s b=%s rep=%s recs=%.0f MBs=%.1f cpu=%.2f bytes=%d\n", f["w"], f["b"], f["rep"], f["records"] / f["wall"], f["bytes"] / f["wall"] / 1e6, f["broker_user"] + f["broker_sys"], f["records"] * 100
+			}' | tee -a "$OUT"
+		done
+	fi
+	if has lat; then
+		for b in "${brokers[@]}"; do
+			topic "$b" "lat-$rep" 6
+			c0=$(cpu "${pid[$b]}")
+			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "lat-$rep" -rate "$LAT_RATE" -size 100 \
+				-warmup 3s -duration "${LAT_SECONDS}s")
+			c1=$(cpu "${pid[$b]}")
+			record "w=lat b=$b rep=$rep $r cpu=$(awk -v a="$c0" -v z="$c1" 'BEGIN { print z - a }')"
+		done
+	fi
+	if has many; then
+		for b in "${brokers[@]}"; do
+			if [ "$rep" = 1 ]; then
+				for i in $(seq 0 9); do topic "$b" "many-$i" 100; done
+				sleep 5
+			fi
+			c0=$(cpu "${pid[$b]}")
+			sleep 10
+			c1=$(cpu "${pid[$b]}")
+			many=$(seq -s, -f 'many-%g' 0 9)
+			bin/benchcompare latency -b "${addr[$b]}" -topics "$many" -rate 5000 -size 100 -warmup 0s -duration 5s >/dev/null
+			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "$many" -rate 5000 -size 100 \
+				-warmup 3s -duration "${LAT_SECONDS}s")
+			record "w=many b=$b rep=$rep $r idle_cpu_pct=$(awk -v a="$c0" -v z="$c1" 'BEGIN { printf "%.1f", (z - a) * 10 }')"
+		done
+	fi
+done
+for b in "${brokers[@]}"; do
+	record "w=rss b=$b hwm_kb=$(kb "${pid[$b]}" VmHWM) rss_kb=$(kb "${pid[$b]}" VmRSS)"
+done
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT"
+
+# The table: medians over the rounds; ratio = Tributary / Apache Kafka.
+table=$(awk '
+function median(key,    n, i, j, t, a) {
+	n = cnt[key]
+	if (n == 0) return ""
+	for (i = 0; i < n; i++) a[i] = val[key, i]
+	for (i = 1; i < n; i++) for (j = i; j > 0 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+	return n % 2 ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2
+}
+function add(key, v) { val[key, cnt[key]++] = v; if (rep != "") { pv[key, rep] = v; reps[rep] = 1 } }
+/^w=/ {
+	delete f
+	for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+	w = f["w"]; b = f["b"]; rep = ""
+	if (w == "disk") { add("disk", f["MBs"]); next }
+	if (w == "rss") { add(b SUBSEP "rss", f["hwm_kb"] / 1024); next }
+	rep = f["rep"]
+	if (w == "lat" || w == "many") {
+		add(b SUBSEP w SUBSEP "p50", f["p50_ms"]); add(b SUBSEP w SUBSEP "p99", f["p99_ms"]); add(b SUBSEP w SUBSEP "p999", f["p999_ms"])
+		if (w == "many") add(b SUBSEP w SUBSEP "idle", f["idle_cpu_pct"])
+		next
+	}
+	add(b SUBSEP w SUBSEP "recs", f["recs"]); add(b SUBSEP w SUBSEP "MBs", f["MBs"])
+	if (f["bytes"] > 0) add(b SUBSEP w SUBSEP "cpugb", f["cpu"] / (f["bytes"] / 1e9))
+}
+# The ratio is the median of the per-round ratios (Kafka and Tributary
+# ran back to back in each round), which resists load from elsewhere better
+# than the ratio of the medians; rss has one value each.
+function row(name, key, unit, target, better, fmt,    k, t, r, met, tg, q, m) {
+	k = median("kafka" SUBSEP key); t = median("tributary" SUBSEP key)
+	if (k == "" || t == "") return
+	r = k > 0 ? t / k : 0
+	q = "ratio" SUBSEP key; m = 0
+	for (rp in reps) if ((("kafka" SUBSEP key), rp) in pv && (("tributary" SUBSEP key), rp) in pv && pv["kafka" SUBSEP key, rp] > 0) {
+		val[q, m++] = pv["tributary" SUBSEP key, rp] / pv["kafka" SUBSEP key, rp]
+	}
+	cnt[q] = m
+	if (m > 0) r = median(q)
+	met = "-"
+	if (target != "") met = (better == "hi" ? r >= target : r <= target) ? "yes" : "**no**"
+	tg = target == "" ? "" : (better == "hi" ? "≥ " : "≤ ") target
+	printf "| %s | " fmt " %s | " fmt " %s | %.2f | %s | %s |\n", name, k, unit, t, unit, r, tg, met
+}
+END {
+	print "| workload | Apache Kafka | Tributary | ratio T/K (median of rounds) | target | met? |"
+	print "|---|---|---|---|---|---|"
+	row("produce 100 B, acks=1", "p100a1" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
+	row("produce 100 B, acks=all idempotent", "p100all" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
+	row("produce 1 KiB, acks=1", "p1k" SUBSEP "MBs", "MB/s", "", "hi", "%.1f")
+	row("produce 16 KiB, acks=1", "p16k" SUBSEP "MBs", "MB/s", 1.2, "hi", "%.1f")
+	if (cnt["disk"] > 0) {
+		d = median("disk"); t = median("tributary" SUBSEP "p16k" SUBSEP "MBs")
+		if (t != "") {
+			met = (t / d >= 0.8) ? "yes" : "**no**"
+			printf "| produce 16 KiB: Tributary / disk write (dd oflag=direct, %.0f MB/s) | | %.1f MB/s | %.2f | ≥ 0.80 | %s |\n", d, t, t / d, met
+		}
+	}
+	row("consume, ConsumerPerformance", "consume" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
+	row("consume, franz-go", "kgo" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
+	row("e2e latency at 50k rec/s, p50", "lat" SUBSEP "p50", "ms", "", "lo", "%.2f")
+	row("e2e latency at 50k rec/s, p99", "lat" SUBSEP "p99", "ms", 0.5, "lo", "%.2f")
+	row("e2e latency at 50k rec/s, p99.9", "lat" SUBSEP "p999", "ms", "", "lo", "%.2f")
+	row("1,000 partitions: idle broker CPU", "many" SUBSEP "idle", "% of a core", "", "lo", "%.1f")
+	row("1,000 partitions, 5k rec/s: p99", "many" SUBSEP "p99", "ms", "", "lo", "%.2f")
+	row("peak RSS (VmHWM)", "rss", "MiB", 0.25, "lo", "%.0f")
+	row("broker CPU s/GB, produce 100 B acks=1", "p100a1" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("broker CPU s/GB, produce 100 B acks=all", "p100all" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("broker CPU s/GB, produce 16 KiB", "p16k" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("broker CPU s/GB, consume (ConsumerPerformance)", "consume" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("broker CPU s/GB, consume (franz-go)", "kgo" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+}' "$OUT")
+echo
+echo "== medians of $REPS rounds ($OUT); ratio = median over rounds of Tributary / Apache Kafka; GB = 1e9 bytes of record values"
+echo "$table" | tee -a "$OUT"
+
+# With WRITE_DOC=1 (the default for a full run: REPS >= 3, SCALE=1, every
+# workload), the lines between the two markers in docs/PERFORMANCE.md's
+# section "# Against Apache Kafka" become this run's description and table.
+full=0
+[ "$REPS" -ge 3 ] && [ "$SCALE" = 1 ] && [ -z "${WORKLOADS_SET:-}" ] && full=1
+if [ "${WRITE_DOC:-$full}" = 1 ]; then
+	doc=docs/PERFORMANCE.md
+	begin='<!-- bench-vs-kafka:begin -->' end='<!-- bench-vs-kafka:end -->'
+	if grep -qF "$begin" "$doc" && grep -qF "$end" "$doc"; then
+		gen="$dir/generated.md"
+		{
+			echo "$begin"
+			echo
+			echo "Run finished $(date -u +%Y-%m-%dT%H:%MZ), commit at the end $(git describe --always --dirty 2>/dev/null || echo unknown), by \`scripts/bench-vs-kafka.sh\`:"
+			echo
+			echo '```'
+			grep '^# ' "$OUT" | sed 's/^# //'
+			echo '```'
+			echo
+			echo "Medians of $REPS rounds; ratio = median over the rounds of Tributary / Apache Kafka in that round; GB = 1e9 bytes of record values."
+			echo
+			echo "$table"
+			echo
+			echo "$end"
+		} >"$gen"
+		awk -v begin="$begin" -v end="$end" -v gen="$gen" '
+			$0 == begin { while ((getline l < gen) > 0) print l; skip = 1; next }
+			$0 == end { skip = 0; next }
+			!skip' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
+		echo "bench-vs-kafka: wrote the table into $doc"
+	else
+		echo "bench-vs-kafka: $doc has no $begin / $end markers; not written" >&2
+	fi
+fi

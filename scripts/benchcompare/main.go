@@ -1,0 +1,209 @@
+//go:build ignore
+
+// benchcompare holds the franz-go helpers of scripts/bench-vs-kafka.sh, the
+// side-by-side benchmark of Tributary and Apache Kafka. The same binary is
+// the client for both brokers.
+//
+//	go build -o bin/benchcompare scripts/benchcompare/main.go
+//	benchcompare freeport
+//	benchcompare latency -b 127.0.0.1:9092 -topics t -rate 50000 -warmup 3s -duration 10s
+//
+// latency produces records of -size bytes at a fixed -rate (records/s,
+// paced against the wall clock, round-robin over the partitions of all
+// -topics) with franz-go (acks=all, idempotent, linger 0), each value
+// starting with the wall-clock time of its Produce call in nanoseconds, and
+// consumes the same topics from their end offsets in the same process
+// (no group). Each record's latency is the time from Produce to the
+// consumer's poll returning it. Records produced during -warmup are consumed
+// but not counted. It prints one line of key=value: sent and received
+// counts, the achieved rate, and p50, p99, p99.9 and max in milliseconds.
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fatal(errors.New("usage: benchcompare freeport|latency [flags]"))
+	}
+	var err error
+	switch os.Args[1] {
+	case "freeport":
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			fmt.Println(ln.Addr().(*net.TCPAddr).Port)
+			ln.Close()
+		}
+	case "latency":
+		err = latency(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "benchcompare:", err)
+	os.Exit(1)
+}
+
+func latency(args []string) error {
+	fs := flag.NewFlagSet("latency", flag.ExitOnError)
+	bootstrap := fs.String("b", "127.0.0.1:9092", "bootstrap")
+	topicList := fs.String("topics", "", "comma-separated topics")
+	rate := fs.Int("rate", 50000, "records per second")
+	size := fs.Int("size", 100, "bytes per record value (at least 8)")
+	warmup := fs.Duration("warmup", 3*time.Second, "records produced in this first period are not counted")
+	duration := fs.Duration("duration", 10*time.Second, "measured period after the warm-up")
+	fs.Parse(args)
+	topics := strings.Split(*topicList, ",")
+	if *topicList == "" || *size < 8 {
+		return errors.New("latency: -topics and -size >= 8 needed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.MaxBufferedRecords(1<<20))
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+
+	// Wait until the consumer has its partitions and end offsets, so that
+	// nothing produced is missed: produce markers until one comes back.
+	ready := make(chan struct{})
+	measureFrom := atomic.Int64{}
+	measureFrom.Store(1<<63 - 1)
+	var lats []int64 // ns, of records produced at or after measureFrom
+	var received, counted atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first := true
+		for {
+			fetches := cons.PollFetches(ctx)
+			now := time.Now().UnixNano()
+			if ctx.Err() != nil {
+				return
+			}
+			fetches.EachError(func(t string, p int32, err error) {
+				fmt.Fprintf(os.Stderr, "benchcompare: fetch %s[%d]: %v\n", t, p, err)
+			})
+			fetches.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) < 8 {
+					return
+				}
+				ts := int64(binary.BigEndian.Uint64(r.Value))
+				if ts == 0 { // a marker
+					if first {
+						first = false
+						close(ready)
+					}
+					return
+				}
+				received.Add(1)
+				if ts >= measureFrom.Load() {
+					lats = append(lats, now-ts)
+					counted.Add(1)
+				}
+			})
+		}
+	}()
+	marker := make([]byte, *size)
+	deadline := time.Now().Add(30 * time.Second)
+waitReady:
+	for {
+		for _, t := range topics {
+			prod.Produce(ctx, &kgo.Record{Topic: t, Value: marker}, nil)
+		}
+		select {
+		case <-ready:
+			break waitReady
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("latency: the consumer saw no marker within 30 s")
+		}
+	}
+
+	var failed atomic.Pointer[error]
+	cb := func(_ *kgo.Record, err error) {
+		if err != nil {
+			failed.CompareAndSwap(nil, &err)
+		}
+	}
+	start := time.Now()
+	end := start.Add(*warmup + *duration)
+	measureFrom.Store(start.Add(*warmup).UnixNano())
+	var sent, measured int64
+	for failed.Load() == nil {
+		now := time.Now()
+		if !now.Before(end) {
+			break
+		}
+		due := int64(now.Sub(start).Seconds() * float64(*rate))
+		for ; sent < due; sent++ {
+			v := make([]byte, *size) // franz-go keeps the slice until acknowledged
+			t := time.Now().UnixNano()
+			binary.BigEndian.PutUint64(v, uint64(t))
+			if t >= measureFrom.Load() {
+				measured++
+			}
+			prod.Produce(ctx, &kgo.Record{Topic: topics[sent%int64(len(topics))], Value: v}, cb)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	if err := prod.Flush(ctx); err != nil {
+		return err
+	}
+	if p := failed.Load(); p != nil {
+		return *p
+	}
+	wait := time.Now().Add(20 * time.Second)
+	for counted.Load() < measured && time.Now().Before(wait) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if c := counted.Load(); c < measured {
+		return fmt.Errorf("latency: received %d of %d measured records", c, measured)
+	}
+	slices.Sort(lats)
+	q := func(p float64) float64 {
+		if len(lats) == 0 {
+			return 0
+		}
+		i := int(p * float64(len(lats)))
+		if i >= len(lats) {
+			i = len(lats) - 1
+		}
+		return float64(lats[i]) / 1e6
+	}
+	fmt.Printf("sent=%d measured=%d received=%d rate=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f\n",
+		sent, measured, received.Load(), float64(sent)/elapsed.Seconds(), q(0.50), q(0.99), q(0.999), q(1))
+	return nil
+}
