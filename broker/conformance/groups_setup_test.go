@@ -3,38 +3,24 @@ package conformance
 // Consumer-group conformance (groups_*_test.go): real clients consume as
 // groups against the broker. These tests run against one of two brokers:
 //
-//   - by default the real tributary binary (internal/testbroker). Each test
-//     first asks ApiVersions whether the broker serves JoinGroup; while it
-//     does not, the test skips with "consumer groups not implemented yet".
-//     This skip is deliberate and temporary: it is correct only until the
-//     group coordinator lands (CI included — a missing *broker feature* is
-//     not a missing outside part). As soon as the broker lists JoinGroup the
-//     tests run, under CI too, and must pass. Once groups have landed, this
-//     skip should become a failure.
+//   - by default the real tributary binary (internal/testbroker), which must
+//     list JoinGroup in ApiVersions;
 //   - with TRIBUTARY_GROUPS_AGAINST_KAFKA=1, a real Apache Kafka 4.4.0
-//     (single-node KRaft on loopback, from the jars of scripts/kafka-jars.sh;
-//     see docs/kafka-reference.md), one per test. This checks the tests
+//     (internal/testbroker.StartKafka), one per test. This checks the tests
 //     themselves: every test here must pass against Kafka.
 //
 //   go test ./broker/conformance -run 'TestGroups' -v
 //   TRIBUTARY_GROUPS_AGAINST_KAFKA=1 go test ./broker/conformance -run 'TestGroups' -v
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,95 +39,24 @@ type groupsBroker interface {
 func groupsAgainstKafka() bool { return os.Getenv("TRIBUTARY_GROUPS_AGAINST_KAFKA") == "1" }
 
 // groupsStart starts the broker for one group test: a real Kafka 4.4.0 with
-// TRIBUTARY_GROUPS_AGAINST_KAFKA=1, else tributary, skipping while
-// tributary does not list JoinGroup (see the top of this file).
+// TRIBUTARY_GROUPS_AGAINST_KAFKA=1, else tributary.
 func groupsStart(t *testing.T) groupsBroker {
 	t.Helper()
 	if groupsAgainstKafka() {
-		r := startKafkaRef(t)
-		groupsWarmUp(t, r.Addr())
-		return r
+		k := testbroker.StartKafka(t)
+		groupsWarmUp(t, k.Addr())
+		return k
 	}
 	// As the Kafka reference broker: no wait for more members before the
 	// first rebalance of a new group (the default, 3s, would only slow
 	// every test down).
 	b := extBroker(t, "group.initial.rebalance.delay.ms=0")
-	// JoinGroup is API key 11. The skip is correct only until the group
-	// coordinator lands; it turns these tests on by itself, CI included.
+	// JoinGroup is API key 11.
 	if !toolBrokerListsAPI(t, b.Addr(), 11) {
-		t.Skip("consumer groups not implemented yet: the broker does not list JoinGroup (key 11) in ApiVersions; " +
-			"TRIBUTARY_GROUPS_AGAINST_KAFKA=1 runs this test against Apache Kafka 4.4.0")
+		t.Fatal("the broker does not list JoinGroup (key 11) in ApiVersions")
 	}
 	groupsWarmUp(t, b.Addr())
 	return b
-}
-
-// kafkaRef is a real Apache Kafka 4.4.0: one process, broker and
-// controller, on two free loopback ports, its data in the test's temporary
-// directory.
-type kafkaRef struct {
-	t      *testing.T
-	k      javaKafka
-	dir    string
-	props  string
-	port   int
-	cmd    *exec.Cmd
-	done   chan struct{}
-	logMu  sync.Mutex
-	logBuf bytes.Buffer
-}
-
-func groupsFreePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// startKafkaRef formats a KRaft log dir and starts Kafka on it; it is
-// stopped (SIGTERM) when the test ends. Settings beyond the reference
-// page's: no initial rebalance delay (as a test broker should have), and a
-// __consumer_offsets of 3 partitions instead of 50, which Kafka creates
-// faster.
-func startKafkaRef(t *testing.T) *kafkaRef {
-	t.Helper()
-	k := javaSetup(t)
-	r := &kafkaRef{t: t, k: k, dir: t.TempDir(), port: groupsFreePort(t)}
-	cport := groupsFreePort(t)
-	props := fmt.Sprintf(`process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:%[2]d
-listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
-advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=%[3]s
-num.partitions=1
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=3
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-group.initial.rebalance.delay.ms=0
-`, r.port, cport, filepath.Join(r.dir, "data"))
-	r.props = filepath.Join(r.dir, "server.properties")
-	if err := os.WriteFile(r.props, []byte(props), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// A cluster ID is a Kafka Uuid: 16 random bytes, base64url unpadded.
-	id := make([]byte, 16)
-	rand.Read(id)
-	cid := base64.RawURLEncoding.EncodeToString(id)
-	args := append(k.jvmArgs(k.classpath()), "kafka.tools.StorageTool", "format", "-t", cid, "-c", r.props)
-	if out, err := exec.Command(k.java, args...).CombinedOutput(); err != nil {
-		t.Fatalf("kafka StorageTool format: %v\n%s", err, out)
-	}
-	r.start()
-	t.Cleanup(r.stop)
-	return r
 }
 
 // groupsWarmUp asks FindCoordinator until the broker answers without
@@ -174,107 +89,6 @@ func groupsWarmUp(t *testing.T, addr string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("group coordinator available after %v", time.Since(start).Round(time.Millisecond))
-}
-
-func (r *kafkaRef) start() {
-	r.t.Helper()
-	args := []string{"-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true", "-cp", r.k.classpath()}
-	if r.k.log4j != "" {
-		// INFO, so that "Kafka Server started" shows.
-		args = append(args, "-Dlog4j2.configurationFile="+r.k.log4j, "-Dkafka.log.level=INFO")
-	}
-	r.cmd = exec.Command(r.k.java, append(args, "kafka.Kafka", r.props)...)
-	r.cmd.Stdout = &groupsLockedWriter{r}
-	r.cmd.Stderr = &groupsLockedWriter{r}
-	r.done = make(chan struct{})
-	from := len(r.Log()) // a restart looks for its own "started"
-	start := time.Now()
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	go func() { r.cmd.Wait(); close(r.done) }()
-	deadline := time.After(60 * time.Second)
-	for !strings.Contains(r.Log()[from:], "Kafka Server started") {
-		select {
-		case <-r.done:
-			r.t.Fatalf("kafka exited before it started:\n%s", r.tail())
-		case <-deadline:
-			r.cmd.Process.Kill()
-			<-r.done
-			r.t.Fatalf("kafka not started after 60s:\n%s", r.tail())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	r.t.Logf("kafka 4.4.0 started on %s in %v", r.Addr(), time.Since(start).Round(time.Millisecond))
-}
-
-type groupsLockedWriter struct{ r *kafkaRef }
-
-func (w *groupsLockedWriter) Write(p []byte) (int, error) {
-	w.r.logMu.Lock()
-	defer w.r.logMu.Unlock()
-	return w.r.logBuf.Write(p)
-}
-
-func (r *kafkaRef) Addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
-
-func (r *kafkaRef) Log() string {
-	r.logMu.Lock()
-	defer r.logMu.Unlock()
-	return r.logBuf.String()
-}
-
-// tail is the end of the log, WARN and above only.
-func (r *kafkaRef) tail() string {
-	var keep []string
-	for _, l := range strings.Split(r.Log(), "\n") {
-		if strings.Contains(l, "WARN") || strings.Contains(l, "ERROR") || strings.Contains(l, "Exception") {
-			keep = append(keep, l)
-		}
-	}
-	if len(keep) > 60 {
-		keep = keep[len(keep)-60:]
-	}
-	return strings.Join(keep, "\n")
-}
-
-func (r *kafkaRef) running() bool {
-	select {
-	case <-r.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// Kill is kill -9.
-func (r *kafkaRef) Kill() {
-	r.cmd.Process.Kill()
-	<-r.done
-}
-
-func (r *kafkaRef) Restart() {
-	r.t.Helper()
-	if r.running() {
-		r.t.Fatal("Restart of a running kafka")
-	}
-	r.start()
-}
-
-func (r *kafkaRef) stop() {
-	if !r.running() {
-		return
-	}
-	r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(30 * time.Second):
-		r.cmd.Process.Kill()
-		<-r.done
-	}
-	if r.t.Failed() {
-		r.t.Logf("kafka log (WARN and above):\n%s", r.tail())
-	}
 }
 
 // groupsDeadline bounds one test's consumption.

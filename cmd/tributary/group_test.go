@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,68 +14,15 @@ import (
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
-// The group commands against a real Apache Kafka 4.4 broker, and against
-// Tributary's broker once it has consumer groups.
+// The group commands against a real Apache Kafka 4.4 broker and against
+// Tributary's, with Kafka's own consumer-groups tool judging the lag numbers
+// on both.
 func TestGroupCommandsKafka(t *testing.T) {
-	java, lib := testbroker.KafkaLib(t)
-	k := &javaKafka{java: java, lib: lib}
-	if conf := filepath.Join(filepath.Dir(lib), "config", "log4j2.properties"); fileExists(conf) {
-		k.log4j = conf
-	}
-	testGroupCommands(t, startKafka(t, *k), k)
+	testGroupCommands(t, testbroker.StartKafka(t).Addr())
 }
 
 func TestGroupCommandsTributary(t *testing.T) {
-	b := testbroker.Start(t)
-	requireJoinGroup(t, b.Addr())
-	// Kafka's own tool judges the lag numbers here too when it is there.
-	var k *javaKafka
-	if java, lib, ok := optionalKafkaJars(); ok {
-		k = &javaKafka{java: java, lib: lib}
-	}
-	testGroupCommands(t, b.Addr(), k)
-}
-
-// requireJoinGroup skips the test while the broker does not list JoinGroup
-// in ApiVersions: Tributary's group coordinator is not there yet. The test
-// turns on by itself when it is.
-func requireJoinGroup(t *testing.T, addr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tr := &kafka.Transport{}
-	defer tr.CloseIdleConnections()
-	c := &kafka.Client{Addr: kafka.TCP(addr), Transport: tr}
-	av, err := c.ApiVersions(ctx, &kafka.ApiVersionsRequest{})
-	if err != nil {
-		t.Fatalf("ApiVersions: %v", err)
-	}
-	for _, k := range av.ApiKeys {
-		if k.ApiKey == 11 { // JoinGroup
-			return
-		}
-	}
-	t.Skip("Tributary's broker does not list JoinGroup (key 11) in ApiVersions yet: no consumer groups to test; this test runs once the group coordinator lands")
-}
-
-func optionalKafkaJars() (java, lib string, ok bool) {
-	lib = os.Getenv("TRIBUTARY_KAFKA_LIB")
-	if lib == "" {
-		home, _ := os.UserHomeDir()
-		cache := os.Getenv("TRIBUTARY_CACHE")
-		if cache == "" {
-			cache = filepath.Join(home, ".cache", "tributary")
-		}
-		lib = filepath.Join(cache, "kafka-4.4.0", "lib")
-	}
-	jars, _ := filepath.Glob(filepath.Join(lib, "kafka-tools-*.jar"))
-	java, err := exec.LookPath("java")
-	return java, lib, err == nil && len(jars) > 0
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+	testGroupCommands(t, testbroker.Start(t).Addr())
 }
 
 const (
@@ -89,7 +33,7 @@ const (
 // gtRecords is how many records each partition of gtTopic gets.
 var gtRecords = []int{10, 20, 30}
 
-func testGroupCommands(t *testing.T, addr string, k *javaKafka) {
+func testGroupCommands(t *testing.T, addr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run := func(args ...string) string {
@@ -184,7 +128,7 @@ func testGroupCommands(t *testing.T, addr string, k *javaKafka) {
 		"gt-orders 1": "7 20 13 " + member[1],
 		"gt-orders 2": "- 30 - " + member[1],
 	})
-	compareWithKafkaTool(t, k, addr, out)
+	compareWithKafkaTool(t, addr, out)
 
 	// Kafka refuses to reset or delete the offsets of an active group.
 	fail([]string{"gt-app", "inactive", "Stable", "stop its consumers"}, "group", "reset-offsets", gtGroup, "--topic", gtTopic, "--to-earliest")
@@ -202,7 +146,7 @@ func testGroupCommands(t *testing.T, addr string, k *javaKafka) {
 		"gt-orders 0": "4 10 6 -",
 		"gt-orders 1": "7 20 13 -",
 	})
-	compareWithKafkaTool(t, k, addr, out)
+	compareWithKafkaTool(t, addr, out)
 
 	// reset-offsets: a dry run changes nothing.
 	out = run("group", "reset-offsets", gtGroup, "--topic", gtTopic, "--to-earliest")
@@ -216,7 +160,7 @@ func testGroupCommands(t *testing.T, addr string, k *javaKafka) {
 	checkPlan(t, out, map[string]string{"gt-orders 0": "4 5", "gt-orders 2": "- 5"})
 	out = run("group", "describe", gtGroup)
 	checkLag(t, out, map[string]string{"gt-orders 0": "5 10 5 -", "gt-orders 1": "7 20 13 -", "gt-orders 2": "5 30 25 -"})
-	compareWithKafkaTool(t, k, addr, out)
+	compareWithKafkaTool(t, addr, out)
 
 	for _, c := range []struct {
 		args []string
@@ -234,7 +178,7 @@ func testGroupCommands(t *testing.T, addr string, k *javaKafka) {
 	}
 	out = run("group", "describe", gtGroup)
 	checkLag(t, out, map[string]string{"gt-orders 0": "10 10 0 -", "gt-orders 1": "20 20 0 -", "gt-orders 2": "3 30 27 -"})
-	compareWithKafkaTool(t, k, addr, out)
+	compareWithKafkaTool(t, addr, out)
 
 	// Bad flags and unknown names.
 	reset := []string{"group", "reset-offsets", gtGroup}
@@ -304,12 +248,9 @@ func checkTable(t *testing.T, what, out string, want map[string]string) {
 // kafka-consumer-groups.sh --describe (ConsumerGroupCommand) on the same
 // cluster: the same partitions, committed offsets, log end offsets, lags
 // and consumers.
-func compareWithKafkaTool(t *testing.T, k *javaKafka, addr, ours string) {
+func compareWithKafkaTool(t *testing.T, addr, ours string) {
 	t.Helper()
-	if k == nil {
-		return
-	}
-	out, errOut, err := k.run(t, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", addr, "--describe", "--group", gtGroup)
+	out, errOut, err := testbroker.RunKafkaTool(t, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", addr, "--describe", "--group", gtGroup)
 	if err != nil {
 		t.Fatalf("ConsumerGroupCommand --describe: %v\n%s%s", err, out, errOut)
 	}
