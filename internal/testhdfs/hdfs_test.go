@@ -58,8 +58,18 @@ func TestSmoke(t *testing.T) {
 			t.Fatalf("write at %d: %v", off, err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	// The NameNode may not have confirmed the last block's replicas yet;
+	// the client says so with ErrReplicating and the close is retried, as
+	// the loader's writer will have to.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err := w.Close()
+		if err == nil {
+			break
+		}
+		if !hdfs.IsErrReplicating(err) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	wrote := time.Since(start)
 
