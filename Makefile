@@ -1,5 +1,6 @@
 # Tributary. `make help` lists the targets.
 
+SHELL    := bash
 GO       ?= go
 BIN      := bin/tributary
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -30,13 +31,21 @@ test:
 # Fuzz targets are found, not listed: `go test -list` prints each package's
 # Fuzz* names, then "ok <package>". Go fuzzes one target at a time.
 fuzz:
-	@out=$$($(GO) test -list '^Fuzz' ./...) || { echo "$$out"; exit 1; }; \
+	@set -o pipefail; out=$$($(GO) test -list '^Fuzz' ./...) || { echo "$$out"; exit 1; }; \
 	targets=$$(echo "$$out" | awk '/^Fuzz/ { t[n++] = $$1; next } \
 		/^ok / { for (i = 0; i < n; i++) print $$2 " " t[i]; n = 0 }'); \
 	if [ -z "$$targets" ]; then echo 'fuzz: no Fuzz targets'; exit 0; fi; \
 	echo "$$targets" | while read -r pkg target; do \
 		echo "== $$pkg $$target for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) "$$pkg" || exit 1; \
+		log=$$(mktemp); \
+		if $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) "$$pkg" </dev/null 2>&1 | tee "$$log"; then \
+			rm -f "$$log"; continue; \
+		fi; \
+		if ! grep -q 'Failing input written' "$$log" && grep -q 'context deadline exceeded' "$$log"; then \
+			echo "fuzz: $$target: the time ran out while Go was minimizing a new input; no failing input was found"; \
+			rm -f "$$log"; continue; \
+		fi; \
+		rm -f "$$log"; exit 1; \
 	done
 
 bench:
