@@ -59,6 +59,9 @@ type JSON struct {
 	root   *jnode
 	p      fastjson.Parser
 	rows   int
+	// coerceStrings lets string columns take numbers and booleans as their
+	// JSON text (see CoerceStrings).
+	coerceStrings bool
 
 	// Scratch, reused from record to record.
 	slots   []*fastjson.Value // per struct visited, one slot per field, in visiting order
@@ -365,6 +368,10 @@ func (d *JSON) check(n *jnode, v *fastjson.Value) *ferr {
 		switch v.Type() {
 		case fastjson.TypeString, fastjson.TypeObject, fastjson.TypeArray:
 			return nil
+		case fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse:
+			if d.coerceStrings {
+				return nil
+			}
 		}
 		return mismatch(n, v)
 	case schema.Int32, schema.Int64:
@@ -670,3 +677,10 @@ func (d *JSON) appendExtra(n, f *jnode, v *fastjson.Value) {
 	}
 	d.scratch = buf
 }
+
+// CoerceStrings makes string columns take numbers and booleans too, stored
+// as their JSON text ("42", "true"). A loader turns it on for a schema that
+// inference widened to string because a field was seen as both; the tracker
+// leaves it off, so that a number where the schema wants a string is a
+// violation its sender hears about.
+func (d *JSON) CoerceStrings(on bool) { d.coerceStrings = on }

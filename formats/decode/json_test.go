@@ -296,3 +296,26 @@ func validateRecord(rec arrow.Record) error {
 	}
 	return nil
 }
+
+// With CoerceStrings, numbers and booleans go into string columns as their
+// JSON text, which is what a schema widened to string by inference needs.
+func TestJSONCoerceStrings(t *testing.T) {
+	d, mem := newTestJSON(t, allTypes())
+	defer mem.AssertSize(t, 0)
+	defer d.Release()
+	in := `{"id":1234567890123,"s":true,"env":-1.5e-7}`
+	if errs := d.Decode(recs(in)); len(errs) != 1 {
+		t.Fatalf("strict decoder: errors %v, want the type mismatch on id", errs)
+	}
+	d.CoerceStrings(true)
+	if errs := d.Decode(recs(in)); len(errs) != 0 {
+		t.Fatalf("coercing decoder: errors %v", errs)
+	}
+	rec := d.Flush()
+	defer rec.Release()
+	got := rowsJSON(t, rec)
+	want := `{"_extra":null,"attrs":null,"b":null,"ctx":null,"d":null,"day":null,"env":"-1.5e-7","f":null,"i32":null,"i64":null,"id":"1234567890123","lvl":3,"raw":null,"s":"true","tags":null,"ts":null,"tsu":null}`
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("got %v\nwant %s", got, want)
+	}
+}
