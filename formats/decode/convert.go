@@ -64,7 +64,9 @@ func floatToInt(f float64) (int64, bool) {
 
 // decodeBase64 accepts standard base64 with or without padding.
 func decodeBase64(dst []byte, s []byte) ([]byte, bool) {
-	n := base64.StdEncoding.DecodedLen(len(s))
+	// Room for the unpadded decoding, the larger of the two: padded
+	// DecodedLen of a 2-byte input is 0, unpadded 1.
+	n := base64.RawStdEncoding.DecodedLen(len(s))
 	if cap(dst) < n {
 		dst = make([]byte, n)
 	}
