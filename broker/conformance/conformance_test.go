@@ -171,14 +171,8 @@ func goCheckAcks(t *testing.T, recs []goRecord, acks []goAck) map[int32]int64 {
 // twice, nothing missing.
 func goCheckEndOffsets(t *testing.T, addr, topic string, end map[int32]int64) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	adm, ctx := goAdmin(t, addr)
+	offs, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = offs.Error()
 	}
@@ -403,4 +397,18 @@ func TestGoCompression(t *testing.T) {
 			})
 		}
 	}
+}
+
+// goAdmin is a franz-go admin client for addr and a context bounding its
+// calls; both end with the test.
+func goAdmin(t *testing.T, addr string) (*kadm.Client, context.Context) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return kadm.NewClient(cl), ctx
 }

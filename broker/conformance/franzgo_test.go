@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -25,14 +24,8 @@ func (f franzLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 
 func franzCreate(t *testing.T, addr, topic string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), goDeadline)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, goPartitions, 1, nil, topic)
+	adm, ctx := goAdmin(t, addr)
+	resp, err := adm.CreateTopic(ctx, goPartitions, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}

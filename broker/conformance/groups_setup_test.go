@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -97,14 +96,8 @@ const groupsDeadline = 60 * time.Second
 // groupsCreateTopic creates topic with n partitions (kadm).
 func groupsCreateTopic(t *testing.T, addr, topic string, n int32) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, n, 1, nil, topic)
+	adm, ctx := goAdmin(t, addr)
+	resp, err := adm.CreateTopic(ctx, n, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -190,14 +183,8 @@ func (p *groupsProducer) ends() map[int32]int64 {
 // through kadm).
 func groupsCommitted(t *testing.T, addr, group, topic string) map[int32]int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	adm, ctx := goAdmin(t, addr)
+	offs, err := adm.FetchOffsets(ctx, group)
 	if err == nil {
 		err = offs.Error()
 	}

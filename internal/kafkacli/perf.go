@@ -144,28 +144,13 @@ func (c *Cluster) PerfProduce(ctx context.Context, cfg PerfProduceConfig) (*Perf
 
 	start := time.Now()
 	total.start, window.start = start, start
-	stopReport := make(chan struct{})
-	reportDone := make(chan struct{})
-	go func() {
-		defer close(reportDone)
-		if cfg.Progress == nil || cfg.ReportInterval <= 0 {
-			return
-		}
-		t := time.NewTicker(cfg.ReportInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopReport:
-				return
-			case now := <-t.C:
-				mu.Lock()
-				line := window.line(now)
-				window = latencyWindow{start: now}
-				mu.Unlock()
-				fmt.Fprintln(cfg.Progress, line)
-			}
-		}
-	}()
+	stopReport := reportProgress(cfg.Progress, cfg.ReportInterval, func(now time.Time) string {
+		mu.Lock()
+		defer mu.Unlock()
+		line := window.line(now)
+		window = latencyWindow{start: now}
+		return line
+	})
 
 	// Without a throughput cap records go to the writer a chunk at a time:
 	// each WriteMessages call looks the topic up in kafka-go's metadata
@@ -220,8 +205,7 @@ send:
 		w.Close()
 	}
 	end := time.Now()
-	close(stopReport)
-	<-reportDone
+	stopReport()
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -311,30 +295,15 @@ func (c *Cluster) PerfConsume(ctx context.Context, cfg PerfConsumeConfig) (*Perf
 	var mu sync.Mutex
 	var wRecords, wBytes int64
 	wStart := r.Start
-	stopReport := make(chan struct{})
-	reportDone := make(chan struct{})
-	go func() {
-		defer close(reportDone)
-		if cfg.Progress == nil || cfg.ReportInterval <= 0 {
-			return
-		}
-		t := time.NewTicker(cfg.ReportInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopReport:
-				return
-			case now := <-t.C:
-				mu.Lock()
-				secs := now.Sub(wStart).Seconds()
-				line := fmt.Sprintf("%d records received, %.1f records/sec (%.2f MB/sec), %d of %d so far.",
-					wRecords, float64(wRecords)/secs, float64(wBytes)/secs/(1<<20), r.Records, cfg.Records)
-				wRecords, wBytes, wStart = 0, 0, now
-				mu.Unlock()
-				fmt.Fprintln(cfg.Progress, line)
-			}
-		}
-	}()
+	stopReport := reportProgress(cfg.Progress, cfg.ReportInterval, func(now time.Time) string {
+		mu.Lock()
+		defer mu.Unlock()
+		secs := now.Sub(wStart).Seconds()
+		line := fmt.Sprintf("%d records received, %.1f records/sec (%.2f MB/sec), %d of %d so far.",
+			wRecords, float64(wRecords)/secs, float64(wBytes)/secs/(1<<20), r.Records, cfg.Records)
+		wRecords, wBytes, wStart = 0, 0, now
+		return line
+	})
 	err := c.Consume(ctx, ConsumeConfig{Topic: cfg.Topic, Offsets: cfg.Offsets, Idle: cfg.Timeout, MaxBytes: cfg.MaxBytes}, func(m *kafka.Message) error {
 		n := int64(len(m.Key) + len(m.Value))
 		mu.Lock()
@@ -350,8 +319,7 @@ func (c *Cluster) PerfConsume(ctx context.Context, cfg PerfConsumeConfig) (*Perf
 		}
 		return nil
 	})
-	close(stopReport)
-	<-reportDone
+	stopReport()
 	mu.Lock()
 	defer mu.Unlock()
 	secs := r.End.Sub(r.Start).Seconds()
@@ -361,4 +329,28 @@ func (c *Cluster) PerfConsume(ctx context.Context, cfg PerfConsumeConfig) (*Perf
 		r.MBPerSec = float64(r.Bytes) / secs / (1 << 20)
 	}
 	return r, err
+}
+
+// reportProgress prints line(now) to w every interval until the returned
+// stop is called; stop returns once no line can be printed any more. A nil w
+// or a zero interval prints nothing.
+func reportProgress(w io.Writer, every time.Duration, line func(now time.Time) string) (stop func()) {
+	if w == nil || every <= 0 {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case now := <-t.C:
+				fmt.Fprintln(w, line(now))
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
