@@ -44,9 +44,11 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(req.Version)
 	res := fetchResult{resp: resp, files: newFileRanges(resp.IsFlexible(), s.sendfile)}
-	if req.SessionID != 0 {
+	if req.SessionEpoch > 0 {
 		// We never hand out sessions (a response's session id 0 tells the
 		// client so, KIP-227), so an incremental fetch names none of ours.
+		// Epoch 0 or -1 is a full fetch whatever the session id: -1 with an
+		// id closes that session, and kafka-go sends id -1, epoch -1.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		res.failed = true
 		return res
