@@ -61,6 +61,7 @@ file, which wins over the defaults.`,
 		newPerfCommand(),
 		newParquetCommand(),
 		newTrackerCommand(),
+		newLoadCommand(),
 	)
 	return root
 }

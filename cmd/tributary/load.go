@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tributary-io/tributary/internal/kafkacli"
+	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/sink"
+)
+
+// loadFlags are the flags the load commands share.
+type loadFlags struct {
+	bootstrap, target, job string
+	topics                 []string
+	topicsRegex            string
+	schemaFile             string
+	settings               loader.Settings
+	lateness               time.Duration
+	targetFile, maxMemory  byteSize
+	maxUnitBytes           byteSize
+	maxUnitRecords         int64
+	parallelism            int
+	hdfs                   sink.Options
+	hdfsBlock              byteSize
+}
+
+func (f *loadFlags) addTarget(fs *pflag.FlagSet) {
+	addBootstrapFlag(fs, &f.bootstrap)
+	fs.StringVar(&f.target, "target", "", "where the files go: hdfs://namenode:port/path or file:///path (required)")
+	fs.StringVar(&f.job, "job", loader.DefaultJob, "job name: its offsets, plans and the consumer group tributary-loader.<job>")
+	fs.StringVar(&f.hdfs.User, "hdfs-user", "", "HDFS user to write as (default $HADOOP_USER_NAME, else the OS user)")
+	fs.IntVar(&f.hdfs.Replication, "hdfs-replication", 0, "replication of new HDFS files (default: the NameNode's dfs.replication)")
+	fs.Var(&f.hdfsBlock, "hdfs-block-size", "block size of new HDFS files, e.g. 256MiB (default: the NameNode's dfs.blocksize)")
+}
+
+func (f *loadFlags) addSpec(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.topics, "topics", nil, "topics to load, by name (comma-separated or repeated)")
+	fs.StringVar(&f.topicsRegex, "topics-regex", "", "also load every topic whose whole name matches this regular expression")
+	fs.StringVar(&f.settings.Format, "format", loader.FormatJSON, "record format: json, avro, avro-confluent or raw")
+	fs.StringVar(&f.schemaFile, "schema", "", "YAML schema of the topics (json, avro); json without one keeps the last run's or infers one")
+	fs.StringVar(&f.settings.AvroSchema, "avro-schema", "", "the writer's Avro schema file (--format avro)")
+	fs.StringVar(&f.settings.AvroDir, "avro-schema-dir", "", "directory of <id>.avsc writer schemas (--format avro-confluent)")
+	fs.StringVar(&f.settings.TimeField, "time-field", "", "dotted path of the event-time column that partitions files by hour (default: the record timestamp)")
+	fs.StringVar(&f.settings.TimeZone, "time-zone", "UTC", "time zone of the dt=/hr= directories")
+	fs.DurationVar(&f.lateness, "lateness", loader.DefaultLateness, "how late events may come before an hour gets its _SUCCESS marker")
+	fs.StringVar(&f.settings.Codec, "codec", "snappy", "Parquet compression: snappy, zstd, gzip or none")
+	f.targetFile = loader.DefaultTargetFileBytes
+	fs.Var(&f.targetFile, "target-file-size", "roll Parquet files at about this size")
+	f.maxMemory = loader.DefaultMaxMemory
+	fs.Var(&f.maxMemory, "max-memory", "what one worker's open files may buffer; past it the largest is completed early")
+	fs.Int64Var(&f.maxUnitRecords, "max-records-per-unit", loader.DefaultMaxRecordsPerUnit, "most records in one work unit")
+	f.maxUnitBytes = loader.DefaultMaxBytesPerUnit
+	fs.Var(&f.maxUnitBytes, "max-bytes-per-unit", "most bytes (estimated from a sample) in one work unit")
+	fs.BoolVar(&f.settings.AllowGaps, "allow-gaps", false, "continue past offsets the broker no longer has, recording the gap in the manifest")
+}
+
+func (f *loadFlags) spec() (loader.Spec, error) {
+	s := loader.Spec{
+		Job: f.job, Topics: f.topics, TopicsRegex: f.topicsRegex, Settings: f.settings,
+		MaxRecordsPerUnit: f.maxUnitRecords, MaxBytesPerUnit: int64(f.maxUnitBytes),
+	}
+	s.Lateness = loader.Duration(f.lateness)
+	s.TargetFileBytes, s.MaxMemory = int64(f.targetFile), int64(f.maxMemory)
+	if f.schemaFile != "" {
+		b, err := os.ReadFile(f.schemaFile)
+		if err != nil {
+			return s, fmt.Errorf("--schema: %w", err)
+		}
+		s.Schema = b
+	}
+	return s, s.Validate()
+}
+
+// open connects to the target and the broker.
+func (f *loadFlags) open(ctx context.Context) (*loader.Loader, func(), error) {
+	if f.target == "" {
+		return nil, nil, fmt.Errorf("--target is required: hdfs://namenode:port/path or file:///path")
+	}
+	if err := loader.ValidJob(f.job); err != nil {
+		return nil, nil, err
+	}
+	opts := f.hdfs
+	opts.BlockSize = int64(f.hdfsBlock)
+	fs, err := sink.Open(f.target, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := kafkacli.Connect(ctx, f.bootstrap)
+	if err != nil {
+		fs.Close()
+		return nil, nil, err
+	}
+	l := &loader.Loader{FS: fs, Cluster: cl, Bootstrap: f.bootstrap}
+	return l, func() { cl.Close(); fs.Close() }, nil
+}
+
+func newLoadCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Load topics into Parquet on HDFS or a local directory, exactly once",
+		Long: `Load topic partitions by offset range into Parquet files, partitioned by
+event hour, on HDFS (hdfs://namenode:port/path) or a local directory
+(file:///path). Each run plans the ranges from the job's committed offsets to
+the high watermarks, writes the plan under <target>/_tributary/plans, loads
+the units in parallel into a staging directory, then moves the files into
+<target>/<topic>/dt=YYYY-MM-DD/hr=HH/ and commits the offsets. A run that
+fails or is killed is resumed by the next one with the same plan: every
+offset is in the lake exactly once. Records that cannot be decoded go to
+<target>/_errors/<topic>/ with the reason. docs/loader.md has the details.`,
+		Example: `  tributary load run --topics events --target file:///tmp/lake
+  tributary load run --topics events --target hdfs://127.0.0.1:8020/lake --parallelism 4 --time-field timestamp
+  tributary load status --target hdfs://127.0.0.1:8020/lake`,
+	}
+	cmd.AddCommand(newLoadRunCommand(), newLoadPlanCommand(), newLoadWorkerCommand(), newLoadStatusCommand(), newLoadBackfillCommand())
+	return cmd
+}
+
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+}
+
+func newLoadRunCommand() *cobra.Command {
+	var f loadFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Load what is new in the topics (resuming a failed run first)",
+		Long: `Resume the job's open run if the last one failed or was killed, then plan
+the new offsets, load them with --parallelism workers and commit. The
+offsets are also committed to the broker as the consumer group
+tributary-loader.<job>, so "tributary group describe" shows the lag.
+
+On a terminal a progress line shows records, MB/s and the ETA; otherwise
+progress goes to the structured log.`,
+		Example: `  tributary load run --topics events --target file:///tmp/lake --time-field timestamp
+  tributary load run --topics-regex 'web\..*' --target hdfs://127.0.0.1:8020/lake --parallelism 4`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := f.spec()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			l, closeAll, err := f.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			l.Progress = &loader.Progress{}
+			done := showProgress(cmd.ErrOrStderr(), l.Progress)
+			ms, err := l.Run(ctx, spec, f.parallelism)
+			done()
+			for _, m := range ms {
+				printManifest(cmd.OutOrStdout(), l.FS.String(), m)
+			}
+			if err == nil && len(ms) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing new to load")
+			}
+			return err
+		},
+	}
+	f.addTarget(cmd.Flags())
+	f.addSpec(cmd.Flags())
+	cmd.Flags().IntVarP(&f.parallelism, "parallelism", "p", 2, "units loaded at once")
+	return cmd
+}
+
+func newLoadPlanCommand() *cobra.Command {
+	var (
+		f    loadFlags
+		save bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Print the ranges a run would load (a dry run), or save the plan for workers",
+		Long: `Plan a run and print its work units: topic, partition and offset range.
+Nothing is written unless --save is given; then the plan is saved under
+<target>/_tributary/plans/ and its URI printed, for "tributary load worker"
+processes (a Kubernetes Indexed Job, YARN containers) to execute. A later
+"tributary load run" commits it once every unit is done.`,
+		Example: `  tributary load plan --topics events --target file:///tmp/lake
+  plan=$(tributary load plan --save --topics events --target file:///tmp/lake | tail -n 1)
+  tributary load worker --plan "$plan" --index 0 --count 2 &
+  tributary load worker --plan "$plan" --index 1 --count 2; wait
+  tributary load run --topics events --target file:///tmp/lake`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := f.spec()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			l, closeAll, err := f.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			var p *loader.Plan
+			if save {
+				p, err = l.SavePlan(ctx, spec)
+			} else {
+				p, err = l.Plan(ctx, spec)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), p.Describe())
+			if save && len(p.Units) > 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), loader.PlanURI(l.FS.String(), p.Run))
+			}
+			return nil
+		},
+	}
+	f.addTarget(cmd.Flags())
+	f.addSpec(cmd.Flags())
+	cmd.Flags().BoolVar(&save, "save", false, "save the plan for workers and print its URI")
+	return cmd
+}
+
+func newLoadWorkerCommand() *cobra.Command {
+	var (
+		f            loadFlags
+		planURI      string
+		unit         int
+		index, count int
+	)
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Execute units of a saved plan (one process of a parallel load)",
+		Long: `Execute work units of a saved plan, as one of several processes: --unit N
+runs one unit; --index I --count K runs units I, I+K, I+2K, ... (K workers
+share the plan). Without either, the index comes from JOB_COMPLETION_INDEX,
+as a Kubernetes Indexed Job sets it. A unit already done is skipped, so a
+worker can be retried freely. The run is committed by "tributary load run".`,
+		Example: `  tributary load worker --plan file:///tmp/lake/_tributary/plans/default-20261130T120000Z-a1b2c3.json --unit 0
+  tributary load worker --plan hdfs://nn:8020/lake/_tributary/plans/<run>.json --index 2 --count 8`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			target, run, err := loader.ParsePlanURI(planURI)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			f.target = target
+			fs, err := sink.Open(target, f.hdfs)
+			if err != nil {
+				return err
+			}
+			defer fs.Close()
+			l := &loader.Loader{FS: fs}
+			p, err := l.LoadPlan(run)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("bootstrap") {
+				f.bootstrap = p.Bootstrap
+			}
+			cl, err := kafkacli.Connect(ctx, f.bootstrap)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			l.Cluster = cl
+			units, err := workerUnits(cmd, len(p.Units), unit, index, count)
+			if err != nil {
+				return err
+			}
+			for _, u := range units {
+				r, err := l.RunUnit(ctx, p, u)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "unit %d: %d rows, %d bad, %d files\n", u, r.Rows, r.Bad, len(r.Files))
+			}
+			return nil
+		},
+	}
+	addBootstrapFlag(cmd.Flags(), &f.bootstrap)
+	cmd.Flags().StringVar(&planURI, "plan", "", "URI of the saved plan, <target>/_tributary/plans/<run>.json (required)")
+	cmd.Flags().IntVar(&unit, "unit", -1, "the one unit to run")
+	cmd.Flags().IntVar(&index, "index", -1, "this worker's index among --count workers")
+	cmd.Flags().IntVar(&count, "count", 1, "how many workers share the plan")
+	cmd.Flags().StringVar(&f.hdfs.User, "hdfs-user", "", "HDFS user to write as (default $HADOOP_USER_NAME, else the OS user)")
+	cmd.MarkFlagRequired("plan")
+	return cmd
+}
+
+// workerUnits are the units a worker process runs.
+func workerUnits(cmd *cobra.Command, n, unit, index, count int) ([]int, error) {
+	if unit >= 0 {
+		if unit >= n {
+			return nil, fmt.Errorf("--unit %d: the plan has units 0 to %d", unit, n-1)
+		}
+		return []int{unit}, nil
+	}
+	if index < 0 {
+		env := os.Getenv("JOB_COMPLETION_INDEX")
+		if env == "" {
+			return nil, fmt.Errorf("give --unit N, or --index I --count K (or set JOB_COMPLETION_INDEX)")
+		}
+		if _, err := fmt.Sscan(env, &index); err != nil {
+			return nil, fmt.Errorf("JOB_COMPLETION_INDEX=%q is not a number", env)
+		}
+	}
+	if count < 1 || index >= count {
+		return nil, fmt.Errorf("--index %d --count %d: want 0 <= index < count", index, count)
+	}
+	var out []int
+	for u := index; u < n; u += count {
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func newLoadStatusCommand() *cobra.Command {
+	var f loadFlags
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show a job's committed offsets, lag, last run and incomplete hours",
+		Long: `For every partition the job has loaded: the committed offset, the high
+watermark and the lag. Then the last committed run (rows, files, bad
+records), a run still open, and the event hours that have data but no
+_SUCCESS marker yet (an hour is complete once the watermark, the plan time
+less --lateness, has passed its end).`,
+		Example: `  tributary load status --target file:///tmp/lake
+  tributary load status --target hdfs://127.0.0.1:8020/lake --job hourly`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			l, closeAll, err := f.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			st, err := l.Status(ctx, f.job)
+			if err != nil {
+				return err
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	f.addTarget(cmd.Flags())
+	return cmd
+}
+
+func newLoadBackfillCommand() *cobra.Command {
+	var (
+		f        loadFlags
+		topic    string
+		part     int32
+		from, to int64
+	)
+	cmd := &cobra.Command{
+		Use:   "backfill",
+		Short: "Reload an offset range and replace its earlier output",
+		Long: `Reload the offsets [--from, --to) of one partition that the job has already
+loaded, and replace the files that held them: the range grows to cover
+those files whole, the same names are written again, and files it no
+longer writes are removed at commit. Every other file is left alone, and
+the job's committed offsets do not move. --to is the offset after the last
+one, as Kafka's end offsets are.`,
+		Example: `  tributary load backfill --target file:///tmp/lake --topic events --partition 3 --from 1000 --to 2000`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.topics = []string{topic}
+			spec, err := f.spec()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			l, closeAll, err := f.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			m, err := l.Backfill(ctx, spec, loader.BackfillRange{Topic: topic, Partition: part, From: from, To: to}, f.parallelism)
+			if err != nil {
+				return err
+			}
+			printManifest(cmd.OutOrStdout(), l.FS.String(), m)
+			return nil
+		},
+	}
+	f.addTarget(cmd.Flags())
+	f.addSpec(cmd.Flags())
+	cmd.Flags().IntVarP(&f.parallelism, "parallelism", "p", 2, "units loaded at once")
+	cmd.Flags().StringVar(&topic, "topic", "", "topic to reload (required)")
+	cmd.Flags().Int32Var(&part, "partition", 0, "partition to reload")
+	cmd.Flags().Int64Var(&from, "from", 0, "first offset to reload")
+	cmd.Flags().Int64Var(&to, "to", 0, "offset after the last one to reload (required)")
+	cmd.MarkFlagRequired("topic")
+	cmd.MarkFlagRequired("to")
+	return cmd
+}

@@ -1,0 +1,212 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/kafkacli"
+)
+
+// Commit puts a run's files in place and commits its offsets. Every step can
+// be repeated after a crash: files are moved by name, the state is replaced
+// whole, markers are created once.
+func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
+	results := make([]*UnitResult, len(p.Units))
+	for i := range p.Units {
+		r, err := l.unitResult(p.Run, i)
+		if err != nil {
+			if isNotExist(err) {
+				return nil, fmt.Errorf("run %s: unit %d has not completed; run its worker, or `tributary load run`", p.Run, i)
+			}
+			return nil, err
+		}
+		results[i] = r
+	}
+	state, err := ReadState(l.FS, p.Job)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Run: p.Run, Job: p.Job, Kind: p.Kind, Planned: p.Created, Gaps: p.Gaps}
+	written := map[string]bool{}
+	for _, r := range results {
+		m.Records += r.Records
+		m.Rows += r.Rows
+		m.Bad += r.Bad
+		m.Bytes += r.Bytes
+		m.Gaps = append(m.Gaps, r.Gaps...)
+		for _, f := range r.Files {
+			written[f.Path] = true
+			f.Staged = ""
+			m.Files = append(m.Files, f)
+		}
+		if r.Errors != nil {
+			e := *r.Errors
+			e.Staged = ""
+			m.Errors = append(m.Errors, e)
+		}
+	}
+	if state.Run != p.Run {
+		// Before the commit point: move the files. A backfill first removes
+		// the files it replaces that it did not write again.
+		for _, old := range p.Replaces {
+			if !written[old] {
+				if err := l.FS.RemoveAll(old); err != nil {
+					return nil, fmt.Errorf("removing %s, replaced by the backfill: %w", old, err)
+				}
+				m.Replaced = append(m.Replaced, old)
+			}
+		}
+		for _, r := range results {
+			for _, f := range r.Files {
+				if err := l.move(f.Staged, f.Path); err != nil {
+					return nil, err
+				}
+				crashPoint("moved")
+			}
+			if r.Errors != nil {
+				if err := l.move(r.Errors.Staged, r.Errors.Path); err != nil {
+					return nil, err
+				}
+			}
+		}
+		state.Run, state.Committed = p.Run, l.now().UTC()
+		if p.Kind == "load" {
+			for t, parts := range p.Next {
+				for part, off := range parts {
+					setOffset(state.Offsets, t, part, off)
+				}
+			}
+			if state.Schemas == nil {
+				state.Schemas, state.Inferred = map[string]string{}, map[string]bool{}
+			}
+			for t, s := range p.Schemas {
+				state.Schemas[t], state.Inferred[t] = s, p.Inferred[t]
+			}
+			state.Watermark = p.Created.Add(-time.Duration(p.Lateness))
+		}
+		state.OpenHours = addHours(state.OpenHours, m.Files)
+		if err := writeState(l.FS, state); err != nil {
+			return nil, fmt.Errorf("committing run %s: %w", p.Run, err)
+		}
+		crashPoint("committed")
+		l.log().Info("committed", "run", p.Run, "rows", m.Rows, "bad", m.Bad, "files", len(m.Files))
+	}
+
+	// After the commit point: markers, the broker's group, the manifest.
+	completed, err := l.completeHours(state)
+	if err != nil {
+		return nil, err
+	}
+	m.Completed = completed
+	m.Offsets = state.Offsets
+	m.Committed = state.Committed
+	if p.Kind == "load" {
+		if err := l.commitGroup(ctx, p.Job, state.Offsets); err != nil {
+			m.BrokerCommit = err.Error()
+			l.log().Warn("committing the offsets to the broker; the next run retries", "group", GroupID(p.Job), "err", err)
+		}
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := l.FS.WriteFileAtomic(runDir(p.Run)+"/manifest.json", b); err != nil {
+		return nil, err
+	}
+	if err := l.createMarker(runDir(p.Run) + "/" + successTag); err != nil {
+		return nil, err
+	}
+	crashPoint("finished")
+	if err := l.FS.RemoveAll(stagingRun(p.Run)); err != nil {
+		l.log().Warn("removing the staging directory; the next run retries", "run", p.Run, "err", err)
+	}
+	return m, nil
+}
+
+// move renames a staged file into place; a file already moved (a commit
+// repeated after a crash) is fine.
+func (l *Loader) move(staged, final string) error {
+	err := l.FS.Rename(staged, final)
+	if err == nil {
+		return nil
+	}
+	if isNotExist(err) {
+		if _, serr := l.FS.Stat(final); serr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("moving %s into place: %w", final, err)
+}
+
+func (l *Loader) createMarker(name string) error {
+	w, err := l.FS.Create(name)
+	if isExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+func addHours(open []OpenHour, files []FileEntry) []OpenHour {
+	have := map[string]bool{}
+	for _, h := range open {
+		have[h.Dir] = true
+	}
+	for _, f := range files {
+		if dir := path.Dir(f.Path); !have[dir] {
+			have[dir] = true
+			open = append(open, OpenHour{Dir: dir, End: f.HourEnd})
+		}
+	}
+	sort.Slice(open, func(i, j int) bool { return open[i].Dir < open[j].Dir })
+	return open
+}
+
+// completeHours writes the _SUCCESS marker of every open hour that ended
+// before the watermark, and takes it off the state's list.
+//
+// The watermark is the smallest event time still to come, less the allowed
+// lateness. Every partition was read to its high watermark at plan time, so
+// what is still to come was produced after that, and its event time is the
+// plan time or later unless it is late: the watermark is the plan time less
+// the lateness.
+func (l *Loader) completeHours(state *State) ([]string, error) {
+	var done []string
+	keep := state.OpenHours[:0]
+	for _, h := range state.OpenHours {
+		if h.End.After(state.Watermark) {
+			keep = append(keep, h)
+			continue
+		}
+		if err := l.createMarker(path.Join(h.Dir, successTag)); err != nil {
+			return nil, fmt.Errorf("marking %s complete: %w", h.Dir, err)
+		}
+		done = append(done, h.Dir)
+	}
+	state.OpenHours = keep
+	if len(done) > 0 {
+		if err := writeState(l.FS, state); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// commitGroup commits offsets to the job's consumer group on the broker.
+func (l *Loader) commitGroup(ctx context.Context, job string, offsets map[string]map[int32]int64) error {
+	var plan []kafkacli.OffsetReset
+	for t, parts := range offsets {
+		for p, off := range parts {
+			plan = append(plan, kafkacli.OffsetReset{Topic: t, Partition: int(p), New: off})
+		}
+	}
+	if len(plan) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return l.Cluster.CommitOffsets(ctx, GroupID(job), plan)
+}

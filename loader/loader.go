@@ -1,0 +1,50 @@
+package loader
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/kafkacli"
+	"github.com/tributary-io/tributary/loader/sink"
+)
+
+// Loader runs the plan, execute and commit steps of a target's jobs.
+type Loader struct {
+	FS        sink.FS
+	Cluster   *kafkacli.Cluster
+	Bootstrap string
+	Log       *slog.Logger
+	// Progress, if set, counts the records and bytes fetched.
+	Progress *Progress
+	// Now is the clock (tests move it); nil is time.Now.
+	Now func() time.Time
+}
+
+func (l *Loader) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+func (l *Loader) log() *slog.Logger {
+	if l.Log != nil {
+		return l.Log
+	}
+	return slog.Default()
+}
+
+// Progress counts a run's work for a progress line; safe for concurrent use.
+type Progress struct {
+	Total   atomic.Int64 // offsets planned
+	Records atomic.Int64 // records fetched
+	Bytes   atomic.Int64 // their key and value bytes
+}
+
+func (p *Progress) add(records, bytes int64) {
+	if p != nil {
+		p.Records.Add(records)
+		p.Bytes.Add(bytes)
+	}
+}

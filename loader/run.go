@@ -1,0 +1,212 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Run loads what is new for a job: it first resumes the job's open plan, if
+// a run failed or crashed, then plans from the committed offsets to the high
+// watermarks, executes the units with parallelism goroutines and commits.
+// It returns the manifests of the runs it committed (none when nothing was
+// new).
+func (l *Loader) Run(ctx context.Context, spec Spec, parallelism int) ([]*Manifest, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	var out []*Manifest
+	open, err := l.OpenPlan(spec.Job)
+	if err != nil {
+		return nil, err
+	}
+	if open != nil {
+		l.log().Info("resuming run", "run", open.Run, "units", len(open.Units))
+		m, err := l.Complete(ctx, open, parallelism)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	l.cleanStaging(spec.Job)
+	l.syncGroup(ctx, spec.Job)
+	p, err := l.Plan(ctx, spec)
+	if err != nil {
+		return out, err
+	}
+	if len(p.Units) == 0 && len(p.Gaps) == 0 {
+		l.log().Info("nothing new to load", "job", spec.Job)
+		return out, nil
+	}
+	if err := p.save(l); err != nil {
+		return out, fmt.Errorf("saving the plan: %w", err)
+	}
+	crashPoint("planned")
+	l.log().Info("planned", "run", p.Run, "units", len(p.Units), "records", p.Records())
+	m, err := l.Complete(ctx, p, parallelism)
+	if err != nil {
+		return out, err
+	}
+	return append(out, m), nil
+}
+
+// SavePlan computes and saves a plan without running it, for workers started
+// elsewhere (`load worker`). It refuses while the job has an open plan.
+func (l *Loader) SavePlan(ctx context.Context, spec Spec) (*Plan, error) {
+	if open, err := l.OpenPlan(spec.Job); err != nil {
+		return nil, err
+	} else if open != nil {
+		return nil, fmt.Errorf("job %q has an open run, %s: finish it first (tributary load run, or its workers)", spec.Job, open.Run)
+	}
+	p, err := l.Plan(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Units) == 0 && len(p.Gaps) == 0 {
+		return p, nil
+	}
+	return p, p.save(l)
+}
+
+// Complete executes the units of a saved plan that are not done yet, then
+// commits it; on a plan already committed it only repeats the finishing
+// steps.
+func (l *Loader) Complete(ctx context.Context, p *Plan, parallelism int) (*Manifest, error) {
+	state, err := ReadState(l.FS, p.Job)
+	if err != nil {
+		return nil, err
+	}
+	if state.Run != p.Run {
+		if err := l.Execute(ctx, p, parallelism); err != nil {
+			return nil, err
+		}
+	}
+	return l.Commit(ctx, p)
+}
+
+// Execute runs every unit of the plan not done yet, parallelism at a time.
+// The first failure stops the others; done units stay done.
+func (l *Loader) Execute(ctx context.Context, p *Plan, parallelism int) error {
+	if l.Progress != nil {
+		l.Progress.Total.Store(p.Records())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range max(1, parallelism) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if _, err := l.RunUnit(ctx, p, i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					cancel()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range p.Units {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("run %s failed (rerun to resume it): %w", p.Run, errors.Join(errs...))
+	}
+	return ctx.Err()
+}
+
+// OpenPlan is the job's plan that has not finished, if any. Plans of a job
+// run one after another, so only the newest can be open.
+func (l *Loader) OpenPlan(job string) (*Plan, error) {
+	runs, err := l.runs(job)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	last := runs[len(runs)-1]
+	if _, err := l.FS.Stat(runDir(last) + "/" + successTag); err == nil {
+		return nil, nil
+	}
+	return l.LoadPlan(last)
+}
+
+// runs lists a job's planned runs, oldest first.
+func (l *Loader) runs(job string) ([]string, error) {
+	ents, err := l.FS.ReadDir(plansDir)
+	if isNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s/%s: %w", l.FS, plansDir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		run, ok := strings.CutSuffix(e.Name(), ".json")
+		if j, isRun := runJob(run); ok && isRun && j == job {
+			out = append(out, run)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// cleanStaging removes what committed runs left in staging: a crash after
+// the run's _SUCCESS and before its staging directory was removed.
+func (l *Loader) cleanStaging(job string) {
+	ents, err := l.FS.ReadDir(stagingDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if j, ok := runJob(e.Name()); !ok || j != job {
+			continue
+		}
+		if _, err := l.FS.Stat(runDir(e.Name()) + "/" + successTag); err == nil {
+			l.FS.RemoveAll(stagingRun(e.Name()))
+		}
+	}
+}
+
+// syncGroup commits the job's state to the broker again: a commit that
+// failed after the state was written is retried here.
+func (l *Loader) syncGroup(ctx context.Context, job string) {
+	state, err := ReadState(l.FS, job)
+	if err != nil || len(state.Offsets) == 0 {
+		return
+	}
+	if err := l.commitGroup(ctx, job, state.Offsets); err != nil {
+		l.log().Warn("committing the offsets to the broker", "group", GroupID(job), "err", err)
+	}
+}
+
+// LatestManifest is the newest committed run of a job, nil if none.
+func (l *Loader) LatestManifest(job string) (*Manifest, error) {
+	runs, err := l.runs(job)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		if m, err := ReadManifest(l.FS, runs[i]); err == nil {
+			return m, nil
+		}
+	}
+	return nil, nil
+}
+
+func since(t time.Time) float64 { return time.Since(t).Seconds() }

@@ -1,0 +1,17 @@
+// Package sink is where the loader's files go: a small file-system interface
+// (FS) with two implementations, a local directory (file:///path) and HDFS
+// (hdfs://namenode:port/path, through colinmarc/hdfs/v2). An object store
+// would be a third.
+//
+// Paths given to an FS are slash-separated and relative to the target's root;
+// the loader never sees where the root is. Every FS is safe for concurrent
+// use: the loader's workers share one.
+//
+// What the loader relies on, and both implementations give:
+//   - Create writes a new file and fails if it exists (ErrExist), which makes
+//     "first one wins" markers possible without a lock service;
+//   - Rename replaces an existing destination (HDFS rename2 with overwrite,
+//     rename(2) locally), so moving a file into place twice is harmless;
+//   - WriteFileAtomic writes a temporary sibling, then renames it over the
+//     name: a reader sees the old content or the new, never a torn file.
+package sink

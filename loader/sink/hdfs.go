@@ -1,0 +1,255 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/user"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+)
+
+// hdfsFS is a target directory in HDFS.
+type hdfsFS struct {
+	c    *hdfs.Client
+	uri  string
+	root string
+	opts Options
+}
+
+func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
+	addrs, err := namenodes(u.Host)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: %w", uri, err)
+	}
+	if opts.User == "" {
+		opts.User = os.Getenv("HADOOP_USER_NAME")
+	}
+	if opts.User == "" {
+		if me, err := user.Current(); err == nil {
+			opts.User = me.Username
+		}
+	}
+	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	c, err := hdfs.NewClient(hdfs.ClientOptions{
+		Addresses:        addrs,
+		User:             opts.User,
+		NamenodeDialFunc: dial,
+		DatanodeDialFunc: dial,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("target %s: cannot reach the NameNode at %s: %w", uri, strings.Join(addrs, ","), err)
+	}
+	root := path.Clean("/" + u.Path)
+	h := &hdfsFS{c: c, uri: uri, root: root, opts: opts}
+	// Reach the NameNode and prove the root writable now, so that a bad
+	// target fails before anything is planned.
+	if err := c.MkdirAll(root, 0o755); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("target %s is not writable as HDFS user %q (NameNode %s): %w", uri, opts.User, strings.Join(addrs, ","), err)
+	}
+	probe := path.Join(root, fmt.Sprintf(".tributary-probe-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := c.CreateEmptyFile(probe); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("target %s is not writable as HDFS user %q: %w", uri, opts.User, err)
+	}
+	c.Remove(probe)
+	return h, nil
+}
+
+// namenodes resolves the host part of an hdfs:// URI: host:port pairs
+// separated by commas, or a nameservice of the Hadoop configuration.
+func namenodes(host string) ([]string, error) {
+	if host == "" {
+		conf, err := hadoopconf.LoadFromEnvironment()
+		if err != nil || len(conf.Namenodes()) == 0 {
+			return nil, errors.New("no NameNode in the URI (hdfs://host:port/path) and none in HADOOP_CONF_DIR's fs.defaultFS")
+		}
+		return conf.Namenodes(), nil
+	}
+	var out []string
+	for _, a := range strings.Split(host, ",") {
+		if _, _, err := net.SplitHostPort(a); err == nil {
+			out = append(out, a)
+			continue
+		}
+		if strings.Contains(host, ",") {
+			return nil, fmt.Errorf("NameNode %q has no port", a)
+		}
+		// One name without a port: a nameservice of the Hadoop configuration,
+		// else a NameNode on the default RPC port.
+		if conf, err := hadoopconf.LoadFromEnvironment(); err == nil {
+			prefix := "dfs.namenode.rpc-address." + a + "."
+			for k, v := range conf {
+				if strings.HasPrefix(k, prefix) {
+					out = append(out, v)
+				}
+			}
+			sort.Strings(out)
+			if len(out) > 0 {
+				return out, nil
+			}
+		}
+		return []string{net.JoinHostPort(a, "8020")}, nil
+	}
+	return out, nil
+}
+
+func (h *hdfsFS) String() string { return h.uri }
+func (h *hdfsFS) Close() error   { return h.c.Close() }
+
+func (h *hdfsFS) path(name string) (string, error) {
+	c, err := clean(name)
+	if err != nil {
+		return "", err
+	}
+	return path.Join(h.root, c), nil
+}
+
+// hdfsWriter retries Close while the NameNode says the last block is still
+// being replicated: the data is written, HDFS has not caught up.
+type hdfsWriter struct{ *hdfs.FileWriter }
+
+func (w hdfsWriter) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := w.FileWriter.Close()
+		if err == nil || !hdfs.IsErrReplicating(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (h *hdfsFS) Create(name string) (io.WriteCloser, error) {
+	p, err := h.path(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.c.MkdirAll(path.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
+	repl, block := h.opts.Replication, h.opts.BlockSize
+	if repl <= 0 || block <= 0 {
+		defaults, err := h.c.ServerDefaults()
+		if err != nil {
+			return nil, err
+		}
+		if repl <= 0 {
+			repl = defaults.Replication
+		}
+		if block <= 0 {
+			block = defaults.BlockSize
+		}
+	}
+	w, err := h.c.CreateFile(p, repl, block, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return hdfsWriter{w}, nil
+}
+
+func (h *hdfsFS) Open(name string) (io.ReadCloser, error) {
+	p, err := h.path(name)
+	if err != nil {
+		return nil, err
+	}
+	return h.c.Open(p)
+}
+
+func (h *hdfsFS) ReadFile(name string) ([]byte, error) {
+	p, err := h.path(name)
+	if err != nil {
+		return nil, err
+	}
+	return h.c.ReadFile(p)
+}
+
+func (h *hdfsFS) WriteFileAtomic(name string, data []byte) error {
+	p, err := h.path(name)
+	if err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s/.%s.tmp-%d-%d", path.Dir(name), path.Base(name), os.Getpid(), time.Now().UnixNano())
+	w, err := h.Create(tmp)
+	if err != nil {
+		return err
+	}
+	tp, _ := h.path(tmp)
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		h.c.Remove(tp)
+		return err
+	}
+	if err := w.Close(); err != nil {
+		h.c.Remove(tp)
+		return err
+	}
+	if err := h.c.Rename(tp, p); err != nil {
+		h.c.Remove(tp)
+		return err
+	}
+	return nil
+}
+
+func (h *hdfsFS) Rename(oldname, newname string) error {
+	o, err := h.path(oldname)
+	if err != nil {
+		return err
+	}
+	n, err := h.path(newname)
+	if err != nil {
+		return err
+	}
+	if err := h.c.MkdirAll(path.Dir(n), 0o755); err != nil {
+		return err
+	}
+	return h.c.Rename(o, n)
+}
+
+func (h *hdfsFS) RemoveAll(name string) error {
+	p, err := h.path(name)
+	if err != nil {
+		return err
+	}
+	if err := h.c.RemoveAll(p); err != nil && !IsNotExist(err) {
+		return err
+	}
+	return nil
+}
+
+func (h *hdfsFS) ReadDir(name string) ([]fs.FileInfo, error) {
+	p, err := h.path(name)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.c.ReadDir(p)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+func (h *hdfsFS) Stat(name string) (fs.FileInfo, error) {
+	p, err := h.path(name)
+	if err != nil {
+		return nil, err
+	}
+	return h.c.Stat(p)
+}
