@@ -39,3 +39,17 @@ func formatBytes(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// humanBytes is n for people: 1.1 MiB, 732 KiB, 12 B.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n)/unit, 0
+	for f >= unit && i < 3 {
+		f /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", f, "KMGT"[i])
+}

@@ -13,7 +13,7 @@ import (
 
 func printManifest(w io.Writer, target string, m *loader.Manifest) {
 	fmt.Fprintf(w, "run %s (%s): %d records, %d rows in %d files (%s), %d bad records, committed %s\n",
-		m.Run, m.Kind, m.Records, m.Rows, len(m.Files), formatBytes(m.Bytes), m.Bad, m.Committed.Format(time.RFC3339))
+		m.Run, m.Kind, m.Records, m.Rows, len(m.Files), humanBytes(m.Bytes), m.Bad, m.Committed.Format(time.RFC3339))
 	for _, e := range m.Errors {
 		fmt.Fprintf(w, "  bad records: %s/%s (%d)\n", target, e.Path, e.Records)
 	}
