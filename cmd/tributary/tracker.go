@@ -21,6 +21,7 @@ import (
 	"github.com/tributary-io/tributary/internal/admin"
 	"github.com/tributary-io/tributary/tracker"
 	"github.com/tributary-io/tributary/tracker/collect"
+	trackerjs "github.com/tributary-io/tributary/tracker/js"
 )
 
 // trackerOptions are the tracker command's flags.
@@ -297,6 +298,7 @@ func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions) erro
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
 	srv := c.HTTPServer(o.listen)
+	srv.Handler = trackerjs.Mount(srv.Handler) // the browser library, at /tracker.js
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	ready.Store(true)
