@@ -116,3 +116,24 @@ func TestLoadRetentionGap(t *testing.T) {
 		t.Errorf("loaded %d rows after the gap, want 500", m.Rows)
 	}
 }
+
+// A topic the job loaded and that was deleted since is reported with the
+// offsets the job had committed, not silently dropped.
+func TestLoadDeletedTopic(t *testing.T) {
+	b := testbroker.Start(t)
+	createTopic(t, b.Addr(), "gone", 1)
+	var want produced
+	produce(t, b.Addr(), "gone", 0, 100, 0, &want)
+	target := "file://" + t.TempDir()
+	args := []string{"load", "run", "-b", b.Addr(), "--topics", "gone", "--schema", activitySchema, "--target", target}
+	if out, err := tributary(t, nil, args...); err != nil {
+		t.Fatalf("first load: %v\n%s", err, out)
+	}
+	if out, err := tributary(t, nil, "topic", "delete", "gone", "-b", b.Addr()); err != nil {
+		t.Fatalf("topic delete: %v\n%s", err, out)
+	}
+	out, err := tributary(t, nil, args...)
+	if err == nil || !strings.Contains(out, `topic "gone" does not exist any more`) || !strings.Contains(out, "0:100") {
+		t.Fatalf("want an error naming the deleted topic and its committed offsets, got %v:\n%s", err, out)
+	}
+}
