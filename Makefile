@@ -68,3 +68,10 @@ clean:
 # 11); about 15 minutes. scripts/bench-vs-kafka.sh says what it runs.
 bench-compare:
 	bash scripts/bench-vs-kafka.sh
+
+# The tracker's HTTP collector under load with a real broker, ack=spool and
+# ack=broker (issue 9); about 3 minutes. scripts/bench-tracker.sh says what
+# it runs; CONNS, DURATION, REPS and MODES change it.
+.PHONY: bench-tracker
+bench-tracker:
+	bash scripts/bench-tracker.sh

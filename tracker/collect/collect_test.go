@@ -557,13 +557,15 @@ func TestDedup(t *testing.T) {
 
 func TestDedupBounded(t *testing.T) {
 	d := newDedup(time.Hour, 100)
+	seeds := newDedupSeeds()
+	k := func(id string) dedupKey { return seeds.key([]byte(id)) }
 	for i := range 1000 {
-		d.mark([]string{fmt.Sprint(i)}, testNow)
+		d.mark([]dedupKey{k(fmt.Sprint(i))}, testNow)
 	}
 	if n := len(d.cur) + len(d.prev); n > 100 {
 		t.Fatalf("%d ids kept, max 100", n)
 	}
-	if !d.seen("999", testNow) || d.seen("0", testNow) {
+	if !d.seen(k("999"), testNow) || d.seen(k("0"), testNow) {
 		t.Fatal("recent id forgotten or old id kept")
 	}
 }

@@ -1,10 +1,3 @@
-// Package collect is the tracker's HTTP collector: a Segment-compatible
-// tracking API (/v1/track, /v1/page, /v1/screen, /v1/identify, /v1/group,
-// /v1/alias, /v1/batch) and a 1×1 pixel (/v1/pixel.gif) that validate
-// events against their source's schema, enrich them (receivedAt, messageId,
-// anonymised client IP, parsed user agent), drop retried duplicates and
-// hand them to a tracker.Sink. An event is acknowledged (2xx) only once the
-// Sink accepted it; a Sink error is a 503 with Retry-After.
 package collect
 
 import (

@@ -3,13 +3,11 @@ package collect
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/mileusna/useragent"
 )
@@ -113,133 +111,76 @@ func ParseUA(s string) UA {
 	return u
 }
 
+// uaInfo is a parsed user agent with the JSON the collector writes for
+// it, made once per distinct agent.
+type uaInfo struct {
+	UA
+	// The fields as JSON strings; nil when empty, which leaves the
+	// sender's field alone.
+	jBrowser, jBrowserVersion, jOS, jOSVersion, jDeviceType, jDeviceModel []byte
+	// The objects context.browser, .os and .device become when the sender
+	// sent none.
+	browserObj, osObj, deviceObj []byte
+}
+
+func newUAInfo(u UA) *uaInfo {
+	str := func(s string) []byte {
+		if s == "" {
+			return nil
+		}
+		return appendString(nil, s)
+	}
+	obj := func(a, b field) []byte {
+		var fs []field
+		for _, f := range []field{a, b} {
+			if f.val != nil {
+				fs = append(fs, f)
+			}
+		}
+		return writeObject(nil, nil, fs)
+	}
+	i := &uaInfo{UA: u, jBrowser: str(u.Browser), jBrowserVersion: str(u.BrowserVersion), jOS: str(u.OS),
+		jOSVersion: str(u.OSVersion), jDeviceType: str(u.DeviceType), jDeviceModel: str(u.DeviceModel)}
+	if u.Bot {
+		i.jDeviceType = jsonBot
+	}
+	i.browserObj = obj(field{"name", i.jBrowser}, field{"version", i.jBrowserVersion})
+	i.osObj = obj(field{"name", i.jOS}, field{"version", i.jOSVersion})
+	i.deviceObj = obj(field{"type", i.jDeviceType}, field{"model", i.jDeviceModel})
+	return i
+}
+
 // uaCache memoises ParseUA: a site's traffic has few distinct agents. It is
 // bounded by clearing when full.
 type uaCache struct {
 	mu sync.Mutex
-	m  map[string]UA
+	m  map[string]*uaInfo
 }
 
 const uaCacheMax = 4096
 
-func (c *uaCache) parse(s string) UA {
+func (c *uaCache) lookup(ua []byte) *uaInfo {
 	c.mu.Lock()
-	u, ok := c.m[s]
+	u, ok := c.m[string(ua)]
 	c.mu.Unlock()
 	if ok {
 		return u
 	}
-	u = ParseUA(s)
+	u = newUAInfo(ParseUA(string(ua)))
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= uaCacheMax {
-		c.m = make(map[string]UA, 256)
+		c.m = make(map[string]*uaInfo, 256)
 	}
-	c.m[s] = u
+	c.m[string(ua)] = u
 	c.mu.Unlock()
 	return u
 }
 
-// dedup remembers recent messageIds in two generations: an id is a
-// duplicate while it is in either. The current generation becomes the
-// previous one every window, or sooner when it holds max/2 ids, so an id
-// is remembered for at least one window unless memory runs out first, and
-// memory is bounded by max ids.
-type dedup struct {
-	mu        sync.Mutex
-	cur, prev map[string]struct{}
-	started   time.Time
-	window    time.Duration
-	max       int
-}
-
-func newDedup(window time.Duration, max int) *dedup {
-	return &dedup{cur: map[string]struct{}{}, prev: map[string]struct{}{}, window: window, max: max}
-}
-
-func (d *dedup) rotate(now time.Time) {
-	if d.started.IsZero() {
-		d.started = now
-	}
-	if now.Sub(d.started) >= 2*d.window {
-		d.prev, d.cur, d.started = map[string]struct{}{}, map[string]struct{}{}, now
-	} else if now.Sub(d.started) >= d.window || len(d.cur) >= d.max/2 {
-		d.prev, d.cur, d.started = d.cur, map[string]struct{}{}, now
-	}
-}
-
-// seen reports whether id was marked within the window.
-func (d *dedup) seen(id string, now time.Time) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.rotate(now)
-	if _, ok := d.cur[id]; ok {
-		return true
-	}
-	_, ok := d.prev[id]
-	return ok
-}
-
-// mark remembers ids, once they are durable.
-func (d *dedup) mark(ids []string, now time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, id := range ids {
-		d.rotate(now)
-		d.cur[id] = struct{}{}
-	}
-}
-
-// newMessageID is a random id in the form analytics.js uses for its own.
-func newMessageID() string {
+// appendMessageID appends a random id in the form analytics.js uses for
+// its own.
+func appendMessageID(dst []byte) []byte {
 	var b [16]byte
 	rand.Read(b[:])
-	return "trb-" + hex.EncodeToString(b[:])
-}
-
-// parseTime reads a timestamp as the schema does: RFC 3339 or Unix ms.
-func parseTime(v any) (time.Time, bool) {
-	switch t := v.(type) {
-	case string:
-		ts, err := time.Parse(time.RFC3339Nano, t)
-		return ts, err == nil
-	case json.Number:
-		ms, err := t.Int64()
-		if err != nil {
-			return time.Time{}, false
-		}
-		return time.UnixMilli(ms), true
-	}
-	return time.Time{}, false
-}
-
-func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
-// object returns m[k] as an object, creating it when absent or null; ok is
-// false when m[k] holds something else (the schema check will say so).
-func object(m map[string]any, k string) (map[string]any, bool) {
-	switch v := m[k].(type) {
-	case map[string]any:
-		return v, true
-	case nil:
-		o := map[string]any{}
-		m[k] = o
-		return o, true
-	}
-	return nil, false
-}
-
-// setIfAbsent sets m[k] = v unless the sender gave a non-null value.
-func setIfAbsent(m map[string]any, k, v string) {
-	if v == "" {
-		return
-	}
-	if old, ok := m[k]; !ok || old == nil {
-		m[k] = v
-	}
-}
-
-// stringField returns m[k] when it is a non-empty string.
-func stringField(m map[string]any, k string) string {
-	s, _ := m[k].(string)
-	return s
+	dst = append(dst, "trb-"...)
+	return hex.AppendEncode(dst, b[:])
 }

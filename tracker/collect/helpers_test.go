@@ -2,10 +2,13 @@ package collect
 
 import (
 	"compress/gzip"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+
+	"github.com/tributary-io/tributary/tracker"
 )
 
 func gzipWriter(w io.Writer) *gzip.Writer { return gzip.NewWriter(w) }
@@ -27,3 +30,9 @@ func httptestRequest(body string) *http.Request {
 	r.Header.Set("User-Agent", ua)
 	return r
 }
+
+// nullSink takes events and forgets them.
+type nullSink struct{}
+
+func (nullSink) Submit(context.Context, []tracker.Event) error { return nil }
+func (nullSink) Close() error                                  { return nil }

@@ -1,5 +1,5 @@
 // Package deliver is the tracker's tracker.Sink: it produces events to the
-// broker with kafka-go (acks=all, lz4, batches of up to 10,000 records or
+// broker with kafka-go (acks=all, lz4, batches of up to 1,000 records or
 // 1 MiB per partition, 5 ms linger, Kafka's murmur2 partitioner on
 // Event.Key as internal/kafkacli chose it, record timestamp =
 // Event.Timestamp), through the disk spool of tracker/spool.
