@@ -8,8 +8,10 @@
 //     resumed with its own plan, so ranges never shift.
 //  2. Execute: each unit is fetched with kafka-go, decoded by formats into
 //     Arrow batches, split by event hour and streamed into Parquet files in
-//     the run's staging directory. A unit ends with a "done" marker created
-//     exclusively, so two workers racing on one unit cannot both win.
+//     the run's staging directory, in a directory of its own attempt, and
+//     ends with the attempt's result file. Two workers racing on one unit
+//     both finish; the commit takes the complete result with the smallest
+//     attempt id, whoever commits.
 //  3. Commit: the staged files are renamed into place (their names carry
 //     topic, partition and offsets, so moving them twice is harmless), then
 //     the job's state file, which holds the committed offsets, is replaced

@@ -45,7 +45,14 @@ func stagingRun(run string) string {
 func unitDir(run string, unit int) string {
 	return fmt.Sprintf("%s/unit-%06d", stagingRun(run), unit)
 }
-func unitDone(run string, unit int) string { return unitDir(run, unit) + ".done" }
+
+// unitDone is the result file of one attempt at a unit. A unit is done when
+// any attempt's result is complete; attempts never share a file, so no
+// file is ever torn by a second writer, and a result torn by a crash is
+// simply not complete (a prefix of a JSON object never parses).
+func unitDone(run string, unit int, attempt string) string {
+	return fmt.Sprintf("%s/%s.done.json", unitDir(run, unit), attempt)
+}
 
 // newRunID names a run: the job, the time, and a random tail so that two
 // plans made in the same second differ. Runs of a job sort by time.

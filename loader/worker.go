@@ -9,18 +9,21 @@ import (
 	"io"
 	"path"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/tributary-io/tributary/formats/decode"
 	"github.com/tributary-io/tributary/formats/parquet"
+	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // RunUnit executes one unit of a saved plan: it fetches the unit's range,
 // writes its Parquet files and bad records into a fresh attempt directory
-// in staging, and marks the unit done. A unit already done is not run again;
-// of two attempts racing, the first to create the marker wins and the other
-// removes its files.
+// in staging, and writes the attempt's result. A unit already done is not
+// run again. Two attempts racing (two workers, or a worker presumed dead)
+// both complete; the commit takes the result of the smallest attempt id,
+// so the choice is the same whoever makes it.
 func (l *Loader) RunUnit(ctx context.Context, p *Plan, index int) (*UnitResult, error) {
 	if index < 0 || index >= len(p.Units) {
 		return nil, fmt.Errorf("plan %s has units 0 to %d; there is no unit %d", p.Run, len(p.Units)-1, index)
@@ -40,42 +43,47 @@ func (l *Loader) RunUnit(ctx context.Context, p *Plan, index int) (*UnitResult, 
 	crashPoint("unit-written")
 	res.Unit, res.Attempt, res.Duration = index, attempt, Duration(time.Since(start))
 	b, _ := json.MarshalIndent(res, "", "  ")
-	w, err := l.FS.Create(unitDone(p.Run, index))
-	if isExist(err) {
-		l.FS.RemoveAll(dir)
-		return l.unitResult(p.Run, index)
-	}
+	w, err := l.FS.Create(unitDone(p.Run, index, attempt))
 	if err != nil {
-		return nil, fmt.Errorf("%v: marking it done: %w", u, err)
+		return nil, fmt.Errorf("%v: writing its result: %w", u, err)
 	}
 	if _, err := w.Write(b); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("%v: marking it done: %w", u, err)
+		return nil, fmt.Errorf("%v: writing its result: %w", u, err)
 	}
 	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("%v: marking it done: %w", u, err)
+		return nil, fmt.Errorf("%v: writing its result: %w", u, err)
 	}
 	crashPoint("unit-done")
 	l.log().Info("unit done", "run", p.Run, "unit", index, "topic", u.Topic, "partition", u.Partition,
 		"from", u.From, "to", u.To, "rows", res.Rows, "bad", res.Bad, "files", len(res.Files), "bytes", res.Bytes,
 		"seconds", time.Since(start).Seconds())
-	return res, nil
+	return l.unitResult(p.Run, index)
 }
 
-// unitResult reads a unit's done marker.
+// unitResult is the result of a unit's chosen attempt: the complete result
+// with the smallest attempt id. ErrNotExist when no attempt completed.
 func (l *Loader) unitResult(run string, index int) (*UnitResult, error) {
-	b, err := l.FS.ReadFile(unitDone(run, index))
+	ents, err := l.FS.ReadDir(unitDir(run, index))
 	if err != nil {
 		return nil, err
 	}
-	var r UnitResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		// A torn marker cannot happen on HDFS (a file is visible once
-		// closed) nor locally (fsynced before anything reads it), so this
-		// is damage: say where.
-		return nil, fmt.Errorf("done marker %s/%s: %w", l.FS, unitDone(run, index), err)
+	for _, e := range ents { // sorted by name, so by attempt id
+		attempt, ok := strings.CutSuffix(e.Name(), ".done.json")
+		if !ok || e.IsDir() {
+			continue
+		}
+		b, err := l.FS.ReadFile(unitDone(run, index, attempt))
+		if err != nil {
+			continue
+		}
+		var r UnitResult
+		if err := json.Unmarshal(b, &r); err != nil || r.Attempt != attempt {
+			continue // torn by a crash while it was written
+		}
+		return &r, nil
 	}
-	return &r, nil
+	return nil, sink.ErrNotExist
 }
 
 func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*UnitResult, error) {
