@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/config"
 )
@@ -40,25 +42,53 @@ func errorf(code *kerr.Error, format string, args ...any) *Error {
 type Controller struct {
 	cfg    *config.Broker
 	nodeID int32
+	logger *slog.Logger
 
-	mu   sync.Mutex
-	log  *metaLog
-	subs []func(prev, next *Image)
+	// mu serializes changes: validation against the image, then the append
+	// (single node) or the Raft proposal (quorum).
+	mu  sync.Mutex
+	log *metaLog // single node
+	q   *quorum  // quorum; nil on a single node
+
+	// pubMu serializes publication: the image store and the subscribers,
+	// called from commit (single node) or the Raft FSM (quorum).
+	pubMu sync.Mutex
+	subs  []func(prev, next *Image)
 
 	img atomic.Pointer[Image]
+
+	members *membership // the active controller's view of broker liveness
+
+	// forward sends a request to the active controller, for the changes a
+	// broker of a quorum makes on its own behalf (topics it needs,
+	// producer ids) while it is not the active controller.
+	forward func(kmsg.Request) (kmsg.Response, error)
 }
 
-// OpenController replays the metadata log in dir and registers this node
-// with its advertised listeners.
-func OpenController(dir string, cfg *config.Broker, clusterID string, advertised []config.Listener) (*Controller, error) {
+// SetForwarder sets how requests reach the active controller.
+func (c *Controller) SetForwarder(f func(kmsg.Request) (kmsg.Response, error)) { c.forward = f }
+
+// OpenController opens the metadata of this node. With
+// controller.quorum.voters set, the metadata log is replicated by the Raft
+// quorum of those voters and the broker registers through the active
+// controller (see Register); otherwise it is the single-node log in dir, and
+// this node registers itself here with its advertised listeners.
+func OpenController(dir string, cfg *config.Broker, clusterID string, advertised []config.Listener, logger *slog.Logger) (*Controller, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c := &Controller{cfg: cfg, nodeID: int32(cfg.Int("node.id")), logger: logger, members: newMembership()}
+	if cfg.IsSet("controller.quorum.voters") {
+		return c, c.openQuorum(dir, clusterID)
 	}
 	ml, img, err := openMetaLog(filepath.Join(dir, MetadataLogFile), emptyImage(clusterID))
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, nodeID: int32(cfg.Int("node.id")), log: ml}
+	c.log = ml
 	img.ControllerID = c.nodeID
 	c.img.Store(img)
 	// Registration is recorded so that a restart with other listeners is
@@ -88,42 +118,116 @@ func sameBroker(a, b Broker) bool {
 // Image is the current metadata.
 func (c *Controller) Image() *Image { return c.img.Load() }
 
-// Subscribe calls fn after every published change, in order, with mu held:
-// fn must not call back into the controller.
+// Subscribe calls fn after every published change, in order, from the
+// goroutine that publishes: fn must not call back into the controller.
 func (c *Controller) Subscribe(fn func(prev, next *Image)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.pubMu.Lock()
+	defer c.pubMu.Unlock()
 	c.subs = append(c.subs, fn)
 }
 
-// Close closes the metadata log.
+// Close closes the metadata log, or leaves the quorum.
 func (c *Controller) Close() error {
+	c.members.stopLeading()
+	if c.q != nil {
+		return c.q.close()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.log.close()
 }
 
-// commit validates rs against the current image, makes them durable and
-// publishes the result.
+// commit validates rs against the current image, makes them durable
+// (appended and fsynced, or committed by the quorum) and publishes the
+// result. In a quorum only the active controller commits; others get
+// NOT_CONTROLLER naming it.
 func (c *Controller) commit(rs []Record) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	prev := c.img.Load()
-	next := prev
+	next := c.img.Load()
 	for _, r := range rs {
 		var err error
 		if next, err = next.Apply(r); err != nil {
 			return err
 		}
 	}
+	if c.q != nil {
+		if leader := c.q.leader(); leader != c.nodeID {
+			return errNotController(leader)
+		}
+		return c.q.propose(rs)
+	}
 	if err := c.log.append(rs); err != nil {
 		return err
 	}
+	return c.publish(rs, nil)
+}
+
+// publish applies committed records to the image (to base instead, when
+// restoring a snapshot) and hands the result to the subscribers.
+func (c *Controller) publish(rs []Record, base *Image) error {
+	c.pubMu.Lock()
+	defer c.pubMu.Unlock()
+	prev := c.img.Load()
+	next := base
+	if next == nil {
+		next = prev
+	}
+	for _, r := range rs {
+		var err error
+		if next, err = next.Apply(r); err != nil {
+			// The records were validated before they were logged, and every
+			// node applies them in the same order: this is a bug.
+			c.logger.Error("applying committed metadata", "err", err)
+			return err
+		}
+	}
+	if next == prev {
+		return nil
+	}
+	next.ControllerID = c.activeID()
 	c.img.Store(next)
 	for _, fn := range c.subs {
 		fn(prev, next)
 	}
 	return nil
+}
+
+// setControllerID publishes a change of active controller.
+func (c *Controller) setControllerID(id int32) {
+	c.pubMu.Lock()
+	defer c.pubMu.Unlock()
+	prev := c.img.Load()
+	if prev.ControllerID == id {
+		return
+	}
+	next := prev.clone()
+	next.ControllerID = id
+	c.img.Store(next)
+	for _, fn := range c.subs {
+		fn(prev, next)
+	}
+}
+
+// activeID is the node id of the active controller, -1 during an election.
+func (c *Controller) activeID() int32 {
+	if c.q != nil {
+		return c.q.leader()
+	}
+	return c.nodeID
+}
+
+// IsActive is whether this node is the active controller.
+func (c *Controller) IsActive() bool { return c.activeID() == c.nodeID }
+
+// Quorum is whether the metadata is replicated by a controller quorum.
+func (c *Controller) Quorum() bool { return c.q != nil }
+
+func errNotController(leader int32) *Error {
+	if leader < 0 {
+		return errorf(kerr.NotController, "no controller is active yet (an election is under way)")
+	}
+	return errorf(kerr.NotController, "this node is not the active controller; node %d is", leader)
 }
 
 // TopicSpec is a topic to create. Zero or negative counts take the broker
@@ -157,6 +261,9 @@ func ValidateTopicName(name string) *Error {
 // CreateTopic creates a topic, or with validateOnly only checks that it
 // could. It returns the topic as created (or as it would be).
 func (c *Controller) CreateTopic(spec TopicSpec, validateOnly bool) (*Topic, error) {
+	if !validateOnly && c.remote() {
+		return c.createTopicRemote(spec)
+	}
 	img := c.Image()
 	if err := ValidateTopicName(spec.Name); err != nil {
 		return nil, err
@@ -235,6 +342,9 @@ func (c *Controller) assign(img *Image, spec TopicSpec) ([][]int32, error) {
 			return nil, errorf(kerr.InvalidReplicationFactor, "replication factor must be larger than 0 (or -1 for the default), got %d", rf)
 		}
 		rf = int32(c.cfg.Int("default.replication.factor"))
+	}
+	if rf > 1 && c.q != nil {
+		return nil, errorf(kerr.InvalidReplicationFactor, "replication factor %d: partitions are not replicated between brokers yet, so a cluster takes replication factor 1 only", rf)
 	}
 	if int(rf) > len(live) {
 		return nil, errorf(kerr.InvalidReplicationFactor, "unable to replicate the partition %d time(s): the target replication factor of %d cannot be reached because only %d broker(s) are registered", rf, rf, len(live))
@@ -397,6 +507,9 @@ const ProducerIDBlockSize = 1000
 
 // AllocateProducerIDs reserves n producer ids durably and returns the first.
 func (c *Controller) AllocateProducerIDs(n int64) (int64, error) {
+	if c.remote() && n == ProducerIDBlockSize {
+		return c.allocateRemote()
+	}
 	c.mu.Lock()
 	first := c.img.Load().NextProducerID
 	c.mu.Unlock()

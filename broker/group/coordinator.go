@@ -106,6 +106,9 @@ func (c *Coordinator) EnsureTopic() error {
 		return nil
 	}
 	rf := min(c.bcfg.Int("offsets.topic.replication.factor"), int64(max(len(img.LiveBrokers()), 1)))
+	if c.ctrl.Quorum() {
+		rf = 1 // partitions are not replicated between brokers yet
+	}
 	spec := cluster.TopicSpec{Name: OffsetsTopic, Partitions: int32(c.bcfg.Int("offsets.topic.num.partitions")), ReplicationFactor: int16(rf),
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",

@@ -127,6 +127,11 @@ func (d *Dir) configFor(tp TopicPartition) Config {
 	return d.cfg.Defaults
 }
 
+// MetadataDir is the directory of the replicated cluster metadata in the
+// first log dir (broker/cluster's Raft log and snapshots): a log dir lists it
+// but never opens it as a partition.
+const MetadataDir = "__cluster_metadata"
+
 func (d *Dir) openAll(recovery, starts map[TopicPartition]int64, clean bool) error {
 	ents, err := os.ReadDir(d.cfg.Path)
 	if err != nil {
@@ -136,6 +141,9 @@ func (d *Dir) openAll(recovery, starts map[TopicPartition]int64, clean bool) err
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
+		}
+		if e.Name() == MetadataDir {
+			continue // the controller quorum's, not a partition
 		}
 		tp, err := ParseDirName(e.Name())
 		if err != nil {

@@ -26,10 +26,11 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
-			part, ok := s.parts.Get(rt.Topic, rp.Partition)
+			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
+			ok := perr == nil
 			switch {
 			case t == nil || !ok:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = perr.Code
 			case req.Acks == -1 && int64(len(t.Partitions[rp.Partition].ISR)) < s.minISR(t.Configs):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", len(t.Partitions[rp.Partition].ISR), s.minISR(t.Configs)))

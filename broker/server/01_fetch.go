@@ -75,12 +75,13 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 			sp.RecordBatches = []byte{} // empty, never null, as Kafka: kafka-go fails on a null records field
 			sp.Partition, sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rp.Partition, -1, -1, -1
 			sp.PreferredReadReplica = -1
-			part, ok := s.parts.Get(name, rp.Partition)
+			part, perr := s.leaderPartition(name, rp.Partition)
+			ok := perr == nil
 			switch {
 			case unknownID:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case !ok:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = perr.Code
 			default:
 				if code := checkLeaderEpoch(part, rp.CurrentLeaderEpoch); code != nil {
 					sp.ErrorCode = code.Code

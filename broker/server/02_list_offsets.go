@@ -23,9 +23,10 @@ func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition, sp.Timestamp, sp.Offset, sp.LeaderEpoch = rp.Partition, -1, -1, -1
-			part, ok := s.parts.Get(rt.Topic, rp.Partition)
+			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
+			ok := perr == nil
 			if !ok {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = perr.Code
 			} else if code := checkLeaderEpoch(part, rp.CurrentLeaderEpoch); code != nil {
 				sp.ErrorCode = code.Code
 			} else {

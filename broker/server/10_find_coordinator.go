@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/tributary-io/tributary/broker/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -11,9 +12,9 @@ const (
 	coordinatorTransaction = 1
 )
 
-// handleFindCoordinator names this node as the coordinator of every group:
-// a single node is the leader of every __consumer_offsets partition, which
-// the first group lookup creates; while a partition loads, its groups are
+// handleFindCoordinator names the leader of the group's __consumer_offsets
+// partition as its coordinator (on a single node, this node), which the
+// first group lookup creates; while a partition loads, its groups are
 // COORDINATOR_LOAD_IN_PROGRESS. There
 // is no transaction coordinator yet, which clients are told with
 // COORDINATOR_NOT_AVAILABLE. Clients also read the API's presence as a
@@ -38,10 +39,27 @@ func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 			groupErr = err
 		}
 	}
+	img := s.ctrl.Image()
+	brokers := map[int32]kmsg.MetadataResponseBroker{}
+	for _, b := range s.metadataBrokers(img, c.listener) {
+		brokers[b.NodeID] = b
+	}
 	for _, key := range keys {
 		co := kmsg.NewFindCoordinatorResponseCoordinator()
 		co.Key, co.NodeID, co.Port = key, -1, -1
+		// In a cluster, a group's coordinator is the leader of its
+		// __consumer_offsets partition, wherever that is.
+		leader := s.nodeID
+		if ot, ok := img.Topics[group.OffsetsTopic]; ok && len(ot.Partitions) > 0 {
+			leader = ot.Partitions[group.PartitionFor(key, int32(len(ot.Partitions)))].Leader
+		}
 		switch {
+		case req.CoordinatorType == coordinatorGroup && groupErr == nil && leader != s.nodeID:
+			if b, ok := brokers[leader]; ok {
+				co.NodeID, co.Host, co.Port = b.NodeID, b.Host, b.Port
+			} else {
+				co.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			}
 		case req.CoordinatorType != coordinatorGroup:
 			co.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			co.ErrorMessage = strPtr("there is no transaction coordinator yet")

@@ -34,10 +34,11 @@ func (s *Server) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (*
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
-			part, ok := s.parts.Get(rt.Topic, rp.Partition)
+			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
+			ok := perr == nil
 			switch {
 			case t == nil || !ok:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = perr.Code
 			case !deletable:
 				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:

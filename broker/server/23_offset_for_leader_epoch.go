@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -16,10 +15,11 @@ func (s *Server) handleOffsetForLeaderEpoch(c *conn, req *kmsg.OffsetForLeaderEp
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-			part, ok := s.parts.Get(rt.Topic, rp.Partition)
+			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
+			ok := perr == nil
 			switch {
 			case !ok:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = perr.Code
 			default:
 				if code := checkLeaderEpoch(part, rp.CurrentLeaderEpoch); code != nil {
 					sp.ErrorCode = code.Code

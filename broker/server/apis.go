@@ -14,7 +14,9 @@ type handler struct {
 	// Kafka lists Produce from v0 while refusing v0-v2, because librdkafka
 	// turns compression off when the minimum is not 0 (KAFKA-18659).
 	listFromZero bool
-	fn           func(c *conn, req kmsg.Request) (kmsg.Response, error)
+	// internal APIs serve other brokers and are not listed to clients.
+	internal bool
+	fn       func(c *conn, req kmsg.Request) (kmsg.Response, error)
 }
 
 // typed adapts a handler of one request type to the table.
@@ -65,6 +67,11 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.CreatePartitions.Int16():        {min: 0, max: 3, fn: typed(s.handleCreatePartitions)},
 		kmsg.IncrementalAlterConfigs.Int16(): {min: 0, max: 1, fn: typed(s.handleIncrementalAlterConfigs)},
 		kmsg.DescribeTopicPartitions.Int16(): {min: 0, max: 0, fn: typed(s.handleDescribeTopicPartitions)},
+
+		// Between the brokers of a cluster and the active controller.
+		kmsg.BrokerRegistration.Int16():  {min: 0, max: 4, internal: true, fn: typed(s.handleBrokerRegistration)},
+		kmsg.BrokerHeartbeat.Int16():     {min: 0, max: 1, internal: true, fn: typed(s.handleBrokerHeartbeat)},
+		kmsg.AllocateProducerIDs.Int16(): {min: 0, max: 0, internal: true, fn: typed(s.handleAllocateProducerIDs)},
 	}
 }
 
@@ -72,6 +79,9 @@ func (s *Server) handlers() map[int16]handler {
 func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(s.apis))
 	for k, h := range s.apis {
+		if h.internal {
+			continue
+		}
 		min := h.min
 		if h.listFromZero {
 			min = 0

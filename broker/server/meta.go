@@ -3,11 +3,13 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,4 +113,17 @@ func (p *producerIDs) allocate() (int64, error) {
 	id := p.next
 	p.next++
 	return id, nil
+}
+
+// quorumClusterID is the cluster id of a quorum whose nodes were not given
+// one: a UUID-shaped hash of the sorted voters, the same on every node.
+func quorumClusterID(voters []string) string {
+	sorted := slices.Clone(voters)
+	slices.Sort(sorted)
+	sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
+	var id cluster.TopicID
+	copy(id[:], sum[:16])
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id.String()
 }

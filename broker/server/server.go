@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/config"
@@ -87,7 +88,13 @@ func New(cfg *config.Broker, opt Options) *Server {
 // accepting connections. It logs "broker ready" when clients can connect.
 func (s *Server) Start() error {
 	paths := s.cfg.LogDirs()
-	clusterID, err := ensureMetaProperties(paths, s.nodeID, s.cfg.String("cluster.id"))
+	configured := s.cfg.String("cluster.id")
+	if configured == "" && s.cfg.IsSet("controller.quorum.voters") {
+		// Every node of a quorum must agree on the cluster id without a
+		// format step: derive it from the voters they all list.
+		configured = quorumClusterID(s.cfg.List("controller.quorum.voters"))
+	}
+	clusterID, err := ensureMetaProperties(paths, s.nodeID, configured)
 	if err != nil {
 		return err
 	}
@@ -105,10 +112,18 @@ func (s *Server) Start() error {
 		s.closeStorage()
 		return err
 	}
-	if s.ctrl, err = cluster.OpenController(paths[0], s.cfg, clusterID, advertised); err != nil {
+	if s.ctrl, err = cluster.OpenController(paths[0], s.cfg, clusterID, advertised, s.logger); err != nil {
 		s.closeListeners()
 		s.closeStorage()
 		return err
+	}
+	s.ctrl.SetForwarder(func(req kmsg.Request) (kmsg.Response, error) {
+		return s.toController(context.Background(), req)
+	})
+	if s.ctrl.Quorum() {
+		if err := s.ctrl.WaitCaughtUp(10 * time.Second); err != nil {
+			s.logger.Warn("starting with metadata that may be behind the quorum's", "err", err)
+		}
 	}
 	s.pids = &producerIDs{ctrl: s.ctrl}
 	s.parts = replica.NewManager(s.cfg, s.dirs, s.logger)
@@ -124,8 +139,13 @@ func (s *Server) Start() error {
 	}
 	s.groups = group.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger)
 	s.groups.Start()
-	if err := s.parts.DeleteOrphans(); err != nil {
-		s.logger.Warn("deleting orphaned logs", "err", err)
+	// A log whose topic is gone from the metadata is deleted, but only on
+	// a single node: in a quorum the image fills in as Raft replays the
+	// log, and a log missing from a partial image is not an orphan.
+	if !s.ctrl.Quorum() {
+		if err := s.parts.DeleteOrphans(); err != nil {
+			s.logger.Warn("deleting orphaned logs", "err", err)
+		}
 	}
 	var addrs []string
 	s.mu.Lock()
@@ -137,6 +157,23 @@ func (s *Server) Start() error {
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go s.maintain()
+	if s.ctrl.Quorum() {
+		// Ready means registered: until then, no Metadata lists this node.
+		self := cluster.Broker{ID: s.nodeID, Rack: s.cfg.String("broker.rack"), Listeners: advertised}
+		registered := false
+		for deadline := time.Now().Add(10 * time.Second); !registered && time.Now().Before(deadline); {
+			if err := s.register(self); err == nil {
+				registered = true
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		if !registered {
+			s.logger.Warn("not registered with the controller yet; retrying in the background")
+		}
+		s.wg.Add(1)
+		go s.keepMembership(self, registered)
+	}
 	s.logger.Info("broker ready", "node_id", s.nodeID, "cluster_id", clusterID, "listeners", addrs,
 		"log_dirs", paths, "topics", len(s.ctrl.Image().Topics))
 	return nil

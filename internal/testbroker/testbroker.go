@@ -65,14 +65,15 @@ func RepoRoot() string { return repoRoot() }
 
 // Broker is a running tributary broker process.
 type Broker struct {
-	t     testing.TB
-	dir   string
-	port  int
-	props []string
-	cmd   *exec.Cmd
-	log   *bytes.Buffer
-	logMu *sync.Mutex
-	done  chan struct{}
+	t         testing.TB
+	dir       string
+	port      int
+	listeners string // --listeners; PLAINTEXT on port when empty
+	props     []string
+	cmd       *exec.Cmd
+	log       *bytes.Buffer
+	logMu     *sync.Mutex
+	done      chan struct{}
 }
 
 // Start runs `tributary broker` with props ("name=value", passed as --set)
@@ -90,6 +91,32 @@ func Start(t testing.TB, props ...string) *Broker {
 	return b
 }
 
+// Config is a broker as a cluster test starts it: with its own log dir,
+// port and listeners.
+type Config struct {
+	Dir       string
+	Port      int    // of the PLAINTEXT listener, which Addr names
+	Listeners string // the --listeners flag
+	Props     []string
+}
+
+// StartConfig runs `tributary broker` as cfg says and waits until it is
+// ready; it is killed when the test ends.
+func StartConfig(t testing.TB, cfg Config) *Broker {
+	t.Helper()
+	b := &Broker{t: t, dir: cfg.Dir, port: cfg.Port, listeners: cfg.Listeners, props: cfg.Props}
+	b.start()
+	t.Cleanup(func() {
+		if b.running() {
+			b.Kill()
+		}
+	})
+	return b
+}
+
+// FreePort is a loopback port nothing listens on now.
+func FreePort(t testing.TB) int { return freePort(t) }
+
 func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -101,7 +128,11 @@ func freePort(t testing.TB) int {
 
 func (b *Broker) start() {
 	b.t.Helper()
-	args := []string{"broker", "--log-dirs", b.dir, "--listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.port), "--admin-listen", "127.0.0.1:0"}
+	listeners := b.listeners
+	if listeners == "" {
+		listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.port)
+	}
+	args := []string{"broker", "--log-dirs", b.dir, "--listeners", listeners, "--admin-listen", "127.0.0.1:0"}
 	for _, p := range b.props {
 		args = append(args, "--set", p)
 	}
@@ -185,6 +216,12 @@ func (b *Broker) Kill() {
 	b.cmd.Process.Kill()
 	<-b.done
 }
+
+// Signal sends sig to the broker process: SIGSTOP and SIGCONT pause it.
+func (b *Broker) Signal(sig os.Signal) error { return b.cmd.Process.Signal(sig) }
+
+// Running is whether the process is alive.
+func (b *Broker) Running() bool { return b.running() }
 
 // Restart starts the broker again on the same port and data.
 func (b *Broker) Restart() {

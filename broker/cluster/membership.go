@@ -1,0 +1,276 @@
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// membership is the active controller's view of which brokers are alive:
+// when each last heartbeated. It lives only on the active controller and
+// starts afresh, with every broker given a full session, on each election.
+type membership struct {
+	mu       sync.Mutex
+	lastSeen map[int32]time.Time
+	stop     chan struct{} // closed when this node stops leading
+}
+
+func newMembership() *membership { return &membership{} }
+
+func (m *membership) startLeading(brokers map[int32]Broker) chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stop != nil {
+		close(m.stop)
+	}
+	m.stop = make(chan struct{})
+	m.lastSeen = map[int32]time.Time{}
+	now := time.Now()
+	for id := range brokers {
+		m.lastSeen[id] = now
+	}
+	return m.stop
+}
+
+func (m *membership) stopLeading() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stop != nil {
+		close(m.stop)
+		m.stop = nil
+	}
+}
+
+func (m *membership) seen(id int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lastSeen != nil {
+		m.lastSeen[id] = time.Now()
+	}
+}
+
+// expired are the brokers whose session ran out.
+func (m *membership) expired(timeout time.Duration) []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int32
+	for id, t := range m.lastSeen {
+		if time.Since(t) > timeout {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// openQuorum joins the controller quorum and follows its leadership.
+func (c *Controller) openQuorum(dir, clusterID string) error {
+	voters, err := ParseVoters(c.cfg.List("controller.quorum.voters"))
+	if err != nil {
+		return err
+	}
+	bind, err := c.controllerListener()
+	if err != nil {
+		return err
+	}
+	img := emptyImage(clusterID)
+	img.ControllerID = -1
+	c.img.Store(img)
+	election := time.Duration(c.cfg.Int("controller.quorum.election.timeout.ms")) * time.Millisecond
+	timing := QuorumTiming{Heartbeat: election, Election: election, LeaderLease: election / 2}
+	if c.q, err = openQuorum(filepath.Join(dir, QuorumDir), c.nodeID, bind, voters, timing, fsm{c}, c.logger); err != nil {
+		return err
+	}
+	obs := make(chan raft.Observation, 16)
+	c.q.raft.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
+	go c.followLeadership(obs)
+	return nil
+}
+
+// controllerListener is the address the quorum binds: the listener named by
+// controller.listener.names.
+func (c *Controller) controllerListener() (string, error) {
+	names := c.cfg.List("controller.listener.names")
+	ls, err := c.cfg.Listeners()
+	if err != nil {
+		return "", err
+	}
+	for _, l := range ls {
+		for _, n := range names {
+			if l.Name == n {
+				return l.Addr(), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("cluster: controller.quorum.voters is set, but no listener is named by controller.listener.names (%v)", names)
+}
+
+// followLeadership publishes each change of active controller, and starts
+// or stops this node's duties as the active one.
+func (c *Controller) followLeadership(obs chan raft.Observation) {
+	for o := range obs {
+		lo := o.Data.(raft.LeaderObservation)
+		id := int32(-1)
+		if lo.LeaderID != "" {
+			fmt.Sscan(string(lo.LeaderID), &id)
+		}
+		c.setControllerID(id)
+		if id == c.nodeID {
+			// Wait until every entry of earlier terms is applied here, so
+			// that this node decides from the latest image.
+			if err := c.q.raft.Barrier(10 * time.Second).Error(); err != nil {
+				c.logger.Warn("new controller could not catch up", "err", err)
+				continue
+			}
+			stop := c.members.startLeading(c.Image().Brokers)
+			go c.fenceExpired(stop)
+			c.logger.Info("active controller", "node_id", c.nodeID)
+		} else {
+			c.members.stopLeading()
+		}
+	}
+}
+
+func (c *Controller) sessionTimeout() time.Duration {
+	return time.Duration(c.cfg.Int("broker.session.timeout.ms")) * time.Millisecond
+}
+
+// fenceExpired fences the brokers whose heartbeats stopped, while this node
+// is the active controller.
+func (c *Controller) fenceExpired(stop chan struct{}) {
+	t := time.NewTicker(c.sessionTimeout() / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		img := c.Image()
+		for _, id := range c.members.expired(c.sessionTimeout()) {
+			if b, ok := img.Brokers[id]; ok && !b.Fenced {
+				if err := c.setFenced(id, true); err != nil {
+					c.logger.Warn("fencing broker", "node_id", id, "err", err)
+					continue
+				}
+				c.logger.Info("fenced broker: no heartbeat within broker.session.timeout.ms", "node_id", id)
+			}
+		}
+	}
+}
+
+// Register records a broker's registration on the active controller and
+// unfences it. It returns the broker epoch: the metadata offset of the
+// registration.
+func (c *Controller) Register(b Broker) (int64, error) {
+	if !c.IsActive() {
+		return -1, errNotController(c.activeID())
+	}
+	c.members.seen(b.ID)
+	b.Fenced = false
+	old, ok := c.Image().Brokers[b.ID]
+	if !ok || !sameBroker(old, b) {
+		if err := c.commit(append([]Record{{RegisterBroker: &b}}, c.leadershipRecords(b.ID, false)...)); err != nil {
+			return -1, err
+		}
+	}
+	return c.Image().Offset, nil
+}
+
+// Heartbeat notes that a registered broker is alive; a fenced one is
+// unfenced. BROKER_ID_NOT_REGISTERED tells it to register (again).
+func (c *Controller) Heartbeat(id int32) error {
+	if !c.IsActive() {
+		return errNotController(c.activeID())
+	}
+	b, ok := c.Image().Brokers[id]
+	if !ok {
+		return errorf(kerr.BrokerIDNotRegistered, "broker %d is not registered", id)
+	}
+	c.members.seen(id)
+	if b.Fenced {
+		return c.setFenced(id, false)
+	}
+	return nil
+}
+
+// setFenced fences or unfences a broker, moving the leadership of its
+// partitions with it.
+func (c *Controller) setFenced(id int32, fenced bool) error {
+	b, ok := c.Image().Brokers[id]
+	if !ok {
+		return nil
+	}
+	b.Fenced = fenced
+	return c.commit(append([]Record{{RegisterBroker: &b}}, c.leadershipRecords(id, fenced)...))
+}
+
+// leadershipRecords move partition leadership after a broker is fenced
+// (away from it, to another live member of the ISR, or to no one) or
+// unfenced (to it, for partitions that have no leader and whose ISR holds
+// it). A new leader always comes from the ISR: with no other live member,
+// the partition stays offline rather than lose what its leader had.
+func (c *Controller) leadershipRecords(id int32, fenced bool) []Record {
+	img := c.Image()
+	live := func(r int32) bool {
+		b, ok := img.Brokers[r]
+		return ok && !b.Fenced && r != id || (!fenced && r == id)
+	}
+	var rs []Record
+	for _, name := range img.TopicNames() {
+		t := img.Topics[name]
+		for _, p := range t.Partitions {
+			var next int32
+			switch {
+			case fenced && p.Leader == id:
+				next = -1
+				for _, r := range p.ISR {
+					if live(r) {
+						next = r
+						break
+					}
+				}
+			case !fenced && p.Leader < 0 && slices.Contains(p.ISR, id):
+				next = id
+			default:
+				continue
+			}
+			np := p
+			np.Leader, np.LeaderEpoch, np.PartitionEpoch = next, p.LeaderEpoch+1, p.PartitionEpoch+1
+			rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}})
+		}
+	}
+	return rs
+}
+
+// WaitCaughtUp waits until a controller is active and this node applied
+// the metadata log as far as it had it then, so that a restarted broker
+// starts from the metadata it left rather than from nothing.
+func (c *Controller) WaitCaughtUp(timeout time.Duration) error {
+	if c.q == nil {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for c.q.leader() < 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: no controller elected after %v (is a majority of the voters up?)", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	target := c.q.raft.LastIndex()
+	for c.q.raft.AppliedIndex() < target {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: metadata applied to %d of %d after %v", c.q.raft.AppliedIndex(), target, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}

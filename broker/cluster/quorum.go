@@ -1,0 +1,170 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tributary-io/tributary/broker/log"
+)
+
+// QuorumDir is the directory, in the first log dir, of this node's copy of
+// the replicated metadata log: raft.db (the Raft log and its term and vote,
+// in bbolt) and snapshots/.
+const QuorumDir = log.MetadataDir
+
+// Voter is one member of the controller quorum.
+type Voter struct {
+	ID   int32
+	Addr string // host:port of its controller listener
+}
+
+// ParseVoters reads controller.quorum.voters: id@host:port,...
+func ParseVoters(list []string) ([]Voter, error) {
+	var out []Voter
+	seen := map[int32]bool{}
+	for _, v := range list {
+		id, addr, ok := strings.Cut(strings.TrimSpace(v), "@")
+		n, err := strconv.ParseInt(id, 10, 32)
+		if !ok || err != nil || n < 0 || !strings.Contains(addr, ":") {
+			return nil, fmt.Errorf("controller.quorum.voters: %q is not id@host:port", v)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("controller.quorum.voters: node %d is listed twice", n)
+		}
+		seen[int32(n)] = true
+		out = append(out, Voter{ID: int32(n), Addr: addr})
+	}
+	return out, nil
+}
+
+// quorum replicates the metadata log with hashicorp/raft: the controller
+// proposes records on the leader, and every voter's FSM applies them to
+// its image in the same order.
+type quorum struct {
+	raft  *raft.Raft
+	store *raftboltdb.BoltStore
+	trans *raft.NetworkTransport
+}
+
+// QuorumTiming are the Raft timeouts. Kafka's controller.quorum.* defaults
+// (fetch timeout 2 s, election timeout 1 s) suit a data centre; on one
+// machine's loopback, failover in well under two seconds is the target.
+type QuorumTiming struct {
+	Heartbeat, Election, LeaderLease time.Duration
+}
+
+func openQuorum(dir string, self int32, bind string, voters []Voter, timing QuorumTiming, fsm raft.FSM, logger *slog.Logger) (*quorum, error) {
+	var advertise string
+	var servers []raft.Server
+	for _, v := range voters {
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.ID), Address: raft.ServerAddress(v.Addr)})
+		if v.ID == self {
+			advertise = v.Addr
+		}
+	}
+	if advertise == "" {
+		return nil, fmt.Errorf("cluster: node %d is not in controller.quorum.voters; broker-only nodes are not supported yet", self)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	conf := raft.DefaultConfig()
+	conf.LocalID = serverID(self)
+	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = timing.Heartbeat, timing.Election, timing.LeaderLease
+	conf.CommitTimeout = 5 * time.Millisecond
+	conf.SnapshotThreshold, conf.TrailingLogs = 4096, 4096
+	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	if err := raft.ValidateConfig(conf); err != nil {
+		return nil, fmt.Errorf("cluster: raft config: %w", err)
+	}
+	store, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", dir, err)
+	}
+	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	addr, err := resolveTCP(advertise)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	trans, err := raft.NewTCPTransport(bind, addr, 4, 5*time.Second, io.Discard)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("cluster: controller listener %s: %w", bind, err)
+	}
+	has, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		trans.Close()
+		store.Close()
+		return nil, err
+	}
+	if !has {
+		// Every voter bootstraps the same configuration; Raft accepts
+		// identical bootstraps, and this way no node is special.
+		if err := raft.BootstrapCluster(conf, store, store, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+			trans.Close()
+			store.Close()
+			return nil, err
+		}
+	}
+	r, err := raft.NewRaft(conf, fsm, store, store, snaps, trans)
+	if err != nil {
+		trans.Close()
+		store.Close()
+		return nil, err
+	}
+	logger.Info("controller quorum", "node_id", self, "voters", len(voters), "dir", dir, "recovered", has)
+	return &quorum{raft: r, store: store, trans: trans}, nil
+}
+
+func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
+// leader is the node id of the active controller, -1 if there is none.
+func (q *quorum) leader() int32 {
+	_, id := q.raft.LeaderWithID()
+	n, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+func (q *quorum) close() error {
+	err := q.raft.Shutdown().Error()
+	return errors.Join(err, q.trans.Close(), q.store.Close())
+}
+
+// propose replicates rs and waits until this node's FSM applied them.
+func (q *quorum) propose(rs []Record) error {
+	data, err := json.Marshal(rs)
+	if err != nil {
+		return err
+	}
+	f := q.raft.Apply(data, 10*time.Second)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return errNotController(q.leader())
+		}
+		return fmt.Errorf("cluster: replicating metadata: %w", err)
+	}
+	if err, ok := f.Response().(error); ok && err != nil {
+		return err
+	}
+	return nil
+}

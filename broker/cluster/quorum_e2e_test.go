@@ -1,0 +1,172 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/internal/testcluster"
+)
+
+// Three nodes, each a broker and a voter of the controller quorum: topics
+// spread their partitions over the brokers, clients are routed to each
+// partition's leader, the quorum survives the loss of its active
+// controller, a dead broker's partitions go offline and come back with it,
+// and consumer groups work across the brokers.
+func TestQuorumCluster(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	first := c.Controller(15 * time.Second)
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// Registrations reach every node's metadata within moments.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		brokers, err := adm.ListBrokers(ctx)
+		if err == nil && len(brokers) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Metadata lists %d brokers (%v), want 3", len(brokers), err)
+		}
+	}
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "web"); err != nil {
+		t.Fatal(err)
+	}
+	leaders := c.Leaders("web", 10*time.Second)
+	per := map[int32]int{}
+	for _, l := range leaders {
+		per[l]++
+	}
+	if len(per) != 3 {
+		t.Fatalf("partition leaders %v: want the partitions spread over the 3 brokers", leaders)
+	}
+	resp, err := adm.CreateTopic(ctx, 1, 3, nil, "replicated")
+	if err == nil {
+		err = resp.Err
+	}
+	if !strings.Contains(fmt.Sprint(err), kerr.InvalidReplicationFactor.Message) {
+		t.Fatalf("RF 3 before replication exists: %v, want INVALID_REPLICATION_FACTOR", err)
+	}
+
+	produce(t, c.Bootstrap(), "web", 0, 600)
+	consumeAll(t, c.Bootstrap(), "web", 600)
+
+	// The active controller dies: another takes over, and the metadata is
+	// all there.
+	c.Node(first).Kill()
+	start := time.Now()
+	second := c.Controller(10 * time.Second)
+	t.Logf("controller %d killed; node %d active after %v", first, second, time.Since(start).Round(time.Millisecond))
+	if second == first {
+		t.Fatalf("node %d, killed, is still the controller", first)
+	}
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "after"); err != nil {
+		t.Fatalf("creating a topic after the failover: %v", err)
+	}
+	// The dead broker is fenced after its session: its partitions are
+	// offline, the others still take writes.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := adm.Metadata(ctx, "web")
+		offline := 0
+		if err == nil {
+			for _, p := range m.Topics["web"].Partitions {
+				if p.Leader < 0 {
+					offline++
+				}
+			}
+		}
+		if offline == per[first] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d partitions offline %v after node %d died, want %d", offline, time.Since(start), first, per[first])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// It comes back with its data and leads its partitions again.
+	c.Node(first).Restart()
+	c.Leaders("web", 20*time.Second)
+	consumeAll(t, c.Bootstrap(), "web", 600)
+
+	// A consumer group across the brokers commits its offsets.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.ConsumeTopics("web"),
+		kgo.ConsumerGroup("cluster-group"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := 0
+	for got < 600 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("group consumer: %v", err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := adm.FetchOffsets(ctx, "cluster-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed int64
+	offs.Each(func(o kadm.OffsetResponse) { committed += o.At })
+	if committed != 600 {
+		t.Fatalf("the group committed offsets summing to %d, want 600", committed)
+	}
+}
+
+func produce(t *testing.T, bootstrap, topic string, from, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var rs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		rs = append(rs, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprintf("record-%d", i))})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// consumeAll reads the topic from the start and checks that it holds
+// exactly n distinct records.
+func consumeAll(t *testing.T, bootstrap, topic string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	for len(seen) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records of %s", len(seen), n, topic)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if seen[string(r.Value)] {
+				t.Fatalf("record %s read twice", r.Value)
+			}
+			seen[string(r.Value)] = true
+		})
+	}
+}
