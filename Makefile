@@ -8,14 +8,15 @@ FUZZTIME ?= 30s
 TEST_FUZZTIME ?= 3s
 
 .DEFAULT_GOAL := build
-.PHONY: help build test fuzz bench verify demo clean bench-compare
+.PHONY: help build test fuzz bench verify docs demo clean bench-compare
 
 help:
 	@echo 'make build    binary to ./$(BIN)'
 	@echo 'make test     go test -race ./..., then each fuzz target for $(TEST_FUZZTIME)'
 	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
 	@echo 'make bench    every benchmark, with allocations'
-	@echo 'make verify   gofmt, go vet, go mod tidy clean'
+	@echo 'make verify   gofmt, go vet, go mod tidy clean, generated docs up to date'
+	@echo 'make docs     regenerate docs/config-reference.md and docs/cli-reference.md'
 	@echo 'make demo     build, run a broker on localhost:9092 with a demo topic'
 	@echo 'make clean    remove ./bin and ./tributary-data'
 
@@ -57,6 +58,16 @@ verify:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo 'gofmt -l: not formatted:'; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(GO) run ./cmd/tributary docs "$$tmp" || exit 1; \
+	for f in config-reference.md cli-reference.md; do \
+		diff -u "docs/$$f" "$$tmp/$$f" || { echo "docs/$$f is stale: run make docs"; exit 1; }; \
+	done
+
+# The configuration and CLI references, generated from the broker's
+# property tables and the commands' flags and help.
+docs:
+	$(GO) run ./cmd/tributary docs docs
 
 demo: build
 	bash scripts/demo.sh

@@ -591,6 +591,26 @@ func (c *Coordinator) List() []Listed {
 	return out
 }
 
+// Stats are counts for the broker's metrics.
+type Stats struct {
+	// Groups counts the live groups of the loaded partitions by state.
+	Groups     map[State]int
+	Rebalances int64
+}
+
+// Stats counts the groups and the rebalances so far.
+func (c *Coordinator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Stats{Groups: map[State]int{}, Rebalances: c.gs.Rebalances}
+	for _, g := range c.gs.All() {
+		if c.loaded[c.gs.Partition(g.ID)] {
+			st.Groups[g.State]++
+		}
+	}
+	return st
+}
+
 // Loading reports whether some partition is still loading.
 func (c *Coordinator) Loading() bool {
 	c.mu.Lock()

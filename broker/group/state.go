@@ -149,6 +149,10 @@ type Groups struct {
 	writes []Write
 	// NewMemberID makes member ids; tests replace it to be deterministic.
 	NewMemberID func(clientID string) string
+	// Rebalances counts join phases that ended with members, each a new
+	// generation whose assignment the members then sync (the broker's
+	// rebalance metric).
+	Rebalances int64
 }
 
 // NewGroups is an empty state machine.
@@ -559,6 +563,7 @@ func (gs *Groups) completeJoin(g *Group, now time.Time) {
 		gs.persistGroup(g, now, nil)
 		return
 	}
+	gs.Rebalances++
 	g.ProtocolType = g.members[g.Leader].ProtocolType
 	g.Protocol = g.selectProtocol()
 	g.setState(CompletingRebalance, now)

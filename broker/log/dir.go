@@ -45,6 +45,9 @@ type DirConfig struct {
 	// log needs cleaning; 0 is DefaultCleanerBackoff.
 	CleanerBackoff time.Duration
 	Logger         *slog.Logger
+	// OnFlush is told how long each fsync of a log's segments took (the
+	// broker's log flush time metric); nil is fine.
+	OnFlush func(time.Duration)
 }
 
 // DefaultDirConfig is Kafka's broker defaults for path.
@@ -166,6 +169,7 @@ func (d *Dir) openAll(recovery, starts map[TopicPartition]int64, clean bool) err
 					LogStartOffset: starts[tp],
 					CleanShutdown:  clean,
 					Logger:         d.logger,
+					OnFlush:        d.cfg.OnFlush,
 				})
 				errMu.Lock()
 				if err != nil {
@@ -215,7 +219,7 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if l, ok := d.logs[tp]; ok {
 		return l, nil
 	}
-	l, err := Open(filepath.Join(d.cfg.Path, tp.String()), cfg, Options{Logger: d.logger, CleanShutdown: true})
+	l, err := Open(filepath.Join(d.cfg.Path, tp.String()), cfg, Options{Logger: d.logger, CleanShutdown: true, OnFlush: d.cfg.OnFlush})
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,8 @@ type Log struct {
 	// recoveryPoint: everything below it has been fsynced.
 	recoveryPoint atomic.Int64
 
-	epochs *epochCache
+	epochs  *epochCache
+	onFlush func(time.Duration) // may be nil
 
 	mu            sync.Mutex
 	closed        bool
@@ -77,6 +78,8 @@ type Options struct {
 	Logger        *slog.Logger
 	// Now is the clock (tests set it).
 	Now func() time.Time
+	// OnFlush is told how long each flush's fsyncs took; nil is fine.
+	OnFlush func(time.Duration)
 }
 
 // ParseDirName splits a partition directory name, "topic-3", into its parts.
@@ -104,7 +107,7 @@ func Open(dir string, cfg Config, opt Options) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, tp: tp, logger: opt.Logger, now: opt.Now, appended: make(chan struct{}), pendingDeletes: map[*segment]*time.Timer{}}
+	l := &Log{dir: dir, tp: tp, logger: opt.Logger, now: opt.Now, onFlush: opt.OnFlush, appended: make(chan struct{}), pendingDeletes: map[*segment]*time.Timer{}}
 	if l.logger == nil {
 		l.logger = slog.Default()
 	}
@@ -401,6 +404,12 @@ func (l *Log) Flush() error {
 }
 
 func (l *Log) flushLocked() error {
+	if l.onFlush != nil {
+		// Wall time, not l.now: tests that set the clock still want real
+		// fsync times reported.
+		start := time.Now()
+		defer func() { l.onFlush(time.Since(start)) }()
+	}
 	rp := l.recoveryPoint.Load()
 	end := l.end.Load()
 	segs := l.segments()

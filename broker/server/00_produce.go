@@ -42,8 +42,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 				}
 				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 				if !res.Duplicate {
-					s.metrics.bytesIn.Add(float64(len(rp.Records)))
-					s.metrics.messagesIn.Add(float64(res.Records))
+					s.metrics.produced(rt.Topic, len(rp.Records), int(res.Records))
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -22,11 +22,16 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 	for {
 		f := s.fetchOnce(req)
 		if f.bytes >= int64(req.MinBytes) || f.failed || !time.Now().Before(deadline) || s.closing.Load() || len(f.wake) == 0 {
+			s.metrics.fetched(f.out)
 			return nil, c.write(f.resp, f.files)
 		}
-		if !waitAny(append(f.wake, s.stopping), time.Until(deadline)) {
+		done := s.metrics.wait(purgatoryFetch)
+		woken := waitAny(append(f.wake, s.stopping), time.Until(deadline))
+		done()
+		if !woken {
 			// Timed out: answer with what the final read finds.
 			f = s.fetchOnce(req)
+			s.metrics.fetched(f.out)
 			return nil, c.write(f.resp, f.files)
 		}
 	}
@@ -38,6 +43,7 @@ type fetchResult struct {
 	bytes  int64
 	failed bool
 	wake   []<-chan struct{}
+	out    []topicBytes // record bytes by topic, for the metrics
 }
 
 func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
@@ -63,6 +69,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		name := rt.Topic
 		unknownID := false
+		var sent int64
 		if req.Version >= 13 {
 			if t, ok := img.ByID[cluster.TopicID(rt.TopicID)]; ok {
 				name = t.Name
@@ -93,6 +100,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 					sp.ErrorCode = kafkaCode(err)
 				}
 				res.bytes += n
+				sent += n
 			}
 			if sp.ErrorCode != 0 {
 				res.failed = true
@@ -100,8 +108,10 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+		if sent > 0 {
+			res.out = append(res.out, topicBytes{name, sent})
+		}
 	}
-	s.metrics.bytesOut.Add(float64(res.bytes))
 	if res.files.empty() {
 		res.files = nil
 	}

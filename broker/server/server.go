@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +82,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 		stopping:        make(chan struct{}),
 	}
 	s.apis = s.handlers()
+	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
 	return s
 }
 
@@ -147,14 +150,16 @@ func (s *Server) Start() error {
 			s.logger.Warn("deleting orphaned logs", "err", err)
 		}
 	}
-	var addrs []string
+	var addrs, names []string
 	s.mu.Lock()
 	for name, ln := range s.listeners {
 		addrs = append(addrs, name+"://"+ln.Addr().String())
+		names = append(names, name)
 		s.wg.Add(1)
 		go s.accept(name, ln)
 	}
 	s.mu.Unlock()
+	s.metrics.started(s, names)
 	s.wg.Add(1)
 	go s.maintain()
 	if s.ctrl.Quorum() {
@@ -186,6 +191,7 @@ func (s *Server) dirConfig(path string) log.DirConfig {
 	c.RetentionCheckInterval = time.Duration(s.cfg.Int("log.retention.check.interval.ms")) * time.Millisecond
 	c.RecoveryThreads = int(s.cfg.Int("num.recovery.threads.per.data.dir"))
 	c.Logger = s.logger
+	c.OnFlush = func(d time.Duration) { s.metrics.logFlush.Observe(d.Seconds()) }
 	// Until the metadata is loaded, logs open with the broker defaults;
 	// the partition manager then applies each topic's overrides.
 	return c
@@ -275,10 +281,12 @@ func (s *Server) accept(name string, ln net.Listener) {
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		s.metrics.connections.Inc()
+		s.metrics.connectionsCreated.WithLabelValues(name).Inc()
+		open := s.metrics.connections.WithLabelValues(name)
+		open.Inc()
 		go func() {
 			defer s.wg.Done()
-			defer s.metrics.connections.Dec()
+			defer open.Dec()
 			c.serve()
 			s.mu.Lock()
 			delete(s.conns, c)

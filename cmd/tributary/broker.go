@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
 	brokercfg "github.com/tributary-io/tributary/broker/config"
@@ -26,7 +27,8 @@ func newBrokerCommand() *cobra.Command {
 		listeners, advertised string
 		logDirs               string
 		sets                  []string
-		noSendfile            bool
+		noSendfile, pprof     bool
+		checkConfig           bool
 		adminListen           string
 	)
 	cmd := &cobra.Command{
@@ -74,7 +76,11 @@ message naming it.`,
 			if err != nil {
 				return err
 			}
-			return runBroker(cmd.Context(), cfg, noSendfile, adminListen)
+			if checkConfig {
+				printBrokerCheck(cmd.OutOrStdout(), cfg)
+				return nil
+			}
+			return runBroker(cmd.Context(), cfg, noSendfile, adminListen, pprof)
 		},
 	}
 	f := cmd.Flags()
@@ -84,7 +90,9 @@ message naming it.`,
 	f.StringVar(&logDirs, "log-dirs", "./tributary-data", "log.dirs: comma-separated data directories")
 	f.StringArrayVar(&sets, "set", nil, "any broker property as name=value (repeatable)")
 	f.BoolVar(&noSendfile, "no-sendfile", false, "copy fetched records through user space instead of sendfile(2)")
-	f.StringVar(&adminListen, "admin-listen", "127.0.0.1:9644", "address of /metrics, /healthz and /readyz; empty to turn off")
+	f.StringVar(&adminListen, "admin-listen", "127.0.0.1:9644", "address of /metrics, /healthz, /readyz, /loglevel and /debug/pprof; empty to turn off")
+	addAdminPprofFlag(f, &pprof)
+	addCheckConfigFlag(f, &checkConfig)
 	return cmd
 }
 
@@ -109,7 +117,17 @@ func brokerProperties(cmd *cobra.Command, sets []string) (map[string]string, err
 			return nil, fmt.Errorf("config file %s: %w", file, err)
 		}
 		flatten("", tree, props)
-		delete(props, "log.level")
+		// Keys of the command's own flags (log.level, admin.listen,
+		// admin.pprof, ...) were applied to those flags by config.load;
+		// only Kafka's names are broker properties.
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if k := key(f.Name); brokercfg.BrokerDefs[k].Name == "" {
+				delete(props, k)
+			}
+		})
+		if cmd.Root() != nil {
+			cmd.Root().PersistentFlags().VisitAll(func(f *pflag.Flag) { delete(props, key(f.Name)) })
+		}
 	}
 	for name := range brokercfg.BrokerDefs {
 		if v, ok := os.LookupEnv(env(name)); ok {
@@ -150,7 +168,7 @@ func flatten(prefix string, v any, out map[string]string) {
 	}
 }
 
-func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, adminListen string) error {
+func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, adminListen string, pprof bool) error {
 	reg := admin.NewRegistry()
 	s := server.New(cfg, server.Options{Logger: slog.Default(), NoSendfile: noSendfile, Registry: reg})
 	var ready atomic.Bool
@@ -160,7 +178,7 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 				return errors.New("the broker is starting or stopping")
 			}
 			return nil
-		}, slog.Default())
+		}, slog.Default(), adminOptions(pprof)...)
 		if err != nil {
 			return fmt.Errorf("--admin-listen %s: %w", adminListen, err)
 		}

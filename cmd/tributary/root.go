@@ -44,7 +44,8 @@ file, which wins over the defaults.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("log level %q: want debug, info, warn or error", logLevel)
 			}
-			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+			processLevel.Set(level)
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: &processLevel})))
 			return nil
 		},
 	}
@@ -62,6 +63,8 @@ file, which wins over the defaults.`,
 		newParquetCommand(),
 		newTrackerCommand(),
 		newLoadCommand(),
+		newAdminCommand(),
+		newDocsCommand(),
 	)
 	return root
 }

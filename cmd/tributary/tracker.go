@@ -30,7 +30,7 @@ type trackerOptions struct {
 	spoolMaxBytes                                   int64
 	writeKeys, trustedProxies                       []string
 	ack, ip                                         string
-	sendInvalid                                     bool
+	sendInvalid, adminPprof, checkConfig            bool
 }
 
 // trackerFile is the part of the --config file that has no flag.
@@ -73,9 +73,11 @@ const noWriteKeyHelp = `no write key configured, so no source could send events;
   a "sources:" list in the --config file (see "tributary tracker --help")`
 
 func newTrackerCommand() *cobra.Command {
-	return trackerCommand(func(cmd *cobra.Command, cfg collect.Config, o *trackerOptions) error {
-		return runTracker(cmd.Context(), cfg, o)
+	cmd := trackerCommand(func(cmd *cobra.Command, cfg collect.Config, o *trackerOptions) error {
+		return runTracker(cmd.Context(), cfg, o, cmd)
 	})
+	cmd.AddCommand(newTrackerTailCommand())
+	return cmd
 }
 
 // trackerCommand is the command with its final step, run, replaceable by
@@ -137,6 +139,9 @@ full, and set what has no flag:
   dedup: {enabled: true, window: 10m, max: 1048576}
   privacy: {dnt: true, gpc: true, action: drop}   # or strip: no IP, no UA
   timeouts: {read_header: 5s, read: 15s, write: 15s, idle: 60s}
+  tail:                    # log files to follow beside the collector
+    files: [{paths: ["/var/log/nginx/access.log*"], format: combined}]
+                           # see "tributary tracker tail --help"
 
 Metrics (events received, accepted, rejected by reason and source,
 duplicates, request latency) are at /metrics on --admin-listen, with
@@ -161,6 +166,9 @@ finish, then delivery is closed.`,
 			if err != nil {
 				return err
 			}
+			if o.checkConfig {
+				return checkTrackerConfig(cmd, cfg)
+			}
 			return run(cmd, cfg, &o)
 		},
 	}
@@ -175,7 +183,9 @@ finish, then delivery is closed.`,
 	f.StringVar(&o.ip, "ip", string(collect.IPAnonymize), "client IP in context.ip: anonymize (last IPv4 octet, last 80 IPv6 bits zeroed), keep or drop")
 	f.StringSliceVar(&o.trustedProxies, "trusted-proxies", nil, "proxies (IP or CIDR) whose X-Forwarded-For is believed")
 	f.BoolVar(&o.sendInvalid, "send-invalid", false, "send the --write-key sources' invalid events raw to <topic>.invalid")
-	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9645", "address of /metrics, /healthz and /readyz; empty to turn off")
+	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9645", "address of /metrics, /healthz, /readyz, /loglevel and /debug/pprof; empty to turn off")
+	addAdminPprofFlag(f, &o.adminPprof)
+	addCheckConfigFlag(f, &o.checkConfig)
 	return cmd
 }
 
@@ -257,7 +267,7 @@ func trackerConfig(cmd *cobra.Command, o *trackerOptions) (collect.Config, error
 	return cfg, nil
 }
 
-func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions) error {
+func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions, cmd *cobra.Command) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -276,6 +286,12 @@ func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions) erro
 		return err
 	}
 	defer sink.Close()
+	// The config file's tail: section, if any, runs beside the collector.
+	stopTail, err := startTrackerTail(ctx, cmd, brokers, o.topic, o.spoolDir, reg, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTail()
 	c, err := collect.New(cfg, sink)
 	if err != nil {
 		return err
@@ -286,8 +302,11 @@ func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions) erro
 			if !ready.Load() {
 				return errors.New("the tracker is starting or stopping")
 			}
-			return sinkReady()
-		}, logger)
+			if err := sinkReady(); err != nil {
+				return err
+			}
+			return c.Ready() // delivery refused events within Retry-After
+		}, logger, adminOptions(o.adminPprof)...)
 		if err != nil {
 			return fmt.Errorf("--admin-listen %s: %w", o.adminListen, err)
 		}

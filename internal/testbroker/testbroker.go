@@ -101,7 +101,7 @@ type Config struct {
 }
 
 // StartConfig runs `tributary broker` as cfg says and waits until it is
-// ready; it is killed when the test ends.
+// ready; it is stopped when the test ends.
 func StartConfig(t testing.TB, cfg Config) *Broker {
 	t.Helper()
 	b := &Broker{t: t, dir: cfg.Dir, port: cfg.Port, listeners: cfg.Listeners, props: cfg.Props}
@@ -184,6 +184,32 @@ func (b *Broker) running() bool {
 
 // Addr is the broker's bootstrap address, host:port.
 func (b *Broker) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
+
+// AdminAddr is the address of the broker's admin endpoint (/metrics,
+// /healthz, /loglevel, ...), as it logged it at start.
+func (b *Broker) AdminAddr() string {
+	b.t.Helper()
+	addr := LoggedAdminAddr(b.Log())
+	if addr == "" {
+		b.t.Fatalf("the broker logged no admin endpoint address:\n%s", b.Log())
+	}
+	return addr
+}
+
+// LoggedAdminAddr finds the address in a daemon's "admin endpoint ready"
+// log line (the tracker's and jobs' too); "" if there is none.
+func LoggedAdminAddr(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, "admin endpoint ready") {
+			continue
+		}
+		if _, rest, ok := strings.Cut(line, " addr="); ok {
+			addr, _, _ := strings.Cut(rest, " ")
+			return addr
+		}
+	}
+	return ""
+}
 
 // DataDir is the broker's log dir.
 func (b *Broker) DataDir() string { return b.dir }
