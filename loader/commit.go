@@ -89,6 +89,9 @@ func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
 			state.Watermark = p.Created.Add(-time.Duration(p.Lateness))
 		}
 		state.OpenHours = addHours(state.OpenHours, m.Files)
+		if err := l.fence(ctx); err != nil {
+			return nil, err
+		}
 		if err := writeState(l.FS, state); err != nil {
 			return nil, fmt.Errorf("committing run %s: %w", p.Run, err)
 		}

@@ -19,6 +19,8 @@ type Loader struct {
 	Progress *Progress
 	// Now is the clock (tests move it); nil is time.Now.
 	Now func() time.Time
+	// Hooks guard and watch runs (the jobs scheduler's lease); see hooks.go.
+	Hooks Hooks
 }
 
 func (l *Loader) now() time.Time {

@@ -34,6 +34,7 @@ func (l *Loader) Run(ctx context.Context, spec Spec, parallelism int) ([]*Manife
 	}
 	l.cleanStaging(spec.Job)
 	l.syncGroup(ctx, spec.Job)
+	planStart := time.Now()
 	p, err := l.Plan(ctx, spec)
 	if err != nil {
 		return out, err
@@ -42,9 +43,13 @@ func (l *Loader) Run(ctx context.Context, spec Spec, parallelism int) ([]*Manife
 		l.log().Info("nothing new to load", "job", spec.Job)
 		return out, nil
 	}
+	if err := l.fence(ctx); err != nil {
+		return out, err
+	}
 	if err := p.save(l); err != nil {
 		return out, fmt.Errorf("saving the plan: %w", err)
 	}
+	l.phase(p.Run, "plan", planStart)
 	crashPoint("planned")
 	l.log().Info("planned", "run", p.Run, "units", len(p.Units), "records", p.Records())
 	m, err := l.Complete(ctx, p, parallelism)
@@ -69,6 +74,9 @@ func (l *Loader) SavePlan(ctx context.Context, spec Spec) (*Plan, error) {
 	if len(p.Units) == 0 && len(p.Gaps) == 0 {
 		return p, nil
 	}
+	if err := l.fence(ctx); err != nil {
+		return nil, err
+	}
 	return p, p.save(l)
 }
 
@@ -81,11 +89,18 @@ func (l *Loader) Complete(ctx context.Context, p *Plan, parallelism int) (*Manif
 		return nil, err
 	}
 	if state.Run != p.Run {
-		if err := l.Execute(ctx, p, parallelism); err != nil {
+		start := time.Now()
+		if err := l.executeUnits(ctx, p, parallelism); err != nil {
 			return nil, err
 		}
+		l.phase(p.Run, "execute", start)
 	}
-	return l.Commit(ctx, p)
+	start := time.Now()
+	m, err := l.Commit(ctx, p)
+	if err == nil {
+		l.phase(p.Run, "commit", start)
+	}
+	return m, err
 }
 
 // Execute runs every unit of the plan not done yet, parallelism at a time.

@@ -58,7 +58,11 @@ func (l *Loader) RunUnit(ctx context.Context, p *Plan, index int) (*UnitResult, 
 	l.log().Info("unit done", "run", p.Run, "unit", index, "topic", u.Topic, "partition", u.Partition,
 		"from", u.From, "to", u.To, "rows", res.Rows, "bad", res.Bad, "files", len(res.Files), "bytes", res.Bytes,
 		"seconds", time.Since(start).Seconds())
-	return l.unitResult(p.Run, index)
+	r, err := l.unitResult(p.Run, index)
+	if err != nil {
+		return nil, fmt.Errorf("%v: reading its result back from %s: %w", u, l.FS, err)
+	}
+	return r, nil
 }
 
 // unitResult is the result of a unit's chosen attempt: the complete result

@@ -31,6 +31,11 @@
 #   HDFS_OWNER_PID     stop the cluster (hdfs-down.sh) when this process exits:
 #                      tests pass their own PID so nothing outlives them.
 #   HDFS_JARS_ONLY=1   only fetch the jars, print HADOOP_LIB=<dir> and exit.
+#
+# Restarting: with the HDFS_DIR of a stopped instance (hdfs-down.sh --keep),
+# the script starts it again on the same ports and data. If only its DataNode
+# is gone (it died, or a test killed it), it starts the DataNode alone and
+# waits until it has registered with the running NameNode.
 set -euo pipefail
 
 HADOOP_VERSION=3.4.2
@@ -125,6 +130,12 @@ if [[ -f "$state" && "$(state_get HDFS_READY)" == 1 ]] &&
   exit 0
 fi
 
+# The NameNode runs but the DataNode does not (both running exited above).
+dn_only=0
+if [[ -f "$state" && "$(state_get HDFS_READY)" == 1 ]] && alive "$(state_get HDFS_NAMENODE_PID)"; then
+  dn_only=1
+fi
+
 user=${HDFS_USER:-tributary}
 perms=${HDFS_PERMISSIONS:-true}
 timeout=${HDFS_TIMEOUT:-120}
@@ -192,8 +203,10 @@ cp_="$conf:$res:$lib/*"
 
 nn_pid= dn_pid=
 cleanup_failed() {
-  local p
-  for p in $dn_pid $nn_pid ${watch_pid:-}; do kill -KILL "$p" 2>/dev/null || true; done
+  local p victims="$dn_pid"
+  # A DataNode started alone leaves the running NameNode and its watchdog be.
+  ((dn_only)) || victims+=" $nn_pid ${watch_pid:-}"
+  for p in $victims; do kill -KILL "$p" 2>/dev/null || true; done
   for f in namenode datanode; do
     if [[ -s "$dir/logs/$f.log" ]]; then
       log "--- last lines of $dir/logs/$f.log"
@@ -239,8 +252,15 @@ start() {
     </dev/null >>"$dir/logs/$1.log" 2>&1 &
   echo $!
 }
-log "starting NameNode (rpc 127.0.0.1:$nn_port, http 127.0.0.1:$http_port) and DataNode; dir $dir"
-nn_pid=$(start namenode org.apache.hadoop.hdfs.server.namenode.NameNode)
+dn_log_from=0
+if ((dn_only)); then
+  nn_pid=$(state_get HDFS_NAMENODE_PID)
+  dn_log_from=$(stat -c %s "$dir/logs/datanode.log" 2>/dev/null || echo 0)
+  log "the NameNode runs (pid $nn_pid); starting the DataNode alone; dir $dir"
+else
+  log "starting NameNode (rpc 127.0.0.1:$nn_port, http 127.0.0.1:$http_port) and DataNode; dir $dir"
+  nn_pid=$(start namenode org.apache.hadoop.hdfs.server.namenode.NameNode)
+fi
 dn_pid=$(start datanode org.apache.hadoop.hdfs.server.datanode.DataNode)
 
 # --- state (before waiting: whoever stops us must find the PIDs) -------------------
@@ -252,7 +272,10 @@ dn_pid=$(start datanode org.apache.hadoop.hdfs.server.datanode.DataNode)
 trap '' PIPE
 
 watch_pid=
-if [[ -n "${HDFS_OWNER_PID:-}" ]]; then
+old_watch=$(state_get HDFS_WATCHDOG_PID)
+if ((dn_only)) && [[ -n "$old_watch" ]] && tr '\0' ' ' <"/proc/$old_watch/cmdline" 2>/dev/null | grep -qF "$state"; then
+  watch_pid=$old_watch # still watching the instance
+elif [[ -n "${HDFS_OWNER_PID:-}" ]]; then
   # A watchdog in its own session: when the owner is gone (a test binary that
   # was killed or timed out, even while this script still waits), it stops
   # the cluster and removes an owned dir.
@@ -307,7 +330,15 @@ while ((SECONDS < deadline)); do
       fs=$(jmx FSNamesystemState || true)
       live=$(jnum NumLiveDataNodes <<<"$fs")
       free=$(jnum CapacityRemaining <<<"$fs")
-      if [[ "${live:-0}" -ge 1 && "${free:-0}" -gt 0 ]]; then ready=1; break; fi
+      if [[ "${live:-0}" -ge 1 && "${free:-0}" -gt 0 ]]; then
+        # The NameNode still counts a killed DataNode as live for a while:
+        # a DataNode started alone is ready once it has registered anew and
+        # reported its blocks.
+        if ((!dn_only)) || tail -c +$((dn_log_from + 1)) "$dir/logs/datanode.log" 2>/dev/null |
+             grep -q "Successfully sent block report"; then
+          ready=1; break
+        fi
+      fi
     fi
   fi
   sleep 0.2

@@ -63,6 +63,7 @@ file, which wins over the defaults.`,
 		newParquetCommand(),
 		newTrackerCommand(),
 		newLoadCommand(),
+		newJobsCommand(),
 		newAdminCommand(),
 		newDocsCommand(),
 	)

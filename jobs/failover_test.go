@@ -1,0 +1,135 @@
+package jobs_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testbroker"
+	"github.com/tributary-io/tributary/internal/testhdfs"
+	"github.com/tributary-io/tributary/jobs"
+	"github.com/tributary-io/tributary/loader/sink"
+)
+
+// Issue 8, test 4: two schedulers serve the same jobs file and target.
+// Never do two runs of the job overlap: the history's attempts do not, and
+// a watcher reading the lease directory throughout never sees two live
+// generations. When the scheduler holding the job dies (SIGKILL in the
+// middle of a run), the other takes the job over once the lease expires and
+// resumes the dead run's plan. Every offset is in the lake once.
+func TestTwoSchedulersOneRunAtATime(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t)
+	createTopic(t, b.Addr(), "scrolls", 3)
+	p := &producer{t: t, addr: b.Addr(), topic: "scrolls"}
+	p.produce(3000)
+	target := hdfsTarget(t)
+	file := filepath.Join(t.TempDir(), "jobs.yaml")
+	writeConfig(t, file, fmt.Sprintf("bootstrap: %s\nlease_ttl: 5s\nmax_clock_skew: 1s\njobs:\n", b.Addr())+
+		strings.Replace(jobYAML("scrolls", "scrolls", target, "    every: 2s\n    parallelism: 1\n"), "max_records_per_unit: 1500", "max_records_per_unit: 400", 1))
+
+	// The lease directory, watched: at most one generation that is neither
+	// released nor expired, ever.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var watchErr error
+	wg.Go(func() {
+		fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+		if err != nil {
+			watchErr = err
+			return
+		}
+		defer fs.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			ents, err := fs.ReadDir("_tributary/jobs/scrolls/lease")
+			if err != nil {
+				continue
+			}
+			live := 0
+			for _, e := range ents {
+				b, err := fs.ReadFile("_tributary/jobs/scrolls/lease/" + e.Name())
+				if err != nil {
+					continue
+				}
+				var info jobs.LeaseInfo
+				if jsonUnmarshal(b, &info) == nil && !info.Released && time.Now().Before(info.Expires) {
+					live++
+				}
+			}
+			if live > 1 {
+				watchErr = fmt.Errorf("%d live lease generations at once: %v", live, ents)
+				return
+			}
+		}
+	})
+
+	a := serve(t, file, crashEnv+"=unit-done#25")
+	c := serve(t, file)
+	owners := map[string]bool{}
+	last := time.Now()
+	eventually(t, 120*time.Second, "the first scheduler to die in a run", func() bool {
+		if a.running() && time.Since(last) > time.Second {
+			p.produce(300)
+			last = time.Now()
+		}
+		return !a.running()
+	})
+	died := time.Now()
+	for _, r := range history(t, target, "scrolls") {
+		for _, at := range r.Attempts {
+			owners[at.Owner] = true
+		}
+	}
+	p.produce(500)
+	eventually(t, 90*time.Second, "the survivor to resume the dead run and load everything", func() bool {
+		recs := history(t, target, "scrolls")
+		last := recs[len(recs)-1]
+		var lag int64
+		for _, n := range last.Lag {
+			lag += n
+		}
+		return countOutcome(recs, jobs.Interrupted) == 1 && last.Outcome == jobs.Succeeded && last.Lag != nil && lag == 0 && last.Started.After(died)
+	})
+	c.stop()
+	close(stop)
+	wg.Wait()
+	if watchErr != nil {
+		t.Fatal(watchErr)
+	}
+	recs := history(t, target, "scrolls")
+	checkNoOverlap(t, recs)
+	checkContiguous(t, recs)
+	var interrupted *jobs.Record
+	for _, r := range recs {
+		if r.Outcome == jobs.Interrupted {
+			interrupted = r
+		}
+	}
+	resumedBy := ""
+	for _, r := range recs {
+		for _, at := range r.Attempts {
+			if at.Resumed != "" && r.Started.After(interrupted.Started) {
+				resumedBy = at.Owner
+				if gap := at.Started.Sub(died); gap < 2*time.Second {
+					t.Errorf("the survivor took over %v after the death, within the lease", gap)
+				}
+			}
+		}
+	}
+	if resumedBy == "" || resumedBy == interrupted.Attempts[len(interrupted.Attempts)-1].Owner {
+		t.Errorf("the interrupted run %s was not resumed by the other scheduler (%q)", interrupted.ID, resumedBy)
+	}
+	checkExactlyOnce(t, readLake(t, target, "scrolls"), highWatermarks(t, b.Addr(), "scrolls"), p.next)
+	t.Logf("%d runs by %d schedulers before the death; %d in all", len(recs), len(owners), len(recs))
+	if len(owners) < 2 {
+		t.Logf("only one scheduler ran the job before the death (the other found it busy each time)")
+	}
+}

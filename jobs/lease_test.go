@@ -1,0 +1,143 @@
+package jobs
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/loader/sink"
+)
+
+func leaseFS(t *testing.T) sink.FS {
+	fs, err := sink.Open("file://"+t.TempDir(), sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func conf(owner string, ttl time.Duration) leaseConf {
+	return leaseConf{ttl: ttl, skew: 0, owner: owner, now: time.Now}
+}
+
+func TestLeaseExclusiveAndReleased(t *testing.T) {
+	fs := leaseFS(t)
+	a, err := acquire(fs, "j", "run-a", conf("a", 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = acquire(fs, "j", "run-b", conf("b", 30*time.Second))
+	var busy *BusyError
+	if !errors.As(err, &busy) || busy.Holder.Owner != "a" || busy.Holder.Run != "run-a" {
+		t.Fatalf("second acquire: %v, want busy, held by a", err)
+	}
+	if err := a.Check(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Check(nil) == nil {
+		t.Fatal("a released lease still checks")
+	}
+	b, err := acquire(fs, "j", "run-b", conf("b", 30*time.Second))
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	defer b.Release()
+	if b.Info().Generation != 2 || !b.Previous.Released || b.Previous.Owner != "a" {
+		t.Fatalf("b holds %+v after %+v", b.Info(), b.Previous)
+	}
+	if gens, _ := listGenerations(fs, leaseDir("j")); len(gens) != 1 || gens[0] != 2 {
+		t.Fatalf("generations left: %v (older ones are removed by the new holder)", gens)
+	}
+}
+
+// A holder that stops renewing (it died, or is cut off) loses the lease by
+// its own clock, and exactly one of many takers gets it after the expiry.
+func TestLeaseTakeoverAfterExpiry(t *testing.T) {
+	fs := leaseFS(t)
+	ttl := 3 * time.Second
+	a, err := acquire(fs, "j", "run-a", conf("a", ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(a.stop) // a hangs: no more renewals, no release
+	<-a.stopped
+	if _, err := acquire(fs, "j", "x", conf("early", ttl)); !errors.Is(err, ErrBusy) {
+		t.Fatalf("taken before the expiry: %v", err)
+	}
+	time.Sleep(ttl + 100*time.Millisecond)
+	if err := a.Check(nil); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("the holder still trusts its expired lease: %v", err)
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []*Lease
+	)
+	for i := range 8 {
+		wg.Go(func() {
+			l, err := acquire(fs, "j", "run", conf(string(rune('b'+i)), ttl))
+			if err == nil {
+				mu.Lock()
+				winners = append(winners, l)
+				mu.Unlock()
+			} else if !errors.Is(err, ErrBusy) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(winners) != 1 {
+		t.Fatalf("%d takers won the lease", len(winners))
+	}
+	w := winners[0]
+	defer w.Release()
+	if w.Previous.Owner != "a" || w.Previous.Released || w.Previous.Run != "run-a" {
+		t.Fatalf("the winner took over from %+v", w.Previous)
+	}
+}
+
+// A holder whose lease was taken over finds out at its next renewal and
+// stops.
+func TestLeaseRenewalSeesTakeover(t *testing.T) {
+	fs := leaseFS(t)
+	ttl := 3 * time.Second
+	a, err := acquire(fs, "j", "run-a", conf("a", ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renewals keep it past its TTL.
+	time.Sleep(ttl + 500*time.Millisecond)
+	if err := a.Check(nil); err != nil {
+		t.Fatalf("a renewed lease: %v", err)
+	}
+	w, _ := fs.Create(genPath(leaseDir("j"), 2)) // a taker that (wrongly) believed it expired
+	w.Write([]byte(`{"job":"j","generation":2,"owner":"z"}`))
+	w.Close()
+	select {
+	case <-a.Done():
+	case <-time.After(ttl):
+		t.Fatal("the holder did not see the takeover")
+	}
+	if err := a.Check(nil); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("check after takeover: %v", err)
+	}
+	a.Release()
+	if b, _ := readLease(fs, leaseDir("j"), 2, ttl); b.Owner != "z" {
+		t.Fatalf("the release of a lost lease touched the new one: %+v", b)
+	}
+}
+
+// A generation file still being written (empty on HDFS until closed) is
+// held until its modification time plus the TTL.
+func TestLeaseBeingWritten(t *testing.T) {
+	fs := leaseFS(t)
+	w, _ := fs.Create(genPath(leaseDir("j"), 1))
+	w.Close()
+	if _, err := acquire(fs, "j", "r", conf("b", 30*time.Second)); !errors.Is(err, ErrBusy) {
+		t.Fatalf("acquire over an empty generation file: %v", err)
+	}
+}
