@@ -81,7 +81,7 @@ schema pyarrow restores types from is ARROW:schema).`,
   tributary parquet schema --meta events.parquet | head -4
   # rows: 1000
   # row groups: 1
-  # created by: tributary (parquet-go arrow v15)
+  # created by: tributary (parquet-go/parquet-go)
   # metadata keys: ARROW:schema`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

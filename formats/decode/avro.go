@@ -77,6 +77,10 @@ type anode struct {
 	extra    int
 	elem     *anode
 	keys     *array.StringBuilder
+	// from is the path, from the record's root, of a top-level field
+	// filled from elsewhere (schema.Field.From); fromPath the same dotted.
+	from     []string
+	fromPath string
 }
 
 // maxAvroItems bounds the values of one record: an array of nulls or of
@@ -186,6 +190,9 @@ func (d *Avro) compileStruct(name string, fs []schema.Field, bs []array.Builder)
 		}
 		if f.Name == ExtraField && f.Type.Kind == schema.String {
 			n.extra = i
+		}
+		if f.From != "" && f.From != f.Name {
+			c.from, c.fromPath = strings.Split(f.From, "."), f.From
 		}
 		n.fields = append(n.fields, c)
 	}
@@ -695,10 +702,15 @@ func (d *Avro) walk(n *anode, v any, emit bool) *ferr {
 				}
 				continue
 			}
+			name := f.name
 			fv, present := m[f.name]
+			if f.from != nil {
+				name = f.fromPath
+				fv, present = avroPath(m, f.from)
+			}
 			fv, reason := f.resolve(fv, present)
 			if reason != "" {
-				return (&ferr{reason: reason}).at(f.name)
+				return (&ferr{reason: reason}).at(name)
 			}
 			if fv == nil {
 				if emit {
@@ -707,13 +719,30 @@ func (d *Avro) walk(n *anode, v any, emit bool) *ferr {
 				continue
 			}
 			if fe := d.walk(f, fv, emit); fe != nil {
-				return fe.at(f.name)
+				return fe.at(name)
 			}
 		}
 	default:
 		return &ferr{reason: "unsupported type " + string(n.kind)}
 	}
 	return nil
+}
+
+// avroPath is the value at path below the record or map m, and whether
+// there is one: a step into something other than a record or map is
+// missing.
+func avroPath(m map[string]any, path []string) (any, bool) {
+	var v any = m
+	for _, k := range path {
+		o, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = o[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // appendExtra keeps the record's fields that n does not declare as one
@@ -724,7 +753,9 @@ func (d *Avro) appendExtra(n, f *anode, m map[string]any) {
 		if v == nil {
 			continue // an Avro field is always present; null is as good as absent
 		}
-		if k == ExtraField || !slices.ContainsFunc(n.fields, func(c *anode) bool { return c.name == k }) {
+		// A promoted field's own name is not its source: such a key is
+		// unknown, as in the JSON decoder.
+		if k == ExtraField || !slices.ContainsFunc(n.fields, func(c *anode) bool { return c.name == k && c.from == nil }) {
 			keys = append(keys, k)
 		}
 	}

@@ -100,24 +100,35 @@ type jnode struct {
 	def      *fastjson.Value // the default, nil if none
 	b        array.Builder   // nil for the root
 
+	// from is the path, from the record's root, of a top-level field
+	// filled from elsewhere (schema.Field.From); fromPath the same dotted,
+	// as error paths name it.
+	from     []string
+	fromPath string
+
 	fields []*jnode             // struct
 	index  map[string]int       // struct: key → field
+	froms  []int                // struct (the root): fields with a from path
 	hint   []int                // struct: the field last seen at each key position
 	extra  int                  // struct: index of _extra, or -1
 	elem   *jnode               // list element, map value
 	keys   *array.StringBuilder // map keys
+
+	// pending counts nulls not yet appended to b (see nullsTo).
+	pending    int
+	deferNulls bool // not inside a list or map
 }
 
-// NewJSON returns a JSON decoder for s, allocating from mem (nil: the Go
-// heap). It fails if s has no Arrow form or a default that does not fit its
-// field.
+// NewJSON returns a JSON decoder for s, allocating from mem (nil: a pool
+// on the Go heap that reuses the buffers of released batches, pool.go). It
+// fails if s has no Arrow form or a default that does not fit its field.
 func NewJSON(s *schema.Schema, mem memory.Allocator) (*JSON, error) {
 	as, err := s.Arrow()
 	if err != nil {
 		return nil, err
 	}
 	if mem == nil {
-		mem = memory.DefaultAllocator
+		mem = pooled
 	}
 	d := &JSON{schema: as, rb: array.NewRecordBuilder(mem, as)}
 	d.visitFn = d.visitSlots
@@ -126,7 +137,7 @@ func NewJSON(s *schema.Schema, mem memory.Allocator) (*JSON, error) {
 	for i := range s.Fields {
 		builders[i] = d.rb.Field(i)
 	}
-	d.root, err = d.compileStruct("", s.Fields, builders)
+	d.root, err = d.compileStruct("", s.Fields, builders, false)
 	if err != nil {
 		d.rb.Release()
 		return nil, fmt.Errorf("formats/decode: schema %s: %w", s.Name, err)
@@ -134,10 +145,10 @@ func NewJSON(s *schema.Schema, mem memory.Allocator) (*JSON, error) {
 	return d, nil
 }
 
-func (d *JSON) compileStruct(name string, fs []schema.Field, bs []array.Builder) (*jnode, error) {
+func (d *JSON) compileStruct(name string, fs []schema.Field, bs []array.Builder, inList bool) (*jnode, error) {
 	n := &jnode{name: name, kind: schema.Struct, index: make(map[string]int, len(fs)), extra: -1}
 	for i, f := range fs {
-		c, err := d.compile(f.Name, f.Type, f.Nullable, bs[i])
+		c, err := d.compile(f.Name, f.Type, f.Nullable, bs[i], inList)
 		if err != nil {
 			return nil, err
 		}
@@ -151,13 +162,20 @@ func (d *JSON) compileStruct(name string, fs []schema.Field, bs []array.Builder)
 			n.extra = i
 			continue
 		}
+		if f.From != "" && f.From != f.Name {
+			// A key of the field's own name is not its source: it is
+			// an unknown key (kept in _extra if there is one).
+			c.from, c.fromPath = strings.Split(f.From, "."), f.From
+			n.froms = append(n.froms, i)
+			continue
+		}
 		n.index[f.Name] = i
 	}
 	return n, nil
 }
 
-func (d *JSON) compile(name string, t schema.Type, nullable bool, b array.Builder) (*jnode, error) {
-	n := &jnode{name: name, kind: t.Kind, micros: t.Unit == schema.Micros, nullable: nullable, b: b}
+func (d *JSON) compile(name string, t schema.Type, nullable bool, b array.Builder, inList bool) (*jnode, error) {
+	n := &jnode{name: name, kind: t.Kind, micros: t.Unit == schema.Micros, nullable: nullable, b: b, deferNulls: !inList}
 	switch t.Kind {
 	case schema.String:
 		d.strs = append(d.strs, strBuilder{b: b.(*array.StringBuilder).BinaryBuilder})
@@ -169,14 +187,14 @@ func (d *JSON) compile(name string, t schema.Type, nullable bool, b array.Builde
 		for i := range t.Fields {
 			bs[i] = sb.FieldBuilder(i)
 		}
-		s, err := d.compileStruct(name, t.Fields, bs)
+		s, err := d.compileStruct(name, t.Fields, bs, inList)
 		if err != nil {
 			return nil, err
 		}
-		s.b, s.nullable = b, nullable
+		s.b, s.nullable, s.deferNulls = b, nullable, !inList
 		return s, nil
 	case schema.List:
-		e, err := d.compile("", *t.Elem, true, b.(*array.ListBuilder).ValueBuilder())
+		e, err := d.compile("", *t.Elem, true, b.(*array.ListBuilder).ValueBuilder(), true)
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +203,7 @@ func (d *JSON) compile(name string, t schema.Type, nullable bool, b array.Builde
 		mb := b.(*array.MapBuilder)
 		n.keys = mb.KeyBuilder().(*array.StringBuilder)
 		d.strs = append(d.strs, strBuilder{b: n.keys.BinaryBuilder})
-		e, err := d.compile("", *t.Elem, true, mb.ItemBuilder())
+		e, err := d.compile("", *t.Elem, true, mb.ItemBuilder(), true)
 		if err != nil {
 			return nil, err
 		}
@@ -225,6 +243,7 @@ func (d *JSON) Flush() arrow.Record {
 		return nil
 	}
 	d.rows = 0
+	d.flushAll(d.root)
 	for i := range d.strs {
 		d.strs[i].last = d.strs[i].b.DataLen()
 	}
@@ -473,25 +492,48 @@ func (d *JSON) check(n *jnode, v *fastjson.Value) *ferr {
 		if n.extra >= 0 {
 			d.nums = append(d.nums, int64(d.vunk))
 		}
+		for _, i := range n.froms {
+			// Get is nil when a key on the path is missing or the path
+			// goes through something other than an object.
+			d.slots[base+i] = fromValue(v, n.fields[i].from)
+		}
 		for i, f := range n.fields {
 			if i == n.extra {
 				continue
 			}
+			name := f.name
+			if f.fromPath != "" {
+				name = f.fromPath
+			}
 			fv, reason := f.resolve(d.slots[base+i])
 			if reason != "" {
-				return (&ferr{reason: reason}).at(f.name)
+				return (&ferr{reason: reason}).at(name)
 			}
 			if fv == nil {
 				continue
 			}
 			if fe := d.check(f, fv); fe != nil {
-				return fe.at(f.name)
+				return fe.at(name)
 			}
 		}
 	default:
 		return &ferr{reason: "unsupported type " + string(n.kind)}
 	}
 	return nil
+}
+
+// fromValue is the value at path below the object v, nil if there is
+// none: a missing key, or a step into something that is not an object.
+func fromValue(v *fastjson.Value, path []string) *fastjson.Value {
+	for _, k := range path {
+		if v.Type() != fastjson.TypeObject {
+			return nil
+		}
+		if v = v.Get(k); v == nil {
+			return nil
+		}
+	}
+	return v
 }
 
 func jsonInt(v *fastjson.Value) (int64, bool) {
@@ -546,8 +588,11 @@ func jsonDate(v *fastjson.Value) (int32, string) {
 // appendValue is the second pass: v has been checked; nil is null.
 func (d *JSON) appendValue(n *jnode, v *fastjson.Value) {
 	if v == nil {
-		n.b.AppendNull()
+		d.appendNull(n)
 		return
+	}
+	if n.pending > 0 {
+		d.flushNulls(n)
 	}
 	switch n.kind {
 	case schema.String:
@@ -629,8 +674,9 @@ func (d *JSON) appendStruct(n *jnode, v *fastjson.Value) {
 			if unknown {
 				d.appendExtra(n, f, v)
 			} else if f.nullable {
-				f.b.AppendNull()
+				d.appendNull(f)
 			} else {
+				d.flushNulls(f)
 				f.b.(*array.StringBuilder).Append("{}")
 			}
 			continue
@@ -668,11 +714,13 @@ func (d *JSON) appendExtra(n, f *jnode, v *fastjson.Value) {
 	b := f.b.(*array.StringBuilder)
 	switch {
 	case count > 0:
+		d.flushNulls(f)
 		buf = append(buf, '}')
 		b.BinaryBuilder.Append(validUTF8Bytes(buf))
 	case f.nullable:
-		b.AppendNull()
+		d.appendNull(f)
 	default:
+		d.flushNulls(f)
 		b.Append("{}")
 	}
 	d.scratch = buf
@@ -684,3 +732,69 @@ func (d *JSON) appendExtra(n, f *jnode, v *fastjson.Value) {
 // leaves it off, so that a number where the schema wants a string is a
 // violation its sender hears about.
 func (d *JSON) CoerceStrings(on bool) { d.coerceStrings = on }
+
+// Nulls are appended late and in bulk. Most columns of a typical event
+// are null (activity events fill 17 of 52), and a null appended one at a
+// time costs a builder call per column per row (StructBuilder's a call per
+// field below it too): measured as a fifth of the decoder's time. So a
+// null outside lists and maps only counts in its node's pending, and the
+// count is appended in one call before the next value of that column, or
+// at Flush. A struct's pending nulls become its fields' (arrow's
+// StructBuilder.AppendValues appends no field values). Inside a list or
+// map a null is appended at once: the list's offsets are taken from its
+// element builder's length.
+
+var (
+	noValids [256]bool
+	noBytes  [256][]byte
+)
+
+// appendNull appends a null to n, or counts it.
+func (d *JSON) appendNull(n *jnode) {
+	if n.deferNulls {
+		n.pending++
+		return
+	}
+	n.b.AppendNull()
+}
+
+// flushNulls appends n's pending nulls to its builder.
+func (d *JSON) flushNulls(n *jnode) {
+	p := n.pending
+	if p == 0 {
+		return
+	}
+	n.pending = 0
+	switch b := n.b.(type) {
+	case *array.StructBuilder:
+		for left := p; left > 0; left -= len(noValids) {
+			b.AppendValues(noValids[:min(left, len(noValids))])
+		}
+		for _, f := range n.fields {
+			f.pending += p
+		}
+	case *array.StringBuilder:
+		for left := p; left > 0; left -= len(noValids) {
+			k := min(left, len(noValids))
+			b.BinaryBuilder.AppendValues(noBytes[:k], noValids[:k])
+		}
+	case *array.BinaryBuilder:
+		for left := p; left > 0; left -= len(noValids) {
+			k := min(left, len(noValids))
+			b.AppendValues(noBytes[:k], noValids[:k])
+		}
+	default:
+		b.AppendNulls(p)
+	}
+}
+
+// flushAll appends every pending null below n, parents first: a struct's
+// nulls add to its fields'.
+func (d *JSON) flushAll(n *jnode) {
+	if n.b != nil {
+		d.flushNulls(n)
+	}
+	for _, f := range n.fields {
+		d.flushAll(f)
+	}
+}

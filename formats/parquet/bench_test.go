@@ -1,12 +1,20 @@
 package parquet
 
-// Benchmarks (make bench): the same 1,000,000 deterministic activity events
-// written by (b) arrow v15 pqarrow through Writer from ready Arrow batches,
-// (c) xitongsys/parquet-go from ready structs, (d) parquet-go/parquet-go
-// from ready structs, per codec; then the peak heap of Writer producing a
-// 2 GiB file. TRIBUTARY_BENCH_EVENTS and TRIBUTARY_BENCH_HEAP_BYTES scale
-// them down. (a), JSON → Arrow → Parquet end to end, belongs with the JSON
-// decoder (formats/decode).
+// Benchmarks (make bench): 1,000,000 generated activity events
+// (decode.ActivityEvent, about 415 bytes of JSON each) measured side by
+// side in one run, per codec:
+//
+//	a           Tributary end to end: JSON → decode.JSON → Arrow → Writer
+//	a-pqarrow   the same with Options.Engine = PQArrow
+//	w           Writer alone (the default engine) from ready Arrow batches
+//	b           arrow v15 pqarrow (Writer with PQArrow) from ready batches
+//	b-tuned     the same, dictionaries on hand-picked columns (activityDictColumns)
+//	c           xitongsys/parquet-go from ready structs
+//	d           parquet-go/parquet-go from ready structs
+//
+// All write the 52 columns of schema.Activity(). Then the peak heap of
+// Writer producing a 2 GiB file of the flatter events of events_test.go.
+// TRIBUTARY_BENCH_EVENTS and TRIBUTARY_BENCH_HEAP_BYTES scale them down.
 //
 //	go test -run '^$' -bench . -benchtime 1x ./formats/parquet
 
@@ -27,6 +35,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	pgo "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+	"github.com/tributary-io/tributary/formats/decode"
+	"github.com/tributary-io/tributary/formats/schema"
 	xparquet "github.com/xitongsys/parquet-go/parquet"
 	xwriter "github.com/xitongsys/parquet-go/writer"
 )
@@ -40,12 +50,14 @@ func envInt(name string, def int64) int64 {
 	return def
 }
 
-// benchData are the events of the writer benchmarks in each writer's form.
+// benchData are the events of the writer benchmarks as JSON records and
+// as decoded Arrow batches. The rows as Go structs, for (c) and (d), are
+// built just before those run and dropped after: a heap of a million
+// structs full of pointers would make the garbage collector's work, which
+// counts in CPU time, weigh on every other writer.
 type benchData struct {
-	events  []event
+	recs    []decode.Record
 	batches []arrow.Record
-	xs      []eventX
-	ps      []eventP
 	jsonB   float64 // mean JSON size of an event
 }
 
@@ -57,25 +69,39 @@ var (
 func loadBenchData(b *testing.B) *benchData {
 	benchOnce.Do(func() {
 		n := int(envInt("TRIBUTARY_BENCH_EVENTS", 1_000_000))
-		d := &benchData{events: make([]event, n), xs: make([]eventX, n), ps: make([]eventP, n)}
-		g := newEventGen(1)
-		var jsonBytes int
-		for i := range d.events {
-			e := g.next()
-			d.events[i], d.xs[i], d.ps[i] = e, eventX(e), eventP(e)
-			if i < 10000 {
-				jsonBytes += jsonSize(e)
-			}
+		d := &benchData{recs: make([]decode.Record, n)}
+		buf := make([]byte, 0, n*420)
+		for i := range d.recs {
+			start := len(buf)
+			buf = decode.ActivityEvent(buf, i)
+			d.recs[i] = decode.Record{Offset: int64(i), Value: buf[start:len(buf):len(buf)]}
 		}
-		d.jsonB = float64(jsonBytes) / float64(min(n, 10000))
+		d.jsonB = float64(len(buf)) / float64(n)
+		dec, err := decode.NewJSON(schema.Activity(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dec.Release()
 		for i := 0; i < n; i += benchBatch {
-			d.batches = append(d.batches, eventBatch(memory.DefaultAllocator, d.events[i:min(i+benchBatch, n)]))
+			if errs := dec.Decode(d.recs[i:min(i+benchBatch, n)]); errs != nil {
+				b.Fatal(errs[0])
+			}
+			d.batches = append(d.batches, dec.Flush())
 		}
 		bench = d
 	})
 	fmt.Printf("formats/parquet: %d activity events, %.0f bytes of JSON each on average, %d Arrow batches\n",
-		len(bench.events), bench.jsonB, len(bench.batches))
+		len(bench.recs), bench.jsonB, len(bench.batches))
 	return bench
+}
+
+// structs are the events as activityP rows.
+func (d *benchData) structs() []activityP {
+	ps := make([]activityP, 0, len(d.recs))
+	for _, rec := range d.batches {
+		ps = activityRows(ps, rec)
+	}
+	return ps
 }
 
 // countWriter discards what it is given and counts it.
@@ -94,8 +120,16 @@ type result struct {
 	evPerSec, evPerCPUSec, bytesPerEvent float64
 }
 
-// run measures write(out) writing all events b.N times.
+// run measures write(out) writing all events b.N times, after one
+// unmeasured write: the first write of a writer in the process grows the
+// heap and fills the pools of the writers that have them, and how much
+// that costs depended on which writers ran before (pqarrow from ready
+// batches measured 0.74M and 1.1M events per CPU second on its own and
+// after the others).
 func run(b *testing.B, d *benchData, write func(io.Writer) error) result {
+	if err := write(&countWriter{}); err != nil {
+		b.Fatal(err)
+	}
 	runtime.GC()
 	var out countWriter
 	b.ResetTimer()
@@ -108,8 +142,8 @@ func run(b *testing.B, d *benchData, write func(io.Writer) error) result {
 	}
 	wall, cpu := time.Since(t0), cpuTime()-cpu0
 	b.StopTimer()
-	events := float64(len(d.events) * b.N)
-	r := result{events / wall.Seconds(), events / cpu.Seconds(), float64(out.n) / float64(len(d.events))}
+	events := float64(len(d.recs) * b.N)
+	r := result{events / wall.Seconds(), events / cpu.Seconds(), float64(out.n) / float64(len(d.recs))}
 	b.ReportMetric(r.evPerSec, "events/s")
 	b.ReportMetric(r.evPerCPUSec, "events/cpu-s")
 	b.ReportMetric(r.bytesPerEvent, "B/event")
@@ -124,63 +158,94 @@ func BenchmarkWriters(b *testing.B) {
 		Gzip: xparquet.CompressionCodec_GZIP, None: xparquet.CompressionCodec_UNCOMPRESSED,
 	}
 	pcodec := map[Codec]compress.Codec{Snappy: &pgo.Snappy, Zstd: &pgo.Zstd, Gzip: &pgo.Gzip, None: &pgo.Uncompressed}
-	results := map[string]result{}
-	for _, c := range Codecs {
-		b.Run("b-pqarrow/"+string(c), func(b *testing.B) {
-			results["b/"+string(c)] = run(b, d, func(out io.Writer) error {
-				w, err := NewWriter(out, eventSchema, Options{Codec: c})
+	// endToEnd decodes the JSON records batch by batch and writes each
+	// batch as it is decoded, as a loader worker does.
+	endToEnd := func(opts Options) func(io.Writer) error {
+		return func(out io.Writer) error {
+			dec, err := decode.NewJSON(schema.Activity(), nil)
+			if err != nil {
+				return err
+			}
+			defer dec.Release()
+			w, err := NewWriter(out, dec.Schema(), opts)
+			if err != nil {
+				return err
+			}
+			for i := 0; i < len(d.recs); i += benchBatch {
+				if errs := dec.Decode(d.recs[i:min(i+benchBatch, len(d.recs))]); errs != nil {
+					return errs[0]
+				}
+				rec := dec.Flush()
+				err := w.Write(rec)
+				rec.Release()
 				if err != nil {
 					return err
 				}
-				for _, rec := range d.batches {
-					if err := w.Write(rec); err != nil {
-						return err
-					}
-				}
-				_, err = w.Close()
+			}
+			_, err = w.Close()
+			return err
+		}
+	}
+	fromBatches := func(opts Options) func(io.Writer) error {
+		return func(out io.Writer) error {
+			w, err := NewWriter(out, d.batches[0].Schema(), opts)
+			if err != nil {
 				return err
-			})
-		})
-		// The same, with dictionaries only where (c) and (d) have them.
-		b.Run("b-pqarrow-dictcols/"+string(c), func(b *testing.B) {
-			results["b2/"+string(c)] = run(b, d, func(out io.Writer) error {
-				w, err := NewWriter(out, eventSchema, Options{Codec: c, DictionaryColumns: eventDictColumns,
-					PageBytes: envInt("TRIBUTARY_BENCH_PAGE_BYTES", 0)})
-				if err != nil {
+			}
+			for _, rec := range d.batches {
+				if err := w.Write(rec); err != nil {
 					return err
 				}
-				for _, rec := range d.batches {
-					if err := w.Write(rec); err != nil {
-						return err
-					}
-				}
-				_, err = w.Close()
-				return err
-			})
-		})
-		b.Run("c-xitongsys/"+string(c), func(b *testing.B) {
-			results["c/"+string(c)] = run(b, d, func(out io.Writer) error {
-				pw, err := xwriter.NewParquetWriterFromWriter(out, new(eventX), 1)
+			}
+			_, err = w.Close()
+			return err
+		}
+	}
+	var (
+		xs []activityX
+		ps []activityP
+	)
+	writers := []struct {
+		name    string
+		prepare func() // builds the writer's input before it is measured
+		write   func(c Codec) func(io.Writer) error
+	}{
+		{"a", nil, func(c Codec) func(io.Writer) error { return endToEnd(Options{Codec: c}) }},
+		{"a-pqarrow", nil, func(c Codec) func(io.Writer) error { return endToEnd(Options{Codec: c, Engine: PQArrow}) }},
+		{"w", nil, func(c Codec) func(io.Writer) error { return fromBatches(Options{Codec: c}) }},
+		{"b", nil, func(c Codec) func(io.Writer) error { return fromBatches(Options{Codec: c, Engine: PQArrow}) }},
+		{"b-tuned", nil, func(c Codec) func(io.Writer) error {
+			return fromBatches(Options{Codec: c, Engine: PQArrow, DictionaryColumns: activityDictColumns})
+		}},
+		{"c", func() {
+			ps := d.structs()
+			xs = make([]activityX, len(ps))
+			for i := range ps {
+				xs[i] = activityX(ps[i])
+			}
+		}, func(c Codec) func(io.Writer) error {
+			return func(out io.Writer) error {
+				pw, err := xwriter.NewParquetWriterFromWriter(out, new(activityX), 1)
 				if err != nil {
 					return err
 				}
 				pw.CompressionType = xcodec[c]
 				pw.RowGroupSize = DefaultRowGroupBytes
-				pw.PageSize = DefaultPageBytes
-				for i := range d.xs {
-					if err := pw.Write(&d.xs[i]); err != nil {
+				pw.PageSize = DefaultArrowPageBytes
+				for i := range xs {
+					if err := pw.Write(&xs[i]); err != nil {
 						return err
 					}
 				}
 				return pw.WriteStop()
-			})
-		})
-		b.Run("d-parquet-go/"+string(c), func(b *testing.B) {
-			results["d/"+string(c)] = run(b, d, func(out io.Writer) error {
-				w := pgo.NewGenericWriter[eventP](out, pgo.Compression(pcodec[c]), pgo.PageBufferSize(DefaultPageBytes))
-				const rowGroup = 500_000 // about 64 MiB of snappy output, as the other two
-				for i := 0; i < len(d.ps); i += benchBatch {
-					if _, err := w.Write(d.ps[i:min(i+benchBatch, len(d.ps))]); err != nil {
+			}
+		}},
+		{"d", func() { xs, ps = nil, d.structs() }, func(c Codec) func(io.Writer) error {
+			return func(out io.Writer) error {
+				w := pgo.NewGenericWriter[activityP](out, pgo.Compression(pcodec[c]))
+				const rowGroup = 100_000 // about the rows of Writer's 48 MiB of Arrow
+				for i := 0; i < len(ps); i += benchBatch {
+					if _, err := w.Write(ps[i:min(i+benchBatch, len(ps))]); err != nil {
 						return err
 					}
 					if (i+benchBatch)%rowGroup == 0 {
@@ -190,18 +255,38 @@ func BenchmarkWriters(b *testing.B) {
 					}
 				}
 				return w.Close()
-			})
-		})
+			}
+		}},
 	}
+	results := map[string]result{}
+	for _, v := range writers {
+		prepared := false
+		for _, c := range Codecs {
+			b.Run(v.name+"/"+string(c), func(b *testing.B) {
+				if !prepared && v.prepare != nil {
+					v.prepare()
+					prepared = true
+				}
+				results[v.name+"/"+string(c)] = run(b, d, v.write(c))
+			})
+		}
+	}
+	xs, ps = nil, nil
+	names := []string{"a", "a-pqarrow", "w", "b", "b-tuned", "c", "d"}
 	for _, c := range Codecs {
-		rb, rb2, rc, rd := results["b/"+string(c)], results["b2/"+string(c)], results["c/"+string(c)], results["d/"+string(c)]
-		if rb.evPerCPUSec == 0 || rc.evPerCPUSec == 0 || rd.evPerCPUSec == 0 {
+		r := func(name string) result { return results[name+"/"+string(c)] }
+		if r("a").evPerCPUSec == 0 || r("b").evPerCPUSec == 0 || r("c").evPerCPUSec == 0 || r("d").evPerCPUSec == 0 {
 			continue // filtered out
 		}
-		fmt.Printf("%-6s events/cpu-s: (b) pqarrow %.0f, dictcols %.0f, (c) xitongsys %.0f, (d) parquet-go %.0f; (d)/(b) %.2f, (d)/(b dictcols) %.2f, (b)/(c) %.2f, (b dictcols)/(c) %.2f; B/event %.1f %.1f %.1f %.1f",
-			c, rb.evPerCPUSec, rb2.evPerCPUSec, rc.evPerCPUSec, rd.evPerCPUSec, rd.evPerCPUSec/rb.evPerCPUSec, rd.evPerCPUSec/rb2.evPerCPUSec,
-			rb.evPerCPUSec/rc.evPerCPUSec, rb2.evPerCPUSec/rc.evPerCPUSec,
-			rb.bytesPerEvent, rb2.bytesPerEvent, rc.bytesPerEvent, rd.bytesPerEvent)
+		best := max(r("b").evPerCPUSec, r("b-tuned").evPerCPUSec, r("c").evPerCPUSec, r("d").evPerCPUSec)
+		fmt.Printf("%-6s events/cpu-s:", c)
+		for _, n := range names {
+			fmt.Printf(" %s %.0f,", n, r(n).evPerCPUSec)
+		}
+		fmt.Printf(" a/max(b,b-tuned,c,d) %.2f, a/c %.2f; B/event:", r("a").evPerCPUSec/best, r("a").evPerCPUSec/r("c").evPerCPUSec)
+		for _, n := range names {
+			fmt.Printf(" %s %.1f", n, r(n).bytesPerEvent)
+		}
 		fmt.Println()
 	}
 }

@@ -1,11 +1,9 @@
 package parquet
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -170,78 +168,4 @@ func eventBatch(mem memory.Allocator, evs []event) arrow.Record {
 		b.Field(19).(*array.Int32Builder).Append(e.Count)
 	}
 	return b.NewRecord()
-}
-
-// eventDictColumns are the columns eventX and eventP dictionary-encode.
-var eventDictColumns = []string{"type", "event", "context_locale", "context_userAgent", "context_page_url",
-	"context_page_path", "context_page_referrer", "context_page_title", "context_library_name", "context_library_version"}
-
-// eventX is event for xitongsys/parquet-go: the same columns, dictionary
-// encoding for the low-cardinality strings.
-type eventX struct {
-	Type           string   `parquet:"name=type, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	Event          string   `parquet:"name=event, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	MessageID      string   `parquet:"name=messageId, type=BYTE_ARRAY, convertedtype=UTF8"`
-	AnonymousID    string   `parquet:"name=anonymousId, type=BYTE_ARRAY, convertedtype=UTF8"`
-	UserID         *string  `parquet:"name=userId, type=BYTE_ARRAY, convertedtype=UTF8, repetitiontype=OPTIONAL"`
-	Timestamp      int64    `parquet:"name=timestamp, type=INT64, convertedtype=TIMESTAMP_MILLIS"`
-	SentAt         int64    `parquet:"name=sentAt, type=INT64, convertedtype=TIMESTAMP_MILLIS"`
-	ReceivedAt     int64    `parquet:"name=receivedAt, type=INT64, convertedtype=TIMESTAMP_MILLIS"`
-	IP             string   `parquet:"name=context_ip, type=BYTE_ARRAY, convertedtype=UTF8"`
-	Locale         string   `parquet:"name=context_locale, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	UserAgent      string   `parquet:"name=context_userAgent, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	PageURL        string   `parquet:"name=context_page_url, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	PagePath       string   `parquet:"name=context_page_path, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	PageReferrer   string   `parquet:"name=context_page_referrer, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	PageTitle      string   `parquet:"name=context_page_title, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	LibraryName    string   `parquet:"name=context_library_name, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	LibraryVersion string   `parquet:"name=context_library_version, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
-	Properties     string   `parquet:"name=properties, type=BYTE_ARRAY, convertedtype=UTF8"`
-	Revenue        *float64 `parquet:"name=revenue, type=DOUBLE, repetitiontype=OPTIONAL"`
-	Count          int32    `parquet:"name=count, type=INT32"`
-}
-
-// eventP is event for github.com/parquet-go/parquet-go, the same way.
-type eventP struct {
-	Type           string   `parquet:"type,dict"`
-	Event          string   `parquet:"event,dict"`
-	MessageID      string   `parquet:"messageId"`
-	AnonymousID    string   `parquet:"anonymousId"`
-	UserID         *string  `parquet:"userId,optional"`
-	Timestamp      int64    `parquet:"timestamp,timestamp(millisecond)"`
-	SentAt         int64    `parquet:"sentAt,timestamp(millisecond)"`
-	ReceivedAt     int64    `parquet:"receivedAt,timestamp(millisecond)"`
-	IP             string   `parquet:"context_ip"`
-	Locale         string   `parquet:"context_locale,dict"`
-	UserAgent      string   `parquet:"context_userAgent,dict"`
-	PageURL        string   `parquet:"context_page_url,dict"`
-	PagePath       string   `parquet:"context_page_path,dict"`
-	PageReferrer   string   `parquet:"context_page_referrer,dict"`
-	PageTitle      string   `parquet:"context_page_title,dict"`
-	LibraryName    string   `parquet:"context_library_name,dict"`
-	LibraryVersion string   `parquet:"context_library_version,dict"`
-	Properties     string   `parquet:"properties"`
-	Revenue        *float64 `parquet:"revenue,optional"`
-	Count          int32    `parquet:"count"`
-}
-
-// jsonSize is the size of e as Segment-style JSON: context nested,
-// timestamps as ISO 8601 strings.
-func jsonSize(e event) int {
-	iso := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
-	m := map[string]any{
-		"type": e.Type, "event": e.Event, "messageId": e.MessageID, "anonymousId": e.AnonymousID, "userId": e.UserID,
-		"timestamp": iso(e.Timestamp), "sentAt": iso(e.SentAt), "receivedAt": iso(e.ReceivedAt),
-		"context": map[string]any{
-			"ip": e.IP, "locale": e.Locale, "userAgent": e.UserAgent,
-			"page":    map[string]any{"url": e.PageURL, "path": e.PagePath, "referrer": e.PageReferrer, "title": e.PageTitle},
-			"library": map[string]any{"name": e.LibraryName, "version": e.LibraryVersion},
-		},
-		"properties": json.RawMessage(e.Properties),
-	}
-	if e.Revenue != nil {
-		m["revenue"] = *e.Revenue
-	}
-	b, _ := json.Marshal(m)
-	return len(b)
 }
