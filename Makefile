@@ -17,7 +17,7 @@ help:
 	@echo 'make bench    every benchmark, with allocations'
 	@echo 'make verify   gofmt, go vet, go mod tidy clean, generated docs up to date'
 	@echo 'make docs     regenerate docs/config-reference.md and docs/cli-reference.md'
-	@echo 'make demo     build, run a broker on localhost:9092 with a demo topic'
+	@echo 'make demo     build, run broker, tracker, scheduled loads and simulated traffic (tributary dev --generate)'
 	@echo 'make clean    remove ./bin and ./tributary-data'
 
 build:
@@ -70,7 +70,7 @@ docs:
 	$(GO) run ./cmd/tributary docs docs
 
 demo: build
-	bash scripts/demo.sh
+	./$(BIN) dev --generate
 
 clean:
 	rm -rf bin tributary-data
