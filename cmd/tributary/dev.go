@@ -242,7 +242,7 @@ Try next, in another terminal:
   tributary group describe tributary-loader.events-lake -b %[1]s   # the loader's lag
   tributary jobs runs events-lake --server %[3]s                 # scheduled loads so far
   find %[8]s -name '*.parquet' | head                           # the lake, by dt=/hr=
-  python3 -m pip install duckdb && python3 -c "import duckdb; print(duckdb.sql(\"select event, count(*) from read_parquet('%[8]s/%[7]s/*/*/*.parquet', hive_partitioning=true) group by 1 order by 2 desc\"))"
+  python3 -m pip install duckdb && python3 -c "import duckdb; print(duckdb.sql(\"select type, event, count(*) from read_parquet('%[8]s/%[7]s/*/*/*.parquet', hive_partitioning=true) group by all order by 3 desc\"))"
   curl -s http://%[9]s/metrics | grep ^tributary_ | head         # broker, tracker and jobs metrics
 
 Ctrl-C stops everything; starting again continues where it stopped.
