@@ -153,16 +153,26 @@ func writeRecord(fs sink.FS, r *Record) error {
 	return fs.WriteFileAtomic(recordPath(r.Job, r.ID), b)
 }
 
+// readRecord reads a run's record. A record is replaced whole by a rename,
+// but on HDFS a read that opened the replaced file can come back short once
+// the rename deletes it: a record that does not parse is read again before
+// it counts as damaged.
 func readRecord(fs sink.FS, job, id string) (*Record, error) {
-	b, err := fs.ReadFile(recordPath(job, id))
-	if err != nil {
-		return nil, err
+	var err error
+	for try := 0; try < 5; try++ {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+		}
+		var b []byte
+		if b, err = fs.ReadFile(recordPath(job, id)); err != nil {
+			return nil, err
+		}
+		var r Record
+		if err = json.Unmarshal(b, &r); err == nil {
+			return &r, nil
+		}
 	}
-	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("run record %s/%s: %w", fs, recordPath(job, id), err)
-	}
-	return &r, nil
+	return nil, fmt.Errorf("run record %s/%s: %w", fs, recordPath(job, id), err)
 }
 
 // listRecords lists a job's record ids, oldest first.
