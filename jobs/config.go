@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tributary-io/tributary/formats/parquet"
+	"github.com/tributary-io/tributary/internal/bytesize"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/sink"
 )
@@ -499,20 +500,8 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// ParseSize reads a Size.
-func ParseSize(text string) (int64, error) {
-	t := strings.TrimSpace(text)
-	num := strings.TrimRight(t, "KMGTiBkmgtib")
-	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(t[len(num):], "B"), "b"))
-	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "I"), "i")
-	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
-	sh, ok := shift[unit]
-	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if !ok || err != nil || v < 0 {
-		return 0, fmt.Errorf("%q is not a size: write bytes as 1048576, 1MiB, 512M or 2GiB", text)
-	}
-	return int64(v * float64(uint64(1)<<sh)), nil
-}
+// ParseSize reads a Size (internal/bytesize).
+func ParseSize(text string) (int64, error) { return bytesize.Parse(text) }
 
 // equal reports whether two jobs have the same definition.
 func (j *Job) equal(o *Job) bool {

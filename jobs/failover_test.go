@@ -23,7 +23,7 @@ import (
 func TestTwoSchedulersOneRunAtATime(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "scrolls", 3)
+	testbroker.CreateTopic(t, b.Addr(), "scrolls", 3)
 	p := &producer{t: t, addr: b.Addr(), topic: "scrolls"}
 	p.produce(3000)
 	target := hdfsTarget(t)
@@ -127,7 +127,7 @@ func TestTwoSchedulersOneRunAtATime(t *testing.T) {
 	if resumedBy == "" || resumedBy == interrupted.Attempts[len(interrupted.Attempts)-1].Owner {
 		t.Errorf("the interrupted run %s was not resumed by the other scheduler (%q)", interrupted.ID, resumedBy)
 	}
-	checkExactlyOnce(t, readLake(t, target, "scrolls"), highWatermarks(t, b.Addr(), "scrolls"), p.next)
+	checkExactlyOnce(t, readLake(t, target, "scrolls"), testbroker.HighWatermarks(t, b.Addr(), "scrolls"), p.next)
 	t.Logf("%d runs by %d schedulers before the death; %d in all", len(recs), len(owners), len(recs))
 	if len(owners) < 2 {
 		t.Logf("only one scheduler ran the job before the death (the other found it busy each time)")

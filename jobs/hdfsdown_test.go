@@ -19,7 +19,7 @@ import (
 func TestHDFSDownForOneRun(t *testing.T) {
 	h := testhdfs.StartPrivate(t)
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "pings", 2)
+	testbroker.CreateTopic(t, b.Addr(), "pings", 2)
 	p := &producer{t: t, addr: b.Addr(), topic: "pings"}
 	p.produce(2000)
 	target := "hdfs://" + h.NameNode + "/tmp/lake"
@@ -61,5 +61,5 @@ func TestHDFSDownForOneRun(t *testing.T) {
 	recs := history(t, target, "pings")
 	checkContiguous(t, recs)
 	checkNoOverlap(t, recs)
-	checkExactlyOnce(t, readLake(t, target, "pings"), highWatermarks(t, b.Addr(), "pings"), p.next)
+	checkExactlyOnce(t, readLake(t, target, "pings"), testbroker.HighWatermarks(t, b.Addr(), "pings"), p.next)
 }

@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/formats/decode"
-	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/jobs"
@@ -218,37 +216,6 @@ func (p *producer) produce(n int) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		p.t.Fatalf("tributary produce: %v\n%s", err, out)
 	}
-}
-
-func createTopic(t *testing.T, addr, topic string, partitions int) {
-	t.Helper()
-	out, err := exec.Command(testbroker.Binary(t), "topic", "create", topic, "-b", addr, "-p", fmt.Sprint(partitions)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("topic create: %v\n%s", err, out)
-	}
-}
-
-func highWatermarks(t *testing.T, addr, topic string) map[int32]int64 {
-	t.Helper()
-	ctx := context.Background()
-	cl, err := kafkacli.Connect(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	info, err := cl.Topic(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ranges, err := cl.Offsets(ctx, topic, info.PartitionIndexes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int32]int64{}
-	for p, r := range ranges {
-		out[int32(p)] = r.End
-	}
-	return out
 }
 
 // row is one row of the lake as pyarrow read it.

@@ -25,7 +25,7 @@ const crashEnv = "TRIBUTARY_LOADER_CRASH_AT"
 func TestKilledSchedulerResumes(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "taps", 3)
+	testbroker.CreateTopic(t, b.Addr(), "taps", 3)
 	p := &producer{t: t, addr: b.Addr(), topic: "taps"}
 	p.produce(6000)
 	target := hdfsTarget(t)
@@ -73,7 +73,7 @@ func TestKilledSchedulerResumes(t *testing.T) {
 	}
 	checkContiguous(t, recs)
 	checkNoOverlap(t, recs)
-	checkExactlyOnce(t, readLake(t, target, "taps"), highWatermarks(t, b.Addr(), "taps"), p.next)
+	checkExactlyOnce(t, readLake(t, target, "taps"), testbroker.HighWatermarks(t, b.Addr(), "taps"), p.next)
 }
 
 // Issue 8, test 5: the process executor (`tributary load worker`
@@ -81,7 +81,7 @@ func TestKilledSchedulerResumes(t *testing.T) {
 func TestProcessExecutorSameFiles(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "buys", 3)
+	testbroker.CreateTopic(t, b.Addr(), "buys", 3)
 	p := &producer{t: t, addr: b.Addr(), topic: "buys"}
 	p.produce(6000)
 	local, proc := hdfsTarget(t), hdfsTarget(t)
@@ -102,7 +102,7 @@ func TestProcessExecutorSameFiles(t *testing.T) {
 	if n := strings.Count(s.Log(), `msg="child exited"`); n != 3 {
 		t.Errorf("the process executor ran %d worker processes, want 3", n)
 	}
-	hwm := highWatermarks(t, b.Addr(), "buys")
+	hwm := testbroker.HighWatermarks(t, b.Addr(), "buys")
 	a, c := readLake(t, local, "buys"), readLake(t, proc, "buys")
 	checkExactlyOnce(t, a, hwm, p.next)
 	checkExactlyOnce(t, c, hwm, p.next)

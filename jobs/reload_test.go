@@ -18,7 +18,7 @@ import (
 func TestBadConfigEdit(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "clicks", 2)
+	testbroker.CreateTopic(t, b.Addr(), "clicks", 2)
 	(&producer{t: t, addr: b.Addr(), topic: "clicks"}).produce(500)
 	target := "file://" + t.TempDir()
 	file := filepath.Join(t.TempDir(), "jobs.yaml")

@@ -24,7 +24,7 @@ import (
 func TestScheduledRunsWhileProducing(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "views", 3)
+	testbroker.CreateTopic(t, b.Addr(), "views", 3)
 	target := hdfsTarget(t)
 	file := filepath.Join(t.TempDir(), "jobs.yaml")
 	writeConfig(t, file, fmt.Sprintf("bootstrap: %s\nlease_ttl: 8s\njobs:\n", b.Addr())+
@@ -57,7 +57,7 @@ func TestScheduledRunsWhileProducing(t *testing.T) {
 	eventually(t, 120*time.Second, "three runs that loaded records", func() bool { return loaded() >= 3 })
 	close(stop)
 	wg.Wait()
-	hwm := highWatermarks(t, b.Addr(), "views")
+	hwm := testbroker.HighWatermarks(t, b.Addr(), "views")
 
 	// The final run: triggered, and done when the job has no lag left.
 	out, err := exec.Command(testbroker.Binary(t), "jobs", "trigger", "views-5s", "--server", s.addr).CombinedOutput()
@@ -98,7 +98,7 @@ func TestScheduledRunsWhileProducing(t *testing.T) {
 func TestAPIAndCLI(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "orders", 2)
+	testbroker.CreateTopic(t, b.Addr(), "orders", 2)
 	p := &producer{t: t, addr: b.Addr(), topic: "orders"}
 	p.produce(2000)
 	target := "file://" + t.TempDir()

@@ -66,9 +66,12 @@ func (l *Loader) Backfill(ctx context.Context, spec Spec, r BackfillRange, paral
 		return nil, fmt.Errorf("%s/%d: %w: offsets from %d are gone, the first available is %d; a backfill would lose what the lake holds of them (use --allow-gaps to reload from %d anyway)",
 			r.Topic, r.Partition, ErrGone, from, start, start)
 	}
-	now := l.now()
+	run, now, err := l.nextRunID(spec.Job, l.now())
+	if err != nil {
+		return nil, err
+	}
 	p := &Plan{
-		Version: PlanVersion, Run: newRunID(spec.Job, now), Job: spec.Job, Kind: "backfill", Created: now.UTC(),
+		Version: PlanVersion, Run: run, Job: spec.Job, Kind: "backfill", Created: now.UTC(),
 		Bootstrap: l.Bootstrap, Settings: spec.Settings,
 		Schemas: state.Schemas, Inferred: state.Inferred, Replaces: append([]string(nil), replaces...),
 	}

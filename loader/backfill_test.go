@@ -15,7 +15,7 @@ import (
 // each offset once.
 func TestLoadBackfill(t *testing.T) {
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "events", 2)
+	testbroker.CreateTopic(t, b.Addr(), "events", 2)
 	var want produced
 	produce(t, b.Addr(), "events", 0, 20_000, 0, &want)
 	dir := t.TempDir()
@@ -48,7 +48,7 @@ func TestLoadBackfill(t *testing.T) {
 	if rewritten == 0 || untouched == 0 {
 		t.Fatalf("rewritten %d, untouched %d: want some of each", rewritten, untouched)
 	}
-	checkExactlyOnce(t, readLake(t, target, "events"), &want, highWatermarks(t, b.Addr(), "events"))
+	checkExactlyOnce(t, readLake(t, target, "events"), &want, testbroker.HighWatermarks(t, b.Addr(), "events"))
 
 	// Beyond the committed offsets is not a backfill's business.
 	out, err = tributary(t, nil, append([]string{"load", "backfill", "--topic", "events", "--partition", "1", "--from", "9000", "--to", "99999"}, common...)...)

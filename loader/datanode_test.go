@@ -40,7 +40,7 @@ func (b *syncBuffer) String() string {
 func TestDataNodeDiesMidWrite(t *testing.T) {
 	h := testhdfs.StartPrivate(t)
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "events", 2)
+	testbroker.CreateTopic(t, b.Addr(), "events", 2)
 	var want produced
 	produce(t, b.Addr(), "events", 0, 100_000, 0, &want)
 	target := "hdfs://" + h.NameNode + "/tmp/lake"
@@ -99,7 +99,7 @@ func TestDataNodeDiesMidWrite(t *testing.T) {
 
 	h.Start() // the DataNode alone, on the same storage
 	t.Log(mustLoad(t, args[2:]...))
-	checkExactlyOnce(t, readLake(t, target, "events"), &want, highWatermarks(t, b.Addr(), "events"))
+	checkExactlyOnce(t, readLake(t, target, "events"), &want, testbroker.HighWatermarks(t, b.Addr(), "events"))
 }
 
 func lastLines(s string, n int) string {

@@ -31,7 +31,7 @@ func closedAddr(t *testing.T) string {
 // error, a non-zero exit, and nothing committed.
 func TestLoadFailsClearly(t *testing.T) {
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "events", 2)
+	testbroker.CreateTopic(t, b.Addr(), "events", 2)
 	var want produced
 	produce(t, b.Addr(), "events", 0, 1000, 0, &want)
 	local := t.TempDir()
@@ -71,7 +71,7 @@ func TestLoadFailsClearly(t *testing.T) {
 // the manifest records the gap.
 func TestLoadRetentionGap(t *testing.T) {
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "events", 1)
+	testbroker.CreateTopic(t, b.Addr(), "events", 1)
 	var want produced
 	produce(t, b.Addr(), "events", 0, 1000, 0, &want)
 	target := "file://" + t.TempDir()
@@ -121,7 +121,7 @@ func TestLoadRetentionGap(t *testing.T) {
 // offsets the job had committed, not silently dropped.
 func TestLoadDeletedTopic(t *testing.T) {
 	b := testbroker.Start(t)
-	createTopic(t, b.Addr(), "gone", 1)
+	testbroker.CreateTopic(t, b.Addr(), "gone", 1)
 	var want produced
 	produce(t, b.Addr(), "gone", 0, 100, 0, &want)
 	target := "file://" + t.TempDir()

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/formats/decode"
-	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/loader/sink"
@@ -80,14 +79,6 @@ func produce(t *testing.T, addr, topic string, from, n, badEvery int, into *prod
 	cmd.Stdin = &in
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tributary produce: %v\n%s", err, out)
-	}
-}
-
-func createTopic(t *testing.T, addr, topic string, partitions int) {
-	t.Helper()
-	out, err := exec.Command(testbroker.Binary(t), "topic", "create", topic, "-b", addr, "-p", fmt.Sprint(partitions)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("topic create: %v\n%s", err, out)
 	}
 }
 
@@ -277,30 +268,6 @@ func checkExactlyOnce(t *testing.T, l *lake, want *produced, hwm map[int32]int64
 	if int64(len(seen)) != total {
 		t.Fatalf("the lake has %d offsets, the topic %d", len(seen), total)
 	}
-}
-
-// highWatermarks are a topic's high watermarks.
-func highWatermarks(t *testing.T, addr, topic string) map[int32]int64 {
-	t.Helper()
-	ctx := context.Background()
-	cl, err := kafkacli.Connect(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	info, err := cl.Topic(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ranges, err := cl.Offsets(ctx, topic, info.PartitionIndexes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int32]int64{}
-	for p, r := range ranges {
-		out[int32(p)] = r.End
-	}
-	return out
 }
 
 // files lists the Parquet files under a local lake copy.

@@ -54,11 +54,16 @@ func unitDone(run string, unit int, attempt string) string {
 	return fmt.Sprintf("%s/%s.done.json", unitDir(run, unit), attempt)
 }
 
-// newRunID names a run: the job, the time, and a random tail so that two
-// plans made in the same second differ. Runs of a job sort by time.
+// newRunID names a run: the job, the time to the nanosecond, and a random
+// tail. Runs of a job sort by name in the order they were planned, which is
+// what OpenPlan relies on: a run planned after another, even within the
+// same second, must sort after it (nextRunID makes sure).
 func newRunID(job string, now time.Time) string {
-	return fmt.Sprintf("%s-%s-%s", job, now.UTC().Format("20060102T150405Z"), randomHex(3))
+	return fmt.Sprintf("%s-%s-%s", job, now.UTC().Format(runTimeLayout), randomHex(3))
 }
+
+// runTimeLayout keeps every digit, so that names sort as times do.
+const runTimeLayout = "20060102T150405.000000000Z"
 
 // runJob is the job of a run id; ok is false for a name that is not one.
 func runJob(run string) (string, bool) {

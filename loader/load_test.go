@@ -29,7 +29,7 @@ func hdfsArgs(t *testing.T) []string { return []string{"--hdfs-user", testhdfs.G
 func TestLoadHDFS(t *testing.T) {
 	b := testbroker.Start(t)
 	target := hdfsTarget(t)
-	createTopic(t, b.Addr(), "events", 6)
+	testbroker.CreateTopic(t, b.Addr(), "events", 6)
 	var want produced
 	produce(t, b.Addr(), "events", 0, 300_000, 0, &want)
 
@@ -38,15 +38,15 @@ func TestLoadHDFS(t *testing.T) {
 	out := mustLoad(t, append([]string{"--target", target, "--parallelism", "4"}, common...)...)
 	t.Log(out)
 	first := readLake(t, target, "events")
-	checkExactlyOnce(t, first, &want, highWatermarks(t, b.Addr(), "events"))
+	checkExactlyOnce(t, first, &want, testbroker.HighWatermarks(t, b.Addr(), "events"))
 	before := files(t, first.dir)
 
 	// Incremental: only the new offsets are written.
-	hwm := highWatermarks(t, b.Addr(), "events")
+	hwm := testbroker.HighWatermarks(t, b.Addr(), "events")
 	produce(t, b.Addr(), "events", 300_000, 30_000, 0, &want)
 	mustLoad(t, append([]string{"--target", target, "--parallelism", "4"}, common...)...)
 	second := readLake(t, target, "events")
-	checkExactlyOnce(t, second, &want, highWatermarks(t, b.Addr(), "events"))
+	checkExactlyOnce(t, second, &want, testbroker.HighWatermarks(t, b.Addr(), "events"))
 	fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestLoadHDFS(t *testing.T) {
 		t.Logf("committing the workers' run:\n%s", out)
 	}
 	third := readLake(t, target2, "events")
-	checkExactlyOnce(t, third, &want, highWatermarks(t, b.Addr(), "events"))
+	checkExactlyOnce(t, third, &want, testbroker.HighWatermarks(t, b.Addr(), "events"))
 	if len(third.rows) != len(second.rows) {
 		t.Fatalf("3 processes loaded %d rows, one process %d", len(third.rows), len(second.rows))
 	}
@@ -115,7 +115,7 @@ func TestLoadHDFS(t *testing.T) {
 func TestLoadFileTargetWithBadRecords(t *testing.T) {
 	b := testbroker.Start(t)
 	target := "file://" + t.TempDir()
-	createTopic(t, b.Addr(), "web", 3)
+	testbroker.CreateTopic(t, b.Addr(), "web", 3)
 	var want produced
 	produce(t, b.Addr(), "web", 0, 30_000, 100, &want)
 	out := mustLoad(t, "-b", b.Addr(), "--topics", "web", "--schema", activitySchema, "--time-field", "timestamp",
@@ -124,7 +124,7 @@ func TestLoadFileTargetWithBadRecords(t *testing.T) {
 		t.Errorf("the run does not report 300 bad records:\n%s", out)
 	}
 	l := readLake(t, target, "web")
-	checkExactlyOnce(t, l, &want, highWatermarks(t, b.Addr(), "web"))
+	checkExactlyOnce(t, l, &want, testbroker.HighWatermarks(t, b.Addr(), "web"))
 	reasons := map[string]int{}
 	for _, e := range l.bad {
 		reasons[strings.SplitN(e.Reason, ":", 2)[0]]++
@@ -162,7 +162,7 @@ func TestLoadFileTargetWithBadRecords(t *testing.T) {
 func TestLoadCrashLoop(t *testing.T) {
 	b := testbroker.Start(t)
 	target := hdfsTarget(t)
-	createTopic(t, b.Addr(), "clicks", 4)
+	testbroker.CreateTopic(t, b.Addr(), "clicks", 4)
 	var want produced
 	produce(t, b.Addr(), "clicks", 0, 60_000, 0, &want)
 	args := append([]string{"load", "run", "-b", b.Addr(), "--topics", "clicks", "--schema", activitySchema, "--time-field", "timestamp",
@@ -191,7 +191,7 @@ func TestLoadCrashLoop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the final run: %v\n%s", err, out)
 	}
-	checkExactlyOnce(t, readLake(t, target, "clicks"), &want, highWatermarks(t, b.Addr(), "clicks"))
+	checkExactlyOnce(t, readLake(t, target, "clicks"), &want, testbroker.HighWatermarks(t, b.Addr(), "clicks"))
 	fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
 	if err != nil {
 		t.Fatal(err)

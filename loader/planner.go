@@ -110,9 +110,12 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := l.now()
+	run, now, err := l.nextRunID(spec.Job, l.now())
+	if err != nil {
+		return nil, err
+	}
 	p := &Plan{
-		Version: PlanVersion, Run: newRunID(spec.Job, now), Job: spec.Job, Kind: "load", Created: now.UTC(),
+		Version: PlanVersion, Run: run, Job: spec.Job, Kind: "load", Created: now.UTC(),
 		Bootstrap: l.Bootstrap, Settings: spec.Settings,
 		Schemas: map[string]string{}, Inferred: map[string]bool{}, Next: map[string]map[int32]int64{},
 	}

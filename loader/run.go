@@ -210,6 +210,21 @@ func (l *Loader) syncGroup(ctx context.Context, job string) {
 	}
 }
 
+// nextRunID names the job's next run so that it sorts after every run the
+// job has, whatever the clocks of the machines that planned them said.
+func (l *Loader) nextRunID(job string, now time.Time) (string, time.Time, error) {
+	runs, err := l.runs(job)
+	if err != nil {
+		return "", now, err
+	}
+	id := newRunID(job, now)
+	for len(runs) > 0 && id <= runs[len(runs)-1] {
+		now = now.Add(time.Millisecond)
+		id = newRunID(job, now)
+	}
+	return id, now, nil
+}
+
 // LatestManifest is the newest committed run of a job, nil if none.
 func (l *Loader) LatestManifest(job string) (*Manifest, error) {
 	runs, err := l.runs(job)

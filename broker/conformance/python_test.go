@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,29 +17,8 @@ import (
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
-const pythonHow = "run scripts/python-deps.sh (a venv with confluent-kafka from PyPI in " +
-	"${TRIBUTARY_CACHE:-~/.cache/tributary}/venv) or set TRIBUTARY_PYTHON to a python that has confluent-kafka"
-
-// pythonSetup finds the python with confluent-kafka: $TRIBUTARY_PYTHON, else
-// the venv of scripts/python-deps.sh in the cache. It skips (fails under CI)
-// when there is none.
-func pythonSetup(t *testing.T) string {
-	t.Helper()
-	py := os.Getenv("TRIBUTARY_PYTHON")
-	if py == "" {
-		cache := os.Getenv("TRIBUTARY_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "tributary")
-		}
-		py = filepath.Join(cache, "venv", "bin", "python")
-	}
-	testbroker.Require(t, extFileExists(py), "the Python venv with confluent-kafka", fmt.Sprintf("%s not found; %s", py, pythonHow))
-	out, err := exec.Command(py, "-c", "import confluent_kafka as c; print(c.__version__, c.libversion()[0])").CombinedOutput()
-	testbroker.Require(t, err == nil, "confluent-kafka", fmt.Sprintf("%s cannot import confluent_kafka: %v: %s; %s", py, err, out, pythonHow))
-	t.Logf("%s: confluent-kafka, librdkafka: %s", py, bytes.TrimSpace(out))
-	return py
-}
+// pythonSetup finds the python with confluent-kafka (testbroker.Python).
+func pythonSetup(t *testing.T) string { return testbroker.Python(t, "confluent_kafka") }
 
 // TestLibrdkafkaClient runs python/conformance.py (AdminClient, an
 // idempotent producer, a consumer by assign(), and a producer per codec

@@ -1,55 +1,19 @@
 package main
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
+import "github.com/tributary-io/tributary/internal/bytesize"
 
-// byteSize is a flag of bytes written as 268435456, 256MiB, 256M or 1.5GB:
-// binary units either way, since these flags size buffers and files.
+// byteSize is a flag of bytes written as 268435456, 256MiB, 256M or 1.5GB.
 type byteSize int64
 
-func (b *byteSize) String() string { return formatBytes(int64(*b)) }
+func (b *byteSize) String() string { return bytesize.Exact(int64(*b)) }
 func (b *byteSize) Type() string   { return "bytes" }
 
 func (b *byteSize) Set(s string) error {
-	t := strings.TrimSpace(s)
-	num := strings.TrimRight(t, "KMGTiBkmgtib")
-	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(t[len(num):], "B"), "b"))
-	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "I"), "i")
-	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
-	sh, ok := shift[unit]
-	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if !ok || err != nil || v < 0 {
-		return fmt.Errorf("%q is not a size: write bytes as 1048576, 1MiB, 512M or 2GiB", s)
+	n, err := bytesize.Parse(s)
+	if err == nil {
+		*b = byteSize(n)
 	}
-	*b = byteSize(v * float64(uint64(1)<<sh))
-	return nil
+	return err
 }
 
-func formatBytes(n int64) string {
-	for _, u := range []struct {
-		shift uint
-		name  string
-	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", n>>u.shift, u.name)
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-// humanBytes is n for people: 1.1 MiB, 732 KiB, 12 B.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, i := float64(n)/unit, 0
-	for f >= unit && i < 3 {
-		f /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, "KMGT"[i])
-}
+func humanBytes(n int64) string { return bytesize.Human(n) }

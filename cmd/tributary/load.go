@@ -102,6 +102,26 @@ func (f *loadFlags) open(ctx context.Context) (*loader.Loader, func(), error) {
 	return l, func() { cl.Close(); fs.Close() }, nil
 }
 
+// withLoader runs fn with a loader connected to the target and the broker,
+// and, when withSpec, the spec the flags describe; Ctrl-C cancels ctx.
+func (f *loadFlags) withLoader(cmd *cobra.Command, withSpec bool, fn func(ctx context.Context, l *loader.Loader, spec loader.Spec) error) error {
+	var spec loader.Spec
+	if withSpec {
+		var err error
+		if spec, err = f.spec(); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signalContext(cmd)
+	defer stop()
+	l, closeAll, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return fn(ctx, l, spec)
+}
+
 func newLoadCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "load",
@@ -143,28 +163,19 @@ progress goes to the structured log.`,
   tributary load run --topics-regex 'web\..*' --target hdfs://127.0.0.1:8020/lake --parallelism 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, err := f.spec()
-			if err != nil {
+			return f.withLoader(cmd, true, func(ctx context.Context, l *loader.Loader, spec loader.Spec) error {
+				l.Progress = &loader.Progress{}
+				done := showProgress(cmd.ErrOrStderr(), l.Progress)
+				ms, err := l.Run(ctx, spec, f.parallelism)
+				done()
+				for _, m := range ms {
+					printManifest(cmd.OutOrStdout(), l.FS.String(), m)
+				}
+				if err == nil && len(ms) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "nothing new to load")
+				}
 				return err
-			}
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			l, closeAll, err := f.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			l.Progress = &loader.Progress{}
-			done := showProgress(cmd.ErrOrStderr(), l.Progress)
-			ms, err := l.Run(ctx, spec, f.parallelism)
-			done()
-			for _, m := range ms {
-				printManifest(cmd.OutOrStdout(), l.FS.String(), m)
-			}
-			if err == nil && len(ms) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "nothing new to load")
-			}
-			return err
+			})
 		},
 	}
 	f.addTarget(cmd.Flags())
@@ -193,31 +204,23 @@ processes (a Kubernetes Indexed Job, YARN containers) to execute. A later
   tributary load run --topics events --target file:///tmp/lake`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, err := f.spec()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			l, closeAll, err := f.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			var p *loader.Plan
-			if save {
-				p, err = l.SavePlan(ctx, spec)
-			} else {
-				p, err = l.Plan(ctx, spec)
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), p.Describe())
-			if save && len(p.Units) > 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), loader.PlanURI(l.FS.String(), p.Run))
-			}
-			return nil
+			return f.withLoader(cmd, true, func(ctx context.Context, l *loader.Loader, spec loader.Spec) error {
+				var p *loader.Plan
+				var err error
+				if save {
+					p, err = l.SavePlan(ctx, spec)
+				} else {
+					p, err = l.Plan(ctx, spec)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), p.Describe())
+				if save && len(p.Units) > 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), loader.PlanURI(l.FS.String(), p.Run))
+				}
+				return nil
+			})
 		},
 	}
 	f.addTarget(cmd.Flags())
@@ -241,7 +244,7 @@ runs one unit; --index I --count K runs units I, I+K, I+2K, ... (K workers
 share the plan). Without either, the index comes from JOB_COMPLETION_INDEX,
 as a Kubernetes Indexed Job sets it. A unit already done is skipped, so a
 worker can be retried freely. The run is committed by "tributary load run".`,
-		Example: `  tributary load worker --plan file:///tmp/lake/_tributary/plans/default-20261130T120000Z-a1b2c3.json --unit 0
+		Example: `  tributary load worker --plan file:///tmp/lake/_tributary/plans/default-20261130T120000.418226351Z-a1b2c3.json --unit 0
   tributary load worker --plan hdfs://nn:8020/lake/_tributary/plans/<run>.json --index 2 --count 8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -336,19 +339,14 @@ less --lateness, has passed its end).`,
   tributary load status --target hdfs://127.0.0.1:8020/lake --job hourly`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			l, closeAll, err := f.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			st, err := l.Status(ctx, f.job)
-			if err != nil {
-				return err
-			}
-			printStatus(cmd.OutOrStdout(), st)
-			return nil
+			return f.withLoader(cmd, false, func(ctx context.Context, l *loader.Loader, _ loader.Spec) error {
+				st, err := l.Status(ctx, f.job)
+				if err != nil {
+					return err
+				}
+				printStatus(cmd.OutOrStdout(), st)
+				return nil
+			})
 		},
 	}
 	f.addTarget(cmd.Flags())
@@ -375,23 +373,14 @@ one, as Kafka's end offsets are.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.topics = []string{topic}
-			spec, err := f.spec()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			l, closeAll, err := f.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			m, err := l.Backfill(ctx, spec, loader.BackfillRange{Topic: topic, Partition: part, From: from, To: to}, f.parallelism)
-			if err != nil {
-				return err
-			}
-			printManifest(cmd.OutOrStdout(), l.FS.String(), m)
-			return nil
+			return f.withLoader(cmd, true, func(ctx context.Context, l *loader.Loader, spec loader.Spec) error {
+				m, err := l.Backfill(ctx, spec, loader.BackfillRange{Topic: topic, Partition: part, From: from, To: to}, f.parallelism)
+				if err != nil {
+					return err
+				}
+				printManifest(cmd.OutOrStdout(), l.FS.String(), m)
+				return nil
+			})
 		},
 	}
 	f.addTarget(cmd.Flags())

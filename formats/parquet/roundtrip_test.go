@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,30 +187,8 @@ func checkLogicalTypes(t *testing.T, root *pqread.Node) {
 	}
 }
 
-// pythonHow says how to get the python the pyarrow test needs.
-const pythonHow = "run scripts/python-deps.sh (a venv with pyarrow from PyPI in " +
-	"${TRIBUTARY_CACHE:-~/.cache/tributary}/venv) or set TRIBUTARY_PYTHON to a python that has pyarrow"
-
-// pyarrowPython finds a python with pyarrow: $TRIBUTARY_PYTHON, else the
-// venv of scripts/python-deps.sh. It skips (fails under CI) without one.
-func pyarrowPython(t *testing.T) string {
-	t.Helper()
-	py := os.Getenv("TRIBUTARY_PYTHON")
-	if py == "" {
-		cache := os.Getenv("TRIBUTARY_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "tributary")
-		}
-		py = filepath.Join(cache, "venv", "bin", "python")
-	}
-	_, err := os.Stat(py)
-	testbroker.Require(t, err == nil, "the Python venv with pyarrow", fmt.Sprintf("%s not found; %s", py, pythonHow))
-	out, err := exec.Command(py, "-c", "import pyarrow; print(pyarrow.__version__)").CombinedOutput()
-	testbroker.Require(t, err == nil, "pyarrow", fmt.Sprintf("%s cannot import pyarrow: %v: %s; %s", py, err, out, pythonHow))
-	t.Logf("%s: pyarrow %s", py, bytes.TrimSpace(out))
-	return py
-}
+// pyarrowPython finds a python with pyarrow (testbroker.Python).
+func pyarrowPython(t *testing.T) string { return testbroker.Python(t, "pyarrow") }
 
 // pyFile is one file as testdata/pyarrow_read.py prints it.
 type pyFile struct {

@@ -1,0 +1,41 @@
+package loader
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/loader/sink"
+)
+
+// Runs of a job must sort in the order they were planned, or OpenPlan would
+// look at the wrong one: two plans in the same second (the clock even
+// going back) still sort in order.
+func TestRunIDsSortInPlanOrder(t *testing.T) {
+	fs, err := sink.Open(t.TempDir(), sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Loader{FS: fs}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var prev string
+	for i := range 20 {
+		at := now
+		if i%5 == 4 {
+			at = now.Add(-time.Hour) // a scheduler with a clock behind
+		}
+		run, _, err := l.nextRunID("job-1", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run <= prev {
+			t.Fatalf("run %d %s sorts before the previous %s", i, run, prev)
+		}
+		if job, ok := runJob(run); !ok || job != "job-1" {
+			t.Fatalf("runJob(%s) = %q %v", run, job, ok)
+		}
+		if err := fs.WriteFileAtomic(planPath(run), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		prev = run
+	}
+}
