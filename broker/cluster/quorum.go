@@ -85,7 +85,7 @@ func openQuorum(dir string, self int32, bind string, voters []Voter, timing Quor
 	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = timing.Heartbeat, timing.Election, timing.LeaderLease
 	conf.CommitTimeout = 5 * time.Millisecond
 	conf.SnapshotThreshold, conf.TrailingLogs = 4096, 4096
-	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: raftLog{logger}, DisableTime: true})
 	if err := raft.ValidateConfig(conf); err != nil {
 		return nil, fmt.Errorf("cluster: raft config: %w", err)
 	}
