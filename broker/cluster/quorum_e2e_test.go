@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testcluster"
 )
 
@@ -92,6 +94,13 @@ func TestQuorumCluster(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	out, err := exec.Command(testbroker.Binary(t), "cluster", "describe", "-b", c.Bootstrap()).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("CONTROLLER  %d\n", second)) ||
+		!strings.Contains(string(out), fmt.Sprintf("(%d offline)", offline(t, adm))) || strings.Contains(string(out), "(0 offline)") {
+		t.Errorf("tributary cluster describe (%v):\n%s", err, out)
+	}
+	t.Logf("tributary cluster describe:\n%s", out)
+
 	// It comes back with its data and leads its partitions again.
 	c.Node(first).Restart()
 	c.Leaders("web", 20*time.Second)
@@ -169,4 +178,21 @@ func consumeAll(t *testing.T, bootstrap, topic string, n int) {
 			seen[string(r.Value)] = true
 		})
 	}
+}
+
+// offline counts the partitions without a leader.
+func offline(t *testing.T, adm *kadm.Client) int {
+	m, err := adm.Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, td := range m.Topics {
+		for _, p := range td.Partitions {
+			if p.Leader < 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
