@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -195,4 +196,66 @@ func offline(t *testing.T, adm *kadm.Client) int {
 		}
 	}
 	return n
+}
+
+// A broker paused past its session (SIGSTOP) is fenced and its partitions
+// go offline; when it resumes (SIGCONT) its next heartbeat unfences it and
+// it leads them again, with a new leader epoch, and nothing it had is lost.
+func TestQuorumPausedBrokerIsFencedThenBack(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	ctrl := c.Controller(15 * time.Second)
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "paused"); err != nil {
+		t.Fatal(err)
+	}
+	leaders := c.Leaders("paused", 10*time.Second)
+	produce(t, c.Bootstrap(), "paused", 0, 300)
+	// Pause a broker that is not the controller, so the quorum keeps its
+	// leader and only membership is tested.
+	var victim, part int32 = -1, -1
+	for p, l := range leaders {
+		if l != ctrl {
+			victim, part = l, p
+			break
+		}
+	}
+	before, err := adm.Metadata(ctx, "paused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := before.Topics["paused"].Partitions[part].LeaderEpoch
+	if err := c.Node(victim).Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			c.Node(victim).Signal(syscall.SIGCONT)
+		}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		m, err := adm.Metadata(ctx, "paused")
+		if err == nil && m.Topics["paused"].Partitions[part].Leader < 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partition %d of paused broker %d still led 10 s after SIGSTOP", part, victim)
+		}
+	}
+	c.Node(victim).Signal(syscall.SIGCONT)
+	resumed = true
+	got := c.Leaders("paused", 15*time.Second)
+	if got[part] != victim {
+		t.Fatalf("after SIGCONT partition %d is led by %d, want %d again", part, got[part], victim)
+	}
+	after, err := adm.Metadata(ctx, "paused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := after.Topics["paused"].Partitions[part].LeaderEpoch; e <= epoch {
+		t.Fatalf("leader epoch %d after the fence and back, want more than %d", e, epoch)
+	}
+	consumeAll(t, c.Bootstrap(), "paused", 300)
 }
