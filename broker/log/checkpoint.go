@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // Checkpoint files are Kafka's plain-text format, so Kafka's tools and
@@ -48,40 +49,7 @@ func writeCheckpoint(path string, lines []string, sync bool) error {
 		buf.WriteString(l)
 		buf.WriteByte('\n')
 	}
-	return writeFileAtomic(path, buf.Bytes(), sync)
-}
-
-func writeFileAtomic(path string, data []byte, sync bool) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err == nil && sync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if sync {
-		return syncDir(filepath.Dir(path))
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return writeFile(path, buf.Bytes(), sync)
 }
 
 // readCheckpoint returns the entries' fields, each entry having exactly
@@ -162,4 +130,12 @@ func ReadOffsetCheckpoint(path string) (map[TopicPartition]int64, error) {
 		out[TopicPartition{e[0], int32(p)}] = o
 	}
 	return out, nil
+}
+
+// writeFile replaces path atomically, durably when sync.
+func writeFile(path string, data []byte, sync bool) error {
+	if sync {
+		return atomicfile.WriteFile(path, data)
+	}
+	return atomicfile.WriteFileNoSync(path, data)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // cleanPass is one cleaning of a log: the offset map and what it has done.
@@ -163,7 +164,7 @@ func (l *Log) replaceSegments(verify []*segment, n int, marks map[*segment]segme
 			"base_offset", base, "err", err)
 		return true, fmt.Errorf("broker/log: install cleaned segment %d of %s: %w", base, l.tp, err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := atomicfile.SyncDir(l.dir); err != nil {
 		return fail(err)
 	}
 	if hook.stop(stageCommitted) {
@@ -185,7 +186,7 @@ func (l *Log) replaceSegments(verify []*segment, n int, marks map[*segment]segme
 		err = os.Rename(name(logSuffix+swapSuffix), name(logSuffix))
 	}
 	if err == nil {
-		err = syncDir(l.dir)
+		err = atomicfile.SyncDir(l.dir)
 	}
 	if err != nil {
 		return fail(err)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // Files of a log dir, named as Kafka names them.
@@ -308,5 +310,5 @@ func (d *Dir) Close() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(d.cfg.Path, CleanShutdownFile), []byte("{\"version\":0}\n"), true)
+	return atomicfile.WriteFile(filepath.Join(d.cfg.Path, CleanShutdownFile), []byte("{\"version\":0}\n"))
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // Snapshots are the producer snapshot files of one partition directory,
@@ -130,49 +132,13 @@ func ReadSnapshot(path string) (*State, error) {
 // one, never a partial file under a snapshot's name.
 func (s *Snapshots) Write(offset int64, data []byte) error {
 	final := s.path(offset)
-	tmp := final + ".tmp"
-	err := writeSynced(tmp, data)
-	if err == nil {
-		err = os.Rename(tmp, final)
-	}
-	if err == nil {
-		err = syncDir(s.dir)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(final, data); err != nil {
 		return fmt.Errorf("broker/producer: write snapshot %s: %w", final, err)
 	}
 	if i, found := slices.BinarySearch(s.offsets, offset); !found {
 		s.offsets = slices.Insert(s.offsets, i, offset)
 	}
 	return nil
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // DeleteAbove deletes the snapshots past offset: after the log was

@@ -20,6 +20,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/tributary-io/tributary/formats/schema"
+	"github.com/tributary-io/tributary/internal/jsonstr"
 )
 
 // Avro decodes Avro-encoded records into the Arrow columns of a Tributary
@@ -774,7 +775,7 @@ func (d *Avro) appendExtra(n, f *anode, m map[string]any) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONString(buf, k)
+		buf = jsonstr.Append(buf, k)
 		buf = append(buf, ':')
 		val, err := json.Marshal(jsonable(m[k]))
 		if err != nil {

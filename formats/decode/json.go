@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/tributary-io/tributary/formats/schema"
+	"github.com/tributary-io/tributary/internal/jsonstr"
 )
 
 // ExtraField is the name of the optional string column that keeps, as one
@@ -706,7 +707,7 @@ func (d *JSON) appendExtra(n, f *jnode, v *fastjson.Value) {
 			buf = append(buf, ',')
 		}
 		count++
-		buf = appendJSONString(buf, string(kv.k))
+		buf = jsonstr.Append(buf, kv.k)
 		buf = append(buf, ':')
 		buf = kv.v.MarshalTo(buf)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // local is a target directory on this machine.
@@ -111,7 +113,7 @@ func (l *local) WriteFileAtomic(name string, data []byte) error {
 	if err := os.Rename(tmp.Name(), p); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(p))
+	return atomicfile.SyncDir(filepath.Dir(p))
 }
 
 func (l *local) Rename(oldname, newname string) error {
@@ -129,7 +131,7 @@ func (l *local) Rename(oldname, newname string) error {
 	if err := os.Rename(o, n); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(n))
+	return atomicfile.SyncDir(filepath.Dir(n))
 }
 
 func (l *local) RemoveAll(name string) error {
@@ -167,14 +169,4 @@ func (l *local) Stat(name string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	return os.Stat(p)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

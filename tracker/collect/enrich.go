@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/mileusna/useragent"
+	"github.com/tributary-io/tributary/internal/jsonstr"
 )
 
 // ClientIP is the address of the client that sent r: the socket's peer,
@@ -128,7 +129,7 @@ func newUAInfo(u UA) *uaInfo {
 		if s == "" {
 			return nil
 		}
-		return appendString(nil, s)
+		return jsonstr.Append(nil, s)
 	}
 	obj := func(a, b field) []byte {
 		var fs []field

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/formats/decode"
+	"github.com/tributary-io/tributary/internal/jsonstr"
 )
 
 // request is what enrichment needs from the HTTP request, worked out once
@@ -38,14 +39,14 @@ func (s *Server) requestOf(r *http.Request, w *work, channel string) *request {
 	q := &w.req
 	*q = request{received: s.cfg.Now().UTC(), ip: ClientIP(r, s.cfg.TrustedProxies), context: q.context[:0]}
 	// The slices taken of b stay valid when a later append moves it.
-	b := appendString(w.reqVals[:0], formatTime(q.received))
+	b := jsonstr.Append(w.reqVals[:0], formatTime(q.received))
 	q.receivedAt = b
 	if ip := q.ip; ip.IsValid() && s.cfg.IP != IPDrop {
 		if s.cfg.IP == IPAnonymize {
 			ip = AnonymizeIP(ip)
 		}
 		n := len(b)
-		b = appendString(b, ip.String())
+		b = jsonstr.Append(b, ip.String())
 		q.ipJSON = b[n:]
 	}
 	if ua := r.Header.Get("User-Agent"); ua != "" {
@@ -53,12 +54,12 @@ func (s *Server) requestOf(r *http.Request, w *work, channel string) *request {
 		b = append(b, ua...)
 		q.ua = b[n:]
 		n = len(b)
-		b = appendString(b, ua)
+		b = jsonstr.Append(b, ua)
 		q.uaJSON = b[n:]
 	}
 	if channel != "" {
 		n := len(b)
-		b = appendString(b, channel)
+		b = jsonstr.Append(b, channel)
 		q.channel = b[n:]
 	}
 	w.reqVals = b
@@ -279,7 +280,7 @@ func (s *Server) prepare(w *work, src *source, q *request, index int, raw []byte
 	}
 
 	if typ != "" {
-		w.vals = appendString(w.vals, typ)
+		w.vals = jsonstr.Append(w.vals, typ)
 		f.set(fType, w.vals)
 	} else {
 		t := f.str(fType)
@@ -305,7 +306,7 @@ func (s *Server) prepare(w *work, src *source, q *request, index int, raw []byte
 		v := f.get(k)
 		if isNumber(v) {
 			start := len(w.vals)
-			w.vals = appendString(w.vals, v)
+			w.vals = jsonstr.Append(w.vals, v)
 			f.set(k, w.vals[start:])
 			ids[k] = v
 		} else {
@@ -339,7 +340,7 @@ func (s *Server) prepare(w *work, src *source, q *request, index int, raw []byte
 	case id == nil || isNull(id) || string(id) == `""`:
 		w.ids = appendMessageID(w.ids)
 		start := len(w.vals)
-		w.vals = appendString(w.vals, w.ids[idStart:])
+		w.vals = jsonstr.Append(w.vals, w.ids[idStart:])
 		f.set(fMessageID, w.vals[start:])
 	case isString(id):
 		s, _ := stringOf(id)
@@ -366,7 +367,7 @@ func (s *Server) prepare(w *work, src *source, q *request, index int, raw []byte
 				f.set(fOriginalTimestamp, ts)
 			}
 			start := len(w.vals)
-			w.vals = appendString(w.vals, formatTime(q.received.Add(-sent.Sub(t))))
+			w.vals = jsonstr.Append(w.vals, formatTime(q.received.Add(-sent.Sub(t))))
 			f.set(fTimestamp, w.vals[start:])
 		}
 	}
@@ -453,7 +454,7 @@ func (s *Server) enrichContext(w *work, src *source, q *request, c []byte) []byt
 						a = AnonymizeIP(a)
 					}
 					start := len(w.vals)
-					w.vals = appendString(w.vals, a.String())
+					w.vals = jsonstr.Append(w.vals, a.String())
 					ip = w.vals[start:]
 				}
 			}

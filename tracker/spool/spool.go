@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // Format constants: changing any of them changes the on-disk format.
@@ -308,7 +310,7 @@ func recoverSegment(path string, base uint64) (*segment, int64, int64, error) {
 		if err := os.Remove(path); err != nil {
 			return nil, 0, 0, err
 		}
-		return nil, 0, int64(len(data)), syncDir(filepath.Dir(path))
+		return nil, 0, int64(len(data)), atomicfile.SyncDir(filepath.Dir(path))
 	}
 	if data[4] != version {
 		return nil, 0, 0, fmt.Errorf("%w %d in %s", ErrVersion, data[4], path)
@@ -383,22 +385,13 @@ func (s *Spool) newSegment(base uint64) error {
 		f.Close()
 		return err
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := atomicfile.SyncDir(s.dir); err != nil {
 		f.Close()
 		return err
 	}
 	s.segs = append(s.segs, &segment{base: base, path: path, size: headerSize, f: f})
 	s.total += headerSize
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Append writes the payloads as consecutive entries and returns once they
@@ -783,26 +776,7 @@ func (s *Spool) writePosition(p Position) error {
 	binary.BigEndian.PutUint64(b[16:24], p.Segment)
 	binary.BigEndian.PutUint64(b[24:32], uint64(p.Offset))
 	binary.BigEndian.PutUint32(b[32:36], crc32.Checksum(b[:32], crcTable))
-	tmp := filepath.Join(s.dir, positionFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b[:]); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, positionFile)); err != nil {
-		return err
-	}
-	return syncDir(s.dir)
+	return atomicfile.WriteFile(filepath.Join(s.dir, positionFile), b[:])
 }
 
 func readPosition(path string) (Position, bool, error) {

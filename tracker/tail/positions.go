@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // Errors.
@@ -97,37 +99,7 @@ func (p *positions) save(entries []position) error {
 	if err != nil {
 		return err
 	}
-	tmp := p.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p.path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(p.path))
+	return atomicfile.WriteFile(p.path, append(data, '\n'))
 }
 
 func (p *positions) close() error { return p.lock.Close() }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
-		return err
-	}
-	return nil
-}
