@@ -142,19 +142,31 @@ func (c *Controller) Close() error {
 // result. In a quorum only the active controller commits; others get
 // NOT_CONTROLLER naming it.
 func (c *Controller) commit(rs []Record) error {
+	return c.change(func(*Image) ([]Record, error) { return rs, nil })
+}
+
+// change commits the records build computes from the current image, with
+// changes serialized: a change decided from an image is never applied over
+// another made meanwhile. No records is no change.
+func (c *Controller) change(build func(img *Image) ([]Record, error)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.q != nil {
+		if leader := c.q.leader(); leader != c.nodeID {
+			return errNotController(leader)
+		}
+	}
 	next := c.img.Load()
+	rs, err := build(next)
+	if err != nil || len(rs) == 0 {
+		return err
+	}
 	for _, r := range rs {
-		var err error
 		if next, err = next.Apply(r); err != nil {
 			return err
 		}
 	}
 	if c.q != nil {
-		if leader := c.q.leader(); leader != c.nodeID {
-			return errNotController(leader)
-		}
 		return c.q.propose(rs)
 	}
 	if err := c.log.append(rs); err != nil {
@@ -343,9 +355,6 @@ func (c *Controller) assign(img *Image, spec TopicSpec) ([][]int32, error) {
 		}
 		rf = int32(c.cfg.Int("default.replication.factor"))
 	}
-	if rf > 1 && c.q != nil {
-		return nil, errorf(kerr.InvalidReplicationFactor, "replication factor %d: partitions are not replicated between brokers yet, so a cluster takes replication factor 1 only", rf)
-	}
 	if int(rf) > len(live) {
 		return nil, errorf(kerr.InvalidReplicationFactor, "unable to replicate the partition %d time(s): the target replication factor of %d cannot be reached because only %d broker(s) are registered", rf, rf, len(live))
 	}
@@ -353,6 +362,7 @@ func (c *Controller) assign(img *Image, spec TopicSpec) ([][]int32, error) {
 }
 
 func roundRobin(live []Broker, partitions, rf int32, first int32) [][]int32 {
+	live = rackAlternated(live)
 	out := make([][]int32, partitions)
 	for p := range partitions {
 		replicas := make([]int32, rf)
@@ -360,6 +370,35 @@ func roundRobin(live []Broker, partitions, rf int32, first int32) [][]int32 {
 			replicas[r] = live[(int(first+p)+int(r))%len(live)].ID
 		}
 		out[p] = replicas
+	}
+	return out
+}
+
+// rackAlternated orders the brokers so that neighbours are on different
+// racks (broker.rack) where possible: the first broker of each rack, then
+// the second of each, and so on, as Kafka's rack-aware assignment does. The
+// consecutive replicas roundRobin picks then span as many racks as there
+// are. Without racks the order is unchanged.
+func rackAlternated(brokers []Broker) []Broker {
+	byRack := map[string][]Broker{}
+	var racks []string
+	for _, b := range brokers {
+		if _, ok := byRack[b.Rack]; !ok {
+			racks = append(racks, b.Rack)
+		}
+		byRack[b.Rack] = append(byRack[b.Rack], b)
+	}
+	if len(racks) <= 1 {
+		return brokers
+	}
+	sort.Strings(racks)
+	out := make([]Broker, 0, len(brokers))
+	for i := 0; len(out) < len(brokers); i++ {
+		for _, r := range racks {
+			if i < len(byRack[r]) {
+				out = append(out, byRack[r][i])
+			}
+		}
 	}
 	return out
 }

@@ -69,6 +69,9 @@ func (img *Image) records() []Record {
 		t := img.Topics[name]
 		rs = append(rs, topicRecords(t)...)
 	}
+	if img.Secret != "" {
+		rs = append(rs, Record{Secret: &SecretRecord{Value: img.Secret}})
+	}
 	if img.NextProducerID > 0 {
 		rs = append(rs, Record{ProducerIDs: &ProducerIDsRecord{Next: img.NextProducerID}})
 	}

@@ -61,7 +61,16 @@ type Partition struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// A reassignment in progress (KAFKA-1074): Replicas is the target
+	// followed by the replicas being removed; Adding are the target's new
+	// replicas, catching up; when they are all in the ISR the controller
+	// drops Removing.
+	Adding   []int32 `json:",omitempty"`
+	Removing []int32 `json:",omitempty"`
 }
+
+// Reassigning is whether a reassignment of the partition is in progress.
+func (p Partition) Reassigning() bool { return len(p.Adding) > 0 || len(p.Removing) > 0 }
 
 // Topic is a topic and its partitions.
 type Topic struct {
@@ -86,6 +95,10 @@ type Image struct {
 	ByID         map[TopicID]*Topic
 	// NextProducerID is the first producer id not yet handed out.
 	NextProducerID int64
+	// Secret proves that a request comes from a broker of this cluster:
+	// replica fetches carry it (see broker/replica), clients never see it.
+	// The first active controller makes it.
+	Secret string
 }
 
 func emptyImage(clusterID string) *Image {

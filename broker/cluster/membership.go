@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -132,6 +134,10 @@ func (c *Controller) followLeadership(obs chan raft.Observation) {
 			}
 			stop := c.members.startLeading(c.Image().Brokers)
 			go c.fenceExpired(stop)
+			go c.keepLeadersPreferred(stop)
+			if err := c.ensureSecret(); err != nil {
+				c.logger.Warn("making the inter-broker secret", "err", err)
+			}
 			c.logger.Info("active controller", "node_id", c.nodeID)
 		} else {
 			c.members.stopLeading()
@@ -176,79 +182,113 @@ func (c *Controller) Register(b Broker) (int64, error) {
 	}
 	c.members.seen(b.ID)
 	b.Fenced = false
-	old, ok := c.Image().Brokers[b.ID]
-	if !ok || !sameBroker(old, b) {
-		if err := c.commit(append([]Record{{RegisterBroker: &b}}, c.leadershipRecords(b.ID, false)...)); err != nil {
-			return -1, err
+	err := c.change(func(img *Image) ([]Record, error) {
+		var rs []Record
+		if old, ok := img.Brokers[b.ID]; ok && !old.Fenced {
+			// Registering again while live means it restarted within its
+			// session: its replicas start over, so it leaves the ISRs and
+			// its leaderships as if fenced, and rejoins as a follower.
+			fenced := old
+			fenced.Fenced = true
+			rs = append(rs, Record{RegisterBroker: &fenced})
+			next, err := img.Apply(rs[0])
+			if err != nil {
+				return nil, err
+			}
+			rs = append(rs, c.fenceRecords(next, b.ID)...)
 		}
+		rs = append(rs, Record{RegisterBroker: &b})
+		next := img
+		for _, r := range rs {
+			var err error
+			if next, err = next.Apply(r); err != nil {
+				return nil, err
+			}
+		}
+		return append(rs, c.unfenceRecords(next, b.ID)...), nil
+	})
+	if err != nil {
+		return -1, err
 	}
 	return c.Image().Offset, nil
 }
 
 // Heartbeat notes that a registered broker is alive; a fenced one is
 // unfenced. BROKER_ID_NOT_REGISTERED tells it to register (again).
-func (c *Controller) Heartbeat(id int32) error {
+//
+// A broker that wants to shut down (on SIGTERM) is fenced instead, which
+// moves its leaderships to other ISR members first (controlled shutdown);
+// shutDown tells it that it may stop.
+func (c *Controller) Heartbeat(id int32, wantShutdown bool) (shutDown bool, err error) {
 	if !c.IsActive() {
-		return errNotController(c.activeID())
+		return false, errNotController(c.activeID())
 	}
 	b, ok := c.Image().Brokers[id]
 	if !ok {
-		return errorf(kerr.BrokerIDNotRegistered, "broker %d is not registered", id)
+		return false, errorf(kerr.BrokerIDNotRegistered, "broker %d is not registered", id)
 	}
 	c.members.seen(id)
-	if b.Fenced {
-		return c.setFenced(id, false)
+	if wantShutdown {
+		return true, c.setFenced(id, true)
 	}
-	return nil
+	if b.Fenced {
+		return false, c.setFenced(id, false)
+	}
+	return false, nil
+}
+
+// ensureSecret makes the cluster's inter-broker secret if it has none.
+func (c *Controller) ensureSecret() error {
+	return c.change(func(img *Image) ([]Record, error) {
+		if img.Secret != "" {
+			return nil, nil
+		}
+		var b [24]byte
+		rand.Read(b[:])
+		return []Record{{Secret: &SecretRecord{Value: hex.EncodeToString(b[:])}}}, nil
+	})
+}
+
+// keepLeadersPreferred moves leadership back to preferred replicas every
+// leader.imbalance.check.interval.seconds, while this node is the active
+// controller and auto.leader.rebalance.enable is on.
+func (c *Controller) keepLeadersPreferred(stop chan struct{}) {
+	if !c.cfg.Bool("auto.leader.rebalance.enable") {
+		return
+	}
+	t := time.NewTicker(time.Duration(c.cfg.Int("leader.imbalance.check.interval.seconds")) * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if err := c.rebalanceLeaders(); err != nil {
+			c.logger.Warn("moving leaders back to preferred replicas", "err", err)
+		}
+	}
 }
 
 // setFenced fences or unfences a broker, moving the leadership of its
-// partitions with it.
+// partitions and its ISR memberships with it.
 func (c *Controller) setFenced(id int32, fenced bool) error {
-	b, ok := c.Image().Brokers[id]
-	if !ok {
-		return nil
-	}
-	b.Fenced = fenced
-	return c.commit(append([]Record{{RegisterBroker: &b}}, c.leadershipRecords(id, fenced)...))
-}
-
-// leadershipRecords move partition leadership after a broker is fenced
-// (away from it, to another live member of the ISR, or to no one) or
-// unfenced (to it, for partitions that have no leader and whose ISR holds
-// it). A new leader always comes from the ISR: with no other live member,
-// the partition stays offline rather than lose what its leader had.
-func (c *Controller) leadershipRecords(id int32, fenced bool) []Record {
-	img := c.Image()
-	live := func(r int32) bool {
-		b, ok := img.Brokers[r]
-		return ok && !b.Fenced && r != id || (!fenced && r == id)
-	}
-	var rs []Record
-	for _, name := range img.TopicNames() {
-		t := img.Topics[name]
-		for _, p := range t.Partitions {
-			var next int32
-			switch {
-			case fenced && p.Leader == id:
-				next = -1
-				for _, r := range p.ISR {
-					if live(r) {
-						next = r
-						break
-					}
-				}
-			case !fenced && p.Leader < 0 && slices.Contains(p.ISR, id):
-				next = id
-			default:
-				continue
-			}
-			np := p
-			np.Leader, np.LeaderEpoch, np.PartitionEpoch = next, p.LeaderEpoch+1, p.PartitionEpoch+1
-			rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}})
+	return c.change(func(img *Image) ([]Record, error) {
+		b, ok := img.Brokers[id]
+		if !ok || b.Fenced == fenced {
+			return nil, nil
 		}
-	}
-	return rs
+		b.Fenced = fenced
+		reg := Record{RegisterBroker: &b}
+		next, err := img.Apply(reg)
+		if err != nil {
+			return nil, err
+		}
+		if fenced {
+			return append([]Record{reg}, c.fenceRecords(next, id)...), nil
+		}
+		return append([]Record{reg}, c.unfenceRecords(next, id)...), nil
+	})
 }
 
 // WaitCaughtUp waits until a controller is active and this node applied

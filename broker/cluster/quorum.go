@@ -53,9 +53,10 @@ func ParseVoters(list []string) ([]Voter, error) {
 // proposes records on the leader, and every voter's FSM applies them to
 // its image in the same order.
 type quorum struct {
-	raft  *raft.Raft
-	store *raftboltdb.BoltStore
-	trans *raft.NetworkTransport
+	raft   *raft.Raft
+	store  *raftboltdb.BoltStore
+	trans  *raft.NetworkTransport
+	logger *slog.Logger
 }
 
 // QuorumTiming are the Raft timeouts. Kafka's controller.quorum.* defaults
@@ -130,7 +131,7 @@ func openQuorum(dir string, self int32, bind string, voters []Voter, timing Quor
 		return nil, err
 	}
 	logger.Info("controller quorum", "node_id", self, "voters", len(voters), "dir", dir, "recovered", has)
-	return &quorum{raft: r, store: store, trans: trans}, nil
+	return &quorum{raft: r, store: store, trans: trans, logger: logger}, nil
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
@@ -146,6 +147,15 @@ func (q *quorum) leader() int32 {
 }
 
 func (q *quorum) close() error {
+	if q.raft.State() == raft.Leader {
+		// Hand the quorum over rather than leave it to an election: the
+		// others learn at once what this node committed last (a
+		// controlled shutdown's leadership moves among it), instead of
+		// an election timeout later.
+		if err := q.raft.LeadershipTransfer().Error(); err != nil {
+			q.logger.Debug("handing over the controller quorum", "err", err)
+		}
+	}
 	err := q.raft.Shutdown().Error()
 	return errors.Join(err, q.trans.Close(), q.store.Close())
 }

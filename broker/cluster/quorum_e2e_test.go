@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
@@ -50,14 +49,6 @@ func TestQuorumCluster(t *testing.T) {
 	if len(per) != 3 {
 		t.Fatalf("partition leaders %v: want the partitions spread over the 3 brokers", leaders)
 	}
-	resp, err := adm.CreateTopic(ctx, 1, 3, nil, "replicated")
-	if err == nil {
-		err = resp.Err
-	}
-	if !strings.Contains(fmt.Sprint(err), kerr.InvalidReplicationFactor.Message) {
-		t.Fatalf("RF 3 before replication exists: %v, want INVALID_REPLICATION_FACTOR", err)
-	}
-
 	produce(t, c.Bootstrap(), "web", 0, 600)
 	consumeAll(t, c.Bootstrap(), "web", 600)
 

@@ -16,6 +16,7 @@ type Record struct {
 	Config         *ConfigRecord      `json:"config,omitempty"`
 	RemoveTopic    *RemoveTopicRecord `json:"remove_topic,omitempty"`
 	ProducerIDs    *ProducerIDsRecord `json:"producer_ids,omitempty"`
+	Secret         *SecretRecord      `json:"secret,omitempty"`
 }
 
 // TopicRecord creates a topic with no partitions; PartitionRecords follow.
@@ -64,6 +65,7 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		t := old.copy()
 		p := r.Partition.Partition
 		p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+		p.Adding, p.Removing = slices.Clone(p.Adding), slices.Clone(p.Removing)
 		switch i := int(p.Index); {
 		case i < len(t.Partitions):
 			t.Partitions[i] = p
@@ -97,6 +99,8 @@ func (img *Image) Apply(r Record) (*Image, error) {
 			return nil, fmt.Errorf("cluster: producer id block ending at %d does not advance past %d", r.ProducerIDs.Next, n.NextProducerID)
 		}
 		n.NextProducerID = r.ProducerIDs.Next
+	case r.Secret != nil:
+		n.Secret = r.Secret.Value
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")
 	}
@@ -114,4 +118,9 @@ func (t *Topic) copy() *Topic {
 // ProducerIDsRecord reserves producer ids below Next.
 type ProducerIDsRecord struct {
 	Next int64 `json:"next"`
+}
+
+// SecretRecord sets the cluster's inter-broker secret (see Image.Secret).
+type SecretRecord struct {
+	Value string `json:"value"`
 }

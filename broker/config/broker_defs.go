@@ -53,6 +53,9 @@ var BrokerDefs = defs(
 	Def{Name: "unclean.leader.election.enable", Type: Bool, Default: "false", Doc: "Allow an out-of-sync replica to become leader, losing data."},
 	Def{Name: "replica.lag.time.max.ms", Type: Long, Default: "30000", Check: atLeast(1), Doc: "A follower that has not caught up for this long leaves the ISR."},
 	Def{Name: "auto.leader.rebalance.enable", Type: Bool, Default: "true", Doc: "Move leadership back to preferred replicas."},
+	Def{Name: "leader.imbalance.check.interval.seconds", Type: Long, Default: "300", Check: atLeast(1), Doc: "How often the active controller moves leadership back to preferred replicas."},
+	Def{Name: "replica.fetch.wait.max.ms", Type: Int, Default: "500", Check: atLeast(0), Doc: "How long a follower's fetch waits at the leader for new records."},
+	Def{Name: "controlled.shutdown.enable", Type: Bool, Default: "true", Doc: "On SIGTERM, move this broker's leaderships to other ISR members before stopping."},
 
 	// Log dirs and segments.
 	Def{Name: "log.dirs", Type: List, NoDefault: true, Doc: "Directories of partition logs. Falls back to log.dir."},

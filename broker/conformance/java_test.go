@@ -2,24 +2,19 @@ package conformance
 
 // Apache Kafka's Java client (kafka-clients 4.4.0, from the jars that
 // scripts/kafka-jars.sh fetches) against the real broker binary:
-// java/Conformance.java is compiled here with javac against the jars
-// (cached by content hash) and run with java. kafkatools_test.go uses the
-// same helpers to run Kafka's command-line tools.
+// java/Conformance.java is compiled with javac against the jars (by
+// testbroker.JDK, cached by content hash) and run with java.
+// kafkatools_test.go uses the same helpers to run Kafka's command-line tools.
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,158 +22,22 @@ import (
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
-const javaHow = "install Java 17+ (JDK, with javac) and Maven 3.8+, then run scripts/kafka-jars.sh " +
-	"(Apache Kafka 4.4.0 from Maven Central into ~/.cache/tributary), or set TRIBUTARY_KAFKA_LIB " +
-	"to a directory of the Kafka 4.4.0 jars"
+// javaKafka is a JDK and the Kafka 4.4.0 jars (testbroker.JDK) that runs
+// programs to the end.
+type javaKafka struct{ testbroker.JDK }
 
-// javaKafka is a JDK and the Kafka 4.4.0 jars.
-type javaKafka struct {
-	java, javac string
-	lib         string // directory of jars
-	log4j       string // log4j2.properties written by scripts/kafka-jars.sh, or ""
-}
-
-// javaSetup finds Java 17+ and the Kafka jars, or skips (fails under CI).
+// javaSetup finds Java 17+, javac and the Kafka jars, or skips (fails under CI).
 func javaSetup(t *testing.T) javaKafka {
 	t.Helper()
-	var k javaKafka
-	var err error
-	k.java, err = exec.LookPath("java")
-	testbroker.Require(t, err == nil, "java", javaHow)
-	k.javac, err = exec.LookPath("javac")
-	testbroker.Require(t, err == nil, "javac", javaHow)
-	out, err := exec.Command(k.java, "-version").CombinedOutput()
-	testbroker.Require(t, err == nil, "a working java", fmt.Sprintf("java -version: %v: %s; %s", err, out, javaHow))
-	m := regexp.MustCompile(`version "(\d+)`).FindSubmatch(out)
-	v := 0
-	if m != nil {
-		v, _ = strconv.Atoi(string(m[1]))
-	}
-	testbroker.Require(t, v >= 17, "Java 17+", fmt.Sprintf("java -version says %q; %s", out, javaHow))
-
-	if k.lib = os.Getenv("TRIBUTARY_KAFKA_LIB"); k.lib == "" {
-		script := filepath.Join(testbroker.RepoRoot(), "scripts", "kafka-jars.sh")
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command("bash", script)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		testbroker.Require(t, err == nil, "the Kafka 4.4.0 jars", fmt.Sprintf("%s: %v: %s; %s", script, err, stderr.String(), javaHow))
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		k.lib = strings.TrimSpace(lines[len(lines)-1])
-	}
-	jars, _ := filepath.Glob(filepath.Join(k.lib, "kafka-clients-*.jar"))
-	tools, _ := filepath.Glob(filepath.Join(k.lib, "kafka-tools-*.jar"))
-	testbroker.Require(t, len(jars) > 0 && len(tools) > 0, "the Kafka 4.4.0 jars", fmt.Sprintf("no kafka-clients/kafka-tools jar in %q; %s", k.lib, javaHow))
-	if conf := filepath.Join(filepath.Dir(k.lib), "config", "log4j2.properties"); extFileExists(conf) {
-		k.log4j = conf
-	}
-	return k
+	return javaKafka{testbroker.FindJDK(t)}
 }
 
-func extFileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
+// classpath and compile are the JDK's, by the names the tests here use.
+func (k javaKafka) classpath(dirs ...string) string { return k.Classpath(dirs...) }
 
-// jvmArgs are the flags every JVM here gets: small heap, and the client's
-// log at WARN to stderr (so a client's complaint shows in the test output).
-func (k javaKafka) jvmArgs(classpath string) []string {
-	args := []string{"-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true", "-cp", classpath}
-	if k.log4j != "" {
-		args = append(args, "-Dlog4j2.configurationFile="+k.log4j, "-Dkafka.log.level=WARN")
-	}
-	return args
-}
-
-// classpath is dirs followed by every jar of the Kafka lib (the JVM expands
-// the wildcard).
-func (k javaKafka) classpath(dirs ...string) string {
-	return strings.Join(append(dirs, filepath.Join(k.lib, "*")), string(os.PathListSeparator))
-}
-
-// compile compiles the .java files with javac against the Kafka jars and
-// returns the class directory. The result is cached under
-// ${TRIBUTARY_CACHE:-~/.cache/tributary}/javac/<hash of the sources, the
-// JDK and the jar names>, since javac with 90 jars on the classpath takes
-// seconds.
 func (k javaKafka) compile(t *testing.T, srcs ...string) string {
 	t.Helper()
-	h := sha256.New()
-	ver, _ := exec.Command(k.javac, "-version").CombinedOutput()
-	fmt.Fprintf(h, "javac %s\nlib %s\n", bytes.TrimSpace(ver), k.lib)
-	jars, _ := filepath.Glob(filepath.Join(k.lib, "*.jar"))
-	sort.Strings(jars)
-	for _, j := range jars {
-		fmt.Fprintln(h, filepath.Base(j))
-	}
-	for _, src := range srcs {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(h, "%s %d\n", filepath.Base(src), len(data))
-		h.Write(data)
-	}
-	sum := hex.EncodeToString(h.Sum(nil))[:24]
-
-	cache := os.Getenv("TRIBUTARY_CACHE")
-	if cache == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			cache = filepath.Join(home, ".cache", "tributary")
-		}
-	}
-	var dir string
-	if cache != "" {
-		dir = filepath.Join(cache, "javac", sum)
-		if extFileExists(filepath.Join(dir, ".complete")) {
-			return dir
-		}
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			cache = ""
-		}
-	}
-	tmpParent := t.TempDir()
-	if cache != "" {
-		tmpParent = filepath.Dir(dir)
-	}
-	tmp, err := os.MkdirTemp(tmpParent, "tmp-"+sum+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	args := append([]string{"-Xlint:all,-options,-processing", "-Werror", "-encoding", "UTF-8", "-cp", k.classpath(), "-d", tmp}, srcs...)
-	out, err := exec.Command(k.javac, args...).CombinedOutput()
-	if err != nil {
-		os.RemoveAll(tmp)
-		t.Fatalf("javac %s: %v\n%s", strings.Join(srcs, " "), err, out)
-	}
-	t.Logf("javac %s: %v", strings.Join(extRelPaths(srcs), " "), time.Since(start).Round(time.Millisecond))
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if cache == "" {
-		return tmp
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		// Another test process won the race (the directory exists now).
-		os.RemoveAll(tmp)
-		if !extFileExists(filepath.Join(dir, ".complete")) {
-			t.Fatalf("javac cache %s: %v", dir, err)
-		}
-	}
-	return dir
-}
-
-func extRelPaths(paths []string) []string {
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		if r, err := filepath.Rel(testbroker.RepoRoot(), p); err == nil {
-			out[i] = r
-		} else {
-			out[i] = p
-		}
-	}
-	return out
+	return k.Compile(t, srcs...)
 }
 
 // run runs a Java main class on classpath with args, feeding stdin (may be
@@ -188,8 +47,8 @@ func (k javaKafka) run(t *testing.T, timeout time.Duration, classpath string, st
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	argv := append(append(k.jvmArgs(classpath), class), args...)
-	cmd := exec.CommandContext(ctx, k.java, argv...)
+	argv := append(append(k.JVMArgs(classpath), class), args...)
+	cmd := exec.CommandContext(ctx, k.Java, argv...)
 	var out, errOut bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errOut
 	cmd.WaitDelay = 5 * time.Second

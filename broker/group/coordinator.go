@@ -106,9 +106,6 @@ func (c *Coordinator) EnsureTopic() error {
 		return nil
 	}
 	rf := min(c.bcfg.Int("offsets.topic.replication.factor"), int64(max(len(img.LiveBrokers()), 1)))
-	if c.ctrl.Quorum() {
-		rf = 1 // partitions are not replicated between brokers yet
-	}
 	spec := cluster.TopicSpec{Name: OffsetsTopic, Partitions: int32(c.bcfg.Int("offsets.topic.num.partitions")), ReplicationFactor: int16(rf),
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",
@@ -212,7 +209,9 @@ func (c *Coordinator) readPartition(p int32, out *[]Record) error {
 	if !ok {
 		return fmt.Errorf("broker/group: %s-%d is not hosted here", OffsetsTopic, p)
 	}
-	off, hw := part.Log.LogStartOffset(), part.HighWatermark()
+	// To the log end, as Kafka: a new leader's log is the partition's
+	// truth, and its high watermark may still lag its predecessor's.
+	off, hw := part.Log.LogStartOffset(), part.Log.LogEndOffset()
 	for off < hw {
 		select {
 		case <-c.stop:
@@ -311,9 +310,25 @@ func (c *Coordinator) append(w Write) error {
 	if err != nil {
 		return err
 	}
-	_, err = part.AppendAsLeader(b)
-	return err
+	res, err := part.AppendAsLeader(b)
+	if err != nil {
+		return err
+	}
+	// A commit is answered once the ISR has it, as Kafka's (acks=all), so
+	// that it survives the coordinator's death. Kafka's error mapping.
+	switch part.WaitCommitted(res.LastOffset, 1, time.Now().Add(offsetCommitTimeout), c.stop) {
+	case nil:
+		return nil
+	case kerr.NotLeaderForPartition:
+		return kerr.NotCoordinator
+	default:
+		return kerr.CoordinatorNotAvailable
+	}
 }
+
+// offsetCommitTimeout is Kafka's offsets.commit.timeout.ms default: how long
+// a group write waits for the ISR.
+const offsetCommitTimeout = 5 * time.Second
 
 // status is whether this node serves the group now. mu must be held.
 func (c *Coordinator) status(group string) *kerr.Error {

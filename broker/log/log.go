@@ -483,6 +483,36 @@ func (l *Log) TruncateTo(offset int64) error {
 	return l.epochs.truncateFromEnd(newEnd)
 }
 
+// ResetTo empties the log and starts it again at offset, for a follower
+// whose log ends before its leader's starts (Kafka's
+// truncateFullyAndStartAt): nothing it has is worth keeping.
+func (l *Log) ResetTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if offset <= l.end.Load() {
+		return fmt.Errorf("broker/log: reset %s to %d, not past its log end %d", l.tp, offset, l.end.Load())
+	}
+	old := l.segments()
+	if err := l.rollLocked(offset); err != nil {
+		return err
+	}
+	for _, s := range old {
+		if err := l.deleteSegmentLocked(s); err != nil {
+			return err
+		}
+	}
+	kept := []*segment{l.active()}
+	l.segs.Store(&kept)
+	l.start.Store(offset)
+	l.end.Store(offset)
+	l.recoveryPoint.Store(offset)
+	l.wakeLocked()
+	return l.epochs.truncateFromEnd(0)
+}
+
 // DeleteRecordsBefore moves the log start offset to offset (DeleteRecords)
 // and deletes the segments wholly before it.
 func (l *Log) DeleteRecordsBefore(offset int64) error {

@@ -26,11 +26,19 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	parts map[log.TopicPartition]*Partition
+
+	// Replication (see replication.go); transport is nil on a single node.
+	transport *Transport
+	fmu       sync.Mutex
+	fetchers  map[int32]*fetcher   // by leader; fmu
+	following map[*Partition]int32 // the leader each partition fetches from; fmu
+	stop      chan struct{}        // closed by StopReplication; fmu
 }
 
 // NewManager manages partitions in the given log dirs.
 func NewManager(cfg *config.Broker, dirs []*log.Dir, logger *slog.Logger) *Manager {
-	return &Manager{cfg: cfg, nodeID: int32(cfg.Int("node.id")), dirs: dirs, logger: logger, parts: map[log.TopicPartition]*Partition{}}
+	return &Manager{cfg: cfg, nodeID: int32(cfg.Int("node.id")), dirs: dirs, logger: logger, parts: map[log.TopicPartition]*Partition{},
+		fetchers: map[int32]*fetcher{}, following: map[*Partition]int32{}, stop: make(chan struct{})}
 }
 
 // Get is the hosted partition, if any.
@@ -64,6 +72,12 @@ func (m *Manager) Apply(prev, next *cluster.Image) error {
 		configChanged := old == nil || old.ID != t.ID || !maps.Equal(old.Configs, t.Configs)
 		for _, p := range t.Partitions {
 			if !hosts(p, m.nodeID) {
+				// Moved away by a reassignment: the copy here is not a
+				// replica any more (KAFKA-1074).
+				if part, ok := m.Get(t.Name, p.Index); ok && part.TopicID == t.ID {
+					m.logger.Info("deleting a replica reassigned away", "partition", part.TP.String(), "replicas", p.Replicas)
+					errs = append(errs, m.remove(part.TP))
+				}
 				continue
 			}
 			tp := log.TopicPartition{Topic: t.Name, Partition: p.Index}
@@ -77,7 +91,7 @@ func (m *Manager) Apply(prev, next *cluster.Image) error {
 				errs = append(errs, m.create(tp, t, p))
 				continue
 			}
-			part.leaderEpoch.Store(p.LeaderEpoch)
+			m.follow(part, part.applyMeta(p))
 			if configChanged {
 				errs = append(errs, part.Log.SetConfig(m.cfg.LogConfig(t.Configs)))
 			}
@@ -144,21 +158,28 @@ func (m *Manager) create(tp log.TopicPartition, t *cluster.Topic, p cluster.Part
 	if err := writePartitionMetadata(l.Dir(), t.ID); err != nil {
 		return err
 	}
-	part, err := newPartition(tp, t.ID, l, p.LeaderEpoch, m.logger)
+	part, err := newPartition(tp, t.ID, l, m.nodeID, p, m.logger)
 	if err != nil {
 		return err
 	}
+	rc := part.applyMeta(p)
 	m.mu.Lock()
 	m.parts[tp] = part
 	m.mu.Unlock()
+	m.follow(part, rc)
 	m.logger.Info("partition online", "partition", tp.String(), "topic_id", t.ID.String(), "log_end_offset", l.LogEndOffset())
 	return nil
 }
 
 func (m *Manager) remove(tp log.TopicPartition) error {
 	m.mu.Lock()
+	part := m.parts[tp]
 	delete(m.parts, tp)
 	m.mu.Unlock()
+	if part != nil {
+		m.unfollow(part)
+		part.stopLeading()
+	}
 	var errs []error
 	for _, d := range m.dirs {
 		errs = append(errs, d.Delete(tp))

@@ -1,8 +1,12 @@
 // Package replica owns the partitions this broker hosts: each partition's
 // log, its idempotent producer state, its leader epoch and high watermark,
-// and the rules that decide when an append is acknowledged. A single node is
-// the leader of every partition and its high watermark follows the log end;
-// followers, the ISR and leader changes build on the same Partition.
+// and Kafka's replication of them between brokers. A leader tracks its
+// followers' log ends, keeps the ISR (asking the controller to change it)
+// and advances the high watermark to the smallest ISR log end, which is
+// what an acks=all produce waits for. A follower fetches from its leader,
+// after truncating its log where it diverged from the leader's (by leader
+// epoch, KIP-101 and KIP-279). A single replica is the whole ISR, so its
+// high watermark follows its log end.
 //
 // Partition methods are safe for concurrent use; see Partition.
 package replica
@@ -32,9 +36,18 @@ type Partition struct {
 	TP      log.TopicPartition
 	TopicID cluster.TopicID
 	Log     *log.Log
+	self    int32 // this broker's node id
 
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
+
+	// Replication state, from the metadata and the followers' fetches.
+	stateMu   sync.Mutex
+	meta      cluster.Partition   // as last applied; stateMu
+	followers map[int32]*follower // while leading; stateMu
+	hwWake    chan struct{}       // closed when the high watermark moves or leadership changes; stateMu
+	hwWakeOut bool                // hwWake was handed out; stateMu
+	isrBusy   bool                // an ISR change is on its way to the controller; stateMu
 
 	appendMu  sync.Mutex
 	producers *producer.State
@@ -62,13 +75,22 @@ const (
 	snapshotEveryBytes = 64 << 20
 )
 
-func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, epoch int32, logger *slog.Logger) (*Partition, error) {
+// newPartition opens a hosted partition; its owner applies meta to it
+// (applyMeta) before anyone else sees it.
+func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self int32, meta cluster.Partition, logger *slog.Logger) (*Partition, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p := &Partition{TP: tp, TopicID: id, Log: l, now: time.Now, logger: logger.With("partition", tp.String())}
-	p.leaderEpoch.Store(epoch)
-	p.hw.Store(l.LogEndOffset())
+	p := &Partition{TP: tp, TopicID: id, Log: l, self: self, now: time.Now, logger: logger.With("partition", tp.String()),
+		hwWake: make(chan struct{})}
+	// Without a replica the log end is committed. With replicas, what the
+	// others have is unknown until they fetch (as leader) or the leader
+	// says (as follower): start from the log start, never above the truth.
+	if len(meta.Replicas) <= 1 {
+		p.hw.Store(l.LogEndOffset())
+	} else {
+		p.hw.Store(l.LogStartOffset())
+	}
 	snaps, err := producer.OpenSnapshots(l.Dir(), p.logger)
 	if err != nil {
 		return nil, err
@@ -122,6 +144,7 @@ func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 // AppendResult is what a produce answers for one partition.
 type AppendResult struct {
 	BaseOffset     int64
+	LastOffset     int64 // the acks=all produce waits until it is committed
 	LogAppendTime  int64
 	LogStartOffset int64
 	Records        int64 // appended now; 0 for a duplicate
@@ -144,7 +167,7 @@ func (p *Partition) AppendAsLeader(batches []byte) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	if dup != nil {
-		return AppendResult{BaseOffset: dup.FirstOffset, LogAppendTime: -1, LogStartOffset: p.Log.LogStartOffset(), Duplicate: true}, nil
+		return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: -1, LogStartOffset: p.Log.LogStartOffset(), Duplicate: true}, nil
 	}
 	info, err := p.Log.AppendAsLeader(batches, p.LeaderEpoch())
 	if err != nil {
@@ -154,9 +177,8 @@ func (p *Partition) AppendAsLeader(batches []byte) (AppendResult, error) {
 	for b, r, ok := record.Split(batches); ok; b, r, ok = record.Split(r) {
 		p.producers.Update(b, now)
 	}
-	// A single node is the whole ISR: what is appended is committed.
-	p.hw.Store(p.Log.LogEndOffset())
-	return AppendResult{BaseOffset: info.FirstOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.Log.LogStartOffset(), Records: info.Records}, nil
+	p.advanceHW()
+	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.Log.LogStartOffset(), Records: info.Records}, nil
 }
 
 // ExpireProducers drops producer state idle for longer than d

@@ -54,11 +54,13 @@ func testPartition(t *testing.T, d *log.Dir) *Partition {
 			t.Fatal(err)
 		}
 	}
-	p, err := newPartition(testTP, cluster.TopicID{}, l, 0, nil)
+	meta := cluster.Partition{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}
+	p, err := newPartition(testTP, cluster.TopicID{}, l, 1, meta, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.now = func() time.Time { return testNow }
+	p.applyMeta(meta)
 	return p
 }
 

@@ -3,9 +3,12 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/replica"
 )
 
 func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
@@ -19,6 +22,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 		return resp, nil
 	}
 	img := s.ctrl.Image()
+	var pending []pendingAck
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -27,13 +31,12 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
 			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
-			ok := perr == nil
 			switch {
-			case t == nil || !ok:
+			case t == nil || perr != nil:
 				sp.ErrorCode = perr.Code
-			case req.Acks == -1 && int64(len(t.Partitions[rp.Partition].ISR)) < s.minISR(t.Configs):
+			case req.Acks == -1 && int64(part.ISRSize()) < s.minISR(t.Configs):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
-				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", len(t.Partitions[rp.Partition].ISR), s.minISR(t.Configs)))
+				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", part.ISRSize(), s.minISR(t.Configs)))
 			default:
 				res, err := part.AppendAsLeader(rp.Records)
 				if err != nil {
@@ -44,10 +47,18 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 				if !res.Duplicate {
 					s.metrics.produced(rt.Topic, len(rp.Records), int(res.Records))
 				}
+				if req.Acks == -1 {
+					// A retried duplicate waits too: its first attempt may
+					// not be committed yet.
+					pending = append(pending, pendingAck{part, res.LastOffset, int(s.minISR(t.Configs)), len(resp.Topics), len(st.Partitions)})
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(pending) > 0 {
+		s.awaitCommit(resp, pending, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
 	if req.Acks == 0 {
 		return nil, nil
@@ -79,5 +90,33 @@ func fill(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest, code *kerr.Error
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+}
+
+// pendingAck is an acks=all append waiting for its high watermark, and
+// where its answer is in the response.
+type pendingAck struct {
+	part       *replica.Partition
+	lastOffset int64
+	minISR     int
+	topic, idx int
+}
+
+// awaitCommit waits until every pending append is committed (the ISR has
+// it), the leadership moves, or the request's timeout passes, and sets
+// each partition's answer. Kafka's delayed produce: with one replica the
+// high watermark is already there and nothing waits.
+func (s *Server) awaitCommit(resp *kmsg.ProduceResponse, pending []pendingAck, timeout time.Duration) {
+	done := s.metrics.wait(purgatoryProduce)
+	defer done()
+	deadline := time.Now().Add(timeout)
+	for _, p := range pending {
+		if code := p.part.WaitCommitted(p.lastOffset, p.minISR, deadline, s.stopping); code != nil {
+			sp := &resp.Topics[p.topic].Partitions[p.idx]
+			sp.ErrorCode = code.Code
+			if code == kerr.RequestTimedOut {
+				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR did not replicate the records within the request timeout (%v)", timeout))
+			}
+		}
 	}
 }

@@ -59,6 +59,17 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 		res.failed = true
 		return res
 	}
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	if replicaID >= 0 && !s.fromBroker(req.UnknownTags) {
+		// Only brokers may read past the high watermark and move the ISR
+		// (CVE-2018-1288).
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		res.failed = true
+		return res
+	}
 	img := s.ctrl.Image()
 	maxBytes := int64(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -82,7 +93,15 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 			sp.RecordBatches = []byte{} // empty, never null, as Kafka: kafka-go fails on a null records field
 			sp.Partition, sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rp.Partition, -1, -1, -1
 			sp.PreferredReadReplica = -1
-			part, perr := s.leaderPartition(name, rp.Partition)
+			// A follower serves consumers too (KIP-392), up to its own high
+			// watermark, for the fetch versions that carry a rack (v11+).
+			var part *replica.Partition
+			var perr *kerr.Error
+			if replicaID < 0 && req.Version >= 11 {
+				part, perr = s.hostedPartition(name, rp.Partition)
+			} else {
+				part, perr = s.leaderPartition(name, rp.Partition)
+			}
 			ok := perr == nil
 			switch {
 			case unknownID:
@@ -94,8 +113,20 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 					sp.ErrorCode = code.Code
 					break
 				}
-				res.wake = append(res.wake, part.Log.Appended())
-				n, err := s.readPartition(part, rp, &sp, maxBytes-res.bytes, res.bytes == 0, res.files)
+				upTo := int64(-1)
+				if replicaID >= 0 {
+					isr, code := part.FollowerFetched(replicaID, rp.FetchOffset)
+					if code != nil {
+						sp.ErrorCode = code.Code
+						break
+					}
+					s.parts.RequestISRChange(part, isr)
+					res.wake = append(res.wake, part.Log.Appended())
+				} else {
+					upTo = part.HighWatermark()
+					res.wake = append(res.wake, part.HWChanged())
+				}
+				n, err := s.readPartition(part, rp, &sp, maxBytes-res.bytes, res.bytes == 0, res.files, upTo)
 				if err != nil {
 					sp.ErrorCode = kafkaCode(err)
 				}
@@ -119,17 +150,18 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 }
 
 // readPartition fills sp with the partition's offsets and the range of
-// records from the fetch offset, up to the high watermark and the byte
-// limits. first says no records are in the response yet, so the first
-// batch is returned whole even when it is larger than the limits (KIP-74).
-func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, files *fileRanges) (int64, error) {
+// records from the fetch offset, up to upTo (the high watermark for a
+// consumer, -1 for the log end for a follower) and the byte limits. first
+// says no records are in the response yet, so the first batch is returned
+// whole even when it is larger than the limits (KIP-74).
+func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, files *fileRanges, upTo int64) (int64, error) {
 	hw := part.HighWatermark()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, part.Log.LogStartOffset()
 	limit := min(int64(rp.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {
 		return 0, nil
 	}
-	slice, err := part.Log.Read(rp.FetchOffset, log.ReadOptions{MaxBytes: int(max(limit, 0)), MinOneBatch: first, UpTo: hw})
+	slice, err := part.Log.Read(rp.FetchOffset, log.ReadOptions{MaxBytes: int(max(limit, 0)), MinOneBatch: first, UpTo: upTo})
 	if err != nil {
 		if errors.Is(err, log.ErrOffsetOutOfRange) && rp.FetchOffset == hw {
 			return 0, nil

@@ -23,7 +23,7 @@ func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) (*kmsg.Metad
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, name := range img.TopicNames() {
-			resp.Topics = append(resp.Topics, metadataTopic(img.Topics[name], req.IncludeTopicAuthorizedOperations))
+			resp.Topics = append(resp.Topics, metadataTopic(img, img.Topics[name], req.IncludeTopicAuthorizedOperations))
 		}
 		return resp, nil
 	}
@@ -59,7 +59,7 @@ func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) (*kmsg.Metad
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(t, req.IncludeTopicAuthorizedOperations))
+		resp.Topics = append(resp.Topics, metadataTopic(img, t, req.IncludeTopicAuthorizedOperations))
 	}
 	return resp, nil
 }
@@ -99,7 +99,7 @@ func (s *Server) metadataBrokers(img *cluster.Image, listener string) []kmsg.Met
 	return out
 }
 
-func metadataTopic(t *cluster.Topic, authorizedOps bool) kmsg.MetadataResponseTopic {
+func metadataTopic(img *cluster.Image, t *cluster.Topic, authorizedOps bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal()
@@ -108,6 +108,11 @@ func metadataTopic(t *cluster.Topic, authorizedOps bool) kmsg.MetadataResponseTo
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Index, p.Leader, p.LeaderEpoch
 		mp.Replicas, mp.ISR = p.Replicas, p.ISR
+		for _, r := range p.Replicas {
+			if b, ok := img.Brokers[r]; !ok || b.Fenced {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
 		if p.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}

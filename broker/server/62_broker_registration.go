@@ -42,11 +42,12 @@ func (s *Server) handleBrokerRegistration(c *conn, req *kmsg.BrokerRegistrationR
 
 func (s *Server) handleBrokerHeartbeat(c *conn, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	if err := s.ctrl.Heartbeat(req.BrokerID); err != nil {
+	shutDown, err := s.ctrl.Heartbeat(req.BrokerID, req.WantShutdown)
+	if err != nil {
 		resp.ErrorCode = kafkaCode(err)
 		return resp, nil
 	}
-	resp.IsCaughtUp = true
+	resp.IsCaughtUp, resp.ShouldShutdown = true, shutDown
 	return resp, nil
 }
 
@@ -95,7 +96,7 @@ func (s *Server) keepMembership(self cluster.Broker, registered bool) {
 		if !registered {
 			err = s.register(self)
 			registered = err == nil
-		} else if err = s.heartbeat(); errors.Is(err, kerr.BrokerIDNotRegistered) {
+		} else if err = s.heartbeat(false); errors.Is(err, kerr.BrokerIDNotRegistered) {
 			registered = false
 		}
 		wait := interval
@@ -134,16 +135,61 @@ func (s *Server) register(self cluster.Broker) error {
 	return kerr.ErrorForCode(resp.(*kmsg.BrokerRegistrationResponse).ErrorCode)
 }
 
-func (s *Server) heartbeat() error {
+func (s *Server) heartbeat(wantShutdown bool) error {
 	if s.ctrl.IsActive() {
-		return s.ctrl.Heartbeat(s.nodeID)
+		_, err := s.ctrl.Heartbeat(s.nodeID, wantShutdown)
+		return err
 	}
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.SetVersion(0)
-	req.BrokerID, req.BrokerEpoch = s.nodeID, -1
-	resp, err := s.toController(context.Background(), req)
+	req.BrokerID, req.BrokerEpoch, req.WantShutdown = s.nodeID, -1, wantShutdown
+	// A controller that stopped answering (paused, partitioned) must not
+	// hold the heartbeats up past the session: the next one is elected
+	// meanwhile and would fence this broker.
+	session := time.Duration(s.cfg.Int("broker.session.timeout.ms")) * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), session/3)
+	defer cancel()
+	resp, err := s.toController(ctx, req)
 	if err != nil {
 		return err
 	}
 	return kerr.ErrorForCode(resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode)
+}
+
+// controlledShutdown asks the active controller to move this broker's
+// leaderships away before it stops, so that clients fail over at once
+// rather than after the session timeout. It gives up after a few seconds:
+// a broker whose controller is gone still stops.
+func (s *Server) controlledShutdown() {
+	if s.ctrl == nil || !s.ctrl.Quorum() || !s.cfg.Bool("controlled.shutdown.enable") {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		err := s.heartbeat(true)
+		if err == nil {
+			break
+		}
+		s.logger.Debug("controlled shutdown", "err", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Wait until this node's image shows the moves, so that the clients
+	// it answers until it stops are sent to the new leaders.
+	for time.Now().Before(deadline) && s.leadsAny() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.logger.Info("controlled shutdown done", "still_leading", s.leadsAny())
+}
+
+// leadsAny is whether this node leads a partition that has another ISR
+// member to lead it.
+func (s *Server) leadsAny() bool {
+	for _, t := range s.ctrl.Image().Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == s.nodeID && len(p.ISR) > 1 {
+				return true
+			}
+		}
+	}
+	return false
 }

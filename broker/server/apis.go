@@ -68,10 +68,16 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.IncrementalAlterConfigs.Int16(): {min: 0, max: 1, fn: typed(s.handleIncrementalAlterConfigs)},
 		kmsg.DescribeTopicPartitions.Int16(): {min: 0, max: 0, fn: typed(s.handleDescribeTopicPartitions)},
 
+		// Leadership and replica placement, on the active controller.
+		kmsg.ElectLeaders.Int16():               {min: 0, max: 2, fn: typed(s.handleElectLeaders)},
+		kmsg.AlterPartitionAssignments.Int16():  {min: 0, max: 0, fn: typed(s.handleAlterPartitionReassignments)},
+		kmsg.ListPartitionReassignments.Int16(): {min: 0, max: 0, fn: typed(s.handleListPartitionReassignments)},
+
 		// Between the brokers of a cluster and the active controller.
 		kmsg.BrokerRegistration.Int16():  {min: 0, max: 4, internal: true, fn: typed(s.handleBrokerRegistration)},
 		kmsg.BrokerHeartbeat.Int16():     {min: 0, max: 1, internal: true, fn: typed(s.handleBrokerHeartbeat)},
 		kmsg.AllocateProducerIDs.Int16(): {min: 0, max: 0, internal: true, fn: typed(s.handleAllocateProducerIDs)},
+		kmsg.AlterPartition.Int16():      {min: 2, max: 3, internal: true, fn: typed(s.handleAlterPartition)},
 	}
 }
 

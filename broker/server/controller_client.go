@@ -1,18 +1,16 @@
 package server
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 // errNoController is returned while no controller is active or reachable.
@@ -37,57 +35,17 @@ func (s *Server) toController(ctx context.Context, req kmsg.Request) (kmsg.Respo
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-broker-%d", s.nodeID))
 	if err != nil {
 		return nil, fmt.Errorf("broker/server: controller %d at %s: %w", b.ID, addr, err)
 	}
-	defer nc.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetDeadline(dl)
-	}
-	if req.MaxVersion() < req.GetVersion() {
-		req.SetVersion(req.MaxVersion())
-	}
-	if _, err := nc.Write(frameRequest(req, s.nodeID)); err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(nc)
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, fmt.Errorf("broker/server: controller %d: %w", b.ID, err)
-	}
-	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(r, body); err != nil {
-		return nil, err
-	}
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	body = body[4:] // correlation id
-	if resp.IsFlexible() {
-		body = body[1:] // no tagged fields in the header
-	}
-	if err := resp.ReadFrom(body); err != nil {
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	resp, err := conn.RoundTrip(req, time.Until(deadline))
+	if err != nil {
 		return nil, fmt.Errorf("broker/server: controller %d: %w", b.ID, err)
 	}
 	return resp, nil
-}
-
-// frameRequest encodes req with a request header (v2 when flexible).
-func frameRequest(req kmsg.Request, nodeID int32) []byte {
-	clientID := fmt.Sprintf("tributary-broker-%d", nodeID)
-	buf := make([]byte, 4, 256)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
-	buf = binary.BigEndian.AppendUint16(buf, uint16(req.GetVersion()))
-	buf = binary.BigEndian.AppendUint32(buf, 1)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(len(clientID)))
-	buf = append(buf, clientID...)
-	if req.IsFlexible() {
-		buf = append(buf, 0)
-	}
-	buf = req.AppendTo(buf)
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	return buf
 }
 
 // interBrokerAddr is where brokers reach b: its inter.broker.listener.name

@@ -24,3 +24,17 @@ func (s *Server) leaderPartition(topic string, partition int32) (*replica.Partit
 	}
 	return part, nil
 }
+
+// hostedPartition is the partition if this node is one of its replicas,
+// leader or follower.
+func (s *Server) hostedPartition(topic string, partition int32) (*replica.Partition, *kerr.Error) {
+	t, ok := s.ctrl.Image().Topics[topic]
+	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	part, ok := s.parts.Get(topic, partition)
+	if !ok {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return part, nil
+}

@@ -63,6 +63,7 @@ type liveState struct {
 // Purgatory operations, as Kafka's delayedOperation tag.
 const (
 	purgatoryFetch     = "fetch"
+	purgatoryProduce   = "produce"
 	purgatoryRebalance = "rebalance"
 )
 
@@ -95,11 +96,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tributary_broker_isr_expands_total", Help: "Replicas added back to a partition's ISR led here (Kafka IsrExpandsPerSec)."}),
 		purgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tributary_broker_purgatory_size", Help: "Requests waiting, by operation (Kafka PurgatorySize): fetch long-polls, and JoinGroup/SyncGroup waiting for a rebalance phase."}, []string{"operation"}),
+			Name: "tributary_broker_purgatory_size", Help: "Requests waiting, by operation (Kafka PurgatorySize): fetch long-polls, acks=all produces waiting for the ISR, and JoinGroup/SyncGroup waiting for a rebalance phase."}, []string{"operation"}),
 	}
 	// Labelled series that must exist before their first event, so that a
 	// dashboard shows 0 rather than "no data".
 	m.purgatory.WithLabelValues(purgatoryFetch)
+	m.purgatory.WithLabelValues(purgatoryProduce)
 	m.purgatory.WithLabelValues(purgatoryRebalance)
 	reg.MustRegister(m.requests, m.requestErrors, m.latency, m.connections, m.connectionsCreated, m.rejectedFrames,
 		m.bytesIn, m.bytesOut, m.messagesIn, m.logFlush, m.isrShrinks, m.isrExpands, m.purgatory, stateCollector{m})

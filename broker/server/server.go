@@ -130,6 +130,9 @@ func (s *Server) Start() error {
 	}
 	s.pids = &producerIDs{ctrl: s.ctrl}
 	s.parts = replica.NewManager(s.cfg, s.dirs, s.logger)
+	if s.ctrl.Quorum() {
+		s.parts.SetTransport(s.replicaTransport())
+	}
 	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
 		if err := s.parts.Apply(prev, next); err != nil {
 			s.logger.Error("applying metadata", "err", err)
@@ -299,6 +302,7 @@ func (s *Server) accept(name string, ln net.Listener) {
 // done), then flushes every log, writes the checkpoints and the
 // clean-shutdown marker, so that the next start scans nothing.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.controlledShutdown()
 	s.mu.Lock()
 	if !s.closing.Swap(true) {
 		close(s.stopping)
@@ -326,6 +330,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.groups != nil {
 		s.groups.Stop()
+	}
+	if s.parts != nil {
+		s.parts.StopReplication()
 	}
 	err := s.closeStorage()
 	s.logger.Info("broker stopped", "clean", err == nil)

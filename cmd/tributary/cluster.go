@@ -21,6 +21,9 @@ a cluster.`,
 	}
 	addBootstrapFlag(cmd.PersistentFlags(), &bootstrap)
 	cmd.AddCommand(newClusterDescribeCommand(&bootstrap))
+	cmd.AddCommand(newClusterCheckReplicasCommand(&bootstrap))
+	cmd.AddCommand(newClusterElectLeadersCommand(&bootstrap))
+	cmd.AddCommand(newClusterReassignCommand(&bootstrap))
 	return cmd
 }
 

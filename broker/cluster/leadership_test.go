@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// threeBrokers is a single-node controller that also knows brokers 2 and 3
+// (as a quorum's would), with topic t replicated on all three.
+func threeBrokers(t *testing.T, racks ...string) (*Controller, *Topic) {
+	t.Helper()
+	c := openTest(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	for id := int32(1); id <= 3; id++ {
+		b := c.Image().Brokers[1]
+		b.ID = id
+		if len(racks) > 0 {
+			b.Rack = racks[id-1]
+		}
+		if err := c.commit([]Record{{RegisterBroker: &b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp, err := c.CreateTopic(TopicSpec{Name: "t", Partitions: 3, ReplicationFactor: 3}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, tp
+}
+
+func (c *Controller) partition(t *testing.T, i int32) Partition {
+	t.Helper()
+	return c.Image().Topics["t"].Partitions[i]
+}
+
+// A fenced broker leaves every ISR and its leaderships go to the next ISR
+// member in replica order, with a new leader epoch; the last ISR member
+// stays in the ISR, so the partition waits for it.
+func TestFencingMovesLeadershipWithinTheISR(t *testing.T) {
+	c, _ := threeBrokers(t)
+	p0 := c.partition(t, 0)
+	leader := p0.Leader
+	if err := c.setFenced(leader, true); err != nil {
+		t.Fatal(err)
+	}
+	p1 := c.partition(t, 0)
+	if p1.Leader == leader || p1.Leader < 0 || slices.Contains(p1.ISR, leader) || p1.LeaderEpoch != p0.LeaderEpoch+1 {
+		t.Fatalf("after fencing leader %d: %+v (was %+v)", leader, p1, p0)
+	}
+	for _, id := range p1.ISR {
+		if err := c.setFenced(id, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2 := c.partition(t, 0)
+	if p2.Leader != -1 || len(p2.ISR) != 1 {
+		t.Fatalf("with every broker fenced: %+v, want no leader and the last ISR member kept", p2)
+	}
+	// The fenced broker that was not the last member comes back: it is not
+	// in the ISR, so it does not lead; the last member does.
+	if err := c.setFenced(leader, false); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.partition(t, 0); p.Leader != -1 {
+		t.Fatalf("broker %d, out of the ISR, leads: %+v", leader, p)
+	}
+	if err := c.setFenced(p2.ISR[0], false); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.partition(t, 0); p.Leader != p2.ISR[0] {
+		t.Fatalf("the last ISR member %d is back but does not lead: %+v", p2.ISR[0], p)
+	}
+}
+
+// AlterPartition checks the leader's epochs and who may join.
+func TestAlterPartition(t *testing.T) {
+	c, tp := threeBrokers(t)
+	p := c.partition(t, 1)
+	shrink := ISRChange{TopicID: tp.ID, Partition: 1, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: []int32{p.Leader}}
+	got, err := c.AlterPartition(shrink)
+	if err != nil || !slices.Equal(got.ISR, []int32{p.Leader}) || got.PartitionEpoch != p.PartitionEpoch+1 {
+		t.Fatalf("shrink: %+v, %v", got, err)
+	}
+	_, err = c.AlterPartition(shrink) // the same, from a stale partition epoch
+	wantCode(t, err, kerr.InvalidUpdateVersion)
+	stale := shrink
+	stale.LeaderEpoch--
+	_, err = c.AlterPartition(stale)
+	wantCode(t, err, kerr.FencedLeaderEpoch)
+
+	other := p.Replicas[1]
+	if err := c.setFenced(other, true); err != nil {
+		t.Fatal(err)
+	}
+	cur := c.partition(t, 1)
+	expand := ISRChange{TopicID: tp.ID, Partition: 1, Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, ISR: []int32{cur.Leader, other}}
+	_, err = c.AlterPartition(expand)
+	wantCode(t, err, kerr.IneligibleReplica)
+	noLeader := expand
+	noLeader.ISR = []int32{other}
+	_, err = c.AlterPartition(noLeader)
+	wantCode(t, err, kerr.InvalidRequest)
+}
+
+// Preferred-leader election moves leadership back to the first replica
+// once it is in the ISR.
+func TestElectPreferredLeaders(t *testing.T) {
+	c, _ := threeBrokers(t)
+	p := c.partition(t, 2)
+	pref := p.Replicas[0]
+	if err := c.setFenced(pref, true); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ElectLeaders(false, map[string][]int32{"t": {2}})
+	if err != nil || res[0].Err == nil || res[0].Err.Code != kerr.PreferredLeaderNotAvailable {
+		t.Fatalf("electing a fenced preferred leader: %+v, %v", res, err)
+	}
+	if err := c.setFenced(pref, false); err != nil {
+		t.Fatal(err)
+	}
+	// Back, but not in the ISR until its leader adds it.
+	cur := c.partition(t, 2)
+	if _, err := c.AlterPartition(ISRChange{TopicID: c.Image().Topics["t"].ID, Partition: 2, Leader: cur.Leader,
+		LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, ISR: append(cur.ISR, pref)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = c.ElectLeaders(false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Partition == 2 && r.Err != nil {
+			t.Fatalf("partition 2: %v", r.Err)
+		}
+		if r.Partition != 2 && (r.Err == nil || r.Err.Code != kerr.ElectionNotNeeded) {
+			t.Fatalf("partition %d: %v, want ELECTION_NOT_NEEDED", r.Partition, r.Err)
+		}
+	}
+	if l := c.partition(t, 2).Leader; l != pref {
+		t.Fatalf("leader %d after the election, want the preferred %d", l, pref)
+	}
+}
+
+// A reassignment adds the new replicas, then drops the old ones when the
+// new ones are in the ISR, moving leadership out of a removed replica.
+func TestReassignment(t *testing.T) {
+	c, tp := threeBrokers(t)
+	b := c.Image().Brokers[1]
+	b.ID = 4
+	if err := c.commit([]Record{{RegisterBroker: &b}}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.partition(t, 0)
+	leaving := p.Leader
+	var target []int32
+	for _, r := range p.Replicas {
+		if r != leaving {
+			target = append(target, r)
+		}
+	}
+	target = append(target, 4)
+	if err := c.Reassign("t", 0, target); err != nil {
+		t.Fatal(err)
+	}
+	p = c.partition(t, 0)
+	if !slices.Equal(p.Adding, []int32{4}) || !slices.Equal(p.Removing, []int32{leaving}) || len(p.Replicas) != 4 {
+		t.Fatalf("in progress: %+v", p)
+	}
+	if got := c.Image().Reassignments(nil); len(got) != 1 || got[0].Partition != 0 {
+		t.Fatalf("listed reassignments: %+v", got)
+	}
+	// The leader adds 4 to the ISR: the move completes.
+	if _, err := c.AlterPartition(ISRChange{TopicID: tp.ID, Partition: 0, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+		PartitionEpoch: p.PartitionEpoch, ISR: append(slices.Clone(p.ISR), 4)}); err != nil {
+		t.Fatal(err)
+	}
+	p2 := c.partition(t, 0)
+	if p2.Reassigning() || !slices.Equal(p2.Replicas, target) || slices.Contains(p2.ISR, leaving) || p2.Leader == leaving || p2.LeaderEpoch != p.LeaderEpoch+1 {
+		t.Fatalf("after the new replica caught up: %+v", p2)
+	}
+	wantCode(t, c.Reassign("t", 0, nil), kerr.NoReassignmentInProgress)
+	wantCode(t, c.Reassign("t", 0, []int32{1, 9, 2}), kerr.InvalidReplicaAssignment)
+}
+
+// With broker.rack set, a partition's replicas span the racks.
+func TestRackAwarePlacement(t *testing.T) {
+	c := openTest(t, t.TempDir())
+	defer c.Close()
+	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b"}
+	for id, rack := range racks {
+		b := c.Image().Brokers[1]
+		b.ID, b.Rack = id, rack
+		if err := c.commit([]Record{{RegisterBroker: &b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp, err := c.CreateTopic(TopicSpec{Name: "r", Partitions: 8, ReplicationFactor: 2}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tp.Partitions {
+		if racks[p.Replicas[0]] == racks[p.Replicas[1]] {
+			t.Errorf("partition %d on %v: both in rack %s", p.Index, p.Replicas, racks[p.Replicas[0]])
+		}
+	}
+}

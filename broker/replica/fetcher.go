@@ -1,0 +1,365 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/kwire"
+)
+
+// SecretTag is the tagged field of a replica's Fetch and OffsetForLeaderEpoch
+// requests that carries the cluster's inter-broker secret (Image.Secret):
+// a fetch that claims a replica id without it is refused, so that a client
+// cannot read past the high watermark or pose as a follower and move the
+// ISR (CVE-2018-1288). Kafka's own tags are small numbers; this one is far
+// from them.
+const SecretTag = 0x7472
+
+// Transport is how this broker reaches the others and the controller.
+type Transport struct {
+	// Addr is where broker id serves other brokers.
+	Addr func(id int32) (string, error)
+	// Secret is the cluster's inter-broker secret, "" until it is made.
+	Secret func() string
+	// AlterISR asks the active controller for an ISR change.
+	AlterISR func(cluster.ISRChange) error
+	// MaxWait is how long a fetch waits at the leader for new records
+	// (replica.fetch.wait.max.ms); MaxBytes is a partition's share of a
+	// fetch (replica.fetch.max.bytes).
+	MaxWait  time.Duration
+	MaxBytes int32
+}
+
+// fetcher copies the partitions this broker follows from one leader: one
+// connection and one goroutine per leader, as Kafka's replica fetcher
+// threads, so that a slow or paused leader delays only its own partitions.
+type fetcher struct {
+	m      *Manager
+	leader int32
+
+	mu    sync.Mutex
+	parts map[*Partition]*fetchState
+
+	changed chan struct{} // a partition was added: stop waiting
+	stop    chan struct{}
+	conn    *kwire.Conn
+}
+
+// fetchState is a followed partition's progress under one leader epoch.
+type fetchState struct {
+	epoch     int32
+	truncated bool // the log was truncated to where it agrees with this leader's
+}
+
+func newFetcher(m *Manager, leader int32) *fetcher {
+	f := &fetcher{m: m, leader: leader, parts: map[*Partition]*fetchState{},
+		changed: make(chan struct{}, 1), stop: make(chan struct{})}
+	go f.run()
+	return f
+}
+
+func (f *fetcher) add(p *Partition, epochChanged bool) {
+	f.mu.Lock()
+	st, ok := f.parts[p]
+	if !ok || epochChanged || st.epoch != p.LeaderEpoch() {
+		f.parts[p] = &fetchState{epoch: p.LeaderEpoch()}
+	}
+	f.mu.Unlock()
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// remove stops following p here; it reports whether none is left.
+func (f *fetcher) remove(p *Partition) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.parts, p)
+	return len(f.parts) == 0
+}
+
+func (f *fetcher) close() { close(f.stop) }
+
+func (f *fetcher) snapshot() map[*Partition]fetchState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[*Partition]fetchState, len(f.parts))
+	for p, st := range f.parts {
+		out[p] = *st
+	}
+	return out
+}
+
+// current reports whether p is still followed here under epoch.
+func (f *fetcher) current(p *Partition, epoch int32) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.parts[p]
+	return ok && st.epoch == epoch && p.LeaderEpoch() == epoch
+}
+
+func (f *fetcher) markTruncated(p *Partition, epoch int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.parts[p]; ok && st.epoch == epoch {
+		st.truncated = true
+	}
+}
+
+func (f *fetcher) redoTruncation(p *Partition, epoch int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.parts[p]; ok && st.epoch == epoch {
+		st.truncated = false
+	}
+}
+
+func (f *fetcher) run() {
+	defer func() {
+		if f.conn != nil {
+			f.conn.Close()
+		}
+	}()
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case <-f.stop:
+			return
+		default:
+		}
+		parts := f.snapshot()
+		var err error
+		progressed := false
+		if len(parts) > 0 {
+			progressed, err = f.round(parts)
+		}
+		if err != nil {
+			f.m.logger.Debug("replica fetch", "leader", f.leader, "err", err)
+			if f.conn != nil {
+				f.conn.Close()
+				f.conn = nil
+			}
+		}
+		if err == nil && progressed {
+			backoff = 50 * time.Millisecond
+			continue
+		}
+		// Nothing to do, or the leader refused or could not be reached:
+		// wait for a change rather than spin.
+		wait := time.Duration(0)
+		if len(parts) == 0 {
+			wait = time.Hour
+		} else if err != nil || !progressed {
+			wait = backoff
+			backoff = min(backoff*2, time.Second)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-f.stop:
+			t.Stop()
+			return
+		case <-f.changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// round truncates the partitions new to a leader epoch, then fetches once.
+// It reports whether a partition moved on (or the fetch waited at the
+// leader), so that an idle round is retried at once.
+func (f *fetcher) round(parts map[*Partition]fetchState) (bool, error) {
+	tr := f.m.transport
+	secret := tr.Secret()
+	if secret == "" {
+		return false, errors.New("the cluster has no inter-broker secret yet")
+	}
+	if f.conn == nil {
+		addr, err := tr.Addr(f.leader)
+		if err != nil {
+			return false, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		f.conn, err = kwire.Dial(ctx, addr, fmt.Sprintf("tributary-replica-%d", f.m.nodeID))
+		cancel()
+		if err != nil {
+			return false, err
+		}
+	}
+	var toTruncate []*Partition
+	for p, st := range parts {
+		if !st.truncated {
+			toTruncate = append(toTruncate, p)
+		}
+	}
+	if len(toTruncate) > 0 {
+		if err := f.truncate(toTruncate, parts, secret); err != nil {
+			return false, err
+		}
+		parts = f.snapshot()
+	}
+	return f.fetch(parts, secret)
+}
+
+// truncate asks the leader where each partition's last epoch ends in its log
+// and truncates ours there (KIP-101, KIP-279).
+func (f *fetcher) truncate(ps []*Partition, parts map[*Partition]fetchState, secret string) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(4)
+	req.ReplicaID = f.m.nodeID
+	req.UnknownTags.Set(SecretTag, []byte(secret))
+	byTopic := map[string]int{}
+	asked := map[string]map[int32]*Partition{}
+	for _, p := range ps {
+		last := p.lastEpoch()
+		if last < 0 {
+			f.markTruncated(p, parts[p].epoch) // an empty log has nothing to diverge
+			continue
+		}
+		i, ok := byTopic[p.TP.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.TP.Topic] = i
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = p.TP.Topic
+			req.Topics = append(req.Topics, t)
+			asked[p.TP.Topic] = map[int32]*Partition{}
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.TP.Partition, parts[p].epoch, last
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		asked[p.TP.Topic][p.TP.Partition] = p
+	}
+	if len(req.Topics) == 0 {
+		return nil
+	}
+	resp, err := f.conn.RoundTrip(req, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	for _, rt := range resp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
+		for _, rp := range rt.Partitions {
+			p, ok := asked[rt.Topic][rp.Partition]
+			if !ok || rp.ErrorCode != 0 {
+				continue // retried in the next round, with newer metadata
+			}
+			epoch := parts[p].epoch
+			if !f.current(p, epoch) {
+				continue
+			}
+			if err := p.TruncateTo(p.divergence(rp.LeaderEpoch, rp.EndOffset)); err != nil {
+				return fmt.Errorf("truncating %s: %w", p.TP, err)
+			}
+			f.markTruncated(p, epoch)
+		}
+	}
+	return nil
+}
+
+// fetch copies new batches of the truncated partitions from the leader.
+func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, error) {
+	tr := f.m.transport
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID = f.m.nodeID
+	req.MaxWaitMillis = int32(tr.MaxWait.Milliseconds())
+	req.MinBytes, req.MaxBytes = 1, 64<<20
+	req.SessionEpoch = -1
+	req.UnknownTags.Set(SecretTag, []byte(secret))
+	byTopic := map[string]int{}
+	asked := map[string]map[int32]*Partition{}
+	for p, st := range parts {
+		if !st.truncated {
+			continue
+		}
+		i, ok := byTopic[p.TP.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.TP.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = p.TP.Topic
+			req.Topics = append(req.Topics, t)
+			asked[p.TP.Topic] = map[int32]*Partition{}
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch = p.TP.Partition, st.epoch
+		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.Log.LogEndOffset(), p.Log.LogStartOffset(), tr.MaxBytes
+		rp.LastFetchedEpoch = -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		asked[p.TP.Topic][p.TP.Partition] = p
+	}
+	if len(req.Topics) == 0 {
+		return false, nil
+	}
+	start := time.Now()
+	resp, err := f.conn.RoundTrip(req, tr.MaxWait+15*time.Second)
+	if err != nil {
+		return false, err
+	}
+	r := resp.(*kmsg.FetchResponse)
+	if r.ErrorCode != 0 {
+		return false, fmt.Errorf("leader %d refused the fetch: %w", f.leader, kerr.ErrorForCode(r.ErrorCode))
+	}
+	progressed := time.Since(start) >= tr.MaxWait/2
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			p, ok := asked[rt.Topic][rp.Partition]
+			if !ok {
+				continue
+			}
+			epoch := parts[p].epoch
+			if !f.current(p, epoch) {
+				continue
+			}
+			switch rp.ErrorCode {
+			case 0:
+			case kerr.OffsetOutOfRange.Code:
+				if p.Log.LogEndOffset() < rp.LogStartOffset {
+					if err := p.ResetTo(rp.LogStartOffset); err != nil {
+						return false, fmt.Errorf("restarting %s at %d: %w", p.TP, rp.LogStartOffset, err)
+					}
+					progressed = true
+				} else {
+					// Past the leader's end: a divergence the epochs
+					// did not show; ask again where the logs agree.
+					f.redoTruncation(p, epoch)
+				}
+				continue
+			default:
+				continue // NOT_LEADER, FENCED_LEADER_EPOCH...: wait for the metadata
+			}
+			batches := wholeBatches(rp.RecordBatches)
+			if err := p.AppendAsFollower(batches, rp.HighWatermark); err != nil {
+				return false, fmt.Errorf("appending to %s: %w", p.TP, err)
+			}
+			if len(batches) > 0 {
+				progressed = true
+			}
+		}
+	}
+	return progressed, nil
+}
+
+// wholeBatches drops a partial batch at the end of a fetched range: the
+// leader cuts its reads at the byte limit, wherever that falls.
+func wholeBatches(data []byte) []byte {
+	n := 0
+	for rest := data; ; {
+		b, r, ok := record.Split(rest)
+		if !ok {
+			break
+		}
+		n += len(b)
+		rest = r
+	}
+	return data[:n]
+}

@@ -1,0 +1,117 @@
+package replica
+
+import (
+	"github.com/tributary-io/tributary/broker/record"
+)
+
+// AppendAsFollower appends batches fetched from the leader, keeping their
+// offsets and epochs, and records their producers, so that this replica
+// deduplicates a producer's retries the same way if it becomes the leader.
+// leaderHW is the leader's high watermark from the same fetch.
+func (p *Partition) AppendAsFollower(batches []byte, leaderHW int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if len(batches) > 0 {
+		if _, err := p.Log.AppendAsFollower(batches); err != nil {
+			return err
+		}
+		now := p.now().UnixMilli()
+		for b, r, ok := record.Split(batches); ok; b, r, ok = record.Split(r) {
+			p.producers.Update(b, now)
+		}
+	}
+	p.followHW(leaderHW)
+	return nil
+}
+
+// followHW sets a follower's high watermark from its leader's: what the
+// leader committed, of what this replica has.
+func (p *Partition) followHW(leaderHW int64) {
+	if leaderHW < 0 {
+		return
+	}
+	hw := min(leaderHW, p.Log.LogEndOffset())
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	if hw != p.hw.Load() {
+		p.hw.Store(hw)
+		p.wakeLocked()
+	}
+}
+
+// TruncateTo removes the log's records from offset on, where it diverged
+// from the new leader's, and rebuilds the producer state without them.
+func (p *Partition) TruncateTo(offset int64) error {
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if offset >= p.Log.LogEndOffset() {
+		return nil
+	}
+	before := p.Log.LogEndOffset()
+	if err := p.Log.TruncateTo(offset); err != nil {
+		return err
+	}
+	// Loading drops the snapshots past the new log end.
+	if err := p.rebuildProducers(); err != nil {
+		return err
+	}
+	p.stateMu.Lock()
+	if p.hw.Load() > p.Log.LogEndOffset() {
+		p.hw.Store(p.Log.LogEndOffset())
+	}
+	p.stateMu.Unlock()
+	p.logger.Info("truncated a divergent tail", "from", offset, "log_end_offset_was", before, "log_end_offset", p.Log.LogEndOffset())
+	return nil
+}
+
+// ResetTo empties the log and restarts it at the leader's log start,
+// when this replica's log ends before it (a new replica of a partition
+// whose old records were deleted).
+func (p *Partition) ResetTo(offset int64) error {
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.Log.ResetTo(offset); err != nil {
+		return err
+	}
+	if err := p.rebuildProducers(); err != nil {
+		return err
+	}
+	p.stateMu.Lock()
+	p.hw.Store(offset)
+	p.stateMu.Unlock()
+	p.logger.Info("log restarted at the leader's log start", "offset", offset)
+	return nil
+}
+
+// divergence is where this replica's log must be truncated, given the
+// leader's answer to OffsetForLeaderEpoch for our last epoch: the end of
+// the newest epoch both logs share (KIP-279). The leader answered with
+// (epoch, end); when that epoch is older than ours, our own end of it may
+// be earlier than the leader's. With no epoch in common (the leader
+// answered -1), the high watermark is the only bound we know.
+func (p *Partition) divergence(leaderEpoch int32, leaderEnd int64) int64 {
+	leo := p.Log.LogEndOffset()
+	if leaderEpoch < 0 || leaderEnd < 0 {
+		return min(p.HighWatermark(), leo)
+	}
+	own, ok := p.Log.EndOffsetForEpoch(leaderEpoch)
+	if !ok {
+		return min(p.HighWatermark(), leo)
+	}
+	// own is our newest epoch at or below the leader's answer, with where
+	// it ends here (in the StartOffset field, as EndOffsetForEpoch says).
+	return min(own.StartOffset, leaderEnd, leo)
+}
+
+// lastEpoch is the leader epoch of the log's last batch, -1 when empty.
+func (p *Partition) lastEpoch() int32 {
+	es := p.Log.LeaderEpochs()
+	if len(es) == 0 {
+		return -1
+	}
+	return es[len(es)-1].Epoch
+}

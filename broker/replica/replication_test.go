@@ -1,0 +1,159 @@
+package replica
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/log"
+)
+
+// replicated makes the test partition broker 1's, led by leader, with
+// replicas 1, 2, 3 and the given ISR, under leader epoch 1.
+func replicated(t *testing.T, leader int32, isr ...int32) *Partition {
+	t.Helper()
+	p := testPartition(t, testDir(t, t.TempDir()))
+	p.applyMeta(cluster.Partition{Leader: leader, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: isr})
+	return p
+}
+
+// The high watermark is the smallest log end of the ISR: it waits for
+// every ISR follower to fetch past a batch, ignores replicas outside the
+// ISR, and never moves back.
+func TestHighWatermarkFollowsTheISR(t *testing.T) {
+	p := replicated(t, 1, 1, 2)
+	mustProduce(t, p, -1, 0, 0, 10)
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d before any follower fetched, want 0", hw)
+	}
+	if _, code := p.FollowerFetched(3, 10); code != nil {
+		t.Fatal(code)
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d after a fetch by 3, outside the ISR, want 0", hw)
+	}
+	p.FollowerFetched(2, 4)
+	if hw := p.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d after 2 fetched from 4, want 4", hw)
+	}
+	p.FollowerFetched(2, 10)
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d after 2 caught up, want 10", hw)
+	}
+	p.FollowerFetched(2, 3) // a follower that truncated: the watermark stays
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark went back to %d", hw)
+	}
+	if _, code := p.FollowerFetched(7, 0); code != kerr.NotLeaderForPartition {
+		t.Fatalf("fetch by broker 7, not a replica: %v", code)
+	}
+}
+
+// A caught-up follower outside the ISR is proposed for it; one that falls
+// behind for longer than the lag is proposed out of it.
+func TestISRChanges(t *testing.T) {
+	p := replicated(t, 1, 1, 2)
+	now := testNow
+	p.now = func() time.Time { return now }
+	mustProduce(t, p, -1, 0, 0, 5)
+	p.FollowerFetched(2, 5)
+	ch, _ := p.FollowerFetched(3, 5)
+	if ch == nil || !slices.Equal(ch.ISR, []int32{1, 2, 3}) || ch.LeaderEpoch != 1 {
+		t.Fatalf("caught-up follower 3: change %+v, want the ISR 1, 2, 3", ch)
+	}
+	if again, _ := p.FollowerFetched(3, 5); again != nil {
+		t.Fatalf("a second change while the first is pending: %+v", again)
+	}
+	p.ISRChangeDone()
+	p.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
+
+	mustProduce(t, p, -1, 0, 0, 5)
+	now = now.Add(5 * time.Second)
+	p.FollowerFetched(2, 10)
+	if ch := p.ShrinkISR(10 * time.Second); ch != nil {
+		t.Fatalf("shrink after 5 s: %+v", ch)
+	}
+	now = now.Add(10 * time.Second)
+	ch = p.ShrinkISR(10 * time.Second)
+	if ch == nil || !slices.Equal(ch.ISR, []int32{1, 2}) {
+		t.Fatalf("follower 3 behind for 15 s: change %+v, want the ISR 1, 2", ch)
+	}
+}
+
+// acks=all waits for the high watermark, and fails when the leadership
+// moves or the deadline passes.
+func TestWaitCommitted(t *testing.T) {
+	p := replicated(t, 1, 1, 2)
+	off := mustProduce(t, p, -1, 0, 0, 3) + 2
+	done := make(chan *kerr.Error)
+	go func() { done <- p.WaitCommitted(off, 2, time.Now().Add(10*time.Second), nil) }()
+	p.FollowerFetched(2, 3)
+	if code := <-done; code != nil {
+		t.Fatalf("committed: %v", code)
+	}
+	if code := p.WaitCommitted(off, 3, time.Now().Add(time.Second), nil); code != kerr.NotEnoughReplicasAfterAppend {
+		t.Fatalf("min ISR 3 with an ISR of 2: %v", code)
+	}
+	off = mustProduce(t, p, -1, 0, 0, 1)
+	if code := p.WaitCommitted(off, 1, time.Now().Add(50*time.Millisecond), nil); code != kerr.RequestTimedOut {
+		t.Fatalf("never replicated: %v", code)
+	}
+	go func() { done <- p.WaitCommitted(off, 1, time.Now().Add(10*time.Second), nil) }()
+	time.Sleep(10 * time.Millisecond)
+	p.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{2}})
+	if code := <-done; code != kerr.NotLeaderForPartition {
+		t.Fatalf("leadership moved while waiting: %v", code)
+	}
+}
+
+// A deposed leader truncates where its last epoch ends in the new leader's
+// log (KIP-101), dropping the tail only it had, and the producers of that
+// tail with it.
+func TestFollowerTruncatesByLeaderEpoch(t *testing.T) {
+	// Broker 1 leads epoch 1: offsets 0-3 reach the new leader, 4-6 do not.
+	old := replicated(t, 1, 1)
+	mustProduce(t, old, 7, 0, 0, 4)
+	mustProduce(t, old, 9, 0, 0, 3)
+	// The new leader has 0-3 from epoch 1 and writes 4-5 in epoch 2.
+	next := replicated(t, 1, 1)
+	slice, err := old.Log.Read(0, log.ReadOptions{MaxBytes: 1 << 20, UpTo: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicatedPart, err := slice.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}})
+	if err := next.AppendAsFollower(replicatedPart, 4); err != nil {
+		t.Fatal(err)
+	}
+	next.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1}})
+	mustProduce(t, next, 7, 0, 4, 2)
+
+	// The old leader follows epoch 3 and asks where its epoch 1 ends.
+	old.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{2}})
+	e, ok := next.Log.EndOffsetForEpoch(old.lastEpoch())
+	if !ok || e.Epoch != 1 || e.StartOffset != 4 {
+		t.Fatalf("the new leader's end of epoch 1: %+v %v, want offset 4", e, ok)
+	}
+	to := old.divergence(e.Epoch, e.StartOffset)
+	if to != 4 {
+		t.Fatalf("divergence at %d, want 4", to)
+	}
+	if err := old.TruncateTo(to); err != nil {
+		t.Fatal(err)
+	}
+	if leo := old.Log.LogEndOffset(); leo != 4 {
+		t.Fatalf("log end %d after truncating, want 4", leo)
+	}
+	if _, ok := old.producers.Producers()[9]; ok {
+		t.Fatal("producer 9, whose only batch was truncated, is still known")
+	}
+	if _, ok := old.producers.Producers()[7]; !ok {
+		t.Fatal("producer 7 was forgotten")
+	}
+}

@@ -1,0 +1,44 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleElectLeaders moves leadership to the preferred replicas (KAFKA-930)
+// or, with the unclean type, elects leaders for offline partitions from any
+// live replica. Clients send it to the active controller.
+func (s *Server) handleElectLeaders(c *conn, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error) {
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	var partitions map[string][]int32
+	if req.Topics != nil {
+		partitions = map[string][]int32{}
+		for _, t := range req.Topics {
+			partitions[t.Topic] = append(partitions[t.Topic], t.Partitions...)
+		}
+	}
+	results, err := s.ctrl.ElectLeaders(req.ElectionType == 1, partitions)
+	if err != nil {
+		resp.ErrorCode = kafkaCode(err)
+		return resp, nil
+	}
+	byTopic := map[string]int{}
+	for _, r := range results {
+		i, ok := byTopic[r.Topic]
+		if !ok {
+			i = len(resp.Topics)
+			byTopic[r.Topic] = i
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = r.Topic
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rp := kmsg.NewElectLeadersResponseTopicPartition()
+		rp.Partition = r.Partition
+		if r.Err != nil {
+			rp.ErrorCode, rp.ErrorMessage = r.Err.Code.Code, errorMessage(r.Err)
+		} else {
+			s.logger.Info("elected leader", "topic", r.Topic, "partition", r.Partition, "unclean", req.ElectionType == 1)
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	return resp, nil
+}

@@ -1,0 +1,64 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleAlterPartitionReassignments starts (or, with null replicas,
+// cancels) moving partitions to other brokers (KAFKA-1074). The move runs
+// in the background; ListPartitionReassignments shows it until it is done.
+func (s *Server) handleAlterPartitionReassignments(c *conn, req *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	if !s.ctrl.IsActive() {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if err := s.ctrl.Reassign(rt.Topic, rp.Partition, rp.Replicas); err != nil {
+				sp.ErrorCode, sp.ErrorMessage = kafkaCode(err), errorMessage(err)
+			} else {
+				s.logger.Info("reassigning partition", "topic", rt.Topic, "partition", rp.Partition, "replicas", rp.Replicas)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// handleListPartitionReassignments lists the reassignments in progress.
+func (s *Server) handleListPartitionReassignments(c *conn, req *kmsg.ListPartitionReassignmentsRequest) (*kmsg.ListPartitionReassignmentsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !s.ctrl.IsActive() {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp, nil
+	}
+	var partitions map[string][]int32
+	if req.Topics != nil {
+		partitions = map[string][]int32{}
+		for _, t := range req.Topics {
+			partitions[t.Topic] = append(partitions[t.Topic], t.Partitions...)
+		}
+	}
+	byTopic := map[string]int{}
+	for _, r := range s.ctrl.Image().Reassignments(partitions) {
+		i, ok := byTopic[r.Topic]
+		if !ok {
+			i = len(resp.Topics)
+			byTopic[r.Topic] = i
+			rt := kmsg.NewListPartitionReassignmentsResponseTopic()
+			rt.Topic = r.Topic
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+		rp.Partition, rp.Replicas, rp.AddingReplicas, rp.RemovingReplicas = r.Partition, r.Replicas, r.Adding, r.Removing
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	return resp, nil
+}

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/replica"
+)
+
+// Replication between brokers: the transport the partition manager uses
+// to fetch from leaders and change ISRs, the AlterPartition API leaders
+// send to the active controller, and the check that a request claiming a
+// replica id comes from a broker.
+
+func (s *Server) replicaTransport() replica.Transport {
+	return replica.Transport{
+		Addr: func(id int32) (string, error) {
+			b, ok := s.ctrl.Image().Brokers[id]
+			if !ok {
+				return "", errors.New("broker/server: leader is not registered")
+			}
+			return s.interBrokerAddr(b)
+		},
+		Secret:   func() string { return s.ctrl.Image().Secret },
+		AlterISR: s.alterISR,
+		MaxWait:  time.Duration(s.cfg.Int("replica.fetch.wait.max.ms")) * time.Millisecond,
+		MaxBytes: int32(s.cfg.Int("replica.fetch.max.bytes")),
+	}
+}
+
+// alterISR commits an ISR change through the active controller, counting
+// the shrinks and expansions of the ISRs led here.
+func (s *Server) alterISR(ch cluster.ISRChange) error {
+	before := -1
+	if t, ok := s.ctrl.Image().ByID[ch.TopicID]; ok && int(ch.Partition) < len(t.Partitions) {
+		before = len(t.Partitions[ch.Partition].ISR)
+	}
+	err := s.sendISRChange(ch)
+	switch {
+	case err != nil || before < 0:
+	case len(ch.ISR) < before:
+		s.metrics.isrShrinks.Inc()
+	case len(ch.ISR) > before:
+		s.metrics.isrExpands.Inc()
+	}
+	return err
+}
+
+func (s *Server) sendISRChange(ch cluster.ISRChange) error {
+	if s.ctrl.IsActive() {
+		_, err := s.ctrl.AlterPartition(ch)
+		return err
+	}
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.SetVersion(3)
+	req.BrokerID, req.BrokerEpoch = s.nodeID, -1
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.TopicID = ch.TopicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = ch.Partition, ch.LeaderEpoch, ch.PartitionEpoch
+	for _, r := range ch.ISR {
+		st := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		st.BrokerID, st.BrokerEpoch = r, -1
+		rp.NewEpochISR = append(rp.NewEpochISR, st)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := s.toController(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	r := resp.(*kmsg.AlterPartitionResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return err
+	}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleAlterPartition(c *conn, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	if !s.ctrl.IsActive() {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.TopidID, st.Topic = rt.TopicID, rt.Topic
+		for _, rp := range rt.Partitions {
+			ch := cluster.ISRChange{TopicID: rt.TopicID, Partition: rp.Partition, Leader: req.BrokerID,
+				LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, ISR: rp.NewISR}
+			for _, r := range rp.NewEpochISR {
+				ch.ISR = append(ch.ISR, r.BrokerID)
+			}
+			sp := kmsg.NewAlterPartitionResponseTopicPartition()
+			sp.Partition = rp.Partition
+			p, err := s.ctrl.AlterPartition(ch)
+			if err != nil {
+				sp.ErrorCode = kafkaCode(err)
+			} else {
+				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// fromBroker reports whether a request carries the cluster's inter-broker
+// secret, which only brokers know (see replica.SecretTag).
+func (s *Server) fromBroker(tags kmsg.Tags) bool {
+	secret := s.ctrl.Image().Secret
+	if secret == "" {
+		return false
+	}
+	ok := false
+	tags.Each(func(key uint32, val []byte) {
+		if key == replica.SecretTag && subtle.ConstantTimeCompare(val, []byte(secret)) == 1 {
+			ok = true
+		}
+	})
+	return ok
+}

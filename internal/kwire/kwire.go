@@ -1,0 +1,97 @@
+// Package kwire is the client side of the Kafka protocol between brokers:
+// one connection, one request at a time, each framed with a request header
+// and its response decoded with kmsg. Brokers use it to reach the active
+// controller and their partitions' leaders; clients use franz-go.
+package kwire
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Conn is a connection to one broker.
+type Conn struct {
+	nc       net.Conn
+	r        *bufio.Reader
+	clientID string
+	corr     int32
+	buf      []byte
+}
+
+// Dial connects to addr; clientID names this end in the server's logs.
+func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), clientID: clientID}, nil
+}
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.nc.Close() }
+
+// RoundTrip sends req (at its version, capped by what kmsg knows) and reads
+// its response, within timeout. After an error the connection is unusable.
+func (c *Conn) RoundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	if req.GetVersion() > req.MaxVersion() {
+		req.SetVersion(req.MaxVersion())
+	}
+	c.nc.SetDeadline(time.Now().Add(timeout))
+	c.corr++
+	c.buf = appendRequest(c.buf[:0], req, c.corr, c.clientID)
+	if _, err := c.nc.Write(c.buf); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.r, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 1<<30 {
+		return nil, fmt.Errorf("kwire: response of %d bytes", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		return nil, err
+	}
+	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
+		return nil, fmt.Errorf("kwire: response to request %d, expected %d", corr, c.corr)
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	body = body[4:]
+	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
+		body = body[1:] // the servers we talk to send no header tags
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("kwire: decoding %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// appendRequest frames req with a request header (v2 when flexible).
+func appendRequest(buf []byte, req kmsg.Request, corr int32, clientID string) []byte {
+	buf = append(buf, 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.GetVersion()))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(corr))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(len(clientID)))
+	buf = append(buf, clientID...)
+	if req.IsFlexible() {
+		buf = append(buf, 0)
+	}
+	buf = req.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}
