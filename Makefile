@@ -33,7 +33,7 @@ test:
 # The fault scenarios of a replicated cluster (broker/cluster), longer and
 # repeated: what issue 5 asks before replication is called done.
 test-long:
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestFault|TestReplication' -v ./broker/cluster/
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestFault|TestReplication|TestGroupSurvives|TestControlledShutdown' -v ./broker/cluster/
 
 # Fuzz targets are found, not listed: `go test -list` prints each package's
 # Fuzz* names, then "ok <package>". Go fuzzes one target at a time.

@@ -132,6 +132,9 @@ func (d *Dir) configFor(tp TopicPartition) Config {
 	return d.cfg.Defaults
 }
 
+// Path is the log dir's directory.
+func (d *Dir) Path() string { return d.cfg.Path }
+
 // MetadataDir is the directory of the replicated cluster metadata in the
 // first log dir (broker/cluster's Raft log and snapshots): a log dir lists it
 // but never opens it as a partition.

@@ -33,12 +33,16 @@ type Manager struct {
 	fetchers  map[int32]*fetcher   // by leader; fmu
 	following map[*Partition]int32 // the leader each partition fetches from; fmu
 	stop      chan struct{}        // closed by StopReplication; fmu
+	// savedHW are the high watermarks of the last run (checkpoint.go).
+	savedHW map[log.TopicPartition]int64
 }
 
 // NewManager manages partitions in the given log dirs.
 func NewManager(cfg *config.Broker, dirs []*log.Dir, logger *slog.Logger) *Manager {
-	return &Manager{cfg: cfg, nodeID: int32(cfg.Int("node.id")), dirs: dirs, logger: logger, parts: map[log.TopicPartition]*Partition{},
+	m := &Manager{cfg: cfg, nodeID: int32(cfg.Int("node.id")), dirs: dirs, logger: logger, parts: map[log.TopicPartition]*Partition{},
 		fetchers: map[int32]*fetcher{}, following: map[*Partition]int32{}, stop: make(chan struct{})}
+	m.savedHW = m.loadHighWatermarks()
+	return m
 }
 
 // Get is the hosted partition, if any.
@@ -158,7 +162,11 @@ func (m *Manager) create(tp log.TopicPartition, t *cluster.Topic, p cluster.Part
 	if err := writePartitionMetadata(l.Dir(), t.ID); err != nil {
 		return err
 	}
-	part, err := newPartition(tp, t.ID, l, m.nodeID, p, m.logger)
+	saved, ok := m.savedHW[tp]
+	if !ok {
+		saved = -1
+	}
+	part, err := newPartition(tp, t.ID, l, m.nodeID, p, saved, m.logger)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ const (
 
 // newPartition opens a hosted partition; its owner applies meta to it
 // (applyMeta) before anyone else sees it.
-func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self int32, meta cluster.Partition, logger *slog.Logger) (*Partition, error) {
+func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self int32, meta cluster.Partition, savedHW int64, logger *slog.Logger) (*Partition, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -85,11 +85,12 @@ func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self in
 		hwWake: make(chan struct{})}
 	// Without a replica the log end is committed. With replicas, what the
 	// others have is unknown until they fetch (as leader) or the leader
-	// says (as follower): start from the log start, never above the truth.
+	// says (as follower): start from the last run's high watermark (savedHW,
+	// -1 for none), within the log, never above the truth.
 	if len(meta.Replicas) <= 1 {
 		p.hw.Store(l.LogEndOffset())
 	} else {
-		p.hw.Store(l.LogStartOffset())
+		p.hw.Store(min(max(savedHW, l.LogStartOffset()), l.LogEndOffset()))
 	}
 	snaps, err := producer.OpenSnapshots(l.Dir(), p.logger)
 	if err != nil {

@@ -55,7 +55,7 @@ func testPartition(t *testing.T, d *log.Dir) *Partition {
 		}
 	}
 	meta := cluster.Partition{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}
-	p, err := newPartition(testTP, cluster.TopicID{}, l, 1, meta, nil)
+	p, err := newPartition(testTP, cluster.TopicID{}, l, 1, meta, -1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

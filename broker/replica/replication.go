@@ -87,7 +87,7 @@ func (m *Manager) RequestISRChange(p *Partition, ch *cluster.ISRChange) {
 
 // maintainISR shrinks the ISR of the partitions led here when followers
 // fall behind for longer than replica.lag.time.max.ms, checking at half that
-// period as Kafka does.
+// period as Kafka does, and saves the high watermarks as often.
 func (m *Manager) maintainISR(stop chan struct{}) {
 	lag := time.Duration(m.cfg.Int("replica.lag.time.max.ms")) * time.Millisecond
 	t := time.NewTicker(lag / 2)
@@ -100,6 +100,9 @@ func (m *Manager) maintainISR(stop chan struct{}) {
 		}
 		for _, p := range m.All() {
 			m.RequestISRChange(p, p.ShrinkISR(lag))
+		}
+		if err := m.WriteHighWatermarks(); err != nil {
+			m.logger.Warn("writing the high watermark checkpoint", "err", err)
 		}
 	}
 }

@@ -347,6 +347,7 @@ func (s *Server) closeStorage() error {
 		for _, p := range s.parts.All() {
 			errs = append(errs, p.Close())
 		}
+		errs = append(errs, s.parts.WriteHighWatermarks())
 	}
 	if s.ctrl != nil {
 		errs = append(errs, s.ctrl.Close())

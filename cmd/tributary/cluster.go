@@ -13,11 +13,14 @@ func newClusterCommand() *cobra.Command {
 	var bootstrap string
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Show the cluster: brokers, the active controller, where partitions are led",
+		Short: "Describe the cluster, check its replicas, elect leaders, reassign partitions",
 		Long: `Commands about the cluster as a whole, over the Kafka protocol: they work
 against Tributary and Apache Kafka alike. docs/cluster.md says how nodes form
 a cluster.`,
-		Example: `  tributary cluster describe -b 127.0.0.1:9192`,
+		Example: `  tributary cluster describe -b 127.0.0.1:9192
+  tributary cluster check-replicas -b 127.0.0.1:9192
+  tributary cluster elect-leaders -b 127.0.0.1:9192
+  tributary cluster reassign generate --topics web --brokers 2,3,4 -b 127.0.0.1:9192`,
 	}
 	addBootstrapFlag(cmd.PersistentFlags(), &bootstrap)
 	cmd.AddCommand(newClusterDescribeCommand(&bootstrap))
