@@ -88,7 +88,7 @@ func TestQuorumCluster(t *testing.T) {
 
 	out, err := exec.Command(testbroker.Binary(t), "cluster", "describe", "-b", c.Bootstrap()).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), fmt.Sprintf("CONTROLLER  %d\n", second)) ||
-		!strings.Contains(string(out), fmt.Sprintf("(%d offline)", offline(t, adm))) || strings.Contains(string(out), "(0 offline)") {
+		!strings.Contains(string(out), fmt.Sprintf("(%d offline,", offline(t, adm))) || strings.Contains(string(out), "(0 offline,") {
 		t.Errorf("tributary cluster describe (%v):\n%s", err, out)
 	}
 	t.Logf("tributary cluster describe:\n%s", out)

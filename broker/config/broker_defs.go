@@ -8,7 +8,7 @@ var BrokerDefs = defs(
 	Def{Name: "node.id", Type: Int, Default: "1", Check: atLeast(0),
 		Doc: "The node's id in the cluster. Kafka has no default; Tributary's single-node default is 1."},
 	Def{Name: "process.roles", Type: List, Default: "broker,controller", Check: listOf("broker", "controller"),
-		Doc: "The roles of this process: broker, controller, or both (combined mode)."},
+		Doc: "The roles of this process: only broker,controller (combined mode) is built; broker-only and controller-only nodes are refused at start."},
 	Def{Name: "broker.rack", Type: String, NoDefault: true, Doc: "The rack of the broker, for rack-aware replica placement."},
 	Def{Name: "cluster.id", Type: String, NoDefault: true,
 		Doc: "The cluster id; generated and stored in meta.properties of each log dir on first start when unset."},

@@ -211,7 +211,9 @@ func (l *Log) listSegments() ([]int64, error) {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, cleanedSuffix), strings.HasSuffix(name, ".tmp"):
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+			// Gone already is fine: a delayed delete of an earlier
+			// instance of this log (in the same process) may win the race.
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
 		case strings.HasSuffix(name, logSuffix):

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,9 @@ func New(cfg *config.Broker, opt Options) *Server {
 // clean), loads the metadata, brings the partitions online and starts
 // accepting connections. It logs "broker ready" when clients can connect.
 func (s *Server) Start() error {
+	if roles := s.cfg.List("process.roles"); !slices.Contains(roles, "broker") || !slices.Contains(roles, "controller") {
+		return fmt.Errorf("broker/server: process.roles=%s: every node is both broker and controller for now (broker-only and controller-only nodes are not built; docs/cluster.md)", strings.Join(roles, ","))
+	}
 	paths := s.cfg.LogDirs()
 	configured := s.cfg.String("cluster.id")
 	if configured == "" && s.cfg.IsSet("controller.quorum.voters") {

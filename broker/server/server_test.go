@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +86,19 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 
 func topicSpec(name string) cluster.TopicSpec {
 	return cluster.TopicSpec{Name: name, Partitions: 1, ReplicationFactor: 1}
+}
+
+// A role split that is not built is refused at start, naming the value,
+// rather than run as a combined node the operator did not ask for.
+func TestProcessRolesSplitIsRefused(t *testing.T) {
+	for _, roles := range []string{"broker", "controller"} {
+		cfg, err := config.ParseBroker(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "process.roles": roles})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = New(cfg, Options{Logger: slog.New(slog.DiscardHandler)}).Start()
+		if err == nil || !strings.Contains(err.Error(), "process.roles="+roles) {
+			t.Errorf("process.roles=%s: start error %v, want one naming the value", roles, err)
+		}
+	}
 }

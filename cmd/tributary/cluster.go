@@ -37,7 +37,10 @@ func newClusterDescribeCommand(bootstrap *string) *cobra.Command {
 		Long: `Print the cluster id, the active controller, and for each broker that is
 alive (registered and not fenced) its address, rack, how many partitions it
 leads and how many replicas it holds; then how many partitions have no
-leader (offline: their only in-sync replica is on a broker that is down).`,
+leader (offline: their only in-sync replica is on a broker that is down),
+how many have fewer in-sync replicas than replicas (under-replicated), and
+how many are led by another than their preferred replica (what
+'tributary cluster elect-leaders' moves back).`,
 		Example: `  tributary cluster describe
   tributary cluster describe -b 127.0.0.1:9192,127.0.0.1:9292`,
 		Args: cobra.NoArgs,
@@ -52,7 +55,8 @@ leader (offline: their only in-sync replica is on a broker that is down).`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d\nPARTITIONS  %d (%d offline)\n\n", info.ID, info.ControllerID, info.Topics, info.Partitions, info.Offline)
+			fmt.Fprintf(w, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d\nPARTITIONS  %d (%d offline, %d under-replicated, %d not on their preferred leader)\n\n",
+				info.ID, info.ControllerID, info.Topics, info.Partitions, info.Offline, info.UnderReplicated, info.NotPreferred)
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "BROKER\tADDRESS\tRACK\tLEADS\tREPLICAS\tOFFLINE-REPLICAS\tCONTROLLER")
 			for _, b := range info.Brokers {

@@ -23,6 +23,10 @@ type ClusterInfo struct {
 	Topics       int
 	Partitions   int
 	Offline      int // partitions without a leader
+	// UnderReplicated are the partitions whose ISR is smaller than their
+	// replica set; NotPreferred those led by another than their first
+	// replica (what elect-leaders would move).
+	UnderReplicated, NotPreferred int
 }
 
 // Describe summarises the cluster: its brokers, the active controller, and
@@ -49,6 +53,12 @@ func (c *Cluster) Describe(ctx context.Context) (*ClusterInfo, error) {
 				info.Offline++
 			} else if b, ok := byID[p.LeaderID]; ok {
 				b.Leads++
+			}
+			if len(p.IsrNodes) < len(p.ReplicaNodes) {
+				info.UnderReplicated++
+			}
+			if len(p.ReplicaNodes) > 0 && p.LeaderID >= 0 && p.LeaderID != p.ReplicaNodes[0] {
+				info.NotPreferred++
 			}
 			for _, r := range p.ReplicaNodes {
 				if b, ok := byID[r]; ok {
