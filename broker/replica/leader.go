@@ -77,22 +77,6 @@ func (p *Partition) stopLeading() {
 	p.wakeLocked()
 }
 
-// Leading is whether this broker leads the partition.
-func (p *Partition) Leading() bool {
-	p.stateMu.Lock()
-	defer p.stateMu.Unlock()
-	return p.meta.Leader == p.self
-}
-
-// Meta is the partition's state as this broker last applied it.
-func (p *Partition) Meta() cluster.Partition {
-	p.stateMu.Lock()
-	defer p.stateMu.Unlock()
-	m := p.meta
-	m.Replicas, m.ISR = slices.Clone(m.Replicas), slices.Clone(m.ISR)
-	return m
-}
-
 // HWChanged returns a channel closed when the high watermark moves or the
 // leadership changes: what consumers' long-polling fetches and acks=all
 // produces wait on.
