@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/internal/kwire"
 )
@@ -217,27 +218,23 @@ func (f *fetcher) truncate(ps []*Partition, parts map[*Partition]fetchState, sec
 	req.SetVersion(4)
 	req.ReplicaID = f.m.nodeID
 	req.UnknownTags.Set(SecretTag, []byte(secret))
-	byTopic := map[string]int{}
-	asked := map[string]map[int32]*Partition{}
+	topics := kwire.NewTopics(&req.Topics, func(name string) kmsg.OffsetForLeaderEpochRequestTopic {
+		t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		t.Topic = name
+		return t
+	})
+	asked := byTP{}
 	for _, p := range ps {
 		last := p.lastEpoch()
 		if last < 0 {
 			f.markTruncated(p, parts[p].epoch) // an empty log has nothing to diverge
 			continue
 		}
-		i, ok := byTopic[p.TP.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.TP.Topic] = i
-			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			t.Topic = p.TP.Topic
-			req.Topics = append(req.Topics, t)
-			asked[p.TP.Topic] = map[int32]*Partition{}
-		}
+		rt := topics.Slot(p.TP.Topic)
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.TP.Partition, parts[p].epoch, last
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		asked[p.TP.Topic][p.TP.Partition] = p
+		rt.Partitions = append(rt.Partitions, rp)
+		asked.add(p)
 	}
 	if len(req.Topics) == 0 {
 		return nil
@@ -248,7 +245,7 @@ func (f *fetcher) truncate(ps []*Partition, parts map[*Partition]fetchState, sec
 	}
 	for _, rt := range resp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
 		for _, rp := range rt.Partitions {
-			p, ok := asked[rt.Topic][rp.Partition]
+			p, ok := asked.get(rt.Topic, rp.Partition)
 			if !ok || rp.ErrorCode != 0 {
 				continue // retried in the next round, with newer metadata
 			}
@@ -275,27 +272,23 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 	req.MinBytes, req.MaxBytes = 1, 64<<20
 	req.SessionEpoch = -1
 	req.UnknownTags.Set(SecretTag, []byte(secret))
-	byTopic := map[string]int{}
-	asked := map[string]map[int32]*Partition{}
+	topics := kwire.NewTopics(&req.Topics, func(name string) kmsg.FetchRequestTopic {
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = name
+		return t
+	})
+	asked := byTP{}
 	for p, st := range parts {
 		if !st.truncated {
 			continue
 		}
-		i, ok := byTopic[p.TP.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.TP.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.TP.Topic
-			req.Topics = append(req.Topics, t)
-			asked[p.TP.Topic] = map[int32]*Partition{}
-		}
+		rt := topics.Slot(p.TP.Topic)
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = p.TP.Partition, st.epoch
 		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.Log.LogEndOffset(), p.Log.LogStartOffset(), tr.MaxBytes
 		rp.LastFetchedEpoch = -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		asked[p.TP.Topic][p.TP.Partition] = p
+		rt.Partitions = append(rt.Partitions, rp)
+		asked.add(p)
 	}
 	if len(req.Topics) == 0 {
 		return false, nil
@@ -312,7 +305,7 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 	progressed := time.Since(start) >= tr.MaxWait/2
 	for _, rt := range r.Topics {
 		for _, rp := range rt.Partitions {
-			p, ok := asked[rt.Topic][rp.Partition]
+			p, ok := asked.get(rt.Topic, rp.Partition)
 			if !ok {
 				continue
 			}
@@ -347,6 +340,16 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 		}
 	}
 	return progressed, nil
+}
+
+// byTP are the partitions a request named, to find them in its response.
+type byTP map[log.TopicPartition]*Partition
+
+func (a byTP) add(p *Partition) { a[p.TP] = p }
+
+func (a byTP) get(topic string, partition int32) (*Partition, bool) {
+	p, ok := a[log.TopicPartition{Topic: topic, Partition: partition}]
+	return p, ok
 }
 
 // wholeBatches drops a partial batch at the end of a fetched range: the

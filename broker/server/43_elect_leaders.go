@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 // handleElectLeaders moves leadership to the preferred replicas (KAFKA-930)
@@ -21,16 +23,13 @@ func (s *Server) handleElectLeaders(c *conn, req *kmsg.ElectLeadersRequest) (*km
 		resp.ErrorCode = kafkaCode(err)
 		return resp, nil
 	}
-	byTopic := map[string]int{}
+	topics := kwire.NewTopics(&resp.Topics, func(name string) kmsg.ElectLeadersResponseTopic {
+		rt := kmsg.NewElectLeadersResponseTopic()
+		rt.Topic = name
+		return rt
+	})
 	for _, r := range results {
-		i, ok := byTopic[r.Topic]
-		if !ok {
-			i = len(resp.Topics)
-			byTopic[r.Topic] = i
-			rt := kmsg.NewElectLeadersResponseTopic()
-			rt.Topic = r.Topic
-			resp.Topics = append(resp.Topics, rt)
-		}
+		rt := topics.Slot(r.Topic)
 		rp := kmsg.NewElectLeadersResponseTopicPartition()
 		rp.Partition = r.Partition
 		if r.Err != nil {
@@ -38,7 +37,7 @@ func (s *Server) handleElectLeaders(c *conn, req *kmsg.ElectLeadersRequest) (*km
 		} else {
 			s.logger.Info("elected leader", "topic", r.Topic, "partition", r.Partition, "unclean", req.ElectionType == 1)
 		}
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return resp, nil
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 // handleAlterPartitionReassignments starts (or, with null replicas,
@@ -46,19 +48,16 @@ func (s *Server) handleListPartitionReassignments(c *conn, req *kmsg.ListPartiti
 			partitions[t.Topic] = append(partitions[t.Topic], t.Partitions...)
 		}
 	}
-	byTopic := map[string]int{}
+	topics := kwire.NewTopics(&resp.Topics, func(name string) kmsg.ListPartitionReassignmentsResponseTopic {
+		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
+		rt.Topic = name
+		return rt
+	})
 	for _, r := range s.ctrl.Image().Reassignments(partitions) {
-		i, ok := byTopic[r.Topic]
-		if !ok {
-			i = len(resp.Topics)
-			byTopic[r.Topic] = i
-			rt := kmsg.NewListPartitionReassignmentsResponseTopic()
-			rt.Topic = r.Topic
-			resp.Topics = append(resp.Topics, rt)
-		}
+		rt := topics.Slot(r.Topic)
 		rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
 		rp.Partition, rp.Replicas, rp.AddingReplicas, rp.RemovingReplicas = r.Partition, r.Replicas, r.Adding, r.Removing
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return resp, nil
 }

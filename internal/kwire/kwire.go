@@ -95,3 +95,28 @@ func appendRequest(buf []byte, req kmsg.Request, corr int32, clientID string) []
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	return buf
 }
+
+// Topics groups partitions under their topic, as every Kafka request and
+// response lists them: Slot finds the entry of a topic in *list, appending
+// one made by mk the first time.
+type Topics[T any] struct {
+	list  *[]T
+	mk    func(topic string) T
+	index map[string]int
+}
+
+// NewTopics groups into list.
+func NewTopics[T any](list *[]T, mk func(topic string) T) *Topics[T] {
+	return &Topics[T]{list: list, mk: mk, index: map[string]int{}}
+}
+
+// Slot is the entry of topic, made if it is new.
+func (g *Topics[T]) Slot(topic string) *T {
+	i, ok := g.index[topic]
+	if !ok {
+		i = len(*g.list)
+		g.index[topic] = i
+		*g.list = append(*g.list, g.mk(topic))
+	}
+	return &(*g.list)[i]
+}
