@@ -71,7 +71,7 @@ func TestTwoSchedulersOneRunAtATime(t *testing.T) {
 		}
 	})
 
-	a := serve(t, file, crashEnv+"=unit-done#25")
+	a := serve(t, file, crashEnv+"=unit-done#5")
 	c := serve(t, file)
 	owners := map[string]bool{}
 	last := time.Now()
