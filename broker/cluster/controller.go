@@ -58,6 +58,7 @@ type Controller struct {
 	img atomic.Pointer[Image]
 
 	members *membership // the active controller's view of broker liveness
+	voters  []Voter     // controller.quorum.voters
 
 	// forward sends a request to the active controller, for the changes a
 	// broker of a quorum makes on its own behalf (topics it needs,
@@ -73,7 +74,10 @@ func (c *Controller) SetForwarder(f func(kmsg.Request) (kmsg.Response, error)) {
 // quorum of those voters and the broker registers through the active
 // controller (see Register); otherwise it is the single-node log in dir, and
 // this node registers itself here with its advertised listeners.
-func OpenController(dir string, cfg *config.Broker, clusterID string, advertised []config.Listener, logger *slog.Logger) (*Controller, error) {
+//
+// raftConns carries the quorum's traffic on this node's listeners; it is
+// unused on a single node.
+func OpenController(dir string, cfg *config.Broker, clusterID string, advertised []config.Listener, raftConns *RaftConns, logger *slog.Logger) (*Controller, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -82,7 +86,7 @@ func OpenController(dir string, cfg *config.Broker, clusterID string, advertised
 	}
 	c := &Controller{cfg: cfg, nodeID: int32(cfg.Int("node.id")), logger: logger, members: newMembership()}
 	if cfg.IsSet("controller.quorum.voters") {
-		return c, c.openQuorum(dir, clusterID)
+		return c, c.openQuorum(dir, clusterID, raftConns)
 	}
 	ml, img, err := openMetaLog(filepath.Join(dir, MetadataLogFile), emptyImage(clusterID))
 	if err != nil {

@@ -17,7 +17,7 @@ func openTest(t *testing.T, dir string) *Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenController(dir, cfg, "test-cluster", []config.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}, nil)
+	c, err := OpenController(dir, cfg, "test-cluster", []config.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

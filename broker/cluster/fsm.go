@@ -25,26 +25,34 @@ func (f fsm) Apply(l *raft.Log) any {
 	return f.c.publish(rs, nil)
 }
 
-// Snapshot captures the image as the records that rebuild it.
+// Snapshot captures the image as the records that rebuild it, and its
+// offset: the image a snapshot restores must have the offset of the one it
+// was taken from, since broker epochs are offsets that every node compares.
 func (f fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return snapshot(f.c.Image().records()), nil
+	img := f.c.Image()
+	return snapshot{Offset: img.Offset, Records: img.records()}, nil
 }
 
 // Restore replaces the image by a snapshot's.
 func (f fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var rs []Record
-	if err := json.NewDecoder(rc).Decode(&rs); err != nil {
+	var s snapshot
+	if err := json.NewDecoder(rc).Decode(&s); err != nil {
 		return fmt.Errorf("cluster: metadata snapshot: %w", err)
 	}
 	base := emptyImage(f.c.Image().ClusterID)
-	return f.c.publish(rs, base)
+	// Each record applied advances the offset by one.
+	base.Offset = s.Offset - int64(len(s.Records))
+	return f.c.publish(s.Records, base)
 }
 
-type snapshot []Record
+type snapshot struct {
+	Offset  int64    `json:"offset"`
+	Records []Record `json:"records"`
+}
 
 func (s snapshot) Persist(sink raft.SnapshotSink) error {
-	if err := json.NewEncoder(sink).Encode([]Record(s)); err != nil {
+	if err := json.NewEncoder(sink).Encode(s); err != nil {
 		sink.Cancel()
 		return err
 	}

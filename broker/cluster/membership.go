@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,22 +71,31 @@ func (m *membership) expired(timeout time.Duration) []int32 {
 	return out
 }
 
-// openQuorum joins the controller quorum and follows its leadership.
-func (c *Controller) openQuorum(dir, clusterID string) error {
+// openQuorum joins the controller quorum and follows its leadership. A node
+// with the controller role is one of controller.quorum.voters; a
+// broker-only node follows the metadata log as a non-voter.
+func (c *Controller) openQuorum(dir, clusterID string, conns *RaftConns) error {
 	voters, err := ParseVoters(c.cfg.List("controller.quorum.voters"))
 	if err != nil {
 		return err
 	}
-	bind, err := c.controllerListener()
-	if err != nil {
-		return err
+	listed := slices.ContainsFunc(voters, func(v Voter) bool { return v.ID == c.nodeID })
+	controller := slices.Contains(c.cfg.List("process.roles"), "controller")
+	switch {
+	case controller && !listed:
+		return fmt.Errorf("cluster: process.roles includes controller, but node %d is not in controller.quorum.voters", c.nodeID)
+	case !controller && listed:
+		return fmt.Errorf("cluster: node %d is in controller.quorum.voters, but process.roles=%s has no controller role", c.nodeID, strings.Join(c.cfg.List("process.roles"), ","))
+	case !controller && conns.Advertise == "":
+		return fmt.Errorf("cluster: broker-only node %d has no listener to receive the metadata log on", c.nodeID)
 	}
+	c.voters = voters
 	img := emptyImage(clusterID)
 	img.ControllerID = -1
 	c.img.Store(img)
 	election := time.Duration(c.cfg.Int("controller.quorum.election.timeout.ms")) * time.Millisecond
 	timing := QuorumTiming{Heartbeat: election, Election: election, LeaderLease: election / 2}
-	if c.q, err = openQuorum(filepath.Join(dir, QuorumDir), c.nodeID, bind, voters, timing, fsm{c}, c.logger); err != nil {
+	if c.q, err = openQuorum(filepath.Join(dir, QuorumDir), c.nodeID, conns, voters, timing, fsm{c}, c.logger); err != nil {
 		return err
 	}
 	obs := make(chan raft.Observation, 16)
@@ -97,22 +107,40 @@ func (c *Controller) openQuorum(dir, clusterID string) error {
 	return nil
 }
 
-// controllerListener is the address the quorum binds: the listener named by
-// controller.listener.names.
-func (c *Controller) controllerListener() (string, error) {
-	names := c.cfg.List("controller.listener.names")
-	ls, err := c.cfg.Listeners()
-	if err != nil {
-		return "", err
-	}
-	for _, l := range ls {
-		for _, n := range names {
-			if l.Name == n {
-				return l.Addr(), nil
-			}
+// VoterAddr is the controller listener of voter id.
+func (c *Controller) VoterAddr(id int32) (string, bool) {
+	for _, v := range c.voters {
+		if v.ID == id {
+			return v.Addr, true
 		}
 	}
-	return "", fmt.Errorf("cluster: controller.quorum.voters is set, but no listener is named by controller.listener.names (%v)", names)
+	return "", false
+}
+
+// Voters are the controller quorum's members; none on a single node.
+func (c *Controller) Voters() []Voter { return c.voters }
+
+// admitObserver makes a broker-only node a non-voting member of the quorum
+// at addr, so that the metadata log reaches it. A node already there at
+// addr is left alone: each change of membership is a log entry.
+func (c *Controller) admitObserver(id int32, addr string) error {
+	if _, voter := c.VoterAddr(id); voter {
+		return nil
+	}
+	f := c.q.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == serverID(id) && string(s.Address) == addr {
+			return nil
+		}
+	}
+	if err := c.q.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
+		return errorf(kerr.NotController, "adding broker %d to the metadata quorum: %v", id, err)
+	}
+	c.logger.Info("broker follows the metadata log", "node_id", id, "addr", addr)
+	return nil
 }
 
 // followLeadership publishes each change of active controller, and starts
@@ -173,39 +201,39 @@ func (c *Controller) fenceExpired(stop chan struct{}) {
 	}
 }
 
-// Register records a broker's registration on the active controller and
-// unfences it. It returns the broker epoch: the metadata offset of the
-// registration.
+// Register records a broker's registration on the active controller,
+// fenced: it is unfenced by its first heartbeat that does not ask to stay
+// fenced, which it sends once its metadata has caught up to the
+// registration (as KRaft brokers do). It returns the broker epoch: the
+// metadata offset of the registration. A broker-only node is first made a
+// non-voting member of the quorum, so that the metadata reaches it.
 func (c *Controller) Register(b Broker) (int64, error) {
 	if !c.IsActive() {
 		return -1, errNotController(c.activeID())
 	}
+	if len(b.Listeners) == 0 {
+		return -1, errorf(kerr.InvalidRequest, "broker %d registered no listener", b.ID)
+	}
+	if c.q != nil {
+		if err := c.admitObserver(b.ID, b.Listeners[0].Addr()); err != nil {
+			return -1, err
+		}
+	}
 	c.members.seen(b.ID)
-	b.Fenced = false
+	b.Fenced = true
 	err := c.change(func(img *Image) ([]Record, error) {
-		var rs []Record
+		rs := []Record{{RegisterBroker: &b}}
 		if old, ok := img.Brokers[b.ID]; ok && !old.Fenced {
 			// Registering again while live means it restarted within its
 			// session: its replicas start over, so it leaves the ISRs and
-			// its leaderships as if fenced, and rejoins as a follower.
-			fenced := old
-			fenced.Fenced = true
-			rs = append(rs, Record{RegisterBroker: &fenced})
+			// its leaderships, and rejoins as a follower once unfenced.
 			next, err := img.Apply(rs[0])
 			if err != nil {
 				return nil, err
 			}
 			rs = append(rs, c.fenceRecords(next, b.ID)...)
 		}
-		rs = append(rs, Record{RegisterBroker: &b})
-		next := img
-		for _, r := range rs {
-			var err error
-			if next, err = next.Apply(r); err != nil {
-				return nil, err
-			}
-		}
-		return append(rs, c.unfenceRecords(next, b.ID)...), nil
+		return rs, nil
 	})
 	if err != nil {
 		return -1, err
@@ -213,13 +241,14 @@ func (c *Controller) Register(b Broker) (int64, error) {
 	return c.Image().Offset, nil
 }
 
-// Heartbeat notes that a registered broker is alive; a fenced one is
+// Heartbeat notes that a registered broker is alive; a fenced one that no
+// longer asks to stay fenced (wantFence: its metadata is behind) is
 // unfenced. BROKER_ID_NOT_REGISTERED tells it to register (again).
 //
 // A broker that wants to shut down (on SIGTERM) is fenced instead, which
 // moves its leaderships to other ISR members first (controlled shutdown);
 // shutDown tells it that it may stop.
-func (c *Controller) Heartbeat(id int32, wantShutdown bool) (shutDown bool, err error) {
+func (c *Controller) Heartbeat(id int32, wantFence, wantShutdown bool) (shutDown bool, err error) {
 	if !c.IsActive() {
 		return false, errNotController(c.activeID())
 	}
@@ -231,7 +260,7 @@ func (c *Controller) Heartbeat(id int32, wantShutdown bool) (shutDown bool, err 
 	if wantShutdown {
 		return true, c.setFenced(id, true)
 	}
-	if b.Fenced {
+	if b.Fenced && !wantFence {
 		return false, c.setFenced(id, false)
 	}
 	return false, nil
@@ -291,9 +320,10 @@ func (c *Controller) setFenced(id int32, fenced bool) error {
 	})
 }
 
-// WaitCaughtUp waits until a controller is active and this node applied
-// the metadata log as far as it had it then, so that a restarted broker
-// starts from the metadata it left rather than from nothing.
+// WaitCaughtUp waits until a controller is active and this voter applied
+// the metadata log as far as it had it then, so that a restarted node
+// starts from the metadata it left rather than from nothing. A broker-only
+// node learns of a controller only once registered; see WaitApplied.
 func (c *Controller) WaitCaughtUp(timeout time.Duration) error {
 	if c.q == nil {
 		return nil
@@ -311,6 +341,19 @@ func (c *Controller) WaitCaughtUp(timeout time.Duration) error {
 			return fmt.Errorf("cluster: metadata applied to %d of %d after %v", c.q.raft.AppliedIndex(), target, timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// WaitApplied waits until this node's image includes the metadata up to
+// offset, such as a broker's own registration.
+func (c *Controller) WaitApplied(offset int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for c.Image().Offset < offset {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: metadata applied to %d of %d after %v", c.Image().Offset, offset, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
 }

@@ -66,17 +66,19 @@ type QuorumTiming struct {
 	Heartbeat, Election, LeaderLease time.Duration
 }
 
-func openQuorum(dir string, self int32, bind string, voters []Voter, timing QuorumTiming, fsm raft.FSM, logger *slog.Logger) (*quorum, error) {
-	var advertise string
+// openQuorum joins the quorum as a voter, or, for a node not among the
+// voters (a broker-only node), as a non-voter that the active controller
+// adds when the broker registers: it receives the metadata log as the
+// voters do (KRaft's observers) but takes no part in elections.
+func openQuorum(dir string, self int32, conns *RaftConns, voters []Voter, timing QuorumTiming, fsm raft.FSM, logger *slog.Logger) (*quorum, error) {
+	advertise := conns.Advertise
+	voter := false
 	var servers []raft.Server
 	for _, v := range voters {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.ID), Address: raft.ServerAddress(v.Addr)})
 		if v.ID == self {
-			advertise = v.Addr
+			advertise, voter = v.Addr, true
 		}
-	}
-	if advertise == "" {
-		return nil, fmt.Errorf("cluster: node %d is not in controller.quorum.voters; broker-only nodes are not supported yet", self)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -104,18 +106,14 @@ func openQuorum(dir string, self int32, bind string, voters []Voter, timing Quor
 		store.Close()
 		return nil, err
 	}
-	trans, err := raft.NewTCPTransport(bind, addr, 4, 5*time.Second, io.Discard)
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("cluster: controller listener %s: %w", bind, err)
-	}
+	trans := raft.NewNetworkTransport(raftStream{conns: conns, addr: addr}, 4, 5*time.Second, io.Discard)
 	has, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		trans.Close()
 		store.Close()
 		return nil, err
 	}
-	if !has {
+	if !has && voter {
 		// Every voter bootstraps the same configuration; Raft accepts
 		// identical bootstraps, and this way no node is special.
 		if err := raft.BootstrapCluster(conf, store, store, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
@@ -130,7 +128,7 @@ func openQuorum(dir string, self int32, bind string, voters []Voter, timing Quor
 		store.Close()
 		return nil, err
 	}
-	logger.Info("controller quorum", "node_id", self, "voters", len(voters), "dir", dir, "recovered", has)
+	logger.Info("controller quorum", "node_id", self, "voter", voter, "voters", len(voters), "dir", dir, "recovered", has)
 	return &quorum{raft: r, store: store, trans: trans, logger: logger}, nil
 }
 
@@ -177,4 +175,44 @@ func (q *quorum) propose(rs []Record) error {
 		return err
 	}
 	return nil
+}
+
+// QuorumState is this node's view of the controller quorum, for
+// DescribeQuorum: Raft's term is KRaft's leader epoch, its commit index the
+// metadata log's high watermark.
+type QuorumState struct {
+	Leader        int32
+	Epoch         int32
+	HighWatermark int64
+	LogEnd        int64 // this node's
+	Voters        []int32
+	Observers     []int32 // broker-only nodes following the log
+}
+
+// QuorumState describes the quorum; a single node is a quorum of itself.
+func (c *Controller) QuorumState() (QuorumState, error) {
+	if c.q == nil {
+		end := c.Image().Offset + 1
+		return QuorumState{Leader: c.nodeID, Epoch: 1, HighWatermark: end, LogEnd: end, Voters: []int32{c.nodeID}}, nil
+	}
+	f := c.q.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return QuorumState{}, err
+	}
+	stats := c.q.raft.Stats()
+	term, _ := strconv.ParseInt(stats["term"], 10, 32)
+	commit, _ := strconv.ParseInt(stats["commit_index"], 10, 64)
+	st := QuorumState{Leader: c.q.leader(), Epoch: int32(term), HighWatermark: commit, LogEnd: int64(c.q.raft.LastIndex())}
+	for _, s := range f.Configuration().Servers {
+		id, err := strconv.ParseInt(string(s.ID), 10, 32)
+		if err != nil {
+			continue
+		}
+		if s.Suffrage == raft.Voter {
+			st.Voters = append(st.Voters, int32(id))
+		} else {
+			st.Observers = append(st.Observers, int32(id))
+		}
+	}
+	return st, nil
 }

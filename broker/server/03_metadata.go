@@ -16,7 +16,7 @@ func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) (*kmsg.Metad
 	img := s.ctrl.Image()
 	resp.Brokers = s.metadataBrokers(img, c.listener)
 	resp.ClusterID = &img.ClusterID
-	resp.ControllerID = img.ControllerID
+	resp.ControllerID = s.controllerIDForClients(img)
 	resp.AuthorizedOperations = authorizedOpsOmitted
 
 	// v0 asks for every topic with an empty list; v1+ with a null one.

@@ -6,7 +6,7 @@ func (s *Server) handleDescribeCluster(c *conn, req *kmsg.DescribeClusterRequest
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	img := s.ctrl.Image()
 	resp.ClusterID = img.ClusterID
-	resp.ControllerID = img.ControllerID
+	resp.ControllerID = s.controllerIDForClients(img)
 	resp.ClusterAuthorizedOperations = authorizedOpsOmitted
 	resp.EndpointType = req.EndpointType
 	for _, mb := range s.metadataBrokers(img, c.listener) {

@@ -13,9 +13,9 @@ import (
 )
 
 // BrokerRegistration, BrokerHeartbeat and AllocateProducerIds are how the
-// brokers of a cluster talk to the active controller (KRaft's APIs, on the
-// brokers' own listener here, since every node of a quorum is also a
-// broker). They are not listed in ApiVersions: clients have no use for them.
+// brokers of a cluster talk to the active controller: KRaft's APIs, on the
+// controller listener. They are not listed to clients, who have no use for
+// them.
 
 func (s *Server) handleBrokerRegistration(c *conn, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
@@ -42,7 +42,7 @@ func (s *Server) handleBrokerRegistration(c *conn, req *kmsg.BrokerRegistrationR
 
 func (s *Server) handleBrokerHeartbeat(c *conn, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	shutDown, err := s.ctrl.Heartbeat(req.BrokerID, req.WantShutdown)
+	shutDown, err := s.ctrl.Heartbeat(req.BrokerID, req.WantFence, req.WantShutdown)
 	if err != nil {
 		resp.ErrorCode = kafkaCode(err)
 		return resp, nil
@@ -112,37 +112,76 @@ func (s *Server) keepMembership(self cluster.Broker, registered bool) {
 	}
 }
 
+// register registers this broker with the active controller, waits until
+// its own metadata has caught up to the registration, and then heartbeats
+// to be unfenced: a broker takes partitions only with the metadata that
+// assigns them.
 func (s *Server) register(self cluster.Broker) error {
+	var epoch int64
 	if s.ctrl.IsActive() {
-		_, err := s.ctrl.Register(self)
+		var err error
+		if epoch, err = s.ctrl.Register(self); err != nil {
+			return err
+		}
+	} else {
+		req := kmsg.NewPtrBrokerRegistrationRequest()
+		req.SetVersion(0)
+		req.BrokerID, req.ClusterID = s.nodeID, s.clusterID
+		if self.Rack != "" {
+			req.Rack = &self.Rack
+		}
+		for _, l := range self.Listeners {
+			rl := kmsg.NewBrokerRegistrationRequestListener()
+			rl.Name, rl.Host, rl.Port, rl.SecurityProtocol = l.Name, l.Host, uint16(l.Port), protocolID(l.Protocol)
+			req.Listeners = append(req.Listeners, rl)
+		}
+		resp, err := s.registerRemote(req)
+		if err != nil {
+			return err
+		}
+		epoch = resp.BrokerEpoch
+	}
+	if err := s.ctrl.WaitApplied(epoch, 30*time.Second); err != nil {
 		return err
 	}
-	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.SetVersion(0)
-	req.BrokerID, req.ClusterID = s.nodeID, s.clusterID
-	if self.Rack != "" {
-		req.Rack = &self.Rack
+	return s.heartbeat(false)
+}
+
+// registerRemote sends a registration to the active controller. A broker
+// that has not joined the quorum yet does not know which voter that is, and
+// asks each in turn.
+func (s *Server) registerRemote(req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
+	ctx := context.Background()
+	resp, err := s.toController(ctx, req)
+	if errors.Is(err, errNoController) {
+		for _, v := range s.ctrl.Voters() {
+			if v.ID == s.nodeID {
+				continue
+			}
+			if resp, err = s.sendTo(ctx, v.ID, v.Addr, req); err != nil {
+				continue
+			}
+			if code := resp.(*kmsg.BrokerRegistrationResponse).ErrorCode; code != kerr.NotController.Code {
+				break
+			}
+		}
 	}
-	for _, l := range self.Listeners {
-		rl := kmsg.NewBrokerRegistrationRequestListener()
-		rl.Name, rl.Host, rl.Port, rl.SecurityProtocol = l.Name, l.Host, uint16(l.Port), protocolID(l.Protocol)
-		req.Listeners = append(req.Listeners, rl)
-	}
-	resp, err := s.toController(context.Background(), req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return kerr.ErrorForCode(resp.(*kmsg.BrokerRegistrationResponse).ErrorCode)
+	r := resp.(*kmsg.BrokerRegistrationResponse)
+	return r, kerr.ErrorForCode(r.ErrorCode)
 }
 
 func (s *Server) heartbeat(wantShutdown bool) error {
 	if s.ctrl.IsActive() {
-		_, err := s.ctrl.Heartbeat(s.nodeID, wantShutdown)
+		_, err := s.ctrl.Heartbeat(s.nodeID, false, wantShutdown)
 		return err
 	}
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.SetVersion(0)
 	req.BrokerID, req.BrokerEpoch, req.WantShutdown = s.nodeID, -1, wantShutdown
+	req.CurrentMetadataOffset = s.ctrl.Image().Offset
 	// A controller that stopped answering (paused, partitioned) must not
 	// hold the heartbeats up past the session: the next one is elected
 	// meanwhile and would fence this broker.
@@ -161,7 +200,7 @@ func (s *Server) heartbeat(wantShutdown bool) error {
 // rather than after the session timeout. It gives up after a few seconds:
 // a broker whose controller is gone still stops.
 func (s *Server) controlledShutdown() {
-	if s.ctrl == nil || !s.ctrl.Quorum() || !s.cfg.Bool("controlled.shutdown.enable") {
+	if s.ctrl == nil || !s.ctrl.Quorum() || !s.broker || !s.cfg.Bool("controlled.shutdown.enable") {
 		return
 	}
 	deadline := time.Now().Add(5 * time.Second)

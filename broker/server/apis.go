@@ -44,6 +44,7 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.InitProducerID.Int16():       {min: 0, max: 5, fn: typed(s.handleInitProducerID)},
 		kmsg.OffsetForLeaderEpoch.Int16(): {min: 2, max: 4, fn: typed(s.handleOffsetForLeaderEpoch)},
 		kmsg.DescribeCluster.Int16():      {min: 0, max: 1, fn: typed(s.handleDescribeCluster)},
+		kmsg.DescribeQuorum.Int16():       {min: 0, max: 1, fn: typed(s.handleDescribeQuorum)},
 		kmsg.FindCoordinator.Int16():      {min: 0, max: 6, fn: typed(s.handleFindCoordinator)},
 
 		// Groups and committed offsets (broker/group).
@@ -81,11 +82,12 @@ func (s *Server) handlers() map[int16]handler {
 	}
 }
 
-// apiKeys is the ApiVersions list, by key.
-func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
+// apiKeys is the ApiVersions list, by key: on a controller listener the
+// controller APIs, internal ones included, as Kafka's controllers list them.
+func (s *Server) apiKeys(controller bool) []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(s.apis))
 	for k, h := range s.apis {
-		if h.internal {
+		if controller && !controllerAPIs[k] || !controller && h.internal {
 			continue
 		}
 		min := h.min

@@ -104,6 +104,9 @@ func (c *conn) serveRequest(body []byte) error {
 	if !known || req == nil {
 		return fmt.Errorf("unknown API key %d", c.hdr.key)
 	}
+	if c.s.controllerListeners[c.listener] && !controllerAPIs[c.hdr.key] {
+		return fmt.Errorf("%s is not served on the controller listener %s", kmsg.NameForKey(c.hdr.key), c.listener)
+	}
 	if c.hdr.version < h.min || c.hdr.version > h.max {
 		if c.hdr.key == kmsg.ApiVersions.Int16() {
 			// KIP-511: answer in v0 with our ranges, so the client can
@@ -127,7 +130,13 @@ func (c *conn) serveRequest(body []byte) error {
 		return fmt.Errorf("decoding %s v%d: %w", kmsg.NameForKey(c.hdr.key), c.hdr.version, err)
 	}
 	start := time.Now()
-	resp, err := h.fn(c, req)
+	var resp kmsg.Response
+	var err error
+	if c.s.forwards(c, c.hdr.key) {
+		resp, err = c.s.forward(c, req, h)
+	} else {
+		resp, err = h.fn(c, req)
+	}
 	c.s.metrics.observe(c.hdr.key, time.Since(start), err)
 	if err != nil {
 		return err

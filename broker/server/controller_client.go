@@ -17,33 +17,34 @@ import (
 var errNoController = errors.New("broker/server: no active controller is reachable")
 
 // toController sends a request to the active controller over the Kafka
-// protocol, on its inter-broker listener, and decodes the answer. It is how
-// a broker that is not the active controller registers, heartbeats, creates
-// the topics it needs and allocates producer ids: a connection per request,
-// since these are rare.
+// protocol, on its controller listener, and decodes the answer. It is how
+// a broker that is not the active controller registers, heartbeats, changes
+// ISRs, creates the topics it needs, allocates producer ids and forwards
+// admin requests: a connection per request, since these are rare.
 func (s *Server) toController(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	img := s.ctrl.Image()
-	b, ok := img.Brokers[img.ControllerID]
-	if img.ControllerID < 0 || img.ControllerID == s.nodeID || !ok {
+	id := s.ctrl.Image().ControllerID
+	addr, ok := s.ctrl.VoterAddr(id)
+	if id < 0 || id == s.nodeID || !ok {
 		// This node's own image may lag its Raft state for a moment; never
 		// send to ourselves what we were not able to do.
 		return nil, errNoController
 	}
-	addr, err := s.interBrokerAddr(b)
-	if err != nil {
-		return nil, err
-	}
+	return s.sendTo(ctx, id, addr, req)
+}
+
+// sendTo sends one request to the controller listener of voter id.
+func (s *Server) sendTo(ctx context.Context, id int32, addr string, req kmsg.Request) (kmsg.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-broker-%d", s.nodeID))
 	if err != nil {
-		return nil, fmt.Errorf("broker/server: controller %d at %s: %w", b.ID, addr, err)
+		return nil, fmt.Errorf("broker/server: controller %d at %s: %w", id, addr, err)
 	}
 	defer conn.Close()
 	deadline, _ := ctx.Deadline()
 	resp, err := conn.RoundTrip(req, time.Until(deadline))
 	if err != nil {
-		return nil, fmt.Errorf("broker/server: controller %d: %w", b.ID, err)
+		return nil, fmt.Errorf("broker/server: controller %d: %w", id, err)
 	}
 	return resp, nil
 }

@@ -47,6 +47,9 @@ type metrics struct {
 	// requests parked until data arrives (fetch) or a join or sync phase
 	// ends (rebalance).
 	purgatory *prometheus.GaugeVec
+	// kafka.server:type=ForwardingManagerMetrics: admin requests sent on to
+	// the active controller.
+	forwarded *prometheus.CounterVec
 
 	// live is what the scrape-time gauges read; nil until Start loaded the
 	// metadata, and read by the scraping goroutine, hence atomic.
@@ -97,6 +100,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tributary_broker_isr_expands_total", Help: "Replicas added back to a partition's ISR led here (Kafka IsrExpandsPerSec)."}),
 		purgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tributary_broker_purgatory_size", Help: "Requests waiting, by operation (Kafka PurgatorySize): fetch long-polls, acks=all produces waiting for the ISR, and JoinGroup/SyncGroup waiting for a rebalance phase."}, []string{"operation"}),
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_forwarded_requests_total", Help: "Admin requests forwarded to the active controller, by API (KIP-590)."}, []string{"api"}),
 	}
 	// Labelled series that must exist before their first event, so that a
 	// dashboard shows 0 rather than "no data".
@@ -104,7 +109,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.purgatory.WithLabelValues(purgatoryProduce)
 	m.purgatory.WithLabelValues(purgatoryRebalance)
 	reg.MustRegister(m.requests, m.requestErrors, m.latency, m.connections, m.connectionsCreated, m.rejectedFrames,
-		m.bytesIn, m.bytesOut, m.messagesIn, m.logFlush, m.isrShrinks, m.isrExpands, m.purgatory, stateCollector{m})
+		m.bytesIn, m.bytesOut, m.messagesIn, m.logFlush, m.isrShrinks, m.isrExpands, m.purgatory, m.forwarded, stateCollector{m})
 	return m
 }
 

@@ -37,6 +37,12 @@ type Server struct {
 	pids      *producerIDs
 	groups    *group.Coordinator
 
+	// roles are process.roles: a broker-only node hosts partitions and
+	// follows the metadata; a controller-only node votes and decides.
+	broker, controller bool
+	// raftConns receives the quorum's connections from the listeners.
+	raftConns *cluster.RaftConns
+
 	apis            map[int16]handler
 	maxRequestBytes int32
 	idleTimeout     time.Duration
@@ -46,9 +52,12 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // by listener name
-	conns     map[*conn]struct{}
-	wg        sync.WaitGroup
-	closing   atomic.Bool
+	// controllerListeners are the names of controller.listener.names,
+	// which serve the controller APIs only.
+	controllerListeners map[string]bool
+	conns               map[*conn]struct{}
+	wg                  sync.WaitGroup
+	closing             atomic.Bool
 	// stopping is closed when Shutdown starts, to end long-polling fetches.
 	stopping chan struct{}
 }
@@ -73,14 +82,15 @@ func New(cfg *config.Broker, opt Options) *Server {
 	}
 	s := &Server{
 		cfg: cfg, logger: opt.Logger, nodeID: int32(cfg.Int("node.id")),
-		maxRequestBytes: int32(cfg.Int("socket.request.max.bytes")),
-		idleTimeout:     time.Duration(cfg.Int("connections.max.idle.ms")) * time.Millisecond,
-		requestTimeout:  time.Minute,
-		sendfile:        !opt.NoSendfile,
-		metrics:         newMetrics(opt.Registry),
-		listeners:       map[string]net.Listener{},
-		conns:           map[*conn]struct{}{},
-		stopping:        make(chan struct{}),
+		maxRequestBytes:     int32(cfg.Int("socket.request.max.bytes")),
+		idleTimeout:         time.Duration(cfg.Int("connections.max.idle.ms")) * time.Millisecond,
+		requestTimeout:      time.Minute,
+		sendfile:            !opt.NoSendfile,
+		metrics:             newMetrics(opt.Registry),
+		listeners:           map[string]net.Listener{},
+		controllerListeners: map[string]bool{},
+		conns:               map[*conn]struct{}{},
+		stopping:            make(chan struct{}),
 	}
 	s.apis = s.handlers()
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
@@ -91,8 +101,8 @@ func New(cfg *config.Broker, opt Options) *Server {
 // clean), loads the metadata, brings the partitions online and starts
 // accepting connections. It logs "broker ready" when clients can connect.
 func (s *Server) Start() error {
-	if roles := s.cfg.List("process.roles"); !slices.Contains(roles, "broker") || !slices.Contains(roles, "controller") {
-		return fmt.Errorf("broker/server: process.roles=%s: every node is both broker and controller for now (broker-only and controller-only nodes are not built; docs/cluster.md)", strings.Join(roles, ","))
+	if err := s.checkRoles(); err != nil {
+		return err
 	}
 	paths := s.cfg.LogDirs()
 	configured := s.cfg.String("cluster.id")
@@ -114,12 +124,21 @@ func (s *Server) Start() error {
 		}
 		s.dirs = append(s.dirs, d)
 	}
+	quorum := s.cfg.IsSet("controller.quorum.voters")
+	if quorum {
+		s.raftConns = cluster.NewRaftConns()
+	}
 	advertised, err := s.listen()
 	if err != nil {
 		s.closeStorage()
 		return err
 	}
-	if s.ctrl, err = cluster.OpenController(paths[0], s.cfg, clusterID, advertised, s.logger); err != nil {
+	if quorum && len(advertised) > 0 {
+		// A broker-only node receives the metadata log on its first
+		// listener; the controller reads the address from its registration.
+		s.raftConns.Advertise = advertised[0].Addr()
+	}
+	if s.ctrl, err = cluster.OpenController(paths[0], s.cfg, clusterID, advertised, s.raftConns, s.logger); err != nil {
 		s.closeListeners()
 		s.closeStorage()
 		return err
@@ -127,7 +146,7 @@ func (s *Server) Start() error {
 	s.ctrl.SetForwarder(func(req kmsg.Request) (kmsg.Response, error) {
 		return s.toController(context.Background(), req)
 	})
-	if s.ctrl.Quorum() {
+	if s.ctrl.Quorum() && s.controller {
 		if err := s.ctrl.WaitCaughtUp(10 * time.Second); err != nil {
 			s.logger.Warn("starting with metadata that may be behind the quorum's", "err", err)
 		}
@@ -169,14 +188,20 @@ func (s *Server) Start() error {
 	s.metrics.started(s, names)
 	s.wg.Add(1)
 	go s.maintain()
+	if !s.broker {
+		s.logger.Info("controller ready", "node_id", s.nodeID, "cluster_id", clusterID, "listeners", addrs)
+		return nil
+	}
 	if s.ctrl.Quorum() {
-		// Ready means registered: until then, no Metadata lists this node.
+		// Ready means registered and unfenced: until then, no Metadata
+		// lists this node as a live broker.
 		self := cluster.Broker{ID: s.nodeID, Rack: s.cfg.String("broker.rack"), Listeners: advertised}
 		registered := false
-		for deadline := time.Now().Add(10 * time.Second); !registered && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(30 * time.Second); !registered && time.Now().Before(deadline); {
 			if err := s.register(self); err == nil {
 				registered = true
 			} else {
+				s.logger.Debug("registering with the controller", "err", err)
 				time.Sleep(100 * time.Millisecond)
 			}
 		}
@@ -188,6 +213,20 @@ func (s *Server) Start() error {
 	}
 	s.logger.Info("broker ready", "node_id", s.nodeID, "cluster_id", clusterID, "listeners", addrs,
 		"log_dirs", paths, "topics", len(s.ctrl.Image().Topics))
+	return nil
+}
+
+// checkRoles reads process.roles: broker, controller or both, and only
+// both on a single node (no controller.quorum.voters).
+func (s *Server) checkRoles() error {
+	roles := s.cfg.List("process.roles")
+	s.broker, s.controller = slices.Contains(roles, "broker"), slices.Contains(roles, "controller")
+	switch {
+	case !s.broker && !s.controller:
+		return fmt.Errorf("broker/server: process.roles is empty; give broker, controller or both")
+	case !s.cfg.IsSet("controller.quorum.voters") && !(s.broker && s.controller):
+		return fmt.Errorf("broker/server: process.roles=%s needs controller.quorum.voters: a single node is both broker and controller", strings.Join(roles, ","))
+	}
 	return nil
 }
 
@@ -204,9 +243,11 @@ func (s *Server) dirConfig(path string) log.DirConfig {
 	return c
 }
 
-// listen binds the client listeners (not the controller's) and returns the
-// endpoints to advertise: advertised.listeners if set, else the bound
-// addresses, so that a listener on port 0 advertises its real port.
+// listen binds the listeners and returns the endpoints to advertise:
+// advertised.listeners if set, else the bound addresses, so that a listener
+// on port 0 advertises its real port. In a quorum every listener also
+// carries Raft (see cluster.RaftConns); a single node has no use for its
+// controller listener and leaves it unbound.
 func (s *Server) listen() ([]config.Listener, error) {
 	ls, err := s.cfg.Listeners()
 	if err != nil {
@@ -221,7 +262,7 @@ func (s *Server) listen() ([]config.Listener, error) {
 		controller[n] = true
 	}
 	for _, l := range ls {
-		if controller[l.Name] {
+		if controller[l.Name] && s.raftConns == nil {
 			continue
 		}
 		ln, err := net.Listen("tcp", l.Addr())
@@ -229,8 +270,12 @@ func (s *Server) listen() ([]config.Listener, error) {
 			s.closeListeners()
 			return nil, fmt.Errorf("broker/server: listen %s: %w", l, err)
 		}
+		if s.raftConns != nil {
+			ln = s.raftConns.Split(ln)
+		}
 		s.mu.Lock()
 		s.listeners[l.Name] = ln
+		s.controllerListeners[l.Name] = controller[l.Name]
 		s.mu.Unlock()
 		if !s.cfg.IsSet("advertised.listeners") {
 			for i := range advertised {

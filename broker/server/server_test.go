@@ -90,14 +90,16 @@ func topicSpec(name string) cluster.TopicSpec {
 
 // A role split that is not built is refused at start, naming the value,
 // rather than run as a combined node the operator did not ask for.
-func TestProcessRolesSplitIsRefused(t *testing.T) {
+// A single node (no controller.quorum.voters) is both broker and
+// controller: a split role there would be a node nobody can use.
+func TestSplitRolesNeedAQuorum(t *testing.T) {
 	for _, roles := range []string{"broker", "controller"} {
 		cfg, err := config.ParseBroker(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "process.roles": roles})
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = New(cfg, Options{Logger: slog.New(slog.DiscardHandler)}).Start()
-		if err == nil || !strings.Contains(err.Error(), "process.roles="+roles) {
+		if err == nil || !strings.Contains(err.Error(), "process.roles="+roles) || !strings.Contains(err.Error(), "controller.quorum.voters") {
 			t.Errorf("process.roles=%s: start error %v, want one naming the value", roles, err)
 		}
 	}

@@ -39,7 +39,10 @@ client, tool or connector works with it, and stores Kafka's on-disk format.
 
 With no flags it is a single node in combined mode (process.roles =
 broker,controller, node.id 1) on PLAINTEXT://127.0.0.1:9092 with its data in
-./tributary-data. It logs "broker ready" once it accepts connections; SIGTERM
+./tributary-data. With controller.quorum.voters it is a node of a cluster:
+a controller, a broker or both (process.roles; docs/cluster.md). It logs
+"broker ready" once it accepts connections ("controller ready" for a
+controller-only node); SIGTERM
 or Ctrl-C stops it cleanly: in-flight requests finish, logs are flushed, and
 the checkpoints and clean-shutdown marker are written so the next start
 scans nothing.
@@ -59,7 +62,12 @@ message naming it.`,
 
   # The same settings from a file and the environment.
   printf 'listeners: PLAINTEXT://127.0.0.1:19092\nlog.dirs: /var/lib/tributary\n' > broker.yaml
-  TRIBUTARY_LOG_RETENTION_HOURS=1 tributary broker --config broker.yaml`,
+  TRIBUTARY_LOG_RETENTION_HOURS=1 tributary broker --config broker.yaml
+
+  # A controller-only node of a three-voter quorum (docs/cluster.md).
+  tributary broker --node-id 1 --log-dirs ./c1 --listeners CONTROLLER://127.0.0.1:9193 \
+    --set process.roles=controller --set controller.listener.names=CONTROLLER \
+    --set controller.quorum.voters=1@127.0.0.1:9193,2@127.0.0.1:9293,3@127.0.0.1:9393`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			props, err := brokerProperties(cmd, sets)

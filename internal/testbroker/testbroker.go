@@ -167,7 +167,7 @@ func (b *Broker) start() {
 			b.logMu.Lock()
 			b.log.WriteString(sc.Text() + "\n")
 			b.logMu.Unlock()
-			if !signalled && strings.Contains(sc.Text(), "broker ready") {
+			if !signalled && (strings.Contains(sc.Text(), "broker ready") || strings.Contains(sc.Text(), "controller ready")) {
 				close(ready)
 				signalled = true
 			}

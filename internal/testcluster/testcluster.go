@@ -1,9 +1,9 @@
-// Package testcluster starts a cluster of real tributary broker processes
-// on loopback for tests: every node a broker and a voter of the controller
-// quorum (combined mode), each with its own log dir, client and controller
-// ports. A test kills (-9), pauses, restarts nodes and waits for the
-// controller or for partition leaders, and the cluster is killed when the
-// test ends.
+// Package testcluster starts a cluster of real tributary processes on
+// loopback for tests, each with its own log dir and ports: every node a
+// broker and a voter of the controller quorum (combined mode, Start), or
+// controller-only voters beside broker-only nodes (StartSplit). A test
+// kills (-9), pauses, restarts nodes and waits for the controller or for
+// partition leaders, and the cluster is killed when the test ends.
 package testcluster
 
 import (
@@ -16,7 +16,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/internal/kwire"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
@@ -29,25 +31,46 @@ type Cluster struct {
 // Node is one process of the cluster.
 type Node struct {
 	ID int32
+	// IsBroker and IsController are its process.roles.
+	IsBroker, IsController bool
 	*testbroker.Broker
 }
 
-// Start starts n nodes, ids 1 to n, with props ("name=value") on each, and
-// waits until every one is ready. The session timeout defaults to 3 s, so
-// that fencing is quick in tests.
+// Start starts n nodes, ids 1 to n, each broker and controller, with props
+// ("name=value") on each, and waits until every one is ready. The session
+// timeout defaults to 3 s, so that fencing is quick in tests.
 func Start(t testing.TB, n int, props ...string) *Cluster {
 	t.Helper()
-	type ports struct{ client, ctrl int }
-	ps := make([]ports, n)
-	var voters []string
-	for i := range ps {
-		ps[i] = ports{testbroker.FreePort(t), testbroker.FreePort(t)}
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ps[i].ctrl))
+	return start(t, n, 0, props)
+}
+
+// StartSplit starts controllers controller-only nodes (ids 1 to
+// controllers, the quorum's voters) and brokers broker-only nodes (the ids
+// after them), as a production cluster is laid out.
+func StartSplit(t testing.TB, controllers, brokers int, props ...string) *Cluster {
+	t.Helper()
+	return start(t, controllers, brokers, props)
+}
+
+// start starts voters nodes with the controller role (also brokers when
+// brokersOnly is 0: combined mode) and brokersOnly broker-only nodes.
+func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
+	t.Helper()
+	n := voters + brokersOnly
+	combined := brokersOnly == 0
+	ports := make([]int, n)
+	ctrlPorts := make([]int, voters)
+	var quorum []string
+	for i := range ports {
+		ports[i] = testbroker.FreePort(t)
+		if i < voters {
+			ctrlPorts[i] = testbroker.FreePort(t)
+			quorum = append(quorum, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
+		}
 	}
 	base := []string{
-		"process.roles=broker,controller",
 		"controller.listener.names=CONTROLLER",
-		"controller.quorum.voters=" + strings.Join(voters, ","),
+		"controller.quorum.voters=" + strings.Join(quorum, ","),
 		"broker.session.timeout.ms=3000",
 		"broker.heartbeat.interval.ms=500",
 		"controller.quorum.election.timeout.ms=500",
@@ -55,17 +78,28 @@ func Start(t testing.TB, n int, props ...string) *Cluster {
 	c := &Cluster{t: t, Nodes: make([]*Node, n)}
 	var wg sync.WaitGroup
 	for i := range n {
-		cfg := testbroker.Config{
-			Dir:       t.TempDir(),
-			Port:      ps[i].client,
-			Listeners: fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ps[i].client, ps[i].ctrl),
-			Props:     append(append([]string{fmt.Sprintf("node.id=%d", i+1)}, base...), props...),
+		node := &Node{ID: int32(i + 1), IsController: i < voters, IsBroker: combined || i >= voters}
+		cfg := testbroker.Config{Dir: t.TempDir(), Port: ports[i]}
+		switch {
+		case node.IsBroker && node.IsController:
+			cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ports[i], ctrlPorts[i])
+			cfg.Props = []string{"process.roles=broker,controller"}
+		case node.IsController:
+			// Its only listener is the controller's, which Addr names.
+			cfg.Port = ctrlPorts[i]
+			cfg.Listeners = fmt.Sprintf("CONTROLLER://127.0.0.1:%d", ctrlPorts[i])
+			cfg.Props = []string{"process.roles=controller"}
+		default:
+			cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", ports[i])
+			cfg.Props = []string{"process.roles=broker"}
 		}
+		cfg.Props = append(append(append(cfg.Props, fmt.Sprintf("node.id=%d", i+1)), base...), props...)
 		wg.Add(1)
 		// Together: a node waits for a quorum before it calls itself ready.
 		go func() {
 			defer wg.Done()
-			c.Nodes[i] = &Node{ID: int32(i + 1), Broker: testbroker.StartConfig(t, cfg)}
+			node.Broker = testbroker.StartConfig(t, cfg)
+			c.Nodes[i] = node
 		}()
 	}
 	wg.Wait()
@@ -75,10 +109,21 @@ func Start(t testing.TB, n int, props ...string) *Cluster {
 	return c
 }
 
-// Bootstrap is every node's client address, comma-separated.
+// Brokers are the nodes with the broker role.
+func (c *Cluster) Brokers() []*Node {
+	var out []*Node
+	for _, n := range c.Nodes {
+		if n.IsBroker {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Bootstrap is every broker's client address, comma-separated.
 func (c *Cluster) Bootstrap() string {
 	var out []string
-	for _, n := range c.Nodes {
+	for _, n := range c.Brokers() {
 		out = append(out, n.Addr())
 	}
 	return strings.Join(out, ",")
@@ -112,27 +157,19 @@ func (c *Cluster) Controller(timeout time.Duration) int32 {
 	return -1
 }
 
+// agreedController asks every running node for the quorum's leader
+// (DescribeQuorum): the same running node from all of them, or -1.
 func (c *Cluster) agreedController() int32 {
 	agreed := int32(-1)
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			continue
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
-		if err != nil {
+		leader := QuorumLeader(n.Addr())
+		if leader < 0 || (agreed >= 0 && leader != agreed) || !c.Node(leader).Running() {
 			return -1
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-		cancel()
-		cl.Close()
-		if err != nil || m.Controller < 0 || (agreed >= 0 && m.Controller != agreed) {
-			return -1
-		}
-		if !c.Node(m.Controller).Running() {
-			return -1
-		}
-		agreed = m.Controller
+		agreed = leader
 	}
 	return agreed
 }
@@ -166,4 +203,44 @@ func (c *Cluster) Leaders(topic string, timeout time.Duration) map[int32]int32 {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// QuorumLeader is the active controller as the node at addr sees it, -1
+// when it does not know or does not answer.
+func QuorumLeader(addr string) int32 {
+	q, err := DescribeQuorum(addr)
+	if err != nil {
+		return -1
+	}
+	return q.LeaderID
+}
+
+// DescribeQuorum asks the node at addr for the metadata quorum.
+func DescribeQuorum(addr string) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn, err := kwire.Dial(ctx, addr, "testcluster")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.SetVersion(1)
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	resp, err := conn.RoundTrip(req, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*kmsg.DescribeQuorumResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return nil, fmt.Errorf("DescribeQuorum at %s: no answer for __cluster_metadata-0", addr)
+	}
+	p := r.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		return nil, fmt.Errorf("DescribeQuorum at %s: error code %d", addr, p.ErrorCode)
+	}
+	return &p, nil
 }

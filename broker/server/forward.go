@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+)
+
+// Admin requests that change the metadata are the active controller's to
+// decide. A broker that is not the active controller forwards them to it,
+// on its controller listener, and relays the answer (KIP-590, without the
+// envelope: there are no principals to carry yet). Clients may then send
+// them to any broker, which is what Metadata's controller id invites when
+// the active controller is not a broker they can reach.
+var forwardedAPIs = map[int16]bool{
+	kmsg.CreateTopics.Int16():               true,
+	kmsg.DeleteTopics.Int16():               true,
+	kmsg.CreatePartitions.Int16():           true,
+	kmsg.AlterConfigs.Int16():               true,
+	kmsg.IncrementalAlterConfigs.Int16():    true,
+	kmsg.ElectLeaders.Int16():               true,
+	kmsg.AlterPartitionAssignments.Int16():  true,
+	kmsg.ListPartitionReassignments.Int16(): true,
+}
+
+// controllerAPIs are what a controller listener serves: the brokers'
+// calls to the active controller and the forwarded admin requests.
+var controllerAPIs = map[int16]bool{
+	kmsg.ApiVersions.Int16():         true,
+	kmsg.BrokerRegistration.Int16():  true,
+	kmsg.BrokerHeartbeat.Int16():     true,
+	kmsg.AlterPartition.Int16():      true,
+	kmsg.AllocateProducerIDs.Int16(): true,
+	kmsg.DescribeQuorum.Int16():      true,
+}
+
+func init() {
+	for k := range forwardedAPIs {
+		controllerAPIs[k] = true
+	}
+}
+
+// forwards is whether c's request goes to the active controller. Requests
+// that came in on a controller listener never go further, so a forwarded
+// request that meets a controller that just lost its leadership gets
+// NOT_CONTROLLER instead of travelling on.
+func (s *Server) forwards(c *conn, key int16) bool {
+	return forwardedAPIs[key] && s.ctrl.Quorum() && !s.controllerListeners[c.listener] && !s.ctrl.IsActive()
+}
+
+// forward sends req to the active controller and returns its answer, once
+// this node's metadata shows what it changed, so that the client's next
+// request here sees it. Without a reachable controller the request is
+// served here, which answers NOT_CONTROLLER where it must.
+func (s *Server) forward(c *conn, req kmsg.Request, local handler) (kmsg.Response, error) {
+	resp, err := s.toController(context.Background(), req)
+	if err != nil {
+		c.logger.Debug("forwarding to the controller", "api", kmsg.NameForKey(req.Key()), "err", err)
+		return local.fn(c, req)
+	}
+	s.metrics.forwarded.WithLabelValues(kmsg.NameForKey(req.Key())).Inc()
+	s.awaitForwarded(resp)
+	return resp, nil
+}
+
+// forwardedVisible is how long a forwarded change may take to reach this
+// node's metadata before the answer goes out anyway.
+const forwardedVisible = 10 * time.Second
+
+// awaitForwarded waits until the topics a forwarded request created,
+// deleted or grew look that way here.
+func (s *Server) awaitForwarded(resp kmsg.Response) {
+	var done func(*cluster.Image) bool
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		done = func(img *cluster.Image) bool {
+			for _, t := range r.Topics {
+				if _, ok := img.Topics[t.Topic]; t.ErrorCode == 0 && !ok {
+					return false
+				}
+			}
+			return true
+		}
+	case *kmsg.DeleteTopicsResponse:
+		done = func(img *cluster.Image) bool {
+			for _, t := range r.Topics {
+				if t.Topic == nil {
+					continue
+				}
+				if _, ok := img.Topics[*t.Topic]; t.ErrorCode == 0 && ok {
+					return false
+				}
+			}
+			return true
+		}
+	default:
+		return
+	}
+	for deadline := time.Now().Add(forwardedVisible); !done(s.ctrl.Image()) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// controllerIDForClients is the controller id Metadata and DescribeCluster
+// give: the active controller when it is a live broker, which clients can
+// reach, otherwise this broker, which forwards (Kafka gives a random live
+// broker).
+func (s *Server) controllerIDForClients(img *cluster.Image) int32 {
+	if b, ok := img.Brokers[img.ControllerID]; ok && !b.Fenced {
+		return img.ControllerID
+	}
+	if s.broker && img.ControllerID >= 0 {
+		return s.nodeID
+	}
+	return img.ControllerID
+}
