@@ -160,15 +160,13 @@ func (c *Controller) change(build func(img *Image) ([]Record, error)) error {
 			return errNotController(leader)
 		}
 	}
-	next := c.img.Load()
-	rs, err := build(next)
+	img := c.img.Load()
+	rs, err := build(img)
 	if err != nil || len(rs) == 0 {
 		return err
 	}
-	for _, r := range rs {
-		if next, err = next.Apply(r); err != nil {
-			return err
-		}
+	if _, err := img.applyAll(rs); err != nil {
+		return err
 	}
 	if c.q != nil {
 		return c.q.propose(rs)

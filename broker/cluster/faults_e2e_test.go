@@ -213,17 +213,8 @@ func TestFaultUncleanFollowerRestart(t *testing.T) {
 // last batch, appends garbage, and deletes every index.
 func damageTail(t *testing.T, dir string) {
 	t.Helper()
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	if len(segs) == 0 {
-		t.Fatalf("no segment in %s", dir)
-	}
-	sort.Strings(segs)
-	active := segs[len(segs)-1]
-	st, err := os.Stat(active)
-	if err != nil || st.Size() < 200 {
-		t.Fatalf("active segment %s: %v, %d bytes", active, err, st.Size())
-	}
-	if err := os.Truncate(active, st.Size()-37); err != nil {
+	active, size := lastSegment(t, dir, 200)
+	if err := os.Truncate(active, size-37); err != nil {
 		t.Fatal(err)
 	}
 	fh, err := os.OpenFile(active, os.O_APPEND|os.O_WRONLY, 0)
@@ -232,13 +223,35 @@ func damageTail(t *testing.T, dir string) {
 	}
 	fh.Write([]byte("\x00\x00\x00\x00\x00\x00\x99\x99garbage after a torn write"))
 	fh.Close()
+	deleteIndexes(dir)
+	t.Logf("damaged %s (was %d bytes) and deleted its indexes", active, size)
+}
+
+// lastSegment is a partition dir's active segment and its size, which must
+// be at least min bytes.
+func lastSegment(t *testing.T, dir string, min int64) (string, int64) {
+	t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if len(segs) == 0 {
+		t.Fatalf("no segment in %s", dir)
+	}
+	sort.Strings(segs)
+	active := segs[len(segs)-1]
+	st, err := os.Stat(active)
+	if err != nil || st.Size() < min {
+		t.Fatalf("active segment %s: %v, %d bytes", active, err, st.Size())
+	}
+	return active, st.Size()
+}
+
+// deleteIndexes removes a partition dir's offset and time indexes.
+func deleteIndexes(dir string) {
 	for _, pat := range []string{"*.index", "*.timeindex"} {
 		idx, _ := filepath.Glob(filepath.Join(dir, pat))
 		for _, p := range idx {
 			os.Remove(p)
 		}
 	}
-	t.Logf("damaged %s (was %d bytes) and deleted its indexes", active, st.Size())
 }
 
 // 5. With two followers paused, acks=all produce gets NOT_ENOUGH_REPLICAS,

@@ -61,12 +61,26 @@ type Partition struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// ELR are the eligible leader replicas (KIP-966): out of the ISR, but
+	// holding every committed record; see leadership.go.
+	ELR []int32 `json:",omitempty"`
 	// A reassignment in progress (KAFKA-1074): Replicas is the target
 	// followed by the replicas being removed; Adding are the target's new
 	// replicas, catching up; when they are all in the ISR the controller
 	// drops Removing.
 	Adding   []int32 `json:",omitempty"`
 	Removing []int32 `json:",omitempty"`
+}
+
+// OfflineReplicas are p's replicas on brokers that are fenced or gone.
+func (img *Image) OfflineReplicas(p Partition) []int32 {
+	out := []int32{}
+	for _, r := range p.Replicas {
+		if b, ok := img.Brokers[r]; !ok || b.Fenced {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Reassigning is whether a reassignment of the partition is in progress.

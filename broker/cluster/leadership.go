@@ -11,14 +11,20 @@ import (
 // controller from the image it is about to extend (see change), so that two
 // changes to one partition never both start from the same state.
 //
-// The rules are Kafka's (KRaft's PartitionChangeBuilder), without eligible
+// The rules are Kafka's (KRaft's PartitionChangeBuilder), with eligible
 // leader replicas (KIP-966):
 //   - a new leader comes from the ISR, preferring the replicas' order;
-//   - a fenced broker leaves every ISR it is in, except that the last member
-//     stays, so that the partition remembers who holds its committed data
-//     and waits for that broker rather than elect one that may lack it;
-//   - with no live ISR member the partition has no leader (offline), unless
-//     unclean.leader.election.enable lets any live replica take over.
+//   - a fenced broker leaves every ISR it is in, the last member too;
+//   - replicas that leave an ISR smaller than min.insync.replicas become
+//     eligible leader replicas (ELR): the leader's high watermark stops
+//     while the ISR is that small, so they hold every committed record.
+//     With no live ISR member a live ELR member leads (and is the ISR);
+//     with neither the partition has no leader (offline) and waits for
+//     one, unless unclean.leader.election.enable lets any live replica
+//     take over. The ELR empties once the ISR is large enough again;
+//   - a broker that restarted after an unclean shutdown leaves the ELRs,
+//     since what it had not flushed may be gone, unless it is the only
+//     replica left that may hold the committed records (see Register).
 
 // live reports whether broker id is registered and unfenced in img.
 func live(img *Image, id int32) bool {
@@ -26,20 +32,50 @@ func live(img *Image, id int32) bool {
 	return ok && !b.Fenced
 }
 
-// change is one partition's next state, bumping the leader epoch when the
-// leader changes and the partition epoch on every change.
-func change(p Partition, leader int32, isr []int32) (Partition, bool) {
-	if leader == p.Leader && slices.Equal(isr, p.ISR) {
+// transition is p's next state with leader and isr, bumping the leader
+// epoch when the leader changes and the partition epoch on every change,
+// and keeping the ELR (see above).
+func (c *Controller) transition(t *Topic, p Partition, leader int32, isr []int32) (Partition, bool) {
+	elr := c.eligible(t, p, isr)
+	if leader == p.Leader && slices.Equal(isr, p.ISR) && slices.Equal(elr, p.ELR) {
 		return p, false
 	}
 	n := p
-	n.ISR = isr
+	n.ISR, n.ELR = isr, elr
 	if leader != p.Leader {
 		n.Leader = leader
 		n.LeaderEpoch++
 	}
 	n.PartitionEpoch++
 	return n, true
+}
+
+// eligible is p's ELR once its ISR is isr: the members leaving an ISR
+// below the effective min.insync.replicas join it, members back in the ISR
+// leave it, and it empties when the ISR is large enough.
+func (c *Controller) eligible(t *Topic, p Partition, isr []int32) []int32 {
+	if len(isr) >= c.effectiveMinISR(t, p) {
+		return nil
+	}
+	var elr []int32
+	for _, r := range append(slices.Clone(p.ELR), p.ISR...) {
+		if !slices.Contains(isr, r) && !slices.Contains(elr, r) && slices.Contains(p.Replicas, r) {
+			elr = append(elr, r)
+		}
+	}
+	return elr
+}
+
+// effectiveMinISR is the topic's min.insync.replicas, at most its
+// replication factor (a larger one could never be met).
+func (c *Controller) effectiveMinISR(t *Topic, p Partition) int {
+	n := int(c.cfg.Int("min.insync.replicas"))
+	if v, ok := t.Configs["min.insync.replicas"]; ok {
+		if m, err := strconv.Atoi(v); err == nil {
+			n = m
+		}
+	}
+	return min(n, len(p.Replicas))
 }
 
 // electFrom picks the first replica, in the replicas' order, that is live
@@ -53,6 +89,28 @@ func electFrom(img *Image, p Partition, candidates []int32) int32 {
 	return -1
 }
 
+// electOffline gives an offline partition a leader: a live ELR member, or
+// with unclean.leader.election.enable any live replica; it becomes the
+// whole ISR. p is returned unchanged when there is none.
+func (c *Controller) electOffline(img *Image, t *Topic, p Partition) Partition {
+	if leader := electFrom(img, p, p.ELR); leader >= 0 {
+		np, _ := c.transition(t, p, leader, []int32{leader})
+		return np
+	}
+	if !c.uncleanAllowed(t) {
+		return p
+	}
+	leader := electFrom(img, p, p.Replicas)
+	if leader < 0 {
+		return p
+	}
+	c.logger.Warn("unclean leader election: records the old ISR held may be lost",
+		"topic", t.Name, "partition", p.Index, "leader", leader)
+	np, _ := c.transition(t, p, leader, []int32{leader})
+	np.ELR = nil
+	return np
+}
+
 // uncleanAllowed is the topic's unclean.leader.election.enable.
 func (c *Controller) uncleanAllowed(t *Topic) bool {
 	if v, ok := t.Configs["unclean.leader.election.enable"]; ok {
@@ -62,8 +120,8 @@ func (c *Controller) uncleanAllowed(t *Topic) bool {
 	return c.cfg.Bool("unclean.leader.election.enable")
 }
 
-// fenceRecords take broker id out of every ISR (except as the last member)
-// and its partitions' leadership to another ISR member, in img, where id is
+// fenceRecords take broker id out of every ISR and its partitions'
+// leadership to another ISR member (or ELR member), in img, where id is
 // already fenced.
 func (c *Controller) fenceRecords(img *Image, id int32) []Record {
 	var rs []Record
@@ -73,22 +131,16 @@ func (c *Controller) fenceRecords(img *Image, id int32) []Record {
 			if p.Leader != id && !slices.Contains(p.ISR, id) {
 				continue
 			}
-			isr := p.ISR
-			if len(isr) > 1 {
-				isr = slices.DeleteFunc(slices.Clone(isr), func(r int32) bool { return r == id })
-			}
+			isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
 			leader := p.Leader
 			if leader == id || leader < 0 {
 				leader = electFrom(img, p, isr)
-				if leader < 0 && c.uncleanAllowed(t) {
-					if leader = electFrom(img, p, p.Replicas); leader >= 0 {
-						isr = []int32{leader}
-						c.logger.Warn("unclean leader election: records the old ISR held may be lost",
-							"topic", t.Name, "partition", p.Index, "leader", leader)
-					}
-				}
 			}
-			if np, ok := change(p, leader, isr); ok {
+			np, _ := c.transition(t, p, leader, isr)
+			if np.Leader < 0 {
+				np = c.electOffline(img, t, np)
+			}
+			if np.PartitionEpoch != p.PartitionEpoch {
 				rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}})
 			}
 		}
@@ -97,7 +149,7 @@ func (c *Controller) fenceRecords(img *Image, id int32) []Record {
 }
 
 // unfenceRecords give broker id, now live in img, the leadership of the
-// offline partitions whose ISR holds it.
+// offline partitions whose ISR or ELR holds it.
 func (c *Controller) unfenceRecords(img *Image, id int32) []Record {
 	var rs []Record
 	for _, name := range img.TopicNames() {
@@ -106,11 +158,13 @@ func (c *Controller) unfenceRecords(img *Image, id int32) []Record {
 			if p.Leader >= 0 {
 				continue
 			}
-			leader := electFrom(img, p, p.ISR)
-			if leader < 0 {
-				continue
+			var np Partition
+			if leader := electFrom(img, p, p.ISR); leader >= 0 {
+				np, _ = c.transition(t, p, leader, p.ISR)
+			} else {
+				np = c.electOffline(img, t, p)
 			}
-			if np, ok := change(p, leader, p.ISR); ok {
+			if np.PartitionEpoch != p.PartitionEpoch {
 				rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}})
 			}
 		}
@@ -118,9 +172,32 @@ func (c *Controller) unfenceRecords(img *Image, id int32) []Record {
 	return rs
 }
 
+// uncleanRestartRecords take broker id, which restarted after an unclean
+// shutdown, out of the ELRs where another replica may hold the committed
+// records (in the ISR or ELR): what it had not flushed may be gone, and it
+// must not lead and have the others truncate to its log. Where it is the
+// only such replica it stays: its log is the best there is.
+func (c *Controller) uncleanRestartRecords(img *Image, id int32) []Record {
+	var rs []Record
+	for _, name := range img.TopicNames() {
+		t := img.Topics[name]
+		for _, p := range t.Partitions {
+			if !slices.Contains(p.ELR, id) || len(p.ISR)+len(p.ELR) < 2 {
+				continue
+			}
+			np := p
+			np.ELR = slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
+			np.PartitionEpoch++
+			rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}})
+			c.logger.Info("broker restarted uncleanly: no longer an eligible leader", "topic", t.Name, "partition", p.Index, "node_id", id, "elr", np.ELR)
+		}
+	}
+	return rs
+}
+
 // preferredRecord moves p's leadership to its preferred (first) replica,
 // when that replica is live, in the ISR and not already the leader.
-func preferredRecord(img *Image, t *Topic, p Partition) (Record, *kerr.Error) {
+func (c *Controller) preferredRecord(img *Image, t *Topic, p Partition) (Record, *kerr.Error) {
 	pref := p.Replicas[0]
 	switch {
 	case p.Leader == pref:
@@ -128,25 +205,31 @@ func preferredRecord(img *Image, t *Topic, p Partition) (Record, *kerr.Error) {
 	case !live(img, pref) || !slices.Contains(p.ISR, pref):
 		return Record{}, kerr.PreferredLeaderNotAvailable
 	}
-	np, _ := change(p, pref, p.ISR)
+	np, _ := c.transition(t, p, pref, p.ISR)
 	return Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}}, nil
 }
 
 // uncleanRecord elects a leader for an offline partition from any live
-// replica, making it the whole ISR: what only the old ISR had is lost.
-func uncleanRecord(img *Image, t *Topic, p Partition) (Record, *kerr.Error) {
+// replica, making it the whole ISR: what only the old ISR had is lost. A
+// live ISR or ELR member is taken first, losing nothing.
+func (c *Controller) uncleanRecord(img *Image, t *Topic, p Partition) (Record, *kerr.Error) {
 	if p.Leader >= 0 && live(img, p.Leader) {
 		return Record{}, kerr.ElectionNotNeeded
 	}
-	leader := electFrom(img, p, p.ISR)
-	isr := p.ISR
-	if leader < 0 {
-		if leader = electFrom(img, p, p.Replicas); leader < 0 {
+	var np Partition
+	switch {
+	case electFrom(img, p, p.ISR) >= 0:
+		np, _ = c.transition(t, p, electFrom(img, p, p.ISR), p.ISR)
+	case electFrom(img, p, p.ELR) >= 0:
+		np = c.electOffline(img, t, p)
+	default:
+		leader := electFrom(img, p, p.Replicas)
+		if leader < 0 {
 			return Record{}, kerr.EligibleLeadersNotAvailable
 		}
-		isr = []int32{leader}
+		np, _ = c.transition(t, p, leader, []int32{leader})
+		np.ELR = nil
 	}
-	np, _ := change(p, leader, isr)
 	return Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}}, nil
 }
 
@@ -170,9 +253,9 @@ func (c *Controller) ElectLeaders(unclean bool, partitions map[string][]int32) (
 		results = results[:0]
 		var rs []Record
 		elect := func(t *Topic, p Partition) {
-			rec, code := preferredRecord(img, t, p)
+			rec, code := c.preferredRecord(img, t, p)
 			if unclean {
-				rec, code = uncleanRecord(img, t, p)
+				rec, code = c.uncleanRecord(img, t, p)
 			}
 			res := ElectionResult{Topic: t.Name, Partition: p.Index}
 			if code != nil {
@@ -214,7 +297,7 @@ func (c *Controller) rebalanceLeaders() error {
 		for _, name := range img.TopicNames() {
 			t := img.Topics[name]
 			for _, p := range t.Partitions {
-				if rec, code := preferredRecord(img, t, p); code == nil {
+				if rec, code := c.preferredRecord(img, t, p); code == nil {
 					rs = append(rs, rec)
 				}
 			}
@@ -265,7 +348,7 @@ func (c *Controller) AlterPartition(ch ISRChange) (Partition, error) {
 				return nil, errorf(kerr.IneligibleReplica, "%s-%d: broker %d is fenced and cannot join the ISR", t.Name, p.Index, r)
 			}
 		}
-		np, changed := change(p, p.Leader, slices.Clone(ch.ISR))
+		np, changed := c.transition(t, p, p.Leader, slices.Clone(ch.ISR))
 		if changed {
 			np = c.completeReassignment(img, np)
 		}

@@ -37,7 +37,7 @@ func (c *Controller) partition(t *testing.T, i int32) Partition {
 
 // A fenced broker leaves every ISR and its leaderships go to the next ISR
 // member in replica order, with a new leader epoch; the last ISR member
-// stays in the ISR, so the partition waits for it.
+// leaves for the ELR, so the partition waits for it.
 func TestFencingMovesLeadershipWithinTheISR(t *testing.T) {
 	c, _ := threeBrokers(t)
 	p0 := c.partition(t, 0)
@@ -55,22 +55,101 @@ func TestFencingMovesLeadershipWithinTheISR(t *testing.T) {
 		}
 	}
 	p2 := c.partition(t, 0)
-	if p2.Leader != -1 || len(p2.ISR) != 1 {
-		t.Fatalf("with every broker fenced: %+v, want no leader and the last ISR member kept", p2)
+	if p2.Leader != -1 || len(p2.ISR) != 0 || len(p2.ELR) != 1 {
+		t.Fatalf("with every broker fenced: %+v, want no leader and the last ISR member eligible", p2)
 	}
 	// The fenced broker that was not the last member comes back: it is not
-	// in the ISR, so it does not lead; the last member does.
+	// eligible, so it does not lead; the last member does.
 	if err := c.setFenced(leader, false); err != nil {
 		t.Fatal(err)
 	}
 	if p := c.partition(t, 0); p.Leader != -1 {
 		t.Fatalf("broker %d, out of the ISR, leads: %+v", leader, p)
 	}
-	if err := c.setFenced(p2.ISR[0], false); err != nil {
+	if err := c.setFenced(p2.ELR[0], false); err != nil {
 		t.Fatal(err)
 	}
-	if p := c.partition(t, 0); p.Leader != p2.ISR[0] {
-		t.Fatalf("the last ISR member %d is back but does not lead: %+v", p2.ISR[0], p)
+	if p := c.partition(t, 0); p.Leader != p2.ELR[0] || !slices.Equal(p.ISR, p2.ELR) || len(p.ELR) != 0 {
+		t.Fatalf("the last ISR member %d is back but does not lead: %+v", p2.ELR[0], p)
+	}
+}
+
+// KIP-966: replicas leaving an ISR below min.insync.replicas become
+// eligible leaders and lead when the ISR is gone; a broker back from an
+// unclean shutdown is no longer eligible while another replica is, so it
+// cannot lead with a log that lost what it had not flushed.
+func TestEligibleLeaderReplicas(t *testing.T) {
+	c, _ := threeBrokers(t)
+	two := "2"
+	tp, err := c.CreateTopic(TopicSpec{Name: "e", Assignment: [][]int32{{1, 2, 3}}, Configs: map[string]string{"min.insync.replicas": two}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := func() Partition { return c.Image().Topics["e"].Partitions[0] }
+	shrink := func(isr ...int32) Partition {
+		t.Helper()
+		p := e()
+		got, err := c.AlterPartition(ISRChange{TopicID: tp.ID, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: isr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if p := shrink(1, 2); len(p.ELR) != 0 {
+		t.Fatalf("ISR 1,2 meets min.insync.replicas, yet ELR %v", p.ELR)
+	}
+	if p := shrink(1); !slices.Equal(p.ELR, []int32{2}) {
+		t.Fatalf("ISR 1 below min.insync.replicas: ELR %v, want [2]", p.ELR)
+	}
+	// 3 left while the ISR was large enough: it may lack committed records.
+	if err := c.setFenced(2, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.setFenced(1, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := e(); p.Leader != -1 || len(p.ISR) != 0 || !slices.Equal(p.ELR, []int32{2, 1}) {
+		t.Fatalf("leader 1 fenced with 2 fenced too: %+v, want offline with ELR [2 1]", p)
+	}
+	b1 := c.Image().Brokers[1]
+	if _, err := c.Register(b1, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := e(); !slices.Equal(p.ELR, []int32{2}) {
+		t.Fatalf("after 1 restarted uncleanly: ELR %v, want [2]", p.ELR)
+	}
+	if _, err := c.Heartbeat(1, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if p := e(); p.Leader != -1 {
+		t.Fatalf("broker 1, back from an unclean shutdown, leads: %+v", p)
+	}
+	if err := c.setFenced(2, false); err != nil {
+		t.Fatal(err)
+	}
+	if p := e(); p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) || len(p.ELR) != 0 {
+		t.Fatalf("eligible broker 2 back: %+v, want it leading, alone in the ISR", p)
+	}
+	if p := shrink(2, 1); len(p.ELR) != 0 || p.Leader != 2 {
+		t.Fatalf("ISR back to 2 members: %+v", p)
+	}
+
+	// The only replica left that may hold the committed records stays
+	// eligible after an unclean restart: its log is the best there is.
+	if err := c.setFenced(1, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.setFenced(2, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := e(); !slices.Equal(p.ELR, []int32{1, 2}) {
+		t.Fatalf("ELR %v, want [1 2]", p.ELR)
+	}
+	b2 := c.Image().Brokers[2]
+	c.Register(b2, true)
+	c.Register(b1, true)
+	if p := e(); !slices.Equal(p.ELR, []int32{1}) {
+		t.Fatalf("both restarted uncleanly: ELR %v, want the last one kept", p.ELR)
 	}
 }
 

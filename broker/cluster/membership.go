@@ -206,8 +206,10 @@ func (c *Controller) fenceExpired(stop chan struct{}) {
 // fenced, which it sends once its metadata has caught up to the
 // registration (as KRaft brokers do). It returns the broker epoch: the
 // metadata offset of the registration. A broker-only node is first made a
-// non-voting member of the quorum, so that the metadata reaches it.
-func (c *Controller) Register(b Broker) (int64, error) {
+// non-voting member of the quorum, so that the metadata reaches it. A
+// broker back from an unclean shutdown leaves the ELRs (KIP-966; see
+// leadership.go).
+func (c *Controller) Register(b Broker, unclean bool) (int64, error) {
 	if !c.IsActive() {
 		return -1, errNotController(c.activeID())
 	}
@@ -223,15 +225,22 @@ func (c *Controller) Register(b Broker) (int64, error) {
 	b.Fenced = true
 	err := c.change(func(img *Image) ([]Record, error) {
 		rs := []Record{{RegisterBroker: &b}}
+		next, err := img.Apply(rs[0])
+		if err != nil {
+			return nil, err
+		}
 		if old, ok := img.Brokers[b.ID]; ok && !old.Fenced {
 			// Registering again while live means it restarted within its
 			// session: its replicas start over, so it leaves the ISRs and
 			// its leaderships, and rejoins as a follower once unfenced.
-			next, err := img.Apply(rs[0])
-			if err != nil {
+			fenced := c.fenceRecords(next, b.ID)
+			if next, err = next.applyAll(fenced); err != nil {
 				return nil, err
 			}
-			rs = append(rs, c.fenceRecords(next, b.ID)...)
+			rs = append(rs, fenced...)
+		}
+		if unclean {
+			rs = append(rs, c.uncleanRestartRecords(next, b.ID)...)
 		}
 		return rs, nil
 	})

@@ -101,6 +101,7 @@ func (c *Controller) finish(img *Image, p Partition, replicas []int32) Partition
 	n.Replicas = slices.Clone(replicas)
 	n.Adding, n.Removing = nil, nil
 	n.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return !slices.Contains(replicas, r) })
+	n.ELR = slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return !slices.Contains(replicas, r) })
 	if len(n.ISR) == 0 {
 		// Cancelled before any original replica was in sync again: keep
 		// the ISR rather than leave the partition with none.

@@ -43,6 +43,18 @@ type RemoveTopicRecord struct {
 	ID TopicID `json:"id"`
 }
 
+// applyAll returns the image after rs.
+func (img *Image) applyAll(rs []Record) (*Image, error) {
+	next := img
+	for _, r := range rs {
+		var err error
+		if next, err = next.Apply(r); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
+}
+
 // Apply returns the image after r. It never modifies img.
 func (img *Image) Apply(r Record) (*Image, error) {
 	n := img.clone()
@@ -64,7 +76,7 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		}
 		t := old.copy()
 		p := r.Partition.Partition
-		p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+		p.Replicas, p.ISR, p.ELR = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR)
 		p.Adding, p.Removing = slices.Clone(p.Adding), slices.Clone(p.Removing)
 		switch i := int(p.Index); {
 		case i < len(t.Partitions):

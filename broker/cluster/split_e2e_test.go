@@ -3,7 +3,9 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -132,4 +134,104 @@ func metadataAt(addr string) (*kmsg.MetadataResponse, error) {
 		return nil, err
 	}
 	return resp.(*kmsg.MetadataResponse), nil
+}
+
+// KIP-966, the case the issue names: the last ISR member dies, loses the
+// tail it had not flushed (a power loss: here its segment is cut after
+// kill -9) and restarts. It must not lead and have the others truncate to
+// its shorter log: the eligible replica that left the ISR when it fell
+// below min.insync.replicas leads instead, and no acknowledged record is
+// lost. Split roles, so that the quorum outlives every broker being down.
+func TestReplicationEligibleLeaderAfterUncleanRestart(t *testing.T) {
+	c := testcluster.StartSplit(t, 3, 3)
+	c.Controller(15 * time.Second)
+	waitBrokers(t, c.Admin(), 3)
+	createAssigned(t, c, "q", []int32{4, 5, 6}, "min.insync.replicas", "2")
+	c.Leaders("q", 10*time.Second)
+	w := testcluster.StartWorkload(t, c.Bootstrap(), testcluster.WorkloadConfig{Topic: "q", Rate: 1000, Key: "hot"})
+	time.Sleep(2 * time.Second)
+
+	c.Node(6).Kill()
+	waitPartition(t, c, "ISR 4,5 after 6 died", func(p kmsg.MetadataResponseTopicPartition) bool {
+		return slices.Equal(p.ISR, []int32{4, 5})
+	})
+	time.Sleep(2 * time.Second) // acknowledged with 4 and 5 in sync
+	c.Node(5).Kill()
+	waitPartition(t, c, "ISR 4 after 5 died", func(p kmsg.MetadataResponseTopicPartition) bool {
+		return slices.Equal(p.ISR, []int32{4})
+	})
+	acked := w.Acks()
+	c.Node(4).Kill()
+	cutSegment(t, filepath.Join(c.Node(4).DataDir(), "q-0"))
+	c.Node(4).Restart()
+	time.Sleep(time.Second) // it would have been elected by now
+	if p := describePartition(t, c.Node(4).Addr()); p.LeaderID >= 0 || !slices.Equal(p.EligibleLeaderReplicas, []int32{5}) {
+		t.Fatalf("broker 4 back from an unclean shutdown without its tail: leader %d, ISR %v, ELR %v; want no leader and ELR [5]",
+			p.LeaderID, p.ISR, p.EligibleLeaderReplicas)
+	}
+	c.Node(5).Restart()
+	waitPartition(t, c, "eligible broker 5 leading", func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader == 5 })
+	c.Node(6).Restart()
+	waitISR(t, c, "q", 3)
+	if _, ok := w.AwaitAck(time.Now(), 15*time.Second); !ok {
+		t.Fatal("nothing acknowledged after the brokers came back")
+	}
+	s := score(t, c, w.Stop())
+	if s.Acknowledged < int(acked) || acked < 1000 {
+		t.Errorf("%d acknowledged before the ISR fell below min.insync.replicas, %d in all", acked, s.Acknowledged)
+	}
+	checkReplicas(t, c)
+}
+
+// describePartition is q-0 as DescribeTopicPartitions at addr tells it,
+// eligible leader replicas included.
+func describePartition(t *testing.T, addr string) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := kwire.Dial(ctx, addr, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = "q"
+	req.Topics = append(req.Topics, rt)
+	req.ResponsePartitionLimit = 10
+	resp, err := conn.RoundTrip(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := resp.(*kmsg.DescribeTopicPartitionsResponse).Topics
+	if len(ts) != 1 || len(ts[0].Partitions) != 1 {
+		t.Fatalf("DescribeTopicPartitions q: %+v", ts)
+	}
+	return ts[0].Partitions[0]
+}
+
+// waitPartition waits until q-0 is as ok says.
+func waitPartition(t *testing.T, c *testcluster.Cluster, what string, ok func(kmsg.MetadataResponseTopicPartition) bool) {
+	t.Helper()
+	var last []kmsg.MetadataResponseTopicPartition
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if ps, found := topicState(c, "q"); found {
+			if last = ps; ok(ps[0]) {
+				return
+			}
+		}
+	}
+	t.Fatalf("q-0 not %s after 30 s: %+v", what, last)
+}
+
+// cutSegment loses the second half of a partition's last segment and its
+// indexes, as a power loss loses what was not flushed.
+func cutSegment(t *testing.T, dir string) {
+	t.Helper()
+	last, size := lastSegment(t, dir, 4096)
+	if err := os.Truncate(last, size/2); err != nil {
+		t.Fatal(err)
+	}
+	deleteIndexes(dir)
+	t.Logf("cut %s from %d to %d bytes", last, size, size/2)
 }

@@ -80,7 +80,15 @@ type Dir struct {
 
 	stop chan struct{}
 	done sync.WaitGroup
+
+	// cleanStart is whether the last stop was clean (the marker was there).
+	cleanStart bool
 }
+
+// CleanStart is whether the directory's last stop was clean: otherwise its
+// logs were recovered, and what was not flushed before the crash may be
+// gone.
+func (d *Dir) CleanStart() bool { return d.cleanStart }
 
 // OpenDir opens every partition log in the directory, recovering those that
 // need it, and starts the background work.
@@ -106,6 +114,7 @@ func OpenDir(cfg DirConfig) (*Dir, error) {
 		d.logger.Warn("ignoring unreadable checkpoint; log start offsets fall back to the first segment", "err", err)
 		starts = map[TopicPartition]int64{}
 	}
+	d.cleanStart = clean
 	if err := d.openAll(recovery, starts, clean); err != nil {
 		d.closeLogs()
 		return nil, err

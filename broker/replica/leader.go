@@ -30,12 +30,13 @@ type roleChange struct {
 }
 
 // applyMeta takes the partition's state from the metadata: its leader,
-// epochs, replicas and ISR. Becoming the leader starts tracking the
-// followers afresh; any change wakes the acks=all produces waiting here, so
-// that they notice a lost leadership.
-func (p *Partition) applyMeta(m cluster.Partition) roleChange {
+// epochs, replicas and ISR, and the topic's min.insync.replicas. Becoming
+// the leader starts tracking the followers afresh; any change wakes the
+// acks=all produces waiting here, so that they notice a lost leadership.
+func (p *Partition) applyMeta(m cluster.Partition, minISR int) roleChange {
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
+	p.minISR = min(minISR, len(m.Replicas))
 	old := p.meta
 	p.meta = m
 	p.meta.Replicas, p.meta.ISR = slices.Clone(m.Replicas), slices.Clone(m.ISR)
@@ -104,9 +105,12 @@ func (p *Partition) advanceHW() {
 
 // advanceHWLocked moves a leader's high watermark to the smallest log end
 // of the ISR; a follower that has not fetched yet holds it where it is. The
-// high watermark never moves back. stateMu must be held.
+// high watermark never moves back, and stays while the ISR is smaller than
+// min.insync.replicas (KIP-966): the replicas that left it then are the
+// eligible leaders, and they must hold every committed record.
+// stateMu must be held.
 func (p *Partition) advanceHWLocked() {
-	if p.meta.Leader != p.self {
+	if p.meta.Leader != p.self || len(p.meta.ISR) < p.minISR {
 		return
 	}
 	hw := p.Log.LogEndOffset()

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -95,7 +96,7 @@ func (m *Manager) Apply(prev, next *cluster.Image) error {
 				errs = append(errs, m.create(tp, t, p))
 				continue
 			}
-			m.follow(part, part.applyMeta(p))
+			m.follow(part, part.applyMeta(p, m.minISR(t)))
 			if configChanged {
 				errs = append(errs, part.Log.SetConfig(m.cfg.LogConfig(t.Configs)))
 			}
@@ -113,6 +114,17 @@ func (m *Manager) Apply(prev, next *cluster.Image) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// minISR is the topic's min.insync.replicas: its override, else the
+// broker's.
+func (m *Manager) minISR(t *cluster.Topic) int {
+	if v, ok := t.Configs["min.insync.replicas"]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return int(m.cfg.Int("min.insync.replicas"))
 }
 
 func hosts(p cluster.Partition, node int32) bool {
@@ -170,7 +182,7 @@ func (m *Manager) create(tp log.TopicPartition, t *cluster.Topic, p cluster.Part
 	if err != nil {
 		return err
 	}
-	rc := part.applyMeta(p)
+	rc := part.applyMeta(p, m.minISR(t))
 	m.mu.Lock()
 	m.parts[tp] = part
 	m.mu.Unlock()

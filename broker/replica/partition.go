@@ -48,6 +48,7 @@ type Partition struct {
 	hwWake    chan struct{}       // closed when the high watermark moves or leadership changes; stateMu
 	hwWakeOut bool                // hwWake was handed out; stateMu
 	isrBusy   bool                // an ISR change is on its way to the controller; stateMu
+	minISR    int                 // min.insync.replicas, at most the replication factor; stateMu
 
 	appendMu  sync.Mutex
 	producers *producer.State

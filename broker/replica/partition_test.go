@@ -60,7 +60,7 @@ func testPartition(t *testing.T, d *log.Dir) *Partition {
 		t.Fatal(err)
 	}
 	p.now = func() time.Time { return testNow }
-	p.applyMeta(meta)
+	p.applyMeta(meta, 1)
 	return p
 }
 

@@ -16,7 +16,7 @@ import (
 func replicated(t *testing.T, leader int32, isr ...int32) *Partition {
 	t.Helper()
 	p := testPartition(t, testDir(t, t.TempDir()))
-	p.applyMeta(cluster.Partition{Leader: leader, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: isr})
+	p.applyMeta(cluster.Partition{Leader: leader, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: isr}, 1)
 	return p
 }
 
@@ -52,6 +52,36 @@ func TestHighWatermarkFollowsTheISR(t *testing.T) {
 	}
 }
 
+// While the ISR is smaller than min.insync.replicas the high watermark
+// stays (KIP-966), so the replicas that left the ISR, the eligible leaders,
+// hold everything consumers have seen; it moves again once the ISR is
+// large enough. A min.insync.replicas above the replication factor counts
+// as the replication factor.
+func TestHighWatermarkStopsBelowMinISR(t *testing.T) {
+	p := replicated(t, 1, 1, 2)
+	p.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}, 2)
+	mustProduce(t, p, -1, 0, 0, 5)
+	p.FollowerFetched(2, 5)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d with an ISR of 2, min.insync.replicas 2; want 5", hw)
+	}
+	p.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1}, ELR: []int32{2}}, 2)
+	mustProduce(t, p, -1, 0, 5, 5)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d with the leader alone in the ISR, min.insync.replicas 2; want it kept at 5", hw)
+	}
+	p.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}, 1)
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d once min.insync.replicas is 1; want 10", hw)
+	}
+	q := replicated(t, 1, 1)
+	q.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1}, ISR: []int32{1}}, 3)
+	mustProduce(t, q, -1, 0, 0, 5)
+	if hw := q.HighWatermark(); hw != 5 {
+		t.Fatalf("one replica, min.insync.replicas 3: high watermark %d, want 5", hw)
+	}
+}
+
 // A caught-up follower outside the ISR is proposed for it; one that falls
 // behind for longer than the lag is proposed out of it.
 func TestISRChanges(t *testing.T) {
@@ -68,7 +98,7 @@ func TestISRChanges(t *testing.T) {
 		t.Fatalf("a second change while the first is pending: %+v", again)
 	}
 	p.ISRChangeDone()
-	p.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
+	p.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 1)
 
 	mustProduce(t, p, -1, 0, 0, 5)
 	now = now.Add(5 * time.Second)
@@ -103,7 +133,7 @@ func TestWaitCommitted(t *testing.T) {
 	}
 	go func() { done <- p.WaitCommitted(off, 1, time.Now().Add(10*time.Second), nil) }()
 	time.Sleep(10 * time.Millisecond)
-	p.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{2}})
+	p.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{2}}, 1)
 	if code := <-done; code != kerr.NotLeaderForPartition {
 		t.Fatalf("leadership moved while waiting: %v", code)
 	}
@@ -127,15 +157,15 @@ func TestFollowerTruncatesByLeaderEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}})
+	next.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}, 1)
 	if err := next.AppendAsFollower(replicatedPart, 4); err != nil {
 		t.Fatal(err)
 	}
-	next.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1}})
+	next.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}, 1)
 	mustProduce(t, next, 7, 0, 4, 2)
 
 	// The old leader follows epoch 3 and asks where its epoch 1 ends.
-	old.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{2}})
+	old.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{2}}, 1)
 	e, ok := next.Log.EndOffsetForEpoch(old.lastEpoch())
 	if !ok || e.Epoch != 1 || e.StartOffset != 4 {
 		t.Fatalf("the new leader's end of epoch 1: %+v %v, want offset 4", e, ok)

@@ -107,12 +107,7 @@ func metadataTopic(img *cluster.Image, t *cluster.Topic, authorizedOps bool) kms
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Index, p.Leader, p.LeaderEpoch
-		mp.Replicas, mp.ISR = p.Replicas, p.ISR
-		for _, r := range p.Replicas {
-			if b, ok := img.Brokers[r]; !ok || b.Fenced {
-				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
-			}
-		}
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = p.Replicas, p.ISR, img.OfflineReplicas(p)
 		if p.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}

@@ -31,7 +31,8 @@ func (s *Server) handleBrokerRegistration(c *conn, req *kmsg.BrokerRegistrationR
 	for _, l := range req.Listeners {
 		b.Listeners = append(b.Listeners, config.Listener{Name: l.Name, Host: l.Host, Port: int(l.Port), Protocol: protocolName(l.SecurityProtocol)})
 	}
-	epoch, err := s.ctrl.Register(b)
+	// PreviousBrokerEpoch (v3+) is -1 after an unclean shutdown (KIP-966).
+	epoch, err := s.ctrl.Register(b, req.Version >= 3 && req.PreviousBrokerEpoch < 0)
 	if err != nil {
 		resp.ErrorCode = kafkaCode(err)
 		return resp, nil
@@ -120,13 +121,19 @@ func (s *Server) register(self cluster.Broker) error {
 	var epoch int64
 	if s.ctrl.IsActive() {
 		var err error
-		if epoch, err = s.ctrl.Register(self); err != nil {
+		if epoch, err = s.ctrl.Register(self, !s.cleanStart()); err != nil {
 			return err
 		}
 	} else {
 		req := kmsg.NewPtrBrokerRegistrationRequest()
-		req.SetVersion(0)
+		req.SetVersion(3)
 		req.BrokerID, req.ClusterID = s.nodeID, s.clusterID
+		// Kafka sends the epoch it saved at its last clean shutdown;
+		// Tributary keeps no epoch across restarts, and 0 says "clean".
+		req.PreviousBrokerEpoch = 0
+		if !s.cleanStart() {
+			req.PreviousBrokerEpoch = -1
+		}
 		if self.Rack != "" {
 			req.Rack = &self.Rack
 		}
@@ -141,6 +148,7 @@ func (s *Server) register(self cluster.Broker) error {
 		}
 		epoch = resp.BrokerEpoch
 	}
+	s.registered.Store(true)
 	if err := s.ctrl.WaitApplied(epoch, 30*time.Second); err != nil {
 		return err
 	}
@@ -171,6 +179,20 @@ func (s *Server) registerRemote(req *kmsg.BrokerRegistrationRequest) (*kmsg.Brok
 	}
 	r := resp.(*kmsg.BrokerRegistrationResponse)
 	return r, kerr.ErrorForCode(r.ErrorCode)
+}
+
+// cleanStart is whether every log dir was stopped cleanly last time, as far
+// as registrations go: only the first one after the start says otherwise.
+func (s *Server) cleanStart() bool {
+	if s.registered.Load() {
+		return true
+	}
+	for _, d := range s.dirs {
+		if !d.CleanStart() {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) heartbeat(wantShutdown bool) error {

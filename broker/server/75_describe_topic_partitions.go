@@ -83,7 +83,7 @@ func (s *Server) handleDescribeTopicPartitions(c *conn, req *kmsg.DescribeTopicP
 			first = max(int(cursor.Partition), 0)
 		}
 		last := min(len(t.Partitions), first+remaining)
-		resp.Topics = append(resp.Topics, describeTopicPartitions(t, first, last))
+		resp.Topics = append(resp.Topics, describeTopicPartitions(img, t, first, last))
 		if last < len(t.Partitions) {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: int32(last)}
 			break
@@ -94,7 +94,7 @@ func (s *Server) handleDescribeTopicPartitions(c *conn, req *kmsg.DescribeTopicP
 }
 
 // describeTopicPartitions is t with its partitions [first, last).
-func describeTopicPartitions(t *cluster.Topic, first, last int) kmsg.DescribeTopicPartitionsResponseTopic {
+func describeTopicPartitions(img *cluster.Image, t *cluster.Topic, first, last int) kmsg.DescribeTopicPartitionsResponseTopic {
 	mt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = strPtr(t.Name), t.ID, t.Internal()
 	mt.AuthorizedOperations = authorizedOpsOmitted
@@ -103,7 +103,7 @@ func describeTopicPartitions(t *cluster.Topic, first, last int) kmsg.DescribeTop
 		mp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 		mp.Partition, mp.LeaderID, mp.LeaderEpoch = p.Index, p.Leader, p.LeaderEpoch
 		mp.Replicas, mp.ISR = p.Replicas, p.ISR
-		mp.EligibleLeaderReplicas, mp.LastKnownELR, mp.OfflineReplicas = []int32{}, []int32{}, []int32{}
+		mp.EligibleLeaderReplicas, mp.LastKnownELR, mp.OfflineReplicas = append([]int32{}, p.ELR...), []int32{}, img.OfflineReplicas(p)
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

@@ -42,6 +42,9 @@ type Server struct {
 	broker, controller bool
 	// raftConns receives the quorum's connections from the listeners.
 	raftConns *cluster.RaftConns
+	// registered: the controller has had this broker's first registration
+	// since the start (which told it whether the last stop was clean).
+	registered atomic.Bool
 
 	apis            map[int16]handler
 	maxRequestBytes int32
