@@ -38,6 +38,12 @@
 #               process (benchcompare latency): 3 s warm-up, 10 s measured
 #      many     1,000 partitions (10 topics x 100): broker CPU when idle over
 #               10 s, then a 5 s warm-up run and latency at 5,000 records/s as above
+#      rf3      after the single-node rounds, which are stopped first: a
+#               three-node cluster of each (combined mode, 3 voters, the
+#               same settings, min.insync.replicas=2), ProducerPerformance
+#               100 B records to 6 partitions replicated 3 times, acks=all
+#               idempotent (N100RF3 records), REPS rounds A B; CPU and peak
+#               RSS summed over the three brokers
 #    For every measured run, the broker's utime+stime from /proc/PID/stat
 #    before and after gives CPU seconds per GB (GB = 1e9 bytes of record
 #    values).
@@ -60,10 +66,11 @@ scale() { awk -v n="$1" -v s="$SCALE" 'BEGIN { printf "%d", n * s }'; }
 N100=${N100:-$(scale 2000000)}
 N1K=${N1K:-$(scale 500000)}
 N16K=${N16K:-$(scale 60000)}
+N100RF3=${N100RF3:-$(scale 1000000)}
 LAT_RATE=${LAT_RATE:-50000}
 LAT_SECONDS=${LAT_SECONDS:-10}
 [ -n "${WORKLOADS:-}" ] && WORKLOADS_SET=1
-WORKLOADS=${WORKLOADS:-p100a1 p100all p1k p16k consume kgo lat many}
+WORKLOADS=${WORKLOADS:-p100a1 p100all p1k p16k consume kgo lat many rf3}
 OUT=${OUT:-bench-vs-kafka.txt}
 cores=$(nproc)
 parent=${TRIBUTARY_BENCH_DIR:-tributary-data}
@@ -154,7 +161,7 @@ record() { echo "$*" | tee -a "$OUT"; }
 
 {
 	echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
-	echo "# REPS=$REPS SCALE=$SCALE N100=$N100 N1K=$N1K N16K=$N16K LAT_RATE=$LAT_RATE LAT_SECONDS=$LAT_SECONDS WORKLOADS='$WORKLOADS' scripts/bench-vs-kafka.sh"
+	echo "# REPS=$REPS SCALE=$SCALE N100=$N100 N1K=$N1K N16K=$N16K N100RF3=$N100RF3 LAT_RATE=$LAT_RATE LAT_SECONDS=$LAT_SECONDS WORKLOADS='$WORKLOADS' scripts/bench-vs-kafka.sh"
 	echo "# $cores CPUs: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 	echo "# memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "# disk: $(df -h --output=source,fstype,size,avail "$parent" | tail -1 | tr -s ' ')"
@@ -166,6 +173,14 @@ record() { echo "$*" | tee -a "$OUT"; }
 	echo "# tools: java -Xmx512M -server -XX:+UseG1GC -cp \"\$lib/*\" <class> ..."
 } | tee "$OUT"
 
+# cpus: the CPU seconds of broker b's processes (one, or a cluster's three).
+cpus() {
+	local total=0 p
+	for p in ${pids[$1]:-${pid[$1]}}; do total=$(awk -v a="$total" -v c="$(cpu "$p")" 'BEGIN { print a + c }'); done
+	echo "$total"
+}
+declare -A pids=()
+
 # produce W broker topic n size acks: a warm-up run of n/4, then the measured run.
 produce() {
 	local w=$1 b=$2 t=$3 n=$4 size=$5 acks=$6 idem=false
@@ -176,12 +191,12 @@ produce() {
 		--throughput -1 --producer-props "${props[@]}" >"$dir/warm.out" 2>&1 ||
 		{ cat "$dir/warm.out" >&2; exit 1; }
 	local c0 c1 line
-	c0=$(cpu "${pid[$b]}")
+	c0=$(cpus "$b")
 	local TIMEFORMAT='%U %S'
 	{ time J org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records "$n" --record-size "$size" \
 		--throughput -1 --producer-props "${props[@]}" >"$dir/run.out" 2>&1 ||
 		{ cat "$dir/run.out" >&2; exit 1; }; } 2>"$dir/time.out"
-	c1=$(cpu "${pid[$b]}")
+	c1=$(cpus "$b")
 	line=$(grep 'records sent' "$dir/run.out" | tail -1)
 	# "N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency, p50 ms 50th, p95 ms 95th, p99 ms 99th, p999 ms 99.9th."
 	echo "$line" | awk -v w="$w" -v b="$b" -v rep="$rep" -v c="$(awk -v a="$c0" -v z="$c1" 'BEGIN { print z - a }')" -v bytes=$((n * size)) \
@@ -287,6 +302,61 @@ done
 for b in "${brokers[@]}"; do
 	record "w=rss b=$b hwm_kb=$(kb "${pid[$b]}" VmHWM) rss_kb=$(kb "${pid[$b]}" VmRSS)"
 done
+
+if has rf3; then
+	# The single-node brokers stop first, so that the clusters have the
+	# machine to themselves.
+	for b in "${brokers[@]}"; do kill -TERM "${pid[$b]}"; wait "${pid[$b]}" 2>/dev/null || true; unset "pid[$b]"; done
+	kvoters="" tvoters=""
+	declare -A kp=() kc=() tp=() tc=()
+	for i in 1 2 3; do
+		kp[$i]=$(bin/benchcompare freeport) kc[$i]=$(bin/benchcompare freeport)
+		tp[$i]=$(bin/benchcompare freeport) tc[$i]=$(bin/benchcompare freeport)
+		kvoters+="${kvoters:+,}$i@127.0.0.1:${kc[$i]}" tvoters+="${tvoters:+,}$i@127.0.0.1:${tc[$i]}"
+	done
+	addr[kafka]="127.0.0.1:${kp[1]},127.0.0.1:${kp[2]},127.0.0.1:${kp[3]}"
+	addr[tributary]="127.0.0.1:${tp[1]},127.0.0.1:${tp[2]},127.0.0.1:${tp[3]}"
+	cid=$(J kafka.tools.StorageTool random-uuid)
+	for i in 1 2 3; do
+		sed -e "s/^node.id=.*/node.id=$i/" -e "s/^controller.quorum.voters=.*/controller.quorum.voters=$kvoters/" \
+			-e "s|^listeners=.*|listeners=PLAINTEXT://127.0.0.1:${kp[$i]},CONTROLLER://127.0.0.1:${kc[$i]}|" \
+			-e "s|^advertised.listeners=.*|advertised.listeners=PLAINTEXT://127.0.0.1:${kp[$i]}|" \
+			-e "s|^log.dirs=.*|log.dirs=$dir/kafka-rf3-$i|" -e "s/replication.factor=1/replication.factor=3/" \
+			"$dir/server.properties" >"$dir/server-rf3-$i.properties"
+		echo "min.insync.replicas=2" >>"$dir/server-rf3-$i.properties"
+		J kafka.tools.StorageTool format -t "$cid" -c "$dir/server-rf3-$i.properties" >/dev/null
+		"${kafka_cmd[@]:0:${#kafka_cmd[@]}-1}" "$dir/server-rf3-$i.properties" >"$dir/kafka-rf3-$i.log" 2>&1 &
+		pid[kafka$i]=$! pids[kafka]+=" $!"
+		bin/tributary broker --node-id "$i" --log-dirs "$dir/tributary-rf3-$i" --admin-listen 127.0.0.1:0 \
+			--listeners "PLAINTEXT://127.0.0.1:${tp[$i]},CONTROLLER://127.0.0.1:${tc[$i]}" \
+			--set controller.listener.names=CONTROLLER --set controller.quorum.voters="$tvoters" \
+			--set num.network.threads="$cores" --set num.io.threads="$cores" --set log.segment.bytes=1073741824 \
+			--set group.initial.rebalance.delay.ms=0 --set default.replication.factor=3 --set min.insync.replicas=2 \
+			>"$dir/tributary-rf3-$i.log" 2>&1 &
+		pid[tributary$i]=$! pids[tributary]+=" $!"
+	done
+	for i in 1 2 3; do
+		wait_port "kafka$i" "127.0.0.1:${kp[$i]}" "$dir/kafka-rf3-$i.log"
+		wait_port "tributary$i" "127.0.0.1:${tp[$i]}" "$dir/tributary-rf3-$i.log"
+	done
+	{
+		echo "# rf3 kafka: 3 nodes, each: ${kafka_cmd[*]:0:${#kafka_cmd[@]}-1} server-rf3-N.properties (server.properties with node.id, listeners, log.dirs, controller.quorum.voters=$kvoters, replication factors 3, min.insync.replicas=2)"
+		echo "# rf3 tributary: 3 nodes, each: bin/tributary broker --node-id N --listeners PLAINTEXT://...,CONTROLLER://... --set controller.listener.names=CONTROLLER --set controller.quorum.voters=$tvoters (and the single node's settings, default.replication.factor=3, min.insync.replicas=2)"
+	} | tee -a "$OUT"
+	sleep 5
+	for rep in $(seq "$REPS"); do
+		echo "== replicated round $rep of $REPS" | tee -a "$OUT"
+		for b in "${brokers[@]}"; do
+			bin/tributary topic create "rf3-$rep" -p 6 -r 3 -b "${addr[$b]}" >/dev/null
+			produce rf3 "$b" "rf3-$rep" "$N100RF3" 100 all
+		done
+	done
+	for b in "${brokers[@]}"; do
+		hwm=0
+		for p in ${pids[$b]}; do hwm=$((hwm + $(kb "$p" VmHWM))); done
+		record "w=rss3 b=$b hwm_kb=$hwm"
+	done
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT"
 
 # The table: medians over the rounds; ratio = Tributary / Apache Kafka.
@@ -305,6 +375,7 @@ function add(key, v) { val[key, cnt[key]++] = v; if (rep != "") { pv[key, rep] =
 	w = f["w"]; b = f["b"]; rep = ""
 	if (w == "disk") { add("disk", f["MBs"]); next }
 	if (w == "rss") { add(b SUBSEP "rss", f["hwm_kb"] / 1024); next }
+	if (w == "rss3") { add(b SUBSEP "rss3", f["hwm_kb"] / 1024); next }
 	rep = f["rep"]
 	if (w == "lat" || w == "many") {
 		add(b SUBSEP w SUBSEP "p50", f["p50_ms"]); add(b SUBSEP w SUBSEP "p99", f["p99_ms"]); add(b SUBSEP w SUBSEP "p999", f["p999_ms"])
@@ -353,9 +424,12 @@ END {
 	row("e2e latency at 50k rec/s, p99.9", "lat" SUBSEP "p999", "ms", "", "lo", "%.2f")
 	row("1,000 partitions: idle broker CPU", "many" SUBSEP "idle", "% of a core", "", "lo", "%.1f")
 	row("1,000 partitions, 5k rec/s: p99", "many" SUBSEP "p99", "ms", "", "lo", "%.2f")
+	row("3 brokers, RF 3, min ISR 2: produce 100 B, acks=all idempotent", "rf3" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("peak RSS (VmHWM)", "rss", "MiB", 0.25, "lo", "%.0f")
+	row("3 brokers: peak RSS, sum of the three", "rss3", "MiB", 0.25, "lo", "%.0f")
 	row("broker CPU s/GB, produce 100 B acks=1", "p100a1" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 100 B acks=all", "p100all" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("3 brokers: CPU s/GB (sum), produce 100 B RF 3 acks=all", "rf3" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 16 KiB", "p16k" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (ConsumerPerformance)", "consume" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (franz-go)", "kgo" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
