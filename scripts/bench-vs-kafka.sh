@@ -2,7 +2,7 @@
 # Tributary against Apache Kafka 4.4.0 on this machine, side by side, with the
 # same clients (issue 11). `make bench-compare` runs it.
 #
-#   scripts/bench-vs-kafka.sh                  # about 12-15 minutes on 2 cores
+#   scripts/bench-vs-kafka.sh                  # about 15-20 minutes on 2 cores
 #   REPS=1 SCALE=0.2 scripts/bench-vs-kafka.sh # a quick look (not for the record)
 #   WORKLOADS="p100a1 consume" scripts/bench-vs-kafka.sh
 #
