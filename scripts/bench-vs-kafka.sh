@@ -2,7 +2,7 @@
 # Tributary against Apache Kafka 4.4.0 on this machine, side by side, with the
 # same clients (issue 11). `make bench-compare` runs it.
 #
-#   scripts/bench-vs-kafka.sh                  # about 15-20 minutes on 2 cores
+#   scripts/bench-vs-kafka.sh                  # about 9 minutes on 2 quiet cores
 #   REPS=1 SCALE=0.2 scripts/bench-vs-kafka.sh # a quick look (not for the record)
 #   WORKLOADS="p100a1 consume" scripts/bench-vs-kafka.sh
 #
@@ -15,8 +15,8 @@
 #    -Xms1G -Xmx1G G1) and `tributary broker`. Equivalent settings on both:
 #    replication factor 1, no fsync per message (both defaults),
 #    log.segment.bytes=1 GiB, num.network.threads = num.io.threads = cores,
-#    group.initial.rebalance.delay.ms=0. Both stay up for the whole run, so
-#    the peak RSS (VmHWM) at the end covers every workload.
+#    group.initial.rebalance.delay.ms=0. Both stay up for every single-node round, so
+#    the peak RSS (VmHWM) after them covers every single-node workload.
 # 3. Runs each workload against each broker in turn, Kafka then Tributary,
 #    REPS times (A B A B ...), each measured run preceded by a warm-up run of
 #    the same kind, and `sync` before each warm-up so that writeback of the
