@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,5 +215,7 @@ func (c *Controller) QuorumState() (QuorumState, error) {
 			st.Observers = append(st.Observers, int32(id))
 		}
 	}
+	slices.Sort(st.Voters)
+	slices.Sort(st.Observers)
 	return st, nil
 }

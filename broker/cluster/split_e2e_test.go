@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -51,6 +52,7 @@ func TestReplicationSplitRoles(t *testing.T) {
 	if want := fmt.Sprintf("CONTROLLER  %d\n", ctrl); err != nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "voters 1,2,3; observers 4,5,6") {
 		t.Errorf("tributary cluster describe (%v) does not show controller %d and the quorum:\n%s", err, ctrl, out)
 	}
+	checkJavaTools(t, c, ctrl)
 	if _, err := metadataAt(c.Node(ctrl).Addr()); err == nil {
 		t.Error("a controller listener answered Metadata, a client API")
 	}
@@ -89,6 +91,38 @@ func TestReplicationSplitRoles(t *testing.T) {
 	}
 	score(t, c, w.Stop())
 	checkReplicas(t, c)
+}
+
+// checkJavaTools runs Apache Kafka's own tools against broker-only nodes:
+// kafka-metadata-quorum describe --status (DescribeQuorum) and kafka-topics
+// --create (CreateTopics, forwarded to the controller).
+func checkJavaTools(t *testing.T, c *testcluster.Cluster, ctrl int32) {
+	t.Helper()
+	jdk := testbroker.FindJDK(testbroker.NoSkip(t))
+	run := func(class string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(jdk.Java, append(append(jdk.JVMArgs(jdk.Classpath()), class), args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", class, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := run("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", c.Node(4).Addr(), "describe", "--status")
+	leader := regexp.MustCompile(`LeaderId:\s+(\d+)`).FindStringSubmatch(out)
+	if leader == nil || leader[1] != fmt.Sprint(ctrl) {
+		t.Errorf("kafka-metadata-quorum describe --status does not name leader %d:\n%s", ctrl, out)
+	}
+	for _, want := range []string{`CurrentVoters:\s+\[.*"id": ?1\b.*"id": ?2\b.*"id": ?3\b`, `CurrentObservers:\s+\[.*"id": ?4\b.*"id": ?5\b.*"id": ?6\b`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("kafka-metadata-quorum describe --status does not match %s:\n%s", want, out)
+		}
+	}
+	run("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", c.Node(5).Addr(), "--create", "--topic", "java-created",
+		"--partitions", "2", "--replication-factor", "3")
+	if ps, ok := topicState(c, "java-created"); !ok || len(ps) != 2 || len(ps[0].Replicas) != 3 {
+		t.Errorf("kafka-topics --create through broker 5: %+v", ps)
+	}
 }
 
 // checkQuorum asks the node at addr for DescribeQuorum: leader, voters
