@@ -285,3 +285,22 @@ func TestRackAwarePlacement(t *testing.T) {
 		}
 	}
 }
+
+// Unregistering a broker fences it first, so its leaderships and ISR
+// memberships move, then removes its registration; its replicas stay.
+func TestUnregister(t *testing.T) {
+	c, _ := threeBrokers(t)
+	p0 := c.partition(t, 0)
+	leader := p0.Leader
+	if err := c.Unregister(leader); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Image().Brokers[leader]; ok {
+		t.Fatalf("broker %d still registered", leader)
+	}
+	p := c.partition(t, 0)
+	if p.Leader == leader || slices.Contains(p.ISR, leader) || !slices.Contains(p.Replicas, leader) {
+		t.Fatalf("q-0 after unregistering its leader %d: %+v", leader, p)
+	}
+	wantCode(t, c.Unregister(leader), kerr.BrokerIDNotRegistered)
+}

@@ -366,3 +366,45 @@ func (c *Controller) WaitApplied(offset int64, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// Unregister removes a broker that is gone for good (Kafka's
+// UnregisterBroker, kafka-cluster unregister): it is fenced first, so its
+// leaderships and ISR memberships move, then its registration is removed,
+// and a broker-only node leaves the Raft configuration, so that the leader
+// stops replicating the metadata log to it. Its replicas stay in their
+// partitions' replica lists, offline, until they are reassigned. A broker
+// still running registers again; a voter cannot be removed this way.
+func (c *Controller) Unregister(id int32) error {
+	if !c.IsActive() {
+		return errNotController(c.activeID())
+	}
+	if _, voter := c.VoterAddr(id); voter {
+		return errorf(kerr.InvalidRequest, "node %d is a voter of controller.quorum.voters; the quorum is fixed", id)
+	}
+	err := c.change(func(img *Image) ([]Record, error) {
+		b, ok := img.Brokers[id]
+		if !ok {
+			return nil, errorf(kerr.BrokerIDNotRegistered, "broker %d is not registered", id)
+		}
+		var rs []Record
+		next := img
+		if !b.Fenced {
+			b.Fenced = true
+			rs = append(rs, Record{RegisterBroker: &b})
+			var err error
+			if next, err = img.Apply(rs[0]); err != nil {
+				return nil, err
+			}
+			rs = append(rs, c.fenceRecords(next, id)...)
+		}
+		return append(rs, Record{UnregisterBroker: &id}), nil
+	})
+	if err != nil || c.q == nil {
+		return err
+	}
+	if err := c.q.raft.RemoveServer(serverID(id), 0, 10*time.Second).Error(); err != nil {
+		return errorf(kerr.UnknownServerError, "broker %d unregistered, but it is still in the metadata quorum's configuration: %v", id, err)
+	}
+	c.logger.Info("broker unregistered", "node_id", id)
+	return nil
+}

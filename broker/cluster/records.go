@@ -10,13 +10,15 @@ import (
 // field is set. The JSON form is what the metadata log stores (see
 // metalog.go); a field added later must default to the old behaviour.
 type Record struct {
-	RegisterBroker *Broker            `json:"register_broker,omitempty"`
-	Topic          *TopicRecord       `json:"topic,omitempty"`
-	Partition      *PartitionRecord   `json:"partition,omitempty"`
-	Config         *ConfigRecord      `json:"config,omitempty"`
-	RemoveTopic    *RemoveTopicRecord `json:"remove_topic,omitempty"`
-	ProducerIDs    *ProducerIDsRecord `json:"producer_ids,omitempty"`
-	Secret         *SecretRecord      `json:"secret,omitempty"`
+	RegisterBroker *Broker `json:"register_broker,omitempty"`
+	// UnregisterBroker removes a broker (by id) from the metadata.
+	UnregisterBroker *int32             `json:"unregister_broker,omitempty"`
+	Topic            *TopicRecord       `json:"topic,omitempty"`
+	Partition        *PartitionRecord   `json:"partition,omitempty"`
+	Config           *ConfigRecord      `json:"config,omitempty"`
+	RemoveTopic      *RemoveTopicRecord `json:"remove_topic,omitempty"`
+	ProducerIDs      *ProducerIDsRecord `json:"producer_ids,omitempty"`
+	Secret           *SecretRecord      `json:"secret,omitempty"`
 }
 
 // TopicRecord creates a topic with no partitions; PartitionRecords follow.
@@ -63,6 +65,11 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		b := *r.RegisterBroker
 		b.Listeners = slices.Clone(b.Listeners)
 		n.Brokers[b.ID] = b
+	case r.UnregisterBroker != nil:
+		if _, ok := n.Brokers[*r.UnregisterBroker]; !ok {
+			return nil, fmt.Errorf("cluster: unregistering unknown broker %d", *r.UnregisterBroker)
+		}
+		delete(n.Brokers, *r.UnregisterBroker)
 	case r.Topic != nil:
 		if _, exists := n.Topics[r.Topic.Name]; exists {
 			return nil, fmt.Errorf("cluster: topic %s already exists", r.Topic.Name)

@@ -91,6 +91,7 @@ func TestReplicationSplitRoles(t *testing.T) {
 	}
 	score(t, c, w.Stop())
 	checkReplicas(t, c)
+	checkUnregister(t, c)
 }
 
 // checkJavaTools runs Apache Kafka's own tools against broker-only nodes:
@@ -98,17 +99,7 @@ func TestReplicationSplitRoles(t *testing.T) {
 // --create (CreateTopics, forwarded to the controller).
 func checkJavaTools(t *testing.T, c *testcluster.Cluster, ctrl int32) {
 	t.Helper()
-	jdk := testbroker.FindJDK(testbroker.NoSkip(t))
-	run := func(class string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(jdk.Java, append(append(jdk.JVMArgs(jdk.Classpath()), class), args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", class, strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	out := run("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", c.Node(4).Addr(), "describe", "--status")
+	out := javaTool(t, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", c.Node(4).Addr(), "describe", "--status")
 	leader := regexp.MustCompile(`LeaderId:\s+(\d+)`).FindStringSubmatch(out)
 	if leader == nil || leader[1] != fmt.Sprint(ctrl) {
 		t.Errorf("kafka-metadata-quorum describe --status does not name leader %d:\n%s", ctrl, out)
@@ -118,10 +109,56 @@ func checkJavaTools(t *testing.T, c *testcluster.Cluster, ctrl int32) {
 			t.Errorf("kafka-metadata-quorum describe --status does not match %s:\n%s", want, out)
 		}
 	}
-	run("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", c.Node(5).Addr(), "--create", "--topic", "java-created",
+	javaTool(t, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", c.Node(5).Addr(), "--create", "--topic", "java-created",
 		"--partitions", "2", "--replication-factor", "3")
 	if ps, ok := topicState(c, "java-created"); !ok || len(ps) != 2 || len(ps[0].Replicas) != 3 {
 		t.Errorf("kafka-topics --create through broker 5: %+v", ps)
+	}
+}
+
+// javaTool runs one of Apache Kafka's tools (a main class) and returns its
+// output, failing the test if it fails.
+func javaTool(t *testing.T, class string, args ...string) string {
+	t.Helper()
+	jdk := testbroker.FindJDK(testbroker.NoSkip(t))
+	cmd := exec.Command(jdk.Java, append(append(jdk.JVMArgs(jdk.Classpath()), class), args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", class, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// checkUnregister kills broker 6 and removes it with Kafka's kafka-cluster
+// unregister: Metadata and the quorum forget it, and its replicas show as
+// offline; a voter cannot be removed.
+func checkUnregister(t *testing.T, c *testcluster.Cluster) {
+	t.Helper()
+	c.Node(6).Kill()
+	javaTool(t, "org.apache.kafka.tools.ClusterTool", "unregister", "--bootstrap-server", c.Node(4).Addr(), "--id", "6")
+	// The controller answered once the change was committed; the brokers
+	// learn of it a moment later.
+	var observers, brokers int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		q, err := testcluster.DescribeQuorum(c.Node(5).Addr())
+		m, merr := metadataAt(c.Node(4).Addr())
+		if err != nil || merr != nil {
+			continue
+		}
+		if observers, brokers = len(q.Observers), len(m.Brokers); observers == 2 && brokers == 2 {
+			break
+		}
+	}
+	if observers != 2 || brokers != 2 {
+		t.Errorf("after unregistering 6: %d observers in DescribeQuorum and %d brokers in Metadata, want 2 and 2", observers, brokers)
+	}
+	ps, _ := topicState(c, "q")
+	if len(ps) == 0 || !slices.Contains(ps[0].OfflineReplicas, 6) || slices.Contains(ps[0].ISR, 6) {
+		t.Errorf("q-0 after unregistering 6: %+v, want 6 offline and out of the ISR", ps)
+	}
+	out, err := exec.Command(testbroker.Binary(t), "cluster", "unregister", "--id", "1", "-b", c.Bootstrap()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "voter") {
+		t.Errorf("tributary cluster unregister --id 1 (a controller): %v\n%s", err, out)
 	}
 }
 

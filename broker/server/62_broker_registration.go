@@ -254,3 +254,18 @@ func (s *Server) leadsAny() bool {
 	}
 	return false
 }
+
+// handleUnregisterBroker removes a broker that is gone for good (kafka-cluster
+// unregister); brokers forward it to the active controller.
+func (s *Server) handleUnregisterBroker(c *conn, req *kmsg.UnregisterBrokerRequest) (*kmsg.UnregisterBrokerResponse, error) {
+	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	if err := s.ctrl.Unregister(req.BrokerID); err != nil {
+		resp.ErrorCode = kafkaCode(err)
+		msg := err.Error()
+		if e, ok := cluster.IsError(err); ok {
+			msg = e.Message
+		}
+		resp.ErrorMessage = &msg
+	}
+	return resp, nil
+}

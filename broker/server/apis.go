@@ -73,6 +73,7 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.ElectLeaders.Int16():               {min: 0, max: 2, fn: typed(s.handleElectLeaders)},
 		kmsg.AlterPartitionAssignments.Int16():  {min: 0, max: 0, fn: typed(s.handleAlterPartitionReassignments)},
 		kmsg.ListPartitionReassignments.Int16(): {min: 0, max: 0, fn: typed(s.handleListPartitionReassignments)},
+		kmsg.UnregisterBroker.Int16():           {min: 0, max: 0, fn: typed(s.handleUnregisterBroker)},
 
 		// Between the brokers of a cluster and the active controller.
 		kmsg.BrokerRegistration.Int16():  {min: 0, max: 4, internal: true, fn: typed(s.handleBrokerRegistration)},

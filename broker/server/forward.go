@@ -24,6 +24,7 @@ var forwardedAPIs = map[int16]bool{
 	kmsg.ElectLeaders.Int16():               true,
 	kmsg.AlterPartitionAssignments.Int16():  true,
 	kmsg.ListPartitionReassignments.Int16(): true,
+	kmsg.UnregisterBroker.Int16():           true,
 }
 
 // controllerAPIs are what a controller listener serves: the brokers'

@@ -23,20 +23,22 @@ func newClusterCommand() *cobra.Command {
 	var bootstrap string
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Describe the cluster, check its replicas, elect leaders, reassign partitions",
+		Short: "Describe the cluster, check its replicas, elect leaders, reassign partitions, unregister brokers",
 		Long: `Commands about the cluster as a whole, over the Kafka protocol: they work
 against Tributary and Apache Kafka alike. docs/cluster.md says how nodes form
 a cluster.`,
 		Example: `  tributary cluster describe -b 127.0.0.1:9192
   tributary cluster check-replicas -b 127.0.0.1:9192
   tributary cluster elect-leaders -b 127.0.0.1:9192
-  tributary cluster reassign generate --topics web --brokers 2,3,4 -b 127.0.0.1:9192`,
+  tributary cluster reassign generate --topics web --brokers 2,3,4 -b 127.0.0.1:9192
+  tributary cluster unregister --id 4 -b 127.0.0.1:9192`,
 	}
 	addBootstrapFlag(cmd.PersistentFlags(), &bootstrap)
 	cmd.AddCommand(newClusterDescribeCommand(&bootstrap))
 	cmd.AddCommand(newClusterCheckReplicasCommand(&bootstrap))
 	cmd.AddCommand(newClusterElectLeadersCommand(&bootstrap))
 	cmd.AddCommand(newClusterReassignCommand(&bootstrap))
+	cmd.AddCommand(newClusterUnregisterCommand(&bootstrap))
 	return cmd
 }
 
