@@ -42,8 +42,9 @@
 #               three-node cluster of each (combined mode, 3 voters, the
 #               same settings, min.insync.replicas=2), ProducerPerformance
 #               100 B records to 6 partitions replicated 3 times, acks=all
-#               idempotent (N100RF3 records), REPS rounds A B; CPU and peak
-#               RSS summed over the three brokers
+#               idempotent (N100RF3 records), then end-to-end latency at
+#               LAT_RATE as lat does, on a topic replicated 3 times; REPS
+#               rounds A B; CPU and peak RSS summed over the three brokers
 #    For every measured run, the broker's utime+stime from /proc/PID/stat
 #    before and after gives CPU seconds per GB (GB = 1e9 bytes of record
 #    values).
@@ -350,6 +351,12 @@ if has rf3; then
 			bin/tributary topic create "rf3-$rep" -p 6 -r 3 -b "${addr[$b]}" >/dev/null
 			produce rf3 "$b" "rf3-$rep" "$N100RF3" 100 all
 		done
+		for b in "${brokers[@]}"; do
+			bin/tributary topic create "lat3-$rep" -p 6 -r 3 -b "${addr[$b]}" >/dev/null
+			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "lat3-$rep" -rate "$LAT_RATE" -size 100 \
+				-warmup 3s -duration "${LAT_SECONDS}s")
+			record "w=lat3 b=$b rep=$rep $r"
+		done
 	done
 	for b in "${brokers[@]}"; do
 		hwm=0
@@ -377,7 +384,7 @@ function add(key, v) { val[key, cnt[key]++] = v; if (rep != "") { pv[key, rep] =
 	if (w == "rss") { add(b SUBSEP "rss", f["hwm_kb"] / 1024); next }
 	if (w == "rss3") { add(b SUBSEP "rss3", f["hwm_kb"] / 1024); next }
 	rep = f["rep"]
-	if (w == "lat" || w == "many") {
+	if (w == "lat" || w == "lat3" || w == "many") {
 		add(b SUBSEP w SUBSEP "p50", f["p50_ms"]); add(b SUBSEP w SUBSEP "p99", f["p99_ms"]); add(b SUBSEP w SUBSEP "p999", f["p999_ms"])
 		if (w == "many") add(b SUBSEP w SUBSEP "idle", f["idle_cpu_pct"])
 		next
@@ -426,6 +433,9 @@ END {
 	row("1,000 partitions, 5k rec/s: p99", "many" SUBSEP "p99", "ms", "", "lo", "%.2f")
 	row("3 brokers, RF 3, min ISR 2: produce 100 B, acks=all idempotent", "rf3" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("peak RSS (VmHWM)", "rss", "MiB", 0.25, "lo", "%.0f")
+	row("3 brokers, RF 3: e2e latency at 50k rec/s, p50", "lat3" SUBSEP "p50", "ms", "", "lo", "%.2f")
+	row("3 brokers, RF 3: e2e latency at 50k rec/s, p99", "lat3" SUBSEP "p99", "ms", 0.5, "lo", "%.2f")
+	row("3 brokers, RF 3: e2e latency at 50k rec/s, p99.9", "lat3" SUBSEP "p999", "ms", "", "lo", "%.2f")
 	row("3 brokers: peak RSS, sum of the three", "rss3", "MiB", 0.25, "lo", "%.0f")
 	row("broker CPU s/GB, produce 100 B acks=1", "p100a1" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 100 B acks=all", "p100all" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")

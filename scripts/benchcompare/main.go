@@ -64,7 +64,7 @@ func fatal(err error) {
 
 func latency(args []string) error {
 	fs := flag.NewFlagSet("latency", flag.ExitOnError)
-	bootstrap := fs.String("b", "127.0.0.1:9092", "bootstrap")
+	bootstrap := fs.String("b", "127.0.0.1:9092", "bootstrap addresses, comma-separated")
 	topicList := fs.String("topics", "", "comma-separated topics")
 	rate := fs.Int("rate", 50000, "records per second")
 	size := fs.Int("size", 100, "bytes per record value (at least 8)")
@@ -78,13 +78,13 @@ func latency(args []string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	cons, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ConsumeTopics(topics...),
+	cons, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...), kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return err
 	}
 	defer cons.Close()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ProducerLinger(0),
+	prod, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...), kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
