@@ -120,27 +120,15 @@ func (c *Controller) uncleanAllowed(t *Topic) bool {
 	return c.cfg.Bool("unclean.leader.election.enable")
 }
 
-// fenceRecords take broker id out of every ISR and its partitions'
-// leadership to another ISR member (or ELR member), in img, where id is
-// already fenced.
-func (c *Controller) fenceRecords(img *Image, id int32) []Record {
+// partitionRecords are the records of the partitions that next changes,
+// over every partition of img in topic order; next returns p itself to
+// leave it (every change bumps the partition epoch).
+func partitionRecords(img *Image, next func(t *Topic, p Partition) Partition) []Record {
 	var rs []Record
 	for _, name := range img.TopicNames() {
 		t := img.Topics[name]
 		for _, p := range t.Partitions {
-			if p.Leader != id && !slices.Contains(p.ISR, id) {
-				continue
-			}
-			isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
-			leader := p.Leader
-			if leader == id || leader < 0 {
-				leader = electFrom(img, p, isr)
-			}
-			np, _ := c.transition(t, p, leader, isr)
-			if np.Leader < 0 {
-				np = c.electOffline(img, t, np)
-			}
-			if np.PartitionEpoch != p.PartitionEpoch {
+			if np := next(t, p); np.PartitionEpoch != p.PartitionEpoch {
 				rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}})
 			}
 		}
@@ -148,28 +136,40 @@ func (c *Controller) fenceRecords(img *Image, id int32) []Record {
 	return rs
 }
 
+// fenceRecords take broker id out of every ISR and its partitions'
+// leadership to another ISR member (or ELR member), in img, where id is
+// already fenced.
+func (c *Controller) fenceRecords(img *Image, id int32) []Record {
+	return partitionRecords(img, func(t *Topic, p Partition) Partition {
+		if p.Leader != id && !slices.Contains(p.ISR, id) {
+			return p
+		}
+		isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+		leader := p.Leader
+		if leader == id || leader < 0 {
+			leader = electFrom(img, p, isr)
+		}
+		np, _ := c.transition(t, p, leader, isr)
+		if np.Leader < 0 {
+			np = c.electOffline(img, t, np)
+		}
+		return np
+	})
+}
+
 // unfenceRecords give broker id, now live in img, the leadership of the
 // offline partitions whose ISR or ELR holds it.
 func (c *Controller) unfenceRecords(img *Image, id int32) []Record {
-	var rs []Record
-	for _, name := range img.TopicNames() {
-		t := img.Topics[name]
-		for _, p := range t.Partitions {
-			if p.Leader >= 0 {
-				continue
-			}
-			var np Partition
-			if leader := electFrom(img, p, p.ISR); leader >= 0 {
-				np, _ = c.transition(t, p, leader, p.ISR)
-			} else {
-				np = c.electOffline(img, t, p)
-			}
-			if np.PartitionEpoch != p.PartitionEpoch {
-				rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}})
-			}
+	return partitionRecords(img, func(t *Topic, p Partition) Partition {
+		if p.Leader >= 0 {
+			return p
 		}
-	}
-	return rs
+		if leader := electFrom(img, p, p.ISR); leader >= 0 {
+			np, _ := c.transition(t, p, leader, p.ISR)
+			return np
+		}
+		return c.electOffline(img, t, p)
+	})
 }
 
 // uncleanRestartRecords take broker id, which restarted after an unclean
@@ -178,21 +178,16 @@ func (c *Controller) unfenceRecords(img *Image, id int32) []Record {
 // must not lead and have the others truncate to its log. Where it is the
 // only such replica it stays: its log is the best there is.
 func (c *Controller) uncleanRestartRecords(img *Image, id int32) []Record {
-	var rs []Record
-	for _, name := range img.TopicNames() {
-		t := img.Topics[name]
-		for _, p := range t.Partitions {
-			if !slices.Contains(p.ELR, id) || len(p.ISR)+len(p.ELR) < 2 {
-				continue
-			}
-			np := p
-			np.ELR = slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
-			np.PartitionEpoch++
-			rs = append(rs, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}})
-			c.logger.Info("broker restarted uncleanly: no longer an eligible leader", "topic", t.Name, "partition", p.Index, "node_id", id, "elr", np.ELR)
+	return partitionRecords(img, func(t *Topic, p Partition) Partition {
+		if !slices.Contains(p.ELR, id) || len(p.ISR)+len(p.ELR) < 2 {
+			return p
 		}
-	}
-	return rs
+		np := p
+		np.ELR = slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
+		np.PartitionEpoch++
+		c.logger.Info("broker restarted uncleanly: no longer an eligible leader", "topic", t.Name, "partition", p.Index, "node_id", id, "elr", np.ELR)
+		return np
+	})
 }
 
 // preferredRecord moves p's leadership to its preferred (first) replica,
