@@ -183,18 +183,15 @@ func (c *Controller) publish(rs []Record, base *Image) error {
 	c.pubMu.Lock()
 	defer c.pubMu.Unlock()
 	prev := c.img.Load()
-	next := base
-	if next == nil {
-		next = prev
+	if base == nil {
+		base = prev
 	}
-	for _, r := range rs {
-		var err error
-		if next, err = next.Apply(r); err != nil {
-			// The records were validated before they were logged, and every
-			// node applies them in the same order: this is a bug.
-			c.logger.Error("applying committed metadata", "err", err)
-			return err
-		}
+	next, err := base.applyAll(rs)
+	if err != nil {
+		// The records were validated before they were logged, and every
+		// node applies them in the same order: this is a bug.
+		c.logger.Error("applying committed metadata", "err", err)
+		return err
 	}
 	if next == prev {
 		return nil

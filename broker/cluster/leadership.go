@@ -90,14 +90,14 @@ func electFrom(img *Image, p Partition, candidates []int32) int32 {
 }
 
 // electOffline gives an offline partition a leader: a live ELR member, or
-// with unclean.leader.election.enable any live replica; it becomes the
-// whole ISR. p is returned unchanged when there is none.
-func (c *Controller) electOffline(img *Image, t *Topic, p Partition) Partition {
+// with unclean any live replica; it becomes the whole ISR. p is returned
+// unchanged when there is none.
+func (c *Controller) electOffline(img *Image, t *Topic, p Partition, unclean bool) Partition {
 	if leader := electFrom(img, p, p.ELR); leader >= 0 {
 		np, _ := c.transition(t, p, leader, []int32{leader})
 		return np
 	}
-	if !c.uncleanAllowed(t) {
+	if !unclean {
 		return p
 	}
 	leader := electFrom(img, p, p.Replicas)
@@ -151,7 +151,7 @@ func (c *Controller) fenceRecords(img *Image, id int32) []Record {
 		}
 		np, _ := c.transition(t, p, leader, isr)
 		if np.Leader < 0 {
-			np = c.electOffline(img, t, np)
+			np = c.electOffline(img, t, np, c.uncleanAllowed(t))
 		}
 		return np
 	})
@@ -168,7 +168,7 @@ func (c *Controller) unfenceRecords(img *Image, id int32) []Record {
 			np, _ := c.transition(t, p, leader, p.ISR)
 			return np
 		}
-		return c.electOffline(img, t, p)
+		return c.electOffline(img, t, p, c.uncleanAllowed(t))
 	})
 }
 
@@ -212,18 +212,13 @@ func (c *Controller) uncleanRecord(img *Image, t *Topic, p Partition) (Record, *
 		return Record{}, kerr.ElectionNotNeeded
 	}
 	var np Partition
-	switch {
-	case electFrom(img, p, p.ISR) >= 0:
-		np, _ = c.transition(t, p, electFrom(img, p, p.ISR), p.ISR)
-	case electFrom(img, p, p.ELR) >= 0:
-		np = c.electOffline(img, t, p)
-	default:
-		leader := electFrom(img, p, p.Replicas)
-		if leader < 0 {
-			return Record{}, kerr.EligibleLeadersNotAvailable
-		}
-		np, _ = c.transition(t, p, leader, []int32{leader})
-		np.ELR = nil
+	if leader := electFrom(img, p, p.ISR); leader >= 0 {
+		np, _ = c.transition(t, p, leader, p.ISR)
+	} else {
+		np = c.electOffline(img, t, p, true)
+	}
+	if np.PartitionEpoch == p.PartitionEpoch {
+		return Record{}, kerr.EligibleLeadersNotAvailable
 	}
 	return Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: np}}, nil
 }

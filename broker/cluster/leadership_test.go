@@ -304,3 +304,53 @@ func TestUnregister(t *testing.T) {
 	}
 	wantCode(t, c.Unregister(leader), kerr.BrokerIDNotRegistered)
 }
+
+// With the whole ISR gone, an unclean election (ElectLeaders, or
+// unclean.leader.election.enable on the topic) takes any live replica,
+// which becomes the whole ISR; without it the partition waits.
+func TestUncleanElection(t *testing.T) {
+	c, tp := threeBrokers(t)
+	// isolate shrinks partition i's ISR to its leader and returns it.
+	isolate := func(i int32) int32 {
+		t.Helper()
+		p := c.partition(t, i)
+		if _, err := c.AlterPartition(ISRChange{TopicID: tp.ID, Partition: i, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: []int32{p.Leader}}); err != nil {
+			t.Fatal(err)
+		}
+		return p.Leader
+	}
+	leader := isolate(0)
+	if err := c.setFenced(leader, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.partition(t, 0); p.Leader != -1 {
+		t.Fatalf("the only ISR member %d fenced, unclean election off: %+v, want no leader", leader, p)
+	}
+	res, err := c.ElectLeaders(true, map[string][]int32{"t": {0}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("unclean ElectLeaders: %+v, %v", res, err)
+	}
+	p := c.partition(t, 0)
+	if p.Leader < 0 || p.Leader == leader || !slices.Equal(p.ISR, []int32{p.Leader}) || len(p.ELR) != 0 {
+		t.Fatalf("after an unclean election: %+v, want a live replica leading alone", p)
+	}
+	res, _ = c.ElectLeaders(true, map[string][]int32{"t": {0}})
+	if res[0].Err == nil || res[0].Err.Code != kerr.ElectionNotNeeded {
+		t.Fatalf("second unclean ElectLeaders: %+v, want ELECTION_NOT_NEEDED", res)
+	}
+
+	on := "true"
+	if err := c.AlterTopicConfigs("t", []ConfigChange{{Name: "unclean.leader.election.enable", Value: &on}}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	leader1 := isolate(1)
+	if leader1 == leader {
+		t.Fatalf("partition 1 is led by fenced broker %d", leader)
+	}
+	if err := c.setFenced(leader1, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.partition(t, 1); p.Leader < 0 || p.Leader == leader1 || !slices.Equal(p.ISR, []int32{p.Leader}) {
+		t.Fatalf("unclean.leader.election.enable=true, ISR leader %d fenced: %+v, want another live replica leading", leader1, p)
+	}
+}

@@ -110,7 +110,8 @@ func NewTopics[T any](list *[]T, mk func(topic string) T) *Topics[T] {
 	return &Topics[T]{list: list, mk: mk, index: map[string]int{}}
 }
 
-// Slot is the entry of topic, made if it is new.
+// Slot is the entry of topic, made if it is new. The pointer is good until
+// the next Slot, which may grow the list.
 func (g *Topics[T]) Slot(topic string) *T {
 	i, ok := g.index[topic]
 	if !ok {
