@@ -64,7 +64,7 @@ func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
 	for ; i < len(segs); i++ {
 		s := segs[i]
 		segEnd := s.size.Load()
-		pos, h, found, err := s.find(offset, s.offsets.lookup(offset), segEnd)
+		pos, h, found, err := s.find(offset, s.startFor(offset, segEnd), segEnd)
 		if err != nil {
 			return empty, err
 		}
@@ -78,7 +78,9 @@ func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
 		if i+1 == len(segs) || segs[i+1].base > upTo {
 			// Start at upTo's index entry: walking from pos would read
 			// every batch header between the two.
-			if p, _, ok, _ := s.find(upTo, max(pos, s.offsets.lookup(upTo)), segEnd); ok {
+			if p, ok := s.boundaryAt(upTo, segEnd); ok && p >= pos {
+				limit = p
+			} else if p, _, ok, _ := s.find(upTo, max(pos, s.startFor(upTo, segEnd)), segEnd); ok {
 				limit = p
 			}
 		}

@@ -52,6 +52,7 @@ type segment struct {
 	firstTimestamp  int64 // first batch's max timestamp, for segment.ms; -1 when empty
 	created         time.Time
 	indexCorrupt    bool // found unreadable on open; load rebuilds it
+	tail            tailRef
 }
 
 func (s *segment) path(suffix string) string {
@@ -167,10 +168,16 @@ func (s *segment) appendBatches(data []byte, intervalBytes int64) error {
 	if _, err := s.log.WriteAt(data, pos); err != nil {
 		return fmt.Errorf("broker/log: write %s: %w", s.log.Name(), err)
 	}
+	tail := s.tail.Load()
+	if tail == nil {
+		tail = new(tailBoundaries)
+		s.tail.Store(tail)
+	}
 	for rest := data; len(rest) > 0; {
 		b, r, _ := record.Split(rest)
 		s.indexBatch(b, pos, intervalBytes)
 		pos += int64(len(b))
+		tail.add(b.LastOffset()+1, pos)
 		rest = r
 	}
 	s.size.Store(pos)
@@ -295,6 +302,7 @@ func (s *segment) loadTail(intervalBytes int64) error {
 }
 
 func (s *segment) truncateFile(size int64) error {
+	s.tail.Store(nil)
 	if err := s.log.Truncate(size); err != nil {
 		return fmt.Errorf("broker/log: truncate %s: %w", s.log.Name(), err)
 	}
@@ -330,6 +338,7 @@ func (s *segment) truncateTo(offset, intervalBytes int64) (int64, error) {
 // last time index entry so that the segment's largest timestamp is in its
 // index.
 func (s *segment) seal() error {
+	s.tail.Store(nil) // readers of an older segment are rare; its memory is not
 	if s.maxTimestamp >= 0 {
 		s.times.maybeAdd(s.maxTimestamp, s.maxTsOffset)
 	}

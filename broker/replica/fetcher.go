@@ -294,7 +294,7 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 		return false, nil
 	}
 	start := time.Now()
-	resp, err := f.conn.RoundTrip(req, tr.MaxWait+15*time.Second)
+	resp, err := f.conn.RoundTripReusing(req, tr.MaxWait+15*time.Second)
 	if err != nil {
 		return false, err
 	}

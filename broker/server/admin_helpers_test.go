@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/kwire"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -38,17 +39,7 @@ func startAdminBroker(t *testing.T, props map[string]string) *Server {
 func admSend[Resp kmsg.Response](t *testing.T, s *Server, req kmsg.Request, version int16) Resp {
 	t.Helper()
 	req.SetVersion(version)
-	buf := make([]byte, 4, 256)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
-	buf = binary.BigEndian.AppendUint16(buf, uint16(version))
-	buf = binary.BigEndian.AppendUint32(buf, 42)
-	buf = binary.BigEndian.AppendUint16(buf, 5)
-	buf = append(buf, "admin"...)
-	if req.IsFlexible() {
-		buf = append(buf, 0)
-	}
-	buf = req.AppendTo(buf)
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	buf := kwire.AppendRequest(nil, req, 42, "admin")
 
 	nc, err := net.Dial("tcp", s.Addr("PLAINTEXT"))
 	if err != nil {

@@ -50,7 +50,13 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if err := c.serveRequest(body); err != nil {
+		err = c.serveRequest(body)
+		if c.hdr.key == kmsg.Produce.Int16() {
+			// The answer is written and the log has copied the records
+			// out; nothing else holds the body (see bodies.go).
+			putBody(body)
+		}
+		if err != nil {
 			if !errors.Is(err, errClose) {
 				c.logger.Warn("closing connection", "err", err, "api", kmsg.NameForKey(c.hdr.key), "version", c.hdr.version, "client_id", c.clientID)
 			}
@@ -77,7 +83,7 @@ func (c *conn) readFrame() ([]byte, error) {
 		c.s.metrics.rejectedFrames.Inc()
 		return nil, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, c.s.maxRequestBytes)
 	}
-	body := make([]byte, n)
+	body := getBody(int(n))
 	c.nc.SetReadDeadline(time.Now().Add(c.s.requestTimeout))
 	if _, err := io.ReadFull(c.r, body); err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ type Conn struct {
 	clientID string
 	corr     int32
 	buf      []byte
+	resp     []byte // the last RoundTripReusing's response body
 }
 
 // Dial connects to addr; clientID names this end in the server's logs.
@@ -44,12 +45,25 @@ func (c *Conn) Close() error { return c.nc.Close() }
 // RoundTrip sends req (at its version, capped by what kmsg knows) and reads
 // its response, within timeout. After an error the connection is unusable.
 func (c *Conn) RoundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	return c.roundTrip(req, timeout, false)
+}
+
+// RoundTripReusing is RoundTrip for a caller that is done with the response
+// before its next call on c: the response's byte fields (a Fetch's record
+// batches) alias a buffer that the next RoundTripReusing overwrites. A
+// follower fetching megabytes at a time would otherwise hand each response
+// to the garbage collector.
+func (c *Conn) RoundTripReusing(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	return c.roundTrip(req, timeout, true)
+}
+
+func (c *Conn) roundTrip(req kmsg.Request, timeout time.Duration, reuse bool) (kmsg.Response, error) {
 	if req.GetVersion() > req.MaxVersion() {
 		req.SetVersion(req.MaxVersion())
 	}
 	c.nc.SetDeadline(time.Now().Add(timeout))
 	c.corr++
-	c.buf = appendRequest(c.buf[:0], req, c.corr, c.clientID)
+	c.buf = AppendRequest(c.buf[:0], req, c.corr, c.clientID)
 	if _, err := c.nc.Write(c.buf); err != nil {
 		return nil, err
 	}
@@ -61,7 +75,16 @@ func (c *Conn) RoundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response
 	if n < 4 || n > 1<<30 {
 		return nil, fmt.Errorf("kwire: response of %d bytes", n)
 	}
-	body := make([]byte, n)
+	var body []byte
+	switch {
+	case !reuse:
+		body = make([]byte, n)
+	case cap(c.resp) >= int(n):
+		body = c.resp[:n]
+	default:
+		body = make([]byte, n)
+		c.resp = body
+	}
 	if _, err := io.ReadFull(c.r, body); err != nil {
 		return nil, err
 	}
@@ -80,8 +103,9 @@ func (c *Conn) RoundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response
 	return resp, nil
 }
 
-// appendRequest frames req with a request header (v2 when flexible).
-func appendRequest(buf []byte, req kmsg.Request, corr int32, clientID string) []byte {
+// AppendRequest frames req with a request header (v2 when flexible), as
+// a client sends it.
+func AppendRequest(buf []byte, req kmsg.Request, corr int32, clientID string) []byte {
 	buf = append(buf, 0, 0, 0, 0)
 	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
 	buf = binary.BigEndian.AppendUint16(buf, uint16(req.GetVersion()))
