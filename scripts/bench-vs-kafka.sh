@@ -29,6 +29,10 @@
 #      p1k      1 KiB records, acks=1 (N1K records)
 #      p16k     16 KiB records, acks=1 (N16K records), and the disk's
 #               sequential write speed (dd oflag=direct, 1 GiB) in this run
+#      p16kraw  16 KiB records from a Go producer that is not the limit
+#               (benchfetch produce -client raw): requests encoded once,
+#               64 KiB batches, one connection per core, 5 in flight each;
+#               4 x N16K records (a run of a few seconds), warm-up N16K
 #      consume  ConsumerPerformance reading N100 records of the p100a1 topic
 #               from offset 0 (fetch.nMsg.sec: excludes the group join)
 #      kgo      franz-go consumer (benchfetch consume -client kgo) reading
@@ -71,7 +75,7 @@ N100RF3=${N100RF3:-$(scale 1000000)}
 LAT_RATE=${LAT_RATE:-50000}
 LAT_SECONDS=${LAT_SECONDS:-10}
 [ -n "${WORKLOADS:-}" ] && WORKLOADS_SET=1
-WORKLOADS=${WORKLOADS:-p100a1 p100all p1k p16k consume kgo lat many rf3}
+WORKLOADS=${WORKLOADS:-p100a1 p100all p1k p16k p16kraw consume kgo lat many rf3}
 OUT=${OUT:-bench-vs-kafka.txt}
 cores=$(nproc)
 parent=${TRIBUTARY_BENCH_DIR:-tributary-data}
@@ -193,7 +197,7 @@ produce() {
 		{ cat "$dir/warm.out" >&2; exit 1; }
 	local c0 c1 line
 	c0=$(cpus "$b")
-	local TIMEFORMAT='%U %S'
+	local TIMEFORMAT='%U %S %R'
 	{ time J org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records "$n" --record-size "$size" \
 		--throughput -1 --producer-props "${props[@]}" >"$dir/run.out" 2>&1 ||
 		{ cat "$dir/run.out" >&2; exit 1; }; } 2>"$dir/time.out"
@@ -201,9 +205,10 @@ produce() {
 	line=$(grep 'records sent' "$dir/run.out" | tail -1)
 	# "N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency, p50 ms 50th, p95 ms 95th, p99 ms 99th, p999 ms 99.9th."
 	echo "$line" | awk -v w="$w" -v b="$b" -v rep="$rep" -v c="$(awk -v a="$c0" -v z="$c1" 'BEGIN { print z - a }')" -v bytes=$((n * size)) \
-		-v client="$(awk '{ print $1 + $2 }' "$dir/time.out")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '{
+		-v client="$(awk '{ print $1 + $2 }' "$dir/time.out")" -v wall="$(awk '{ print $3 }' "$dir/time.out")" \
+		-v cores="$cores" -v load="$(cut -d' ' -f1 /proc/loadavg)" '{
 		gsub(/[(),]/, "")
-		printf "w=%s b=%s rep=%d recs=%s MBs=%s avg_ms=%s p99_ms=%s cpu=%.2f bytes=%d client_cpu=%.2f load=%s\n", w, b, rep, $4, $6, $8, $22, c, bytes, client, load
+		printf "w=%s b=%s rep=%d recs=%s MBs=%s avg_ms=%s p99_ms=%s cpu=%.2f bytes=%d client_cpu=%.2f client_share=%.0f load=%s\n", w, b, rep, $4, $6, $8, $22, c, bytes, client, 100 * client / (wall * cores), load
 	}' | tee -a "$OUT"
 }
 
@@ -243,9 +248,26 @@ for rep in $(seq "$REPS"); do
 			topic "$b" "p16k-$rep" 6
 			produce p16k "$b" "p16k-$rep" "$N16K" 16384 1
 		done
+	fi
+	if has p16kraw; then
+		for b in "${brokers[@]}"; do
+			topic "$b" "p16kraw-$rep" 6
+			raw=(bin/benchfetch produce -client raw -conns "$cores" -b "${addr[$b]}" -topic "p16kraw-$rep" -partitions 6 -record-size 16384)
+			sync
+			"${raw[@]}" -bytes $((N16K * 16384)) >/dev/null
+			sync
+			"${raw[@]}" -bytes $((4 * N16K * 16384)) -broker-pid "${pid[$b]}" -label "w=p16kraw b=$b rep=$rep " | awk -v cores="$cores" '{
+				for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+				printf "w=%s b=%s rep=%s recs=%s MBs=%s cpu=%.2f bytes=%d client_cpu=%.2f machine_share=%.0f\n", f["w"], f["b"], f["rep"], f["recs"], f["MBs"], f["broker_user"] + f["broker_sys"], f["bytes"], f["self_user"] + f["self_sys"], 100 * f["machine"] / (f["wall"] * cores)
+			}' | tee -a "$OUT"
+		done
+	fi
+	if has p16k || has p16kraw; then
 		disk_speed >/dev/null # warm
 		record "w=disk rep=$rep MBs=$(disk_speed)"
-		for b in "${brokers[@]}"; do bin/tributary topic delete "p16k-$rep" -b "${addr[$b]}" >/dev/null; done
+		for b in "${brokers[@]}"; do
+			for t in p16k p16kraw; do has $t && bin/tributary topic delete "$t-$rep" -b "${addr[$b]}" >/dev/null; done
+		done
 	fi
 	if has consume; then
 		for b in "${brokers[@]}"; do
@@ -367,7 +389,7 @@ fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT"
 
 # The table: medians over the rounds; ratio = Tributary / Apache Kafka.
-table=$(awk '
+table=$(awk -v cores="$cores" '
 function median(key,    n, i, j, t, a) {
 	n = cnt[key]
 	if (n == 0) return ""
@@ -391,6 +413,23 @@ function add(key, v) { val[key, cnt[key]++] = v; if (rep != "") { pv[key, rep] =
 	}
 	add(b SUBSEP w SUBSEP "recs", f["recs"]); add(b SUBSEP w SUBSEP "MBs", f["MBs"])
 	if (f["bytes"] > 0) add(b SUBSEP w SUBSEP "cpugb", f["cpu"] / (f["bytes"] / 1e9))
+	if ("client_share" in f) add(b SUBSEP w SUBSEP "share", f["client_share"])
+	if ("machine_share" in f) add(b SUBSEP w SUBSEP "machine", f["machine_share"])
+}
+# The MB/s of Tributary in workload w against the sequential write speed
+# of the disk measured in the same run.
+function disk(name, w,    d, t) {
+	if (cnt["disk"] == 0) return
+	d = median("disk"); t = median("tributary" SUBSEP w SUBSEP "MBs")
+	if (t == "") return
+	printf "| %s (dd oflag=direct, %.0f MB/s) | | %.1f MB/s | %.2f | ≥ 0.80 | %s |\n", name, d, t, t / d, (t / d >= 0.8) ? "yes" : "**no**"
+}
+# A limit row shows what stops a ratio from showing: the producer share
+# of the machine CPU over its run, against each broker.
+function limit(name, key,    k, t) {
+	k = median("kafka" SUBSEP key); t = median("tributary" SUBSEP key)
+	if (k == "" || t == "") return
+	printf "| %s | %.0f %% | %.0f %% | | | limit |\n", name, k, t
 }
 # The ratio is the median of the per-round ratios (Kafka and Tributary
 # ran back to back in each round), which resists load from elsewhere better
@@ -417,13 +456,13 @@ END {
 	row("produce 100 B, acks=all idempotent", "p100all" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("produce 1 KiB, acks=1", "p1k" SUBSEP "MBs", "MB/s", "", "hi", "%.1f")
 	row("produce 16 KiB, acks=1", "p16k" SUBSEP "MBs", "MB/s", 1.2, "hi", "%.1f")
-	if (cnt["disk"] > 0) {
-		d = median("disk"); t = median("tributary" SUBSEP "p16k" SUBSEP "MBs")
-		if (t != "") {
-			met = (t / d >= 0.8) ? "yes" : "**no**"
-			printf "| produce 16 KiB: Tributary / disk write (dd oflag=direct, %.0f MB/s) | | %.1f MB/s | %.2f | ≥ 0.80 | %s |\n", d, t, t / d, met
-		}
-	}
+	limit("limit: ProducerPerformance CPU, share of all " cores " cores over its run, 100 B acks=1", "p100a1" SUBSEP "share")
+	limit("limit: the same, 100 B acks=all", "p100all" SUBSEP "share")
+	limit("limit: the same, 16 KiB", "p16k" SUBSEP "share")
+	disk("produce 16 KiB: Tributary / disk write", "p16k")
+	row("produce 16 KiB, acks=1, raw Go producer (" cores " connections)", "p16kraw" SUBSEP "MBs", "MB/s", 1.2, "hi", "%.1f")
+	disk("produce 16 KiB, raw Go producer: Tributary / disk write", "p16kraw")
+	limit("limit: the whole machine CPU busy (all " cores " cores, softirq included) during the raw 16 KiB run", "p16kraw" SUBSEP "machine")
 	row("consume, ConsumerPerformance", "consume" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("consume, franz-go", "kgo" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("e2e latency at 50k rec/s, p50", "lat" SUBSEP "p50", "ms", "", "lo", "%.2f")
@@ -441,6 +480,7 @@ END {
 	row("broker CPU s/GB, produce 100 B acks=all", "p100all" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("3 brokers: CPU s/GB (sum), produce 100 B RF 3 acks=all", "rf3" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 16 KiB", "p16k" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("broker CPU s/GB, produce 16 KiB, raw Go producer", "p16kraw" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (ConsumerPerformance)", "consume" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (franz-go)", "kgo" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 }' "$OUT")

@@ -7,13 +7,17 @@
 //	go build -o bin/benchfetch scripts/benchfetch/main.go
 //	benchfetch freeport
 //	benchfetch produce -b 127.0.0.1:9092 -topic t -bytes 2GiB -record-size 1024
+//	benchfetch produce -client raw -conns 2 -b 127.0.0.1:9092 -topic t -partitions 6 -bytes 1GiB -record-size 16384
 //	benchfetch consume -b 127.0.0.1:9092 -topic t -client raw -broker-pid 1234
 //
 // consume -client raw sends FetchRequests (v12) on its own connection and
 // only walks the batch headers of each response, read into one reused
 // buffer, so nearly all of the consumer's cost is the kernel's copy into it:
 // it stresses the broker. -client kgo is franz-go's consumer, decoding every
-// record, for what a real client sees. Either prints one line of key=value:
+// record, for what a real client sees. produce -client raw is the same idea
+// for writes: requests encoded once and sent again and again (see
+// produceRaw), so that a broker is measured where Kafka's single-threaded
+// Java producer would be the limit. Either prints one line of key=value:
 // bytes (record batch bytes, headers included), records, wall seconds,
 // broker utime/stime (from /proc/<pid>/stat), the consumer's own user/sys
 // (getrusage) and the whole machine's busy CPU seconds (/proc/stat, softirq
@@ -38,8 +42,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 func main() {
@@ -88,14 +96,22 @@ func parseSize(s string) (int64, error) {
 // broker's message.max.bytes), 10 ms linger, acks=all, idempotent.
 func produce(args []string) error {
 	fs := flag.NewFlagSet("produce", flag.ExitOnError)
-	bootstrap := fs.String("b", "127.0.0.1:9092", "bootstrap")
+	bootstrap := fs.String("b", "127.0.0.1:9092", "bootstrap (raw: the broker that leads every partition)")
 	topic := fs.String("topic", "", "topic")
 	total := fs.String("bytes", "2GiB", "value bytes to write")
 	size := fs.Int("record-size", 1024, "bytes per record value")
+	client := fs.String("client", "kgo", "kgo or raw")
+	conns := fs.Int("conns", 2, "raw: connections, each with its share of the partitions")
+	partitions := fs.Int("partitions", 6, "raw: partitions of the topic")
+	pid := fs.Int("broker-pid", 0, "raw: broker process to sample")
+	label := fs.String("label", "", "raw: printed first")
 	fs.Parse(args)
 	want, err := parseSize(*total)
 	if err != nil {
 		return err
+	}
+	if *client == "raw" {
+		return produceRaw(*bootstrap, *topic, want, *size, *conns, *partitions, *pid, *label)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.DefaultProduceTopic(*topic),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(1_000_000),
@@ -447,4 +463,159 @@ type fetchHook struct{ n *atomic.Int64 }
 
 func (h fetchHook) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
 	h.n.Add(int64(m.CompressedBytes) + 61)
+}
+
+// produceRaw writes about want bytes of values of size bytes to topic's
+// partitions over conns connections, partition p on connection p % conns,
+// each connection keeping up to 5 requests in flight (the Java producer's
+// max.in.flight.requests.per.connection). A request is acks=1 Produce v9
+// with one uncompressed batch per partition of as many records as fit in
+// 64 KiB (ProducerPerformance's batch.size in bench-vs-kafka.sh), encoded
+// once: the client's cost per request is one write of the frame and the
+// read of a small answer, so the broker, not the client, sets the rate.
+// Every partition's answer is checked.
+func produceRaw(addr, topic string, want int64, size, conns, partitions, pid int, label string) error {
+	perBatch := max(1, (64<<10)/(size+64))
+	value := make([]byte, size)
+	for i := range value {
+		value[i] = byte(rand.Uint32())
+	}
+	recs := make([]kmsg.Record, perBatch)
+	for i := range recs {
+		recs[i] = kmsg.Record{OffsetDelta: int32(i), Value: value}
+	}
+	opts := record.DefaultBuildOptions()
+	opts.BaseTimestamp = time.Now().UnixMilli()
+	batch, err := record.Build(opts, recs)
+	if err != nil {
+		return err
+	}
+	type lane struct {
+		frame   []byte
+		records int64 // per request
+		nc      net.Conn
+	}
+	lanes := make([]*lane, conns)
+	for c := range lanes {
+		req := kmsg.NewProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = 1, 30000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		for p := c; p < partitions; p += conns {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = int32(p), batch
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if len(rt.Partitions) == 0 {
+			return fmt.Errorf("-conns %d is more than the %d partitions", conns, partitions)
+		}
+		req.Topics = append(req.Topics, rt)
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		lanes[c] = &lane{kwire.AppendRequest(nil, &req, 0, "benchfetch"), int64(perBatch * len(rt.Partitions)), nc}
+	}
+	// A topic just created may not have its leaders ready, and this
+	// client does not retry as a producer would: send one request on each
+	// connection until it is taken.
+	for _, l := range lanes {
+		buf := make([]byte, 64<<10)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if _, err := l.nc.Write(l.frame); err != nil {
+				return err
+			}
+			err := readProduceAnswer(l.nc, &buf)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, kerr.NotLeaderForPartition) && !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+				return err
+			}
+		}
+	}
+	perRequest := int64(0)
+	for _, l := range lanes {
+		perRequest += l.records * int64(size)
+	}
+	requests := max(1, want/perRequest) // on every lane
+	before, err := takeSample(pid)
+	if err != nil {
+		return err
+	}
+	errs := make(chan error, 2*conns)
+	for _, l := range lanes {
+		inFlight := make(chan struct{}, 5)
+		go func() { // writer
+			for range requests {
+				inFlight <- struct{}{}
+				if _, err := l.nc.Write(l.frame); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() { // reader
+			buf := make([]byte, 64<<10)
+			for range requests {
+				if err := readProduceAnswer(l.nc, &buf); err != nil {
+					errs <- err
+					return
+				}
+				<-inFlight
+			}
+			errs <- nil
+		}()
+	}
+	for range lanes {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	after, err := takeSample(pid)
+	if err != nil {
+		return err
+	}
+	var records int64
+	for _, l := range lanes {
+		records += requests * l.records
+	}
+	wall := after.wall.Sub(before.wall).Seconds()
+	fmt.Printf("%srecs=%.0f MBs=%.1f bytes=%d records=%d wall=%.4f broker_user=%.2f broker_sys=%.2f self_user=%.3f self_sys=%.3f machine=%.2f\n",
+		label, float64(records)/wall, float64(records*int64(size))/wall/1e6, records*int64(size), records, wall,
+		after.brokerUser-before.brokerUser, after.brokerSys-before.brokerSys,
+		after.selfUser-before.selfUser, after.selfSys-before.selfSys, after.machineBusy-before.machineBusy)
+	return nil
+}
+
+// readProduceAnswer reads one Produce v9 answer into *buf (grown as
+// needed) and returns the first partition's error.
+func readProduceAnswer(nc net.Conn, buf *[]byte) error {
+	var sz [4]byte
+	if _, err := io.ReadFull(nc, sz[:]); err != nil {
+		return err
+	}
+	n := int(binary.BigEndian.Uint32(sz[:]))
+	if n > len(*buf) {
+		*buf = make([]byte, n)
+	}
+	b := (*buf)[:n]
+	if _, err := io.ReadFull(nc, b); err != nil {
+		return err
+	}
+	resp := kmsg.NewProduceResponse()
+	resp.SetVersion(9)
+	if err := resp.ReadFrom(b[5:]); err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return nil
 }
