@@ -485,26 +485,32 @@ func (l *Log) TruncateTo(offset int64) error {
 
 // ResetTo empties the log and starts it again at offset, for a follower
 // whose log ends before its leader's starts (Kafka's
-// truncateFullyAndStartAt): nothing it has is worth keeping.
+// truncateFullyAndStartAt): nothing it has is worth keeping. An empty log
+// (its start at its end) may also move back, to the batch holding its
+// leader's log start.
 func (l *Log) ResetTo(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
 	}
-	if offset <= l.end.Load() {
-		return fmt.Errorf("broker/log: reset %s to %d, not past its log end %d", l.tp, offset, l.end.Load())
+	end := l.end.Load()
+	if offset == end || offset < end && l.start.Load() != end {
+		return fmt.Errorf("broker/log: reset %s to %d: the log holds [%d, %d)", l.tp, offset, l.start.Load(), end)
 	}
-	old := l.segments()
-	if err := l.rollLocked(offset); err != nil {
-		return err
-	}
-	for _, s := range old {
+	// The old files go first: moving back, one of them may bear the new
+	// segment's name.
+	for _, s := range l.segments() {
 		if err := l.deleteSegmentLocked(s); err != nil {
 			return err
 		}
 	}
-	kept := []*segment{l.active()}
+	seg, err := openSegment(l.dir, offset, true)
+	if err != nil {
+		return fmt.Errorf("broker/log: reset %s to %d: %w", l.tp, offset, err)
+	}
+	seg.created = l.now()
+	kept := []*segment{seg}
 	l.segs.Store(&kept)
 	l.start.Store(offset)
 	l.end.Store(offset)

@@ -331,7 +331,7 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 				continue // NOT_LEADER, FENCED_LEADER_EPOCH...: wait for the metadata
 			}
 			batches := wholeBatches(rp.RecordBatches)
-			if err := p.AppendAsFollower(batches, rp.HighWatermark); err != nil {
+			if err := p.AppendFetched(batches, rp.HighWatermark, rp.LogStartOffset); err != nil {
 				return false, fmt.Errorf("appending to %s: %w", p.TP, err)
 			}
 			if len(batches) > 0 {

@@ -24,6 +24,36 @@ func (p *Partition) AppendAsFollower(batches []byte, leaderHW int64) error {
 	return nil
 }
 
+// AppendFetched takes what one partition of a fetch from the leader
+// returned: its batches, and the leader's high watermark and log start.
+//
+// DeleteRecords (KIP-107) moves a log start to any offset while batches
+// stay whole, so a replica that has nothing and asks from its leader's log
+// start receives the batch holding it, which begins earlier:
+// AppendAsFollower would refuse it as behind the log end, and the replica
+// would ask again forever. An empty log restarts at that batch instead, as
+// Kafka's follower does on UnexpectedAppendOffsetException. Then the log
+// start follows the leader's, so that a failover does not bring deleted
+// records back.
+func (p *Partition) AppendFetched(batches []byte, leaderHW, leaderStart int64) error {
+	first, _, ok := record.Split(batches)
+	start, end := p.Log.LogStartOffset(), p.Log.LogEndOffset()
+	if ok && start == end && first.BaseOffset() < end && first.LastOffset() >= end {
+		if err := p.ResetTo(first.BaseOffset()); err != nil {
+			return err
+		}
+	}
+	if err := p.AppendAsFollower(batches, leaderHW); err != nil {
+		return err
+	}
+	// Kafka bounds the move by the follower's high watermark, as the
+	// leader's DeleteRecords is bounded by its own.
+	if to := min(leaderStart, p.HighWatermark()); to > p.Log.LogStartOffset() {
+		return p.Log.DeleteRecordsBefore(to)
+	}
+	return nil
+}
+
 // followHW sets a follower's high watermark from its leader's: what the
 // leader committed, of what this replica has.
 func (p *Partition) followHW(leaderHW int64) {
@@ -68,7 +98,8 @@ func (p *Partition) TruncateTo(offset int64) error {
 
 // ResetTo empties the log and restarts it at the leader's log start,
 // when this replica's log ends before it (a new replica of a partition
-// whose old records were deleted).
+// whose old records were deleted), or, for an empty log, at the batch that
+// holds the leader's log start (AppendFetched).
 func (p *Partition) ResetTo(offset int64) error {
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
@@ -83,7 +114,7 @@ func (p *Partition) ResetTo(offset int64) error {
 	p.stateMu.Lock()
 	p.hw.Store(offset)
 	p.stateMu.Unlock()
-	p.logger.Info("log restarted at the leader's log start", "offset", offset)
+	p.logger.Info("log emptied and restarted", "offset", offset)
 	return nil
 }
 

@@ -187,3 +187,57 @@ func TestFollowerTruncatesByLeaderEpoch(t *testing.T) {
 		t.Fatal("producer 7 was forgotten")
 	}
 }
+
+// A new replica of a partition whose leader deleted records up to the
+// middle of a batch (DeleteRecords) starts at that batch and then follows
+// the leader's log start; a replica that has the records drops them too,
+// so a failover to it does not bring them back.
+func TestFollowerFollowsTheLeadersLogStart(t *testing.T) {
+	leader := replicated(t, 1, 1)
+	mustProduce(t, leader, -1, 0, 0, 10)
+	full, err := leader.Log.Read(0, log.ReadOptions{MaxBytes: 1 << 20, UpTo: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := full.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Log.DeleteRecordsBefore(5); err != nil {
+		t.Fatal(err)
+	}
+
+	// The fetcher's path: offset 0 is out of range (the leader starts at
+	// 5), so the empty replica restarts at 5 and asks from there; the
+	// leader answers with the batch holding 5, which begins at 0.
+	fresh := replicated(t, 2, 1, 2)
+	if err := fresh.ResetTo(leader.Log.LogStartOffset()); err != nil {
+		t.Fatal(err)
+	}
+	slice, err := leader.Log.Read(5, log.ReadOptions{MaxBytes: 1 << 20, UpTo: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := slice.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.AppendFetched(batch, 10, 5); err != nil {
+		t.Fatalf("appending the batch that holds the leader's log start: %v", err)
+	}
+	if start, end := fresh.Log.LogStartOffset(), fresh.Log.LogEndOffset(); start != 5 || end != 10 {
+		t.Fatalf("new replica holds [%d, %d), want [5, 10)", start, end)
+	}
+
+	// A replica that copied everything before the deletion.
+	caughtUp := replicated(t, 2, 1, 2)
+	if err := caughtUp.AppendFetched(all, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := caughtUp.AppendFetched(nil, 10, 5); err != nil {
+		t.Fatal(err)
+	}
+	if start := caughtUp.Log.LogStartOffset(); start != 5 {
+		t.Fatalf("replica's log start %d after the leader's moved to 5", start)
+	}
+}

@@ -57,6 +57,12 @@ func (c *Conn) RoundTripReusing(req kmsg.Request, timeout time.Duration) (kmsg.R
 	return c.roundTrip(req, timeout, true)
 }
 
+// maxReusedResponse bounds the buffer a connection keeps for
+// RoundTripReusing: a follower's fetch may be tens of MiB after a pause,
+// and a buffer of that size held per leader for the connection's life
+// would cost more memory than the collector's work it saves.
+const maxReusedResponse = 8 << 20
+
 func (c *Conn) roundTrip(req kmsg.Request, timeout time.Duration, reuse bool) (kmsg.Response, error) {
 	if req.GetVersion() > req.MaxVersion() {
 		req.SetVersion(req.MaxVersion())
@@ -77,7 +83,7 @@ func (c *Conn) roundTrip(req kmsg.Request, timeout time.Duration, reuse bool) (k
 	}
 	var body []byte
 	switch {
-	case !reuse:
+	case !reuse || n > maxReusedResponse:
 		body = make([]byte, n)
 	case cap(c.resp) >= int(n):
 		body = c.resp[:n]
