@@ -26,6 +26,8 @@
 #      p100a1   ProducerPerformance, 100 B records, 6 partitions, acks=1,
 #               batch.size=65536 linger.ms=5 (N100 records)
 #      p100all  the same, acks=all, enable.idempotence=true
+#      p100raw  100 B records, acks=1, from a Go producer that is not the
+#               limit (see p16kraw), 4 x N100 records, warm-up N100
 #      p1k      1 KiB records, acks=1 (N1K records)
 #      p16k     16 KiB records, acks=1 (N16K records), and the disk's
 #               sequential write speed (dd oflag=direct, 1 GiB) in this run
@@ -33,6 +35,10 @@
 #               (benchfetch produce -client raw): requests encoded once,
 #               64 KiB batches, one connection per core, 5 in flight each;
 #               4 x N16K records (a run of a few seconds), warm-up N16K
+#      craw     that topic read whole twice by a Go consumer that is not the
+#               limit (benchfetch consume -client raw: Fetch requests into
+#               one reused buffer, batch headers walked), the second read
+#               measured
 #      consume  ConsumerPerformance reading N100 records of the p100a1 topic
 #               from offset 0 (fetch.nMsg.sec: excludes the group join)
 #      kgo      franz-go consumer (benchfetch consume -client kgo) reading
@@ -75,7 +81,7 @@ N100RF3=${N100RF3:-$(scale 1000000)}
 LAT_RATE=${LAT_RATE:-50000}
 LAT_SECONDS=${LAT_SECONDS:-10}
 [ -n "${WORKLOADS:-}" ] && WORKLOADS_SET=1
-WORKLOADS=${WORKLOADS:-p100a1 p100all p1k p16k p16kraw consume kgo lat many rf3}
+WORKLOADS=${WORKLOADS:-p100a1 p100all p100raw p1k p16k p16kraw craw consume kgo lat many rf3}
 OUT=${OUT:-bench-vs-kafka.txt}
 cores=$(nproc)
 parent=${TRIBUTARY_BENCH_DIR:-tributary-data}
@@ -212,6 +218,20 @@ produce() {
 	}' | tee -a "$OUT"
 }
 
+# produce_raw W broker topic n size: benchfetch produce -client raw, a
+# warm-up of n records, then the measured run of 4n.
+produce_raw() {
+	local w=$1 b=$2 t=$3 n=$4 size=$5
+	local raw=(bin/benchfetch produce -client raw -conns "$cores" -b "${addr[$b]}" -topic "$t" -partitions 6 -record-size "$size")
+	sync
+	"${raw[@]}" -bytes $((n * size)) >/dev/null
+	sync
+	"${raw[@]}" -bytes $((4 * n * size)) -broker-pid "${pid[$b]}" -label "w=$w b=$b rep=$rep " | awk -v cores="$cores" '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		printf "w=%s b=%s rep=%s recs=%s MBs=%s cpu=%.2f bytes=%.0f client_cpu=%.2f machine_share=%.0f\n", f["w"], f["b"], f["rep"], f["recs"], f["MBs"], f["broker_user"] + f["broker_sys"], f["bytes"], f["self_user"] + f["self_sys"], 100 * f["machine"] / (f["wall"] * cores)
+	}' | tee -a "$OUT"
+}
+
 disk_speed() { # MB/s of a 1 GiB sequential direct write in the data directory
 	local t0 t1
 	sync
@@ -249,16 +269,25 @@ for rep in $(seq "$REPS"); do
 			produce p16k "$b" "p16k-$rep" "$N16K" 16384 1
 		done
 	fi
+	if has p100raw; then
+		for b in "${brokers[@]}"; do
+			topic "$b" "p100raw-$rep" 6
+			produce_raw p100raw "$b" "p100raw-$rep" "$N100" 100
+		done
+	fi
 	if has p16kraw; then
 		for b in "${brokers[@]}"; do
 			topic "$b" "p16kraw-$rep" 6
-			raw=(bin/benchfetch produce -client raw -conns "$cores" -b "${addr[$b]}" -topic "p16kraw-$rep" -partitions 6 -record-size 16384)
-			sync
-			"${raw[@]}" -bytes $((N16K * 16384)) >/dev/null
-			sync
-			"${raw[@]}" -bytes $((4 * N16K * 16384)) -broker-pid "${pid[$b]}" -label "w=p16kraw b=$b rep=$rep " | awk -v cores="$cores" '{
+			produce_raw p16kraw "$b" "p16kraw-$rep" "$N16K" 16384
+		done
+	fi
+	if has p16kraw && has craw; then
+		for b in "${brokers[@]}"; do
+			# reads the topic twice, measures the second read
+			bin/benchfetch consume -client raw -b "${addr[$b]}" -topic "p16kraw-$rep" -broker-pid "${pid[$b]}" \
+				-label "w=craw b=$b rep=$rep " | awk -v cores="$cores" '{
 				for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-				printf "w=%s b=%s rep=%s recs=%s MBs=%s cpu=%.2f bytes=%d client_cpu=%.2f machine_share=%.0f\n", f["w"], f["b"], f["rep"], f["recs"], f["MBs"], f["broker_user"] + f["broker_sys"], f["bytes"], f["self_user"] + f["self_sys"], 100 * f["machine"] / (f["wall"] * cores)
+				printf "w=%s b=%s rep=%s recs=%.0f MBs=%.1f cpu=%.2f bytes=%.0f machine_share=%.0f\n", f["w"], f["b"], f["rep"], f["records"] / f["wall"], f["bytes"] / f["wall"] / 1e6, f["broker_user"] + f["broker_sys"], f["bytes"], 100 * f["machine"] / (f["wall"] * cores)
 			}' | tee -a "$OUT"
 		done
 	fi
@@ -454,6 +483,8 @@ END {
 	print "|---|---|---|---|---|---|"
 	row("produce 100 B, acks=1", "p100a1" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("produce 100 B, acks=all idempotent", "p100all" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
+	row("produce 100 B, acks=1, raw Go producer (" cores " connections)", "p100raw" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
+	limit("limit: the whole machine CPU busy (all " cores " cores, softirq included) during the raw 100 B run", "p100raw" SUBSEP "machine")
 	row("produce 1 KiB, acks=1", "p1k" SUBSEP "MBs", "MB/s", "", "hi", "%.1f")
 	row("produce 16 KiB, acks=1", "p16k" SUBSEP "MBs", "MB/s", 1.2, "hi", "%.1f")
 	limit("limit: ProducerPerformance CPU, share of all " cores " cores over its run, 100 B acks=1", "p100a1" SUBSEP "share")
@@ -465,6 +496,8 @@ END {
 	limit("limit: the whole machine CPU busy (all " cores " cores, softirq included) during the raw 16 KiB run", "p16kraw" SUBSEP "machine")
 	row("consume, ConsumerPerformance", "consume" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("consume, franz-go", "kgo" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
+	row("consume, raw Go consumer, 16 KiB records", "craw" SUBSEP "MBs", "MB/s", 1.5, "hi", "%.1f")
+	limit("limit: the whole machine CPU busy (all " cores " cores, softirq included) during the raw consume", "craw" SUBSEP "machine")
 	row("e2e latency at 50k rec/s, p50", "lat" SUBSEP "p50", "ms", "", "lo", "%.2f")
 	row("e2e latency at 50k rec/s, p99", "lat" SUBSEP "p99", "ms", 0.5, "lo", "%.2f")
 	row("e2e latency at 50k rec/s, p99.9", "lat" SUBSEP "p999", "ms", "", "lo", "%.2f")
@@ -478,11 +511,13 @@ END {
 	row("3 brokers: peak RSS, sum of the three", "rss3", "MiB", 0.25, "lo", "%.0f")
 	row("broker CPU s/GB, produce 100 B acks=1", "p100a1" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 100 B acks=all", "p100all" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("broker CPU s/GB, produce 100 B, raw Go producer", "p100raw" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("3 brokers: CPU s/GB (sum), produce 100 B RF 3 acks=all", "rf3" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 16 KiB", "p16k" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 16 KiB, raw Go producer", "p16kraw" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (ConsumerPerformance)", "consume" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (franz-go)", "kgo" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("broker CPU s/GB, consume (raw Go consumer)", "craw" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 }' "$OUT")
 echo
 echo "== medians of $REPS rounds ($OUT); ratio = median over rounds of Tributary / Apache Kafka; GB = 1e9 bytes of record values"

@@ -475,7 +475,9 @@ func (h fetchHook) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m k
 // read of a small answer, so the broker, not the client, sets the rate.
 // Every partition's answer is checked.
 func produceRaw(addr, topic string, want int64, size, conns, partitions, pid int, label string) error {
-	perBatch := max(1, (64<<10)/(size+64))
+	// 61 bytes of batch header; a record of a small value without key or
+	// headers adds about 10 bytes of lengths, deltas and attributes.
+	perBatch := max(1, (64<<10-61)/(size+10))
 	value := make([]byte, size)
 	for i := range value {
 		value[i] = byte(rand.Uint32())
