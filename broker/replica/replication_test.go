@@ -195,14 +195,7 @@ func TestFollowerTruncatesByLeaderEpoch(t *testing.T) {
 func TestFollowerFollowsTheLeadersLogStart(t *testing.T) {
 	leader := replicated(t, 1, 1)
 	mustProduce(t, leader, -1, 0, 0, 10)
-	full, err := leader.Log.Read(0, log.ReadOptions{MaxBytes: 1 << 20, UpTo: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := full.ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := readLog(t, leader, 0)
 	if err := leader.Log.DeleteRecordsBefore(5); err != nil {
 		t.Fatal(err)
 	}
@@ -214,15 +207,7 @@ func TestFollowerFollowsTheLeadersLogStart(t *testing.T) {
 	if err := fresh.ResetTo(leader.Log.LogStartOffset()); err != nil {
 		t.Fatal(err)
 	}
-	slice, err := leader.Log.Read(5, log.ReadOptions{MaxBytes: 1 << 20, UpTo: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := slice.ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fresh.AppendFetched(batch, 10, 5); err != nil {
+	if err := fresh.AppendFetched(readLog(t, leader, 5), 10, 5); err != nil {
 		t.Fatalf("appending the batch that holds the leader's log start: %v", err)
 	}
 	if start, end := fresh.Log.LogStartOffset(), fresh.Log.LogEndOffset(); start != 5 || end != 10 {
@@ -240,4 +225,19 @@ func TestFollowerFollowsTheLeadersLogStart(t *testing.T) {
 	if start := caughtUp.Log.LogStartOffset(); start != 5 {
 		t.Fatalf("replica's log start %d after the leader's moved to 5", start)
 	}
+}
+
+// readLog is what a follower's fetch from offset returns: p's batches from
+// the one holding offset to the log end.
+func readLog(t *testing.T, p *Partition, offset int64) []byte {
+	t.Helper()
+	slice, err := p.Log.Read(offset, log.ReadOptions{MaxBytes: 1 << 20, UpTo: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := slice.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
