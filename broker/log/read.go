@@ -64,34 +64,32 @@ func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
 	for ; i < len(segs); i++ {
 		s := segs[i]
 		segEnd := s.size.Load()
-		pos, h, found, err := s.find(offset, s.startFor(offset, segEnd), segEnd)
+		b, found, err := s.locate(offset, segEnd)
 		if err != nil {
 			return empty, err
 		}
 		if !found {
 			continue // offset fell in a gap the cleaner left at the segment's end
 		}
-		if h.BaseOffset() >= upTo {
+		if b.base >= upTo {
 			return empty, nil
 		}
 		limit := segEnd
 		if i+1 == len(segs) || segs[i+1].base > upTo {
-			// Start at upTo's index entry: walking from pos would read
-			// every batch header between the two.
-			if p, ok := s.boundaryAt(upTo, segEnd); ok && p >= pos {
-				limit = p
-			} else if p, _, ok, _ := s.find(upTo, max(pos, s.startFor(upTo, segEnd)), segEnd); ok {
-				limit = p
+			// The read ends at the batch holding upTo, if this segment
+			// has it.
+			if u, ok, _ := s.locate(upTo, segEnd); ok && u.pos >= b.pos {
+				limit = u.pos
 			}
 		}
-		size := min(limit-pos, int64(opt.MaxBytes))
-		if first := int64(h.Length()) + record.LogOverhead; opt.MinOneBatch && size < first {
-			size = min(first, limit-pos)
+		size := min(limit-b.pos, int64(opt.MaxBytes))
+		if opt.MinOneBatch && size < b.size {
+			size = min(b.size, limit-b.pos)
 		}
 		if size <= 0 {
 			return empty, nil
 		}
-		return Slice{File: s.log, Pos: pos, Size: size, FirstOffset: h.BaseOffset()}, nil
+		return Slice{File: s.log, Pos: b.pos, Size: size, FirstOffset: b.base}, nil
 	}
 	return empty, nil
 }

@@ -170,14 +170,14 @@ func (s *segment) appendBatches(data []byte, intervalBytes int64) error {
 	}
 	tail := s.tail.Load()
 	if tail == nil {
-		tail = new(tailBoundaries)
+		tail = new(tailBatches)
 		s.tail.Store(tail)
 	}
 	for rest := data; len(rest) > 0; {
 		b, r, _ := record.Split(rest)
 		s.indexBatch(b, pos, intervalBytes)
+		tail.add(batchExtent{b.BaseOffset(), b.LastOffset(), pos, int64(len(b))})
 		pos += int64(len(b))
-		tail.add(b.LastOffset()+1, pos)
 		rest = r
 	}
 	s.size.Store(pos)

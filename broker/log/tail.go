@@ -3,70 +3,76 @@ package log
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/tributary-io/tributary/broker/record"
 )
 
-// tailBoundaries remembers where the newest batches of the active segment
-// end: the position at which each of the last few offsets past a batch
-// begins. A reader at the tail (a caught-up consumer, a follower, the high
-// watermark that bounds a consumer's read) then starts at its batch
-// instead of reading every batch header from the last index entry, which
-// is up to 4 KiB (index.interval.bytes) of small batches behind.
-type tailBoundaries struct {
+// tailBatches remembers where the newest batches of the active segment are:
+// offsets, position and size of each of the last few appended. A reader at
+// the tail (a caught-up consumer or follower, and the high watermark that
+// bounds a consumer's read) then knows its batch and its read's end without
+// reading any batch header, where the offset index would send it up to
+// 4 KiB (index.interval.bytes) of small batches back, a pread each.
+type tailBatches struct {
 	mu   sync.Mutex
-	at   [tailBoundariesKept]boundary
-	next int // where the next boundary goes in at
+	at   [tailBatchesKept]batchExtent
+	next int // where the next batch goes in at
 	n    int
 }
 
-const tailBoundariesKept = 32
+const tailBatchesKept = 32
 
-type boundary struct{ offset, pos int64 }
+// batchExtent is one batch of a segment.
+type batchExtent struct {
+	base, last int64 // its first and last offsets
+	pos, size  int64 // where it is in the segment file, header included
+}
 
-func (t *tailBoundaries) add(offset, pos int64) {
+func (t *tailBatches) add(b batchExtent) {
 	t.mu.Lock()
-	t.at[t.next] = boundary{offset, pos}
-	t.next = (t.next + 1) % tailBoundariesKept
-	t.n = min(t.n+1, tailBoundariesKept)
+	t.at[t.next] = b
+	t.next = (t.next + 1) % tailBatchesKept
+	t.n = min(t.n+1, tailBatchesKept)
 	t.mu.Unlock()
 }
 
-// before is the kept boundary with the largest offset at or below offset.
-func (t *tailBoundaries) before(offset int64) (boundary, bool) {
+// holding is the first kept batch whose last offset is at least offset,
+// what find would return, if the kept batches reach back to offset.
+func (t *tailBatches) holding(offset int64) (batchExtent, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i := 1; i <= t.n; i++ {
-		b := t.at[(t.next-i+tailBoundariesKept)%tailBoundariesKept]
-		if b.offset <= offset {
+	if t.n == 0 {
+		return batchExtent{}, false
+	}
+	oldest := t.at[(t.next-t.n+tailBatchesKept)%tailBatchesKept]
+	if offset < oldest.base {
+		return batchExtent{}, false // in a batch before the kept ones
+	}
+	for i := t.n; i >= 1; i-- {
+		b := t.at[(t.next-i+tailBatchesKept)%tailBatchesKept]
+		if b.last >= offset {
 			return b, true
 		}
 	}
-	return boundary{}, false
+	return batchExtent{}, false
 }
 
-// tail is s's boundaries, nil for a segment that took no appends since it
-// was opened or sealed.
-type tailRef = atomic.Pointer[tailBoundaries]
+// tailRef is a segment's kept batches, nil for a segment that took no
+// appends since it was opened or sealed.
+type tailRef = atomic.Pointer[tailBatches]
 
-// startFor is where a walk to the batch holding offset may start: the
-// nearer of the offset index's entry and a kept tail boundary, never past
-// end.
-func (s *segment) startFor(offset, end int64) int64 {
-	pos := s.offsets.lookup(offset)
+// locate is the batch holding offset (or the first after it), before end:
+// from the kept tail batches when they reach back that far, else by
+// walking batch headers from the offset index's entry.
+func (s *segment) locate(offset, end int64) (batchExtent, bool, error) {
 	if t := s.tail.Load(); t != nil {
-		if b, ok := t.before(offset); ok && b.pos > pos && b.pos <= end {
-			pos = b.pos
+		if b, ok := t.holding(offset); ok && b.pos+b.size <= end {
+			return b, true, nil
 		}
 	}
-	return pos
-}
-
-// boundaryAt is the position where offset begins, if a batch ends right
-// before it among the kept boundaries.
-func (s *segment) boundaryAt(offset, end int64) (int64, bool) {
-	t := s.tail.Load()
-	if t == nil {
-		return 0, false
+	pos, h, found, err := s.find(offset, s.offsets.lookup(offset), end)
+	if !found || err != nil {
+		return batchExtent{}, found, err
 	}
-	b, ok := t.before(offset)
-	return b.pos, ok && b.offset == offset && b.pos <= end
+	return batchExtent{h.BaseOffset(), h.LastOffset(), pos, int64(h.Length()) + record.LogOverhead}, true, nil
 }
