@@ -48,6 +48,8 @@ var BrokerDefs = defs(
 	Def{Name: "delete.topic.enable", Type: Bool, Default: "true", Doc: "Allow DeleteTopics."},
 	Def{Name: "message.max.bytes", Type: Int, Default: "1048588", Check: atLeast(0), Doc: "The largest record batch a topic accepts, unless max.message.bytes overrides it."},
 	Def{Name: "replica.fetch.max.bytes", Type: Int, Default: "1048576", Check: atLeast(0), Doc: "Bytes a follower fetches per partition."},
+	Def{Name: "max.incremental.fetch.session.cache.slots", Type: Int, Default: "1000", Check: atLeast(0),
+		Doc: "Fetch sessions (KIP-227) kept at once; 0 hands out none, and every fetch names all its partitions."},
 	Def{Name: "compression.type", Type: String, Default: "producer",
 		Check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"), Doc: "Only producer is implemented: batches are stored as sent."},
 	Def{Name: "unclean.leader.election.enable", Type: Bool, Default: "false", Doc: "Allow an out-of-sync replica to become leader, losing data."},

@@ -17,22 +17,35 @@ import (
 // occurred or max_wait_ms is zero; otherwise it waits until an append to
 // one of the fetched partitions or the deadline, and reads again. It writes
 // its own response, so that record bytes go to the socket by sendfile.
+// With a fetch session (fetch_sessions.go) it reads every partition of the
+// session and answers with those that have news.
 func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	eff, session, incremental, code := s.fetchSessions.resolve(req)
+	if code != nil {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.SetVersion(req.Version)
+		resp.ErrorCode = code.Code
+		return nil, c.write(resp, nil)
+	}
+	answer := func(f fetchResult) error {
+		if session != nil {
+			session.answered(f.resp, incremental)
+		}
+		s.metrics.fetched(f.out)
+		return c.write(f.resp, f.files)
+	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		f := s.fetchOnce(req)
+		f := s.fetchOnce(eff)
 		if f.bytes >= int64(req.MinBytes) || f.failed || !time.Now().Before(deadline) || s.closing.Load() || len(f.wake) == 0 {
-			s.metrics.fetched(f.out)
-			return nil, c.write(f.resp, f.files)
+			return nil, answer(f)
 		}
 		done := s.metrics.wait(purgatoryFetch)
 		woken := waitAny(append(f.wake, s.stopping), time.Until(deadline))
 		done()
 		if !woken {
 			// Timed out: answer with what the final read finds.
-			f = s.fetchOnce(req)
-			s.metrics.fetched(f.out)
-			return nil, c.write(f.resp, f.files)
+			return nil, answer(s.fetchOnce(eff))
 		}
 	}
 }
@@ -50,15 +63,6 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(req.Version)
 	res := fetchResult{resp: resp, files: newFileRanges(resp.IsFlexible(), s.sendfile)}
-	if req.SessionEpoch > 0 {
-		// We never hand out sessions (a response's session id 0 tells the
-		// client so, KIP-227), so an incremental fetch names none of ours.
-		// Epoch 0 or -1 is a full fetch whatever the session id: -1 with an
-		// id closes that session, and kafka-go sends id -1, epoch -1.
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		res.failed = true
-		return res
-	}
 	replicaID := req.ReplicaID
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID

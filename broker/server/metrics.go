@@ -197,6 +197,8 @@ var (
 		"Bytes of the segments of the topic's partitions on this broker (Kafka Log Size, summed by topic).", []string{"topic"}, nil)
 	descGroups = prometheus.NewDesc("tributary_broker_groups",
 		"Consumer groups coordinated here, by state (Kafka GroupMetadataManager NumGroups{Stable,...}).", []string{"state"}, nil)
+	descFetchSessions = prometheus.NewDesc("tributary_broker_fetch_sessions",
+		"Open fetch sessions (Kafka FetchSessionCache NumIncrementalFetchSessions); max.incremental.fetch.session.cache.slots bounds them.", nil, nil)
 	descRebalances = prometheus.NewDesc("tributary_broker_group_rebalances_total",
 		"Rebalances completed by the groups coordinated here: join phases that ended in a new generation with members.", nil, nil)
 )
@@ -205,7 +207,7 @@ var (
 var groupStates = []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable}
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descTopics, descLogSize, descGroups, descRebalances} {
+	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions} {
 		ch <- d
 	}
 }
@@ -215,7 +217,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	live := c.m.live.Load()
-	var hosted, leaders, under, underMin, offline, topics int
+	var hosted, leaders, under, underMin, offline, topics, sessions int
 	var stats group.Stats
 	sizes := map[string]int64{}
 	if live != nil {
@@ -243,6 +245,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			sizes[p.TP.Topic] += p.Log.Size()
 		}
 		stats = live.groups.Stats()
+		sessions = live.s.fetchSessions.open()
 	}
 	gauge(descPartitions, hosted)
 	gauge(descLeaders, leaders)
@@ -250,6 +253,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descUnderMinISR, underMin)
 	gauge(descOffline, offline)
 	gauge(descTopics, topics)
+	gauge(descFetchSessions, sessions)
 	for topic, n := range sizes {
 		ch <- prometheus.MustNewConstMetric(descLogSize, prometheus.GaugeValue, float64(n), topic)
 	}

@@ -153,6 +153,8 @@ func TestBrokerMetricsAfterTraffic(t *testing.T) {
 		{`tributary_broker_purgatory_size{operation="fetch"}`, positive, "> 0"},
 		{`tributary_broker_purgatory_size{operation="rebalance"}`, zero, "0"},
 		{"tributary_broker_rejected_frames_total", zero, "0"},
+		// The consumer (franz-go) fetches in a session.
+		{"tributary_broker_fetch_sessions", positive, "> 0"},
 		// The runtime, for memory and CPU panels.
 		{"process_resident_memory_bytes", positive, "> 0"},
 		{"go_goroutines", positive, "> 0"},

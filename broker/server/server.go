@@ -51,6 +51,7 @@ type Server struct {
 	idleTimeout     time.Duration
 	requestTimeout  time.Duration
 	sendfile        bool
+	fetchSessions   *fetchSessions
 	metrics         *metrics
 
 	mu        sync.Mutex
@@ -89,6 +90,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 		idleTimeout:         time.Duration(cfg.Int("connections.max.idle.ms")) * time.Millisecond,
 		requestTimeout:      time.Minute,
 		sendfile:            !opt.NoSendfile,
+		fetchSessions:       newFetchSessions(int(cfg.Int("max.incremental.fetch.session.cache.slots"))),
 		metrics:             newMetrics(opt.Registry),
 		listeners:           map[string]net.Listener{},
 		controllerListeners: map[string]bool{},
