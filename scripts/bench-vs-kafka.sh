@@ -274,6 +274,7 @@ for rep in $(seq "$REPS"); do
 			topic "$b" "p100raw-$rep" 6
 			produce_raw p100raw "$b" "p100raw-$rep" "$N100" 100
 		done
+		for b in "${brokers[@]}"; do bin/tributary topic delete "p100raw-$rep" -b "${addr[$b]}" >/dev/null; done
 	fi
 	if has p16kraw; then
 		for b in "${brokers[@]}"; do

@@ -326,6 +326,14 @@ func (s *Server) accept(name string, ln net.Listener) {
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
+			// As Kafka: a fixed buffer (102,400 bytes by default) unless
+			// the setting is -1, the kernel's autotuning.
+			if n := s.cfg.Int("socket.send.buffer.bytes"); n > 0 {
+				tc.SetWriteBuffer(int(n))
+			}
+			if n := s.cfg.Int("socket.receive.buffer.bytes"); n > 0 {
+				tc.SetReadBuffer(int(n))
+			}
 		}
 		c := &conn{s: s, nc: nc, r: bufio.NewReaderSize(nc, 64<<10), listener: name,
 			logger: s.logger.With("remote", nc.RemoteAddr().String(), "listener", name)}

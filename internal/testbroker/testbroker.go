@@ -10,6 +10,7 @@ package testbroker
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -31,23 +32,41 @@ var (
 )
 
 // Binary builds ./cmd/tributary once per test process and returns its path.
+//
+// Every test process of one checkout and race mode shares one path under
+// the temporary directory: a directory per process would leave a binary of
+// about 100 MB behind for every package of every test run. Each process
+// builds to a file of its own and renames it into place, which is atomic,
+// so one never runs another's half-written binary (and the build cache
+// makes the rebuilds cheap).
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tributary-bin-")
+		dir := filepath.Join(os.TempDir(), "tributary-test-bin")
+		if buildErr = os.MkdirAll(dir, 0o755); buildErr != nil {
+			return
+		}
+		name := fmt.Sprintf("tributary-%x", sha256.Sum256([]byte(repoRoot())))[:len("tributary-")+12]
+		args := []string{"build"}
+		if raceEnabled {
+			name += "-race"
+			args = append(args, "-race")
+		}
+		tmp, err := os.CreateTemp(dir, name+".build-*")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "tributary")
-		cmd := exec.Command("go", "build", "-race", "-o", binPath, "./cmd/tributary")
-		if !raceEnabled {
-			cmd = exec.Command("go", "build", "-o", binPath, "./cmd/tributary")
-		}
+		tmp.Close()
+		defer os.Remove(tmp.Name()) // what a failed build left; nothing after the rename
+		cmd := exec.Command("go", append(args, "-o", tmp.Name(), "./cmd/tributary")...)
 		cmd.Dir = repoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/tributary: %v\n%s", err, out)
+			return
 		}
+		binPath = filepath.Join(dir, name)
+		buildErr = os.Rename(tmp.Name(), binPath)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
