@@ -2,7 +2,7 @@
 # Tributary against Apache Kafka 4.4.0 on this machine, side by side, with the
 # same clients (issue 11). `make bench-compare` runs it.
 #
-#   scripts/bench-vs-kafka.sh                  # about 9 minutes on 2 quiet cores
+#   scripts/bench-vs-kafka.sh                  # about 15 minutes on 2 quiet cores
 #   REPS=1 SCALE=0.2 scripts/bench-vs-kafka.sh # a quick look (not for the record)
 #   WORKLOADS="p100a1 consume" scripts/bench-vs-kafka.sh
 #
@@ -92,6 +92,14 @@ if [ "$(stat -f -c %T "$parent")" = tmpfs ]; then
 fi
 parent=$(cd "$parent" && pwd)
 has() { [[ " $WORKLOADS " == *" $1 "* ]]; }
+# Each round keeps up to about 14 GB of both brokers' logs at once (deleted
+# segments stay a minute, as in Kafka), and the older rounds' topics stay.
+need_gb=$(awk -v s="$SCALE" 'BEGIN { printf "%d", 30 * s + 2 }')
+free_gb=$(df -P -BG "$parent" | awk 'NR == 2 { sub("G", "", $4); print $4 }')
+if [ "$free_gb" -lt "$need_gb" ]; then
+	echo "bench-vs-kafka: $parent has ${free_gb} GB free; a run at SCALE=$SCALE needs about ${need_gb} GB (set TRIBUTARY_BENCH_DIR elsewhere, or a smaller SCALE)" >&2
+	exit 1
+fi
 
 lib=$(scripts/kafka-jars.sh)
 conf=$(dirname "$lib")/config

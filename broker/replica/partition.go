@@ -14,6 +14,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -279,17 +280,23 @@ func (p *Partition) snapshotLocked() error {
 }
 
 // KafkaError maps an error from this package, the log or the record
-// validator to the Kafka error to answer with.
+// validator to the Kafka error to answer with. A failed read or write of a
+// log file (a full disk, an I/O error) is KAFKA_STORAGE_ERROR, as in Kafka,
+// which producers retry, rather than UNKNOWN_SERVER_ERROR, which they do
+// not.
 func KafkaError(err error) *kerr.Error {
 	if err == nil {
 		return nil
 	}
 	var ke *kerr.Error
-	if errors.As(err, &ke) {
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &ke):
 		return ke
-	}
-	if errors.Is(err, log.ErrClosed) {
+	case errors.Is(err, log.ErrClosed):
 		return kerr.NotLeaderForPartition
+	case errors.As(err, &pe):
+		return kerr.KafkaStorageError
 	}
 	return kerr.UnknownServerError
 }

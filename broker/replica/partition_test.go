@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -525,5 +527,26 @@ func TestMaintainDuringAppends(t *testing.T) {
 	}
 	if base, _ := p2.snapshotBaseLocked(); p2.snapSegs != 0 && base != p.Log.LogEndOffset() {
 		t.Fatalf("replayed from %d, but no snapshot is due", base)
+	}
+}
+
+// A log file that cannot be written (a full disk) answers
+// KAFKA_STORAGE_ERROR, which producers retry; a closed log is
+// NOT_LEADER_OR_FOLLOWER; anything else unknown is UNKNOWN_SERVER_ERROR.
+func TestKafkaError(t *testing.T) {
+	full := fmt.Errorf("broker/log: write 00000000000000000000.log: %w",
+		&fs.PathError{Op: "write", Path: "00000000000000000000.log", Err: syscall.ENOSPC})
+	for _, tc := range []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{full, kerr.KafkaStorageError},
+		{fmt.Errorf("appending: %w", log.ErrClosed), kerr.NotLeaderForPartition},
+		{&record.Error{Kafka: kerr.CorruptMessage, Reason: "bad"}, kerr.CorruptMessage},
+		{errors.New("something else"), kerr.UnknownServerError},
+	} {
+		if got := KafkaError(tc.err); got != tc.want {
+			t.Errorf("KafkaError(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

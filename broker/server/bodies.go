@@ -30,8 +30,7 @@ func bodyClass(n int) int {
 	if n <= 0 || n > 1<<maxPooledBodyShift {
 		return -1
 	}
-	c := max(bits.Len(uint(n-1)), minPooledBodyShift)
-	return c
+	return max(bits.Len(uint(n-1)), minPooledBodyShift)
 }
 
 // getBody returns a slice of n bytes whose contents are undefined.

@@ -4,25 +4,20 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/producer"
 	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/broker/replica"
 )
 
-// kafkaCode is the Kafka error code for err: its own when it wraps a
-// kerr.Error (every error of the storage, cluster and producer packages
-// does), UNKNOWN_SERVER_ERROR otherwise, 0 for nil.
+// kafkaCode is the Kafka error code for err (replica.KafkaError): its own
+// when it wraps a kerr.Error (every error of the storage, cluster and
+// producer packages does), 0 for nil.
 func kafkaCode(err error) int16 {
 	if err == nil {
 		return 0
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	return kerr.UnknownServerError.Code
+	return replica.KafkaError(err).Code
 }
 
 // errorMessage is the text for a response's error message field: nil when
