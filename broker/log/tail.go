@@ -36,25 +36,27 @@ func (t *tailBatches) add(b batchExtent) {
 	t.mu.Unlock()
 }
 
-// holding is the first kept batch whose last offset is at least offset,
-// what find would return, if the kept batches reach back to offset.
-func (t *tailBatches) holding(offset int64) (batchExtent, bool) {
+// holding is the first batch before end whose last offset is at least
+// offset, what find would return; known is false when the kept batches do
+// not reach back to offset. The kept batches lie end to end up to the
+// newest append, and end is a batch boundary, so when none of those before
+// end holds offset, no batch before end does.
+func (t *tailBatches) holding(offset, end int64) (b batchExtent, found, known bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.n == 0 {
-		return batchExtent{}, false
-	}
-	oldest := t.at[(t.next-t.n+tailBatchesKept)%tailBatchesKept]
-	if offset < oldest.base {
-		return batchExtent{}, false // in a batch before the kept ones
+	if t.n == 0 || offset < t.at[(t.next-t.n+tailBatchesKept)%tailBatchesKept].base {
+		return batchExtent{}, false, false // in a batch before the kept ones
 	}
 	for i := t.n; i >= 1; i-- {
 		b := t.at[(t.next-i+tailBatchesKept)%tailBatchesKept]
+		if b.pos+b.size > end {
+			break // appended after the reader looked at the segment's size
+		}
 		if b.last >= offset {
-			return b, true
+			return b, true, true
 		}
 	}
-	return batchExtent{}, false
+	return batchExtent{}, false, true
 }
 
 // tailRef is a segment's kept batches, nil for a segment that took no
@@ -63,11 +65,14 @@ type tailRef = atomic.Pointer[tailBatches]
 
 // locate is the batch holding offset (or the first after it), before end:
 // from the kept tail batches when they reach back that far, else by
-// walking batch headers from the offset index's entry.
+// walking batch headers from the offset index's entry. A reader bounded
+// by the log end asks for the batch holding the end, which is none: the
+// kept batches answer that too, where a walk would read every header from
+// the index entry to the end.
 func (s *segment) locate(offset, end int64) (batchExtent, bool, error) {
 	if t := s.tail.Load(); t != nil {
-		if b, ok := t.holding(offset); ok && b.pos+b.size <= end {
-			return b, true, nil
+		if b, found, known := t.holding(offset, end); known {
+			return b, found, nil
 		}
 	}
 	pos, h, found, err := s.find(offset, s.offsets.lookup(offset), end)

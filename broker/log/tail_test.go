@@ -52,7 +52,7 @@ func TestReadFromTheTailAgreesWithTheIndex(t *testing.T) {
 				}
 			}
 		}
-		if _, ok := kept.holding(offset); ok {
+		if _, _, known := kept.holding(offset, active.size.Load()); known {
 			fromTail++
 		}
 	}
