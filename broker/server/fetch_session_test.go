@@ -12,8 +12,14 @@ import (
 // session id at epoch, forgetting the partitions in forget.
 func sessionFetch(t *testing.T, s *Server, topic string, id, epoch int32, offsets map[int32]int64, forget ...int32) *kmsg.FetchResponse {
 	t.Helper()
+	return sessionFetchMax(t, s, topic, id, epoch, 1<<20, offsets, forget...)
+}
+
+// sessionFetchMax is sessionFetch with the response's byte limit.
+func sessionFetchMax(t *testing.T, s *Server, topic string, id, epoch, maxBytes int32, offsets map[int32]int64, forget ...int32) *kmsg.FetchResponse {
+	t.Helper()
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 0, 1<<20
+	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 0, maxBytes
 	req.SessionID, req.SessionEpoch = id, epoch
 	if len(offsets) > 0 {
 		rt := kmsg.NewFetchRequestTopic()
@@ -115,6 +121,30 @@ func TestFetchSessionIncremental(t *testing.T) {
 	sessionFetch(t, s, "inc", id, -1, map[int32]int64{0: 0})
 	if resp := sessionFetch(t, s, "inc", id, 5, nil); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("after closing the session: error %v, want FETCH_SESSION_ID_NOT_FOUND", kerr.ErrorForCode(resp.ErrorCode))
+	}
+}
+
+// When the response's byte limit leaves partitions out, the next fetch of
+// the session reads the left-out ones first: a partition that returned
+// records goes to the end of the read order, so a busy partition does not
+// starve the others.
+func TestFetchSessionRotatesPartitions(t *testing.T) {
+	s := startAdminBroker(t, nil)
+	admCreateTopic(t, s, "fair", 2, nil)
+	cl := admClient(t, s)
+	for range 3 { // three batches in each partition
+		admProduce(t, cl, "fair", 0, 2)
+		admProduce(t, cl, "fair", 1, 2)
+	}
+	// A limit of one byte returns one batch (KIP-74), of the first
+	// partition read.
+	full := sessionFetchMax(t, s, "fair", 0, 0, 1, map[int32]int64{0: 0, 1: 0})
+	if got := answeredPartitions(full); got[0] == 0 || got[1] != 0 {
+		t.Fatalf("first fetch: record bytes by partition %v, want partition 0 only", got)
+	}
+	next := sessionFetchMax(t, s, "fair", full.SessionID, 1, 1, map[int32]int64{0: 2})
+	if got := answeredPartitions(next); got[1] == 0 || got[0] != 0 {
+		t.Fatalf("second fetch: record bytes by partition %v, want partition 1, which the first left out", got)
 	}
 }
 

@@ -25,12 +25,12 @@ type fetchSessions struct {
 	mu       sync.Mutex
 	sessions map[int32]*fetchSession
 	slots    int
-	// Sessions used within this long are never evicted for a new one:
-	// a busy broker answers full fetches to newcomers instead, as Kafka
-	// does (its eviction time is fixed too).
-	keep time.Duration
-	now  func() time.Time
 }
+
+// Sessions used within this long are never evicted for a new one: a busy
+// broker answers full fetches to newcomers instead, as Kafka does (its
+// eviction time is fixed too).
+const keepFetchSession = 2 * time.Minute
 
 // fetchSessionKey is a session partition as the client names it: by topic
 // name below Fetch v13, by topic ID from v13.
@@ -61,7 +61,7 @@ type fetchSession struct {
 }
 
 func newFetchSessions(slots int) *fetchSessions {
-	return &fetchSessions{sessions: map[int32]*fetchSession{}, slots: slots, keep: 2 * time.Minute, now: time.Now}
+	return &fetchSessions{sessions: map[int32]*fetchSession{}, slots: slots}
 }
 
 // resolve applies req to the session it names and returns the partitions
@@ -71,7 +71,7 @@ func newFetchSessions(slots int) *fetchSessions {
 // used.
 func (fs *fetchSessions) resolve(req *kmsg.FetchRequest) (eff *kmsg.FetchRequest, session *fetchSession, incremental bool, code *kerr.Error) {
 	if req.Version < 7 || req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0 {
-		return req, nil, false, nil // followers fetch outside sessions (ours do)
+		return req, nil, false, nil // replica fetches: our followers ask for no session
 	}
 	switch {
 	case req.SessionEpoch == -1:
@@ -95,7 +95,7 @@ func (fs *fetchSessions) resolve(req *kmsg.FetchRequest) (eff *kmsg.FetchRequest
 	fs.mu.Lock()
 	s := fs.sessions[req.SessionID]
 	if s != nil {
-		s.lastUsed = fs.now()
+		s.lastUsed = time.Now()
 	}
 	fs.mu.Unlock()
 	if s == nil {
@@ -129,11 +129,11 @@ func (fs *fetchSessions) open() int {
 }
 
 // create makes a new session, evicting the one used longest ago if every
-// slot is taken and it has been idle for fs.keep; nil if none can be had.
+// slot is taken and it has been idle for keepFetchSession; nil if none can be had.
 func (fs *fetchSessions) create() *fetchSession {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	now := fs.now()
+	now := time.Now()
 	if len(fs.sessions) >= fs.slots {
 		var oldest *fetchSession
 		for _, s := range fs.sessions {
@@ -141,7 +141,7 @@ func (fs *fetchSessions) create() *fetchSession {
 				oldest = s
 			}
 		}
-		if oldest == nil || now.Sub(oldest.lastUsed) < fs.keep {
+		if oldest == nil || now.Sub(oldest.lastUsed) < keepFetchSession {
 			return nil
 		}
 		delete(fs.sessions, oldest.id)
@@ -239,9 +239,18 @@ func (s *fetchSession) answered(resp *kmsg.FetchResponse, incremental bool) {
 		}
 	}
 	resp.Topics = topics
-	for _, k := range returned {
-		if i := slices.Index(s.order, k); i >= 0 {
-			s.order = append(append(s.order[:i:i], s.order[i+1:]...), k)
+	if len(returned) > 0 {
+		// One pass, not one per partition: a session may hold thousands.
+		moved := make(map[fetchSessionKey]bool, len(returned))
+		for _, k := range returned {
+			moved[k] = true
 		}
+		order := make([]fetchSessionKey, 0, len(s.order))
+		for _, k := range s.order {
+			if !moved[k] {
+				order = append(order, k)
+			}
+		}
+		s.order = append(order, returned...)
 	}
 }
