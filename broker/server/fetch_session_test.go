@@ -1,6 +1,8 @@
 package server
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,9 +26,11 @@ func sessionFetchMax(t *testing.T, s *Server, topic string, id, epoch, maxBytes 
 	if len(offsets) > 0 {
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = topic
-		for p, o := range offsets {
+		// In partition order: the order of a request is the session's
+		// read order, which TestFetchSessionRotatesPartitions checks.
+		for _, p := range slices.Sorted(maps.Keys(offsets)) {
 			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = p, o, 1<<20, -1, -1
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = p, offsets[p], 1<<20, -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, rt)
