@@ -12,8 +12,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,28 +132,9 @@ func StartConfig(t testing.TB, cfg Config) *Broker {
 	return b
 }
 
-// FreePort is a loopback port nothing listens on now.
+// FreePort is a loopback port nothing listens on now, from this test
+// process's own block (see ports.go).
 func FreePort(t testing.TB) int { return freePort(t) }
-
-// It is picked below the kernel's ephemeral range (32768 and up on Linux),
-// where the client connections of every test running take their local
-// ports: a port from that range, free when checked, was now and then taken
-// by an outgoing connection before the broker bound it.
-func freePort(t testing.TB) int {
-	for range 100 {
-		port := 20000 + rand.IntN(12000)
-		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			ln.Close()
-			return port
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 func (b *Broker) start() {
 	b.t.Helper()
