@@ -19,10 +19,11 @@
 #    the peak RSS (VmHWM) after them covers every single-node workload.
 # 3. Runs each workload against each broker in turn, Kafka then Tributary,
 #    REPS times (A B A B ...), each measured run preceded by a warm-up run of
-#    the same kind, and `sync` before each warm-up so that writeback of the
-#    previous run does not land in the next one. The clients are the same for
-#    both brokers: Kafka's ProducerPerformance and ConsumerPerformance (JVM,
-#    -Xmx512M), franz-go (scripts/benchfetch, scripts/benchcompare).
+#    the same kind, and `sync` before each warm-up and latency run so that
+#    writeback of the previous run does not land in the next one. The
+#    clients are the same for both brokers: Kafka's ProducerPerformance and
+#    ConsumerPerformance (JVM, -Xmx512M), franz-go (scripts/benchfetch,
+#    scripts/benchcompare).
 #      p100a1   ProducerPerformance, 100 B records, 6 partitions, acks=1,
 #               batch.size=65536 linger.ms=5 (N100 records)
 #      p100all  the same, acks=all, enable.idempotence=true
@@ -39,6 +40,11 @@
 #               limit (benchfetch consume -client raw: Fetch requests into
 #               one reused buffer, batch headers walked), the second read
 #               measured
+#      ceilings with p16kraw and craw: the same bytes moved the same way
+#               with no protocol (benchfetch ceiling): written over
+#               loopback into page-cache files, and each broker's own
+#               segment files of the topic sent with sendfile(2); what no
+#               broker can beat on this machine
 #      consume  ConsumerPerformance reading N100 records of the p100a1 topic
 #               from offset 0 (fetch.nMsg.sec: excludes the group join)
 #      kgo      franz-go consumer (benchfetch consume -client kgo) reading
@@ -46,6 +52,9 @@
 #      lat      end-to-end latency at 50,000 records/s of 100 B, 6 partitions,
 #               franz-go producer (acks=all, linger 0) and consumer in one
 #               process (benchcompare latency): 3 s warm-up, 10 s measured
+#      lat80    the same at 80 % of the records/s Kafka reached in this
+#               round's p100a1 run (so p100a1 must run too); sent= and
+#               rate= in the raw lines show whether the client kept up
 #      many     1,000 partitions (10 topics x 100): broker CPU when idle over
 #               10 s, then a 5 s warm-up run and latency at 5,000 records/s as above
 #      rf3      after the single-node rounds, which are stopped first: a
@@ -64,24 +73,24 @@
 #    WRITE_DOC=1, replaces the generated part of docs/PERFORMANCE.md's
 #    section "# Against Apache Kafka".
 #
-# The issue asks for 5,000,000 records of 100 B; to keep a run under ~15
-# minutes on 2 cores the counts are scaled: N100=2,000,000, N1K=500,000,
-# N16K=60,000 (~1 GB), times SCALE (default 1). Warm-ups are a quarter of
-# the measured count.
+# Counts, times SCALE (default 1): N100=5,000,000 (the issue's count),
+# N1K=500,000, N16K=60,000 (~1 GB), N100RF3=1,000,000, chosen to keep a
+# run near 20 minutes on 2 cores. Warm-ups are a quarter of the measured
+# count.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 REPS=${REPS:-3}
 SCALE=${SCALE:-1}
 scale() { awk -v n="$1" -v s="$SCALE" 'BEGIN { printf "%d", n * s }'; }
-N100=${N100:-$(scale 2000000)}
+N100=${N100:-$(scale 5000000)}
 N1K=${N1K:-$(scale 500000)}
 N16K=${N16K:-$(scale 60000)}
 N100RF3=${N100RF3:-$(scale 1000000)}
 LAT_RATE=${LAT_RATE:-50000}
 LAT_SECONDS=${LAT_SECONDS:-10}
 [ -n "${WORKLOADS:-}" ] && WORKLOADS_SET=1
-WORKLOADS=${WORKLOADS:-p100a1 p100all p100raw p1k p16k p16kraw craw consume kgo lat many rf3}
+WORKLOADS=${WORKLOADS:-p100a1 p100all p100raw p1k p16k p16kraw craw consume kgo lat lat80 many rf3}
 OUT=${OUT:-bench-vs-kafka.txt}
 cores=$(nproc)
 parent=${TRIBUTARY_BENCH_DIR:-tributary-data}
@@ -105,7 +114,7 @@ lib=$(scripts/kafka-jars.sh)
 conf=$(dirname "$lib")/config
 go build -o bin/tributary ./cmd/tributary
 go build -o bin/benchcompare scripts/benchcompare/main.go
-go build -o bin/benchfetch scripts/benchfetch/main.go
+go build -o bin/benchfetch scripts/benchfetch/*.go
 
 dir=$(mktemp -d "$parent/bench-vs-kafka.XXXXXX")
 kport=$(bin/benchcompare freeport)
@@ -263,6 +272,7 @@ for rep in $(seq "$REPS"); do
 		for b in "${brokers[@]}"; do
 			topic "$b" "p100all-$rep" 6
 			produce p100all "$b" "p100all-$rep" "$N100" 100 all
+			bin/tributary topic delete "p100all-$rep" -b "${addr[$b]}" >/dev/null
 		done
 	fi
 	if has p1k; then
@@ -289,6 +299,16 @@ for rep in $(seq "$REPS"); do
 			topic "$b" "p16kraw-$rep" 6
 			produce_raw p16kraw "$b" "p16kraw-$rep" "$N16K" 16384
 		done
+		# The same bytes over loopback into page-cache files with no
+		# protocol at all: what no broker can beat here.
+		ceil=(bin/benchfetch ceiling write -dir "$dir" -conns "$cores" -partitions 6)
+		sync
+		"${ceil[@]}" -bytes $((N16K * 16384)) >/dev/null
+		sync
+		"${ceil[@]}" -bytes $((4 * N16K * 16384)) -label "w=cwrite rep=$rep " | awk -v cores="$cores" '{
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+			printf "w=%s rep=%s MBs=%s machine_share=%.0f\n", f["w"], f["rep"], f["MBs"], 100 * f["machine"] / (f["wall"] * cores)
+		}' | tee -a "$OUT"
 	fi
 	if has p16kraw && has craw; then
 		for b in "${brokers[@]}"; do
@@ -298,6 +318,10 @@ for rep in $(seq "$REPS"); do
 				for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 				printf "w=%s b=%s rep=%s recs=%.0f MBs=%.1f cpu=%.2f bytes=%.0f machine_share=%.0f\n", f["w"], f["b"], f["rep"], f["records"] / f["wall"], f["bytes"] / f["wall"] / 1e6, f["broker_user"] + f["broker_sys"], f["bytes"], 100 * f["machine"] / (f["wall"] * cores)
 			}' | tee -a "$OUT"
+			# Each broker's own segment files of that topic, sent the same
+			# way with no protocol: what no broker can beat on these files.
+			r=$(bin/benchfetch ceiling read -files "$dir/$b/p16kraw-$rep-*/*.log")
+			record "w=cread b=$b rep=$rep $r"
 		done
 	fi
 	if has p16k || has p16kraw; then
@@ -336,11 +360,24 @@ for rep in $(seq "$REPS"); do
 	if has lat; then
 		for b in "${brokers[@]}"; do
 			topic "$b" "lat-$rep" 6
+			sync # writeback of earlier runs lands in neither broker's run
 			c0=$(cpu "${pid[$b]}")
 			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "lat-$rep" -rate "$LAT_RATE" -size 100 \
 				-warmup 3s -duration "${LAT_SECONDS}s")
 			c1=$(cpu "${pid[$b]}")
 			record "w=lat b=$b rep=$rep $r cpu=$(awk -v a="$c0" -v z="$c1" 'BEGIN { print z - a }')"
+		done
+	fi
+	if has lat80 && has p100a1; then
+		kmax=$(awk -v rep="$rep" '$1 == "w=p100a1" && $2 == "b=kafka" && $3 == "rep=" rep { sub("recs=", "", $4); print $4 }' "$OUT")
+		rate=$(awk -v m="$kmax" 'BEGIN { printf "%d", 0.8 * m }')
+		for b in "${brokers[@]}"; do
+			topic "$b" "lat80-$rep" 6
+			sync
+			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "lat80-$rep" -rate "$rate" -size 100 \
+				-warmup 3s -duration "${LAT_SECONDS}s")
+			record "w=lat80 b=$b rep=$rep target_rate=$rate $r"
+			bin/tributary topic delete "lat80-$rep" -b "${addr[$b]}" >/dev/null
 		done
 	fi
 	if has many; then
@@ -358,6 +395,9 @@ for rep in $(seq "$REPS"); do
 				-warmup 3s -duration "${LAT_SECONDS}s")
 			record "w=many b=$b rep=$rep $r idle_cpu_pct=$(awk -v a="$c0" -v z="$c1" 'BEGIN { printf "%.1f", (z - a) * 10 }')"
 		done
+	fi
+	if has p100a1 || has consume || has kgo; then
+		for b in "${brokers[@]}"; do bin/tributary topic delete "p100a1-$rep" -b "${addr[$b]}" >/dev/null; done
 	fi
 done
 for b in "${brokers[@]}"; do
@@ -441,10 +481,12 @@ function add(key, v) { val[key, cnt[key]++] = v; if (rep != "") { pv[key, rep] =
 	for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	w = f["w"]; b = f["b"]; rep = ""
 	if (w == "disk") { add("disk", f["MBs"]); next }
+	if (w == "cwrite") { add("cwrite", f["MBs"]); add("cwrite" SUBSEP "machine", f["machine_share"]); next }
 	if (w == "rss") { add(b SUBSEP "rss", f["hwm_kb"] / 1024); next }
 	if (w == "rss3") { add(b SUBSEP "rss3", f["hwm_kb"] / 1024); next }
 	rep = f["rep"]
-	if (w == "lat" || w == "lat3" || w == "many") {
+	if (w == "lat" || w == "lat80" || w == "lat3" || w == "many") {
+		if (w == "lat80") add(b SUBSEP w SUBSEP "rate", f["rate"])
 		add(b SUBSEP w SUBSEP "p50", f["p50_ms"]); add(b SUBSEP w SUBSEP "p99", f["p99_ms"]); add(b SUBSEP w SUBSEP "p999", f["p999_ms"])
 		if (w == "many") add(b SUBSEP w SUBSEP "idle", f["idle_cpu_pct"])
 		next
@@ -461,6 +503,18 @@ function disk(name, w,    d, t) {
 	d = median("disk"); t = median("tributary" SUBSEP w SUBSEP "MBs")
 	if (t == "") return
 	printf "| %s (dd oflag=direct, %.0f MB/s) | | %.1f MB/s | %.2f | ≥ 0.80 | %s |\n", name, d, t, t / d, (t / d >= 0.8) ? "yes" : "**no**"
+}
+# The MB/s of each broker in workload w as a share of the ceiling measured in
+# the same run (benchfetch ceiling: the same transfer with no protocol).
+function share(name, w, ceil,    k, t, c) {
+	k = median("kafka" SUBSEP w SUBSEP "MBs"); t = median("tributary" SUBSEP w SUBSEP "MBs")
+	if (k == "" || t == "") return
+	if (ceil != "") { c = median(ceil); if (c == "" || c == 0) return; k = k / c; t = t / c }
+	else {
+		c = median("kafka" SUBSEP "cread" SUBSEP "MBs"); if (c == "" || c == 0) return; k = k / c
+		c = median("tributary" SUBSEP "cread" SUBSEP "MBs"); if (c == "" || c == 0) return; t = t / c
+	}
+	printf "| %s | %.0f %% | %.0f %% | | | limit |\n", name, 100 * k, 100 * t
 }
 # A limit row shows what stops a ratio from showing: the producer share
 # of the machine CPU over its run, against each broker.
@@ -503,13 +557,20 @@ END {
 	row("produce 16 KiB, acks=1, raw Go producer (" cores " connections)", "p16kraw" SUBSEP "MBs", "MB/s", 1.2, "hi", "%.1f")
 	disk("produce 16 KiB, raw Go producer: Tributary / disk write", "p16kraw")
 	limit("limit: the whole machine CPU busy (all " cores " cores, softirq included) during the raw 16 KiB run", "p16kraw" SUBSEP "machine")
+	if (cnt["cwrite"] > 0) share(sprintf("limit: the raw 16 KiB run as a share of the same bytes sent over loopback and written into page-cache files with no protocol (benchfetch ceiling write: %.0f MB/s, the machine %.0f %% busy)", median("cwrite"), median("cwrite" SUBSEP "machine")), "p16kraw", "cwrite")
 	row("consume, ConsumerPerformance", "consume" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("consume, franz-go", "kgo" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("consume, raw Go consumer, 16 KiB records", "craw" SUBSEP "MBs", "MB/s", 1.5, "hi", "%.1f")
 	limit("limit: the whole machine CPU busy (all " cores " cores, softirq included) during the raw consume", "craw" SUBSEP "machine")
+	row("limit: the segment files of that topic of each broker, sent over loopback with sendfile and no protocol (benchfetch ceiling read)", "cread" SUBSEP "MBs", "MB/s", "", "hi", "%.1f")
+	share("limit: the raw consume as a share of the files of its broker sent that way", "craw", "")
 	row("e2e latency at 50k rec/s, p50", "lat" SUBSEP "p50", "ms", "", "lo", "%.2f")
 	row("e2e latency at 50k rec/s, p99", "lat" SUBSEP "p99", "ms", 0.5, "lo", "%.2f")
 	row("e2e latency at 50k rec/s, p99.9", "lat" SUBSEP "p999", "ms", "", "lo", "%.2f")
+	row("e2e latency at 80 % of the produce 100 B acks=1 rec/s of Kafka: rate the client sent", "lat80" SUBSEP "rate", "rec/s", "", "hi", "%.0f")
+	row("e2e latency at 80 % of that: p50", "lat80" SUBSEP "p50", "ms", "", "lo", "%.2f")
+	row("e2e latency at 80 % of that: p99", "lat80" SUBSEP "p99", "ms", "", "lo", "%.2f")
+	row("e2e latency at 80 % of that: p99.9", "lat80" SUBSEP "p999", "ms", "", "lo", "%.2f")
 	row("1,000 partitions: idle broker CPU", "many" SUBSEP "idle", "% of a core", "", "lo", "%.1f")
 	row("1,000 partitions, 5k rec/s: p99", "many" SUBSEP "p99", "ms", "", "lo", "%.2f")
 	row("3 brokers, RF 3, min ISR 2: produce 100 B, acks=all idempotent", "rf3" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")

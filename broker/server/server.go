@@ -326,8 +326,8 @@ func (s *Server) accept(name string, ln net.Listener) {
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
-			// As Kafka: a fixed buffer (102,400 bytes by default) unless
-			// the setting is -1, the kernel's autotuning.
+			// A fixed buffer, unless the setting is -1: the kernel's
+			// autotuning (the receive side's default, see broker_defs.go).
 			if n := s.cfg.Int("socket.send.buffer.bytes"); n > 0 {
 				tc.SetWriteBuffer(int(n))
 			}

@@ -9,6 +9,8 @@
 //	benchfetch produce -b 127.0.0.1:9092 -topic t -bytes 2GiB -record-size 1024
 //	benchfetch produce -client raw -conns 2 -b 127.0.0.1:9092 -topic t -partitions 6 -bytes 1GiB -record-size 16384
 //	benchfetch consume -b 127.0.0.1:9092 -topic t -client raw -broker-pid 1234
+//	benchfetch ceiling write -dir D -bytes 4GiB -conns 2 -partitions 6
+//	benchfetch ceiling read -files 'D/t-*/*.log'
 //
 // consume -client raw sends FetchRequests (v12) on its own connection and
 // only walks the batch headers of each response, read into one reused
@@ -52,7 +54,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fatal(errors.New("usage: benchfetch freeport|produce|consume [flags]"))
+		fatal(errors.New("usage: benchfetch freeport|produce|consume|ceiling [flags]"))
 	}
 	var err error
 	switch os.Args[1] {
@@ -66,6 +68,8 @@ func main() {
 		err = produce(os.Args[2:])
 	case "consume":
 		err = consume(os.Args[2:])
+	case "ceiling":
+		err = ceiling(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

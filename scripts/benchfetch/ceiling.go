@@ -1,0 +1,359 @@
+//go:build ignore
+
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// The ceilings are what no broker can beat on this machine: the same
+// bytes moved over loopback the way the raw clients move them, with no
+// protocol, no index, no checksum and no bookkeeping. A broker at 90 % of a
+// ceiling has 10 % left to win, whatever Kafka does.
+//
+//	benchfetch ceiling write -dir D -bytes 4GiB -conns 2 -partitions 6
+//	benchfetch ceiling read -files 'D/topic-*/*.log'
+func ceiling(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: benchfetch ceiling write|read [flags]")
+	}
+	fs := flag.NewFlagSet("ceiling "+args[0], flag.ExitOnError)
+	label := fs.String("label", "", "printed first")
+	fs.IntVar(&serverSockBuf, "sockbuf", 102400, "SO_SNDBUF and SO_RCVBUF of the receiving or sending end, as a broker's socket.send.buffer.bytes and socket.receive.buffer.bytes (both brokers' default); -1 for the OS's")
+	switch args[0] {
+	case "write":
+		dir := fs.String("dir", "", "directory for the files written (removed after)")
+		total := fs.String("bytes", "1GiB", "bytes to write")
+		conns := fs.Int("conns", 2, "connections")
+		partitions := fs.Int("partitions", 6, "files, split over the connections")
+		splice := fs.Bool("splice", false, "move the bytes with splice(2) through a pipe, never into this process")
+		fs.Parse(args[1:])
+		want, err := parseSize(*total)
+		if err != nil || *dir == "" {
+			return fmt.Errorf("ceiling write: -dir and -bytes needed (-bytes %q)", *total)
+		}
+		return ceilingWrite(*dir, want, *conns, *partitions, *splice, *label)
+	case "read":
+		pattern := fs.String("files", "", "glob of the files to send, e.g. a topic's segment files")
+		fs.Parse(args[1:])
+		files, err := filepath.Glob(*pattern)
+		if err != nil || len(files) == 0 {
+			return fmt.Errorf("ceiling read: -files %q matches no file", *pattern)
+		}
+		return ceilingRead(files, *label)
+	}
+	return fmt.Errorf("ceiling %q: want write or read", args[0])
+}
+
+// serverSockBuf is the socket buffer size of the end that plays the
+// broker. It matters on loopback: with 100 KiB the receiver copies the
+// bytes out while they are still in the CPU's cache; with the kernel's
+// autotuned megabytes they are not, and sendfile ran at half the speed.
+var serverSockBuf int
+
+// asBroker gives nc the socket buffers a broker's connection has.
+func asBroker(nc *net.TCPConn) error {
+	if serverSockBuf <= 0 {
+		return nil
+	}
+	if err := nc.SetReadBuffer(serverSockBuf); err != nil {
+		return err
+	}
+	return nc.SetWriteBuffer(serverSockBuf)
+}
+
+// batchBytes is the raw producer's batch: one pwrite per partition per
+// request, as a broker appending a produce request does.
+const batchBytes = 64 << 10
+
+// ceilingWrite sends want bytes over conns loopback connections in frames
+// of one 64 KiB batch per partition of the connection, up to 5 frames in
+// flight (produce -client raw's requests, without their headers). The
+// receiver reads each frame into one buffer, pwrites each batch at the end
+// of its partition's file and answers with 4 bytes. With splice the
+// receiver moves each batch from the socket into a pipe and from the pipe
+// into the file: one copy fewer, the bytes never in user space.
+func ceilingWrite(dir string, want int64, conns, partitions int, splice bool, label string) error {
+	if conns < 1 || conns > partitions {
+		return fmt.Errorf("ceiling write: -conns %d must be from 1 to -partitions %d", conns, partitions)
+	}
+	dir, err := os.MkdirTemp(dir, "ceiling-write-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	perConn := partitions / conns
+	frame := make([]byte, perConn*batchBytes)
+	for i := range frame {
+		frame[i] = byte(i*7 + i>>9) // not all zeros; the kernel copies it either way
+	}
+	frames := max(1, want/int64(conns*len(frame)))
+
+	errs := make(chan error, 3*conns)
+	go func() {
+		for c := range conns {
+			nc, err := ln.Accept()
+			if err != nil {
+				errs <- err
+				return
+			}
+			go func() { errs <- receive(nc.(*net.TCPConn), dir, c, perConn, frames, splice) }()
+		}
+	}()
+	before, err := takeSample(0)
+	if err != nil {
+		return err
+	}
+	for range conns {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		inFlight := make(chan struct{}, 5)
+		go func() {
+			for range frames {
+				inFlight <- struct{}{}
+				if _, err := nc.Write(frame); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() {
+			var ack [4]byte
+			for range frames {
+				if _, err := io.ReadFull(nc, ack[:]); err != nil {
+					errs <- err
+					return
+				}
+				<-inFlight
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 * conns { // every receiver and every client's acks
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	after, err := takeSample(0)
+	if err != nil {
+		return err
+	}
+	bytes := frames * int64(conns*len(frame))
+	wall := after.wall.Sub(before.wall).Seconds()
+	fmt.Printf("%sMBs=%.1f bytes=%d wall=%.4f self_user=%.3f self_sys=%.3f machine=%.2f\n", label, float64(bytes)/wall/1e6,
+		bytes, wall, after.selfUser-before.selfUser, after.selfSys-before.selfSys, after.machineBusy-before.machineBusy)
+	return nil
+}
+
+// receive is one connection's receiving end in ceilingWrite.
+func receive(nc *net.TCPConn, dir string, conn, perConn int, frames int64, splice bool) error {
+	defer nc.Close()
+	if err := asBroker(nc); err != nil {
+		return err
+	}
+	var p *splicer
+	if splice {
+		var err error
+		if p, err = newSplicer(nc); err != nil {
+			return err
+		}
+		defer p.close()
+	}
+	files := make([]*os.File, perConn)
+	ends := make([]int64, perConn)
+	for p := range files {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d.log", conn, p)))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		files[p] = f
+	}
+	buf := make([]byte, perConn*batchBytes)
+	var ack [4]byte
+	for range frames {
+		if p != nil {
+			for i, f := range files {
+				if err := p.move(f, ends[i], batchBytes); err != nil {
+					return err
+				}
+				ends[i] += batchBytes
+			}
+		} else {
+			if _, err := io.ReadFull(nc, buf); err != nil {
+				return err
+			}
+			for i, f := range files {
+				n, err := f.WriteAt(buf[i*batchBytes:(i+1)*batchBytes], ends[i])
+				if err != nil {
+					return err
+				}
+				ends[i] += int64(n)
+			}
+		}
+		if _, err := nc.Write(ack[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetchBytes and partBytes are consume -client raw's Fetch limits.
+const (
+	fetchBytes = 64 << 20
+	partBytes  = 16 << 20
+)
+
+// ceilingRead sends files whole over one loopback connection twice, the
+// second time measured, as answers of up to 64 MiB made of ranges of up
+// to 16 MiB taken from the files in turn, each answer a 4-byte length
+// then sendfile(2) per range (a broker's Fetch answer). The reader asks
+// for each answer with 4 bytes and reads it into one reused buffer.
+func ceilingRead(files []string, label string) error {
+	slices.Sort(files)
+	var total int64
+	opened := make([]*os.File, len(files))
+	for i, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		opened[i], total = f, total+st.Size()
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	served := make(chan error, 1)
+	go func() { served <- serveFiles(ln, opened) }()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	buf := make([]byte, fetchBytes)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1 // memory that sat idle is slow on its first touch
+	}
+	var before, after sample
+	for pass := range 2 {
+		if before, err = takeSample(0); err != nil {
+			return err
+		}
+		for read := int64(0); read < total; {
+			var hdr [4]byte
+			if _, err := nc.Write(hdr[:]); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(nc, hdr[:]); err != nil {
+				return fmt.Errorf("pass %d: %w", pass+1, err)
+			}
+			n := int64(binary.BigEndian.Uint32(hdr[:]))
+			if _, err := io.ReadFull(nc, buf[:n]); err != nil {
+				return err
+			}
+			read += n
+		}
+		if after, err = takeSample(0); err != nil {
+			return err
+		}
+	}
+	nc.Close()
+	if err := <-served; err != nil {
+		return err
+	}
+	wall := after.wall.Sub(before.wall).Seconds()
+	fmt.Printf("%sMBs=%.1f bytes=%d wall=%.4f self_user=%.3f self_sys=%.3f machine=%.2f\n", label, float64(total)/wall/1e6,
+		total, wall, after.selfUser-before.selfUser, after.selfSys-before.selfSys, after.machineBusy-before.machineBusy)
+	return nil
+}
+
+// serveFiles answers every 4-byte request on the one connection it
+// accepts with the next ranges of files, starting over after the last,
+// until the reader hangs up.
+func serveFiles(ln net.Listener, files []*os.File) error {
+	nc, err := ln.Accept()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	tcp := nc.(*net.TCPConn)
+	if err := asBroker(tcp); err != nil {
+		return err
+	}
+	sizes := make([]int64, len(files))
+	for i, f := range files {
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		sizes[i] = st.Size()
+	}
+	pos := make([]int64, len(files))
+	next := 0
+	for {
+		var hdr [4]byte
+		if _, err := io.ReadFull(nc, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if slices.Equal(pos, sizes) {
+			clear(pos) // the next pass
+		}
+		type span struct {
+			f        *os.File
+			off, len int64
+		}
+		var spans []span
+		var n int64
+		for range files {
+			i := next
+			next = (next + 1) % len(files)
+			take := min(partBytes, sizes[i]-pos[i], fetchBytes-n)
+			if take <= 0 {
+				continue
+			}
+			spans = append(spans, span{files[i], pos[i], take})
+			pos[i] += take
+			n += take
+		}
+		binary.BigEndian.PutUint32(hdr[:], uint32(n))
+		if _, err := nc.Write(hdr[:]); err != nil {
+			return err
+		}
+		for _, s := range spans {
+			// net's ReadFrom turns an *os.File, limited, into
+			// sendfile(2) from the file's offset.
+			if _, err := s.f.Seek(s.off, io.SeekStart); err != nil {
+				return err
+			}
+			if _, err := tcp.ReadFrom(io.LimitReader(s.f, s.len)); err != nil {
+				return err
+			}
+		}
+	}
+}
