@@ -29,6 +29,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -150,9 +151,20 @@ waitReady:
 	}
 
 	var failed atomic.Pointer[error]
-	cb := func(_ *kgo.Record, err error) {
+	// acks are the produce-to-acknowledgement times of measured records,
+	// to tell the producer's part of the latency from the consumer's.
+	var acksMu sync.Mutex
+	var acks []int64
+	cb := func(r *kgo.Record, err error) {
 		if err != nil {
 			failed.CompareAndSwap(nil, &err)
+			return
+		}
+		now := time.Now().UnixNano()
+		if ts := int64(binary.BigEndian.Uint64(r.Value)); ts >= measureFrom.Load() {
+			acksMu.Lock()
+			acks = append(acks, now-ts)
+			acksMu.Unlock()
 		}
 	}
 	slab := recordSlab{size: *size}
@@ -195,18 +207,12 @@ waitReady:
 		return fmt.Errorf("latency: received %d of %d measured records", c, measured)
 	}
 	slices.Sort(lats)
-	q := func(p float64) float64 {
-		if len(lats) == 0 {
-			return 0
-		}
-		i := int(p * float64(len(lats)))
-		if i >= len(lats) {
-			i = len(lats) - 1
-		}
-		return float64(lats[i]) / 1e6
-	}
-	fmt.Printf("sent=%d measured=%d received=%d rate=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f\n",
-		sent, measured, received.Load(), float64(sent)/elapsed.Seconds(), q(0.50), q(0.99), q(0.999), q(1))
+	acksMu.Lock()
+	slices.Sort(acks)
+	acksMu.Unlock()
+	fmt.Printf("sent=%d measured=%d received=%d rate=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f ack_p50_ms=%.3f ack_p99_ms=%.3f\n",
+		sent, measured, received.Load(), float64(sent)/elapsed.Seconds(), quantile(lats, 0.50), quantile(lats, 0.99),
+		quantile(lats, 0.999), quantile(lats, 1), quantile(acks, 0.50), quantile(acks, 0.99))
 	return nil
 }
 
@@ -230,4 +236,13 @@ func (s *recordSlab) next() *kgo.Record {
 	r.Value = s.values[:s.size:s.size]
 	s.recs, s.values = s.recs[1:], s.values[s.size:]
 	return r
+}
+
+// quantile is the q-th quantile of sorted nanoseconds, in milliseconds.
+func quantile(sorted []int64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(int(q*float64(len(sorted))), len(sorted)-1)
+	return float64(sorted[i]) / 1e6
 }

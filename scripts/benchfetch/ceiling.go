@@ -143,10 +143,11 @@ func ceilingWrite(dir string, want int64, conns, partitions int, splice bool, la
 }
 
 // client runs this program again as the client end of a ceiling, in a
-// process of its own as a broker's clients are: within one process the
-// same transfer cost half the CPU (no switch between address spaces on
-// every wakeup), which no broker could match. It returns what the client
-// printed: its measured run.
+// process of its own as a broker's clients are: within one process, with
+// no switch between address spaces at each wakeup, sending about 4 GB of
+// files cost 0.9 machine CPU seconds against 1.1-1.3 across two, a
+// saving no broker could have. It returns what the client printed: its
+// measured run.
 func client(args ...string) (string, error) {
 	cmd := exec.Command(os.Args[0], append([]string{"ceiling"}, args...)...)
 	cmd.Stderr = os.Stderr
