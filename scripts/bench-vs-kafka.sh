@@ -61,7 +61,8 @@
 #               three-node cluster of each (combined mode, 3 voters, the
 #               same settings, min.insync.replicas=2), ProducerPerformance
 #               100 B records to 6 partitions replicated 3 times, acks=all
-#               idempotent (N100RF3 records), then end-to-end latency at
+#               idempotent (N100RF3 records), ConsumerPerformance reading
+#               them back from the leaders, then end-to-end latency at
 #               LAT_RATE as lat does, on a topic replicated 3 times; REPS
 #               rounds A B; CPU and peak RSS summed over the three brokers
 #    For every measured run, the broker's utime+stime from /proc/PID/stat
@@ -101,9 +102,10 @@ if [ "$(stat -f -c %T "$parent")" = tmpfs ]; then
 fi
 parent=$(cd "$parent" && pwd)
 has() { [[ " $WORKLOADS " == *" $1 "* ]]; }
-# Each round keeps up to about 14 GB of both brokers' logs at once (deleted
-# segments stay a minute, as in Kafka), and the older rounds' topics stay.
-need_gb=$(awk -v s="$SCALE" 'BEGIN { printf "%d", 30 * s + 2 }')
+# A round keeps its topics until it ends, about 24 GB of both brokers'
+# logs, and Kafka removes a deleted topic's files a minute later, into the
+# next round; the replicated rounds and the many-partition topics add more.
+need_gb=$(awk -v s="$SCALE" 'BEGIN { printf "%d", 40 * s + 2 }')
 free_gb=$(df -P -BG "$parent" | awk 'NR == 2 { sub("G", "", $4); print $4 }')
 if [ "$free_gb" -lt "$need_gb" ]; then
 	echo "bench-vs-kafka: $parent has ${free_gb} GB free; a run at SCALE=$SCALE needs about ${need_gb} GB (set TRIBUTARY_BENCH_DIR elsewhere, or a smaller SCALE)" >&2
@@ -249,6 +251,24 @@ produce_raw() {
 	}' | tee -a "$OUT"
 }
 
+# consume W broker topic n: ConsumerPerformance reads n records of 100 B
+# from offset 0, once to warm up and once measured.
+consume() {
+	local w=$1 b=$2 t=$3 n=$4 c0 c1
+	local cargs=(--bootstrap-server "${addr[$b]}" --topic "$t" --messages "$n" --timeout 30000)
+	J org.apache.kafka.tools.ConsumerPerformance "${cargs[@]}" >"$dir/warm.out" 2>&1 ||
+		{ cat "$dir/warm.out" >&2; exit 1; }
+	c0=$(cpus "$b")
+	J org.apache.kafka.tools.ConsumerPerformance "${cargs[@]}" >"$dir/run.out" 2>&1 ||
+		{ cat "$dir/run.out" >&2; exit 1; }
+	c1=$(cpus "$b")
+	# start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
+	# rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+	tail -1 "$dir/run.out" | awk -F', *' -v w="$w" -v b="$b" -v rep="$rep" -v c0="$c0" -v c1="$c1" -v n="$n" '{
+		printf "w=%s b=%s rep=%d recs=%s MBs=%s all_recs=%s rebalance_ms=%s msgs=%s cpu=%.2f bytes=%d\n", w, b, rep, $10, $9, $6, $7, $5, c1 - c0, n * 100
+	}' | tee -a "$OUT"
+}
+
 disk_speed() { # MB/s of a 1 GiB sequential direct write in the data directory
 	local t0 t1
 	sync
@@ -262,6 +282,11 @@ disk_speed() { # MB/s of a 1 GiB sequential direct write in the data directory
 brokers=(kafka tributary)
 for rep in $(seq "$REPS"); do
 	echo "== round $rep of $REPS" | tee -a "$OUT"
+	# Topics written in this round, deleted together at its end: a topic
+	# deleted between workloads frees its page cache right before the other
+	# broker's next run (Tributary at once, Kafka a minute later), and which
+	# broker then writes into the warm memory it leaves decided the raw runs.
+	drop=()
 	if has p100a1 || has consume || has kgo; then
 		for b in "${brokers[@]}"; do
 			topic "$b" "p100a1-$rep" 6
@@ -272,8 +297,8 @@ for rep in $(seq "$REPS"); do
 		for b in "${brokers[@]}"; do
 			topic "$b" "p100all-$rep" 6
 			produce p100all "$b" "p100all-$rep" "$N100" 100 all
-			bin/tributary topic delete "p100all-$rep" -b "${addr[$b]}" >/dev/null
 		done
+		drop+=("p100all-$rep")
 	fi
 	if has p1k; then
 		for b in "${brokers[@]}"; do
@@ -292,7 +317,7 @@ for rep in $(seq "$REPS"); do
 			topic "$b" "p100raw-$rep" 6
 			produce_raw p100raw "$b" "p100raw-$rep" "$N100" 100
 		done
-		for b in "${brokers[@]}"; do bin/tributary topic delete "p100raw-$rep" -b "${addr[$b]}" >/dev/null; done
+		drop+=("p100raw-$rep")
 	fi
 	if has p16kraw; then
 		for b in "${brokers[@]}"; do
@@ -327,25 +352,10 @@ for rep in $(seq "$REPS"); do
 	if has p16k || has p16kraw; then
 		disk_speed >/dev/null # warm
 		record "w=disk rep=$rep MBs=$(disk_speed)"
-		for b in "${brokers[@]}"; do
-			for t in p16k p16kraw; do has $t && bin/tributary topic delete "$t-$rep" -b "${addr[$b]}" >/dev/null; done
-		done
+		for t in p16k p16kraw; do has $t && drop+=("$t-$rep"); done
 	fi
 	if has consume; then
-		for b in "${brokers[@]}"; do
-			cargs=(--bootstrap-server "${addr[$b]}" --topic "p100a1-$rep" --messages "$N100" --timeout 30000)
-			J org.apache.kafka.tools.ConsumerPerformance "${cargs[@]}" >"$dir/warm.out" 2>&1 ||
-				{ cat "$dir/warm.out" >&2; exit 1; }
-			c0=$(cpu "${pid[$b]}")
-			J org.apache.kafka.tools.ConsumerPerformance "${cargs[@]}" >"$dir/run.out" 2>&1 ||
-				{ cat "$dir/run.out" >&2; exit 1; }
-			c1=$(cpu "${pid[$b]}")
-			# start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
-			# rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
-			tail -1 "$dir/run.out" | awk -F', *' -v b="$b" -v rep="$rep" -v c0="$c0" -v c1="$c1" -v n="$N100" '{
-				printf "w=consume b=%s rep=%d recs=%s MBs=%s all_recs=%s rebalance_ms=%s msgs=%s cpu=%.2f bytes=%d\n", b, rep, $10, $9, $6, $7, $5, c1 - c0, n * 100
-			}' | tee -a "$OUT"
-		done
+		for b in "${brokers[@]}"; do consume consume "$b" "p100a1-$rep" "$N100"; done
 	fi
 	if has kgo; then
 		for b in "${brokers[@]}"; do
@@ -377,8 +387,8 @@ for rep in $(seq "$REPS"); do
 			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "lat80-$rep" -rate "$rate" -size 100 \
 				-warmup 3s -duration "${LAT_SECONDS}s")
 			record "w=lat80 b=$b rep=$rep target_rate=$rate $r"
-			bin/tributary topic delete "lat80-$rep" -b "${addr[$b]}" >/dev/null
 		done
+		drop+=("lat80-$rep")
 	fi
 	if has many; then
 		for b in "${brokers[@]}"; do
@@ -396,9 +406,11 @@ for rep in $(seq "$REPS"); do
 			record "w=many b=$b rep=$rep $r idle_cpu_pct=$(awk -v a="$c0" -v z="$c1" 'BEGIN { printf "%.1f", (z - a) * 10 }')"
 		done
 	fi
-	if has p100a1 || has consume || has kgo; then
-		for b in "${brokers[@]}"; do bin/tributary topic delete "p100a1-$rep" -b "${addr[$b]}" >/dev/null; done
-	fi
+	if has p100a1 || has consume || has kgo; then drop+=("p100a1-$rep"); fi
+	if has p1k; then drop+=("p1k-$rep"); fi
+	for b in "${brokers[@]}"; do
+		for t in "${drop[@]}"; do bin/tributary topic delete "$t" -b "${addr[$b]}" >/dev/null; done
+	done
 done
 for b in "${brokers[@]}"; do
 	record "w=rss b=$b hwm_kb=$(kb "${pid[$b]}" VmHWM) rss_kb=$(kb "${pid[$b]}" VmRSS)"
@@ -450,6 +462,7 @@ if has rf3; then
 		for b in "${brokers[@]}"; do
 			bin/tributary topic create "rf3-$rep" -p 6 -r 3 -b "${addr[$b]}" >/dev/null
 			produce rf3 "$b" "rf3-$rep" "$N100RF3" 100 all
+			consume consume3 "$b" "rf3-$rep" "$N100RF3"
 		done
 		for b in "${brokers[@]}"; do
 			bin/tributary topic create "lat3-$rep" -p 6 -r 3 -b "${addr[$b]}" >/dev/null
@@ -574,6 +587,7 @@ END {
 	row("1,000 partitions: idle broker CPU", "many" SUBSEP "idle", "% of a core", "", "lo", "%.1f")
 	row("1,000 partitions, 5k rec/s: p99", "many" SUBSEP "p99", "ms", "", "lo", "%.2f")
 	row("3 brokers, RF 3, min ISR 2: produce 100 B, acks=all idempotent", "rf3" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
+	row("3 brokers, RF 3: consume, ConsumerPerformance", "consume3" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")
 	row("peak RSS (VmHWM)", "rss", "MiB", 0.25, "lo", "%.0f")
 	row("3 brokers, RF 3: e2e latency at 50k rec/s, p50", "lat3" SUBSEP "p50", "ms", "", "lo", "%.2f")
 	row("3 brokers, RF 3: e2e latency at 50k rec/s, p99", "lat3" SUBSEP "p99", "ms", 0.5, "lo", "%.2f")
@@ -583,6 +597,7 @@ END {
 	row("broker CPU s/GB, produce 100 B acks=all", "p100all" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 100 B, raw Go producer", "p100raw" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("3 brokers: CPU s/GB (sum), produce 100 B RF 3 acks=all", "rf3" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	row("3 brokers: CPU s/GB (sum), consume (ConsumerPerformance)", "consume3" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 16 KiB", "p16k" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, produce 16 KiB, raw Go producer", "p16kraw" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (ConsumerPerformance)", "consume" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
