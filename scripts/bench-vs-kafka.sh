@@ -43,8 +43,8 @@
 #      ceilings with p16kraw and craw: the same bytes moved the same way
 #               with no protocol (benchfetch ceiling): written over
 #               loopback into page-cache files, and each broker's own
-#               segment files of the topic sent with sendfile(2); what no
-#               broker can beat on this machine
+#               segment files of the topic sent with sendfile(2); the
+#               most a broker can expect here
 #      consume  ConsumerPerformance reading N100 records of the p100a1 topic
 #               from offset 0 (fetch.nMsg.sec: excludes the group join)
 #      kgo      franz-go consumer (benchfetch consume -client kgo) reading
@@ -325,7 +325,7 @@ for rep in $(seq "$REPS"); do
 			produce_raw p16kraw "$b" "p16kraw-$rep" "$N16K" 16384
 		done
 		# The same bytes over loopback into page-cache files with no
-		# protocol at all: what no broker can beat here.
+		# protocol at all: the most a broker can expect here.
 		ceil=(bin/benchfetch ceiling write -dir "$dir" -conns "$cores" -partitions 6)
 		sync
 		"${ceil[@]}" -bytes $((N16K * 16384)) >/dev/null
@@ -344,7 +344,7 @@ for rep in $(seq "$REPS"); do
 				printf "w=%s b=%s rep=%s recs=%.0f MBs=%.1f cpu=%.2f bytes=%.0f machine_share=%.0f\n", f["w"], f["b"], f["rep"], f["records"] / f["wall"], f["bytes"] / f["wall"] / 1e6, f["broker_user"] + f["broker_sys"], f["bytes"], 100 * f["machine"] / (f["wall"] * cores)
 			}' | tee -a "$OUT"
 			# Each broker's own segment files of that topic, sent the same
-			# way with no protocol: what no broker can beat on these files.
+			# way with no protocol: the most a broker can expect from them.
 			r=$(bin/benchfetch ceiling read -files "$dir/$b/p16kraw-$rep-*/*.log")
 			record "w=cread b=$b rep=$rep $r"
 		done
