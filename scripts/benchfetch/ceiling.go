@@ -178,27 +178,8 @@ func writeClient(addr string, conns, frameBytes int, frames int64) error {
 			return err
 		}
 		defer nc.Close()
-		inFlight := make(chan struct{}, 5)
-		go func() {
-			for range frames {
-				inFlight <- struct{}{}
-				if _, err := nc.Write(frame); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-		go func() {
-			var ack [4]byte
-			for range frames {
-				if _, err := io.ReadFull(nc, ack[:]); err != nil {
-					errs <- err
-					return
-				}
-				<-inFlight
-			}
-			errs <- nil
-		}()
+		var ack [4]byte
+		go pipeline(nc, frame, frames, func() error { _, err := io.ReadFull(nc, ack[:]); return err }, errs)
 	}
 	for range conns {
 		if err := <-errs; err != nil {

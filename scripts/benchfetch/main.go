@@ -553,27 +553,8 @@ func produceRaw(addr, topic string, want int64, size, conns, partitions, pid int
 	}
 	errs := make(chan error, 2*conns)
 	for _, l := range lanes {
-		inFlight := make(chan struct{}, 5)
-		go func() { // writer
-			for range requests {
-				inFlight <- struct{}{}
-				if _, err := l.nc.Write(l.frame); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-		go func() { // reader
-			buf := make([]byte, 64<<10)
-			for range requests {
-				if err := readProduceAnswer(l.nc, &buf); err != nil {
-					errs <- err
-					return
-				}
-				<-inFlight
-			}
-			errs <- nil
-		}()
+		buf := make([]byte, 64<<10)
+		go pipeline(l.nc, l.frame, requests, func() error { return readProduceAnswer(l.nc, &buf) }, errs)
 	}
 	for range lanes {
 		if err := <-errs; err != nil {
@@ -594,6 +575,31 @@ func produceRaw(addr, topic string, want int64, size, conns, partitions, pid int
 		after.brokerUser-before.brokerUser, after.brokerSys-before.brokerSys,
 		after.selfUser-before.selfUser, after.selfSys-before.selfSys, after.machineBusy-before.machineBusy)
 	return nil
+}
+
+// pipeline writes frame n times on nc, keeping up to 5 unanswered (the
+// Java producer's max.in.flight.requests.per.connection), and reads each
+// answer with readAnswer. It sends the first error to errs, or nil once
+// the last answer is read.
+func pipeline(nc net.Conn, frame []byte, n int64, readAnswer func() error, errs chan<- error) {
+	inFlight := make(chan struct{}, 5)
+	go func() {
+		for range n {
+			inFlight <- struct{}{}
+			if _, err := nc.Write(frame); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	for range n {
+		if err := readAnswer(); err != nil {
+			errs <- err
+			return
+		}
+		<-inFlight
+	}
+	errs <- nil
 }
 
 // readProduceAnswer reads one Produce v9 answer into *buf (grown as
