@@ -97,10 +97,11 @@ const batchBytes = 64 << 10
 // ceilingWrite has a client process (writeClient) send want bytes over
 // conns loopback connections in frames of one 64 KiB batch per partition
 // of the connection, up to 5 frames in flight (produce -client raw's
-// requests, without their headers). The receiver reads each frame into one buffer, pwrites each batch at the end
-// of its partition's file and answers with 4 bytes. With splice the
-// receiver moves each batch from the socket into a pipe and from the pipe
-// into the file: one copy fewer, the bytes never in user space.
+// requests, without their headers). The receiver reads each frame into
+// one buffer, pwrites each batch at the end of its partition's file and
+// answers with 4 bytes. With splice the receiver moves each batch from the
+// socket into a pipe and from the pipe into the file: one copy fewer, the
+// bytes never in user space.
 func ceilingWrite(dir string, want int64, conns, partitions int, splice bool, label string) error {
 	if conns < 1 || conns > partitions {
 		return fmt.Errorf("ceiling write: -conns %d must be from 1 to -partitions %d", conns, partitions)
@@ -207,30 +208,30 @@ func receive(nc *net.TCPConn, dir string, conn, perConn int, frames int64, splic
 	if err := asBroker(nc); err != nil {
 		return err
 	}
-	var p *splicer
+	var sp *splicer
 	if splice {
 		var err error
-		if p, err = newSplicer(nc); err != nil {
+		if sp, err = newSplicer(nc); err != nil {
 			return err
 		}
-		defer p.close()
+		defer sp.close()
 	}
 	files := make([]*os.File, perConn)
 	ends := make([]int64, perConn)
-	for p := range files {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d.log", conn, p)))
+	for i := range files {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d.log", conn, i)))
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		files[p] = f
+		files[i] = f
 	}
 	buf := make([]byte, perConn*batchBytes)
 	var ack [4]byte
 	for range frames {
-		if p != nil {
+		if sp != nil {
 			for i, f := range files {
-				if err := p.move(f, ends[i], batchBytes); err != nil {
+				if err := sp.move(f, ends[i], batchBytes); err != nil {
 					return err
 				}
 				ends[i] += batchBytes
@@ -254,7 +255,7 @@ func receive(nc *net.TCPConn, dir string, conn, perConn int, frames int64, splic
 	return nil
 }
 
-// fetchBytes and partBytes are consume -client raw's Fetch limits.
+// fetchBytes and partBytes are consume's default Fetch limits.
 const (
 	fetchBytes = 64 << 20
 	partBytes  = 16 << 20
@@ -270,6 +271,7 @@ func ceilingRead(files []string, label string) error {
 	slices.Sort(files)
 	var total int64
 	opened := make([]*os.File, len(files))
+	sizes := make([]int64, len(files))
 	for i, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -280,7 +282,7 @@ func ceilingRead(files []string, label string) error {
 		if err != nil {
 			return err
 		}
-		opened[i], total = f, total+st.Size()
+		opened[i], sizes[i], total = f, st.Size(), total+st.Size()
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -288,7 +290,7 @@ func ceilingRead(files []string, label string) error {
 	}
 	defer ln.Close()
 	served := make(chan error, 1)
-	go func() { served <- serveFiles(ln, opened) }()
+	go func() { served <- serveFiles(ln, opened, sizes) }()
 	out, err := client("read-client", "-addr", ln.Addr().String(), "-bytes", fmt.Sprint(total))
 	if err != nil {
 		return err
@@ -342,7 +344,7 @@ func readClient(addr string, total int64) error {
 // serveFiles answers every 4-byte request on the one connection it
 // accepts with the next ranges of files, starting over after the last,
 // until the reader hangs up.
-func serveFiles(ln net.Listener, files []*os.File) error {
+func serveFiles(ln net.Listener, files []*os.File, sizes []int64) error {
 	nc, err := ln.Accept()
 	if err != nil {
 		return err
@@ -351,14 +353,6 @@ func serveFiles(ln net.Listener, files []*os.File) error {
 	tcp := nc.(*net.TCPConn)
 	if err := asBroker(tcp); err != nil {
 		return err
-	}
-	sizes := make([]int64, len(files))
-	for i, f := range files {
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		sizes[i] = st.Size()
 	}
 	pos := make([]int64, len(files))
 	next := 0

@@ -243,8 +243,8 @@ func consume(args []string) error {
 	topic := fs.String("topic", "", "topic")
 	client := fs.String("client", "raw", "raw or kgo")
 	pid := fs.Int("broker-pid", 0, "broker process to sample")
-	maxBytes := fs.Int("fetch-max-bytes", 64<<20, "FetchRequest max_bytes")
-	partBytes := fs.Int("partition-max-bytes", 16<<20, "FetchRequest partition_max_bytes")
+	maxBytes := fs.Int("fetch-max-bytes", fetchBytes, "FetchRequest max_bytes")
+	partMax := fs.Int("partition-max-bytes", partBytes, "FetchRequest partition_max_bytes")
 	verify := fs.Bool("verify", false, "raw: check every batch's CRC-32C in the measured pass too")
 	label := fs.String("label", "", "printed first")
 	passes := fs.Int("passes", 2, "full reads of the topic; only the last is measured")
@@ -260,9 +260,9 @@ func consume(args []string) error {
 	read := func(verify bool) (int64, int64, error) {
 		switch *client {
 		case "raw":
-			return raw.consume(*bootstrap, *topic, ends, int32(*maxBytes), int32(*partBytes), verify)
+			return raw.consume(*bootstrap, *topic, ends, int32(*maxBytes), int32(*partMax), verify)
 		case "kgo":
-			return consumeKgo(*bootstrap, *topic, ends, int32(*maxBytes), int32(*partBytes))
+			return consumeKgo(*bootstrap, *topic, ends, int32(*maxBytes), int32(*partMax))
 		}
 		return 0, 0, fmt.Errorf("-client %q: want raw or kgo", *client)
 	}
