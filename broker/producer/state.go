@@ -119,9 +119,10 @@ func (s *State) Check(b record.Batch) (*BatchMeta, error) {
 		}
 		return nil, nil
 	}
-	for i := range e.Batches {
-		if bm := e.Batches[i]; bm.FirstSeq == first && bm.LastSeq == last {
-			return &bm, nil
+	for _, bm := range e.Batches {
+		if bm.FirstSeq == first && bm.LastSeq == last {
+			dup := bm // a copy escapes only for a duplicate, not every batch looked at
+			return &dup, nil
 		}
 	}
 	if l := e.last(); l != nil && first != nextSeq(l.LastSeq) {

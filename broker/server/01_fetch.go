@@ -79,9 +79,11 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 	if req.Version < 3 || maxBytes <= 0 {
 		maxBytes = 1<<31 - 1
 	}
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(rt.Partitions))
 		name := rt.Topic
 		unknownID := false
 		var sent int64

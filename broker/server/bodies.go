@@ -10,11 +10,13 @@ import (
 // produce requests sweeping and clearing them. Small fetch responses
 // (files.go) are built in the same buffers.
 //
-// Only Produce bodies go back: the decoded request aliases its records into
-// the body, but the log copies them into the segment file before the answer
-// is written, and the producer state keeps numbers, not bytes. Other
-// requests' decoded fields (JoinGroup metadata, SyncGroup assignments) may
-// be kept after the answer, so their bodies are left to the collector.
+// Only Produce and Fetch bodies go back. A decoded Produce request aliases
+// its records into the body, but the log copies them into the segment file
+// before the answer is written, and the producer state keeps numbers, not
+// bytes. A Fetch request's names are copied out (kmsg's ReadFrom copies
+// strings), and the fetch session keeps those. Other requests' decoded
+// fields (JoinGroup metadata, SyncGroup assignments) may be kept after the
+// answer, so their bodies are left to the collector.
 //
 // The pool is by power-of-two size class, from 4 KiB to 64 MiB; a body
 // outside that range is allocated and dropped as before.

@@ -26,7 +26,16 @@ type conn struct {
 	// Of the request being served.
 	clientID string
 	hdr      requestHeader
+
+	// out is the last response's buffer, kept for the next: responses are
+	// written one at a time, and a caught-up consumer's thousands of small
+	// fetch answers a second would otherwise each be garbage.
+	out []byte
 }
+
+// keptResponseBuffer bounds what a connection keeps between responses, so
+// that an idle connection after one large answer does not hold it.
+const keptResponseBuffer = 64 << 10
 
 type requestHeader struct {
 	key, version int16
@@ -51,9 +60,9 @@ func (c *conn) serve() {
 			return
 		}
 		err = c.serveRequest(body)
-		if c.hdr.key == kmsg.Produce.Int16() {
-			// The answer is written and the log has copied the records
-			// out; nothing else holds the body (see bodies.go).
+		if k := c.hdr.key; k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16() {
+			// The answer is written and nothing holds the body any more
+			// (see bodies.go).
 			putBody(body)
 		}
 		if err != nil {
@@ -164,7 +173,7 @@ func skipTags(r *kbin.Reader) {
 // write sends one response frame. Fetch responses pass their record file
 // ranges in files (see files.go).
 func (c *conn) write(resp kmsg.Response, files *fileRanges) error {
-	buf := make([]byte, 8, 256)
+	buf := append(c.out[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(buf[4:], uint32(c.hdr.correlation))
 	// ApiVersions answers with header v0 whatever its version, so that a
 	// client can read it before it knows what we speak.
@@ -172,6 +181,9 @@ func (c *conn) write(resp kmsg.Response, files *fileRanges) error {
 		buf = append(buf, 0)
 	}
 	buf = resp.AppendTo(buf)
+	if cap(buf) <= keptResponseBuffer {
+		c.out = buf
+	}
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.requestTimeout))
 	if files == nil {
 		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))

@@ -181,15 +181,46 @@ func (s *fetchSession) apply(req *kmsg.FetchRequest) {
 	}
 }
 
+// moveToEnd moves the partitions of returned, which are in s.order, to its
+// end, in place: this runs for every fetch that returned records.
+func (s *fetchSession) moveToEnd(returned []fetchSessionKey) {
+	moved := func(k fetchSessionKey) bool { return slices.Contains(returned, k) }
+	if len(returned) > 8 {
+		// One pass, not one per partition: a session may hold thousands.
+		set := make(map[fetchSessionKey]bool, len(returned))
+		for _, k := range returned {
+			set[k] = true
+		}
+		moved = func(k fetchSessionKey) bool { return set[k] }
+	}
+	kept := s.order[:0]
+	for _, k := range s.order {
+		if !moved(k) {
+			kept = append(kept, k)
+		}
+	}
+	s.order = append(kept, returned...)
+}
+
 // request is req with every partition of the session, in s.order. s.mu is
 // held.
 func (s *fetchSession) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
 	eff := *req
 	eff.Topics = nil
 	eff.ForgottenTopics = nil
+	// One array holds every topic's partitions: this runs for every fetch.
+	all := make([]kmsg.FetchRequestTopicPartition, 0, len(s.order))
+	from := 0
+	endTopic := func() {
+		if n := len(eff.Topics); n > 0 {
+			eff.Topics[n-1].Partitions = all[from:len(all):len(all)]
+			from = len(all)
+		}
+	}
 	for _, k := range s.order {
 		sp := s.parts[k]
 		if n := len(eff.Topics); n == 0 || eff.Topics[n-1].Topic != k.topic || eff.Topics[n-1].TopicID != k.id {
+			endTopic()
 			rt := kmsg.NewFetchRequestTopic()
 			rt.Topic, rt.TopicID = k.topic, k.id
 			eff.Topics = append(eff.Topics, rt)
@@ -197,9 +228,9 @@ func (s *fetchSession) request(req *kmsg.FetchRequest) *kmsg.FetchRequest {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = k.partition, sp.fetchOffset, sp.logStartOffset, sp.maxBytes
 		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = sp.currentLeaderEpoch, sp.lastFetchedEpoch
-		t := &eff.Topics[len(eff.Topics)-1]
-		t.Partitions = append(t.Partitions, rp)
+		all = append(all, rp)
 	}
+	endTopic()
 	return &eff
 }
 
@@ -240,17 +271,6 @@ func (s *fetchSession) answered(resp *kmsg.FetchResponse, incremental bool) {
 	}
 	resp.Topics = topics
 	if len(returned) > 0 {
-		// One pass, not one per partition: a session may hold thousands.
-		moved := make(map[fetchSessionKey]bool, len(returned))
-		for _, k := range returned {
-			moved[k] = true
-		}
-		order := make([]fetchSessionKey, 0, len(s.order))
-		for _, k := range s.order {
-			if !moved[k] {
-				order = append(order, k)
-			}
-		}
-		s.order = append(order, returned...)
+		s.moveToEnd(returned)
 	}
 }

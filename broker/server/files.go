@@ -29,6 +29,9 @@ type fileRanges struct {
 	// older ones with an int32.
 	flexible bool
 	sendfile bool
+	// inline holds the first placeholders, so that a fetch of a few
+	// partitions allocates none.
+	inline [8][16]byte
 }
 
 func newFileRanges(flexible, sendfile bool) *fileRanges {
@@ -39,7 +42,12 @@ func newFileRanges(flexible, sendfile bool) *fileRanges {
 
 // add returns the placeholder to put where s's bytes belong.
 func (f *fileRanges) add(s log.Slice) []byte {
-	p := make([]byte, 16)
+	var p []byte
+	if i := len(f.slices); i < len(f.inline) {
+		p = f.inline[i][:]
+	} else {
+		p = make([]byte, 16)
+	}
 	copy(p, f.token[:])
 	binary.BigEndian.PutUint32(p[12:], uint32(len(f.slices)))
 	f.slices = append(f.slices, s)
@@ -56,34 +64,38 @@ const copyBelow = 64 << 10
 
 // piece is a stretch of the response: encoded bytes, then a file range.
 type piece struct {
-	head  []byte // bytes of the frame before the slice, prefix included
+	head  []byte // bytes of the frame before the slice's length prefix
 	slice log.Slice
+}
+
+// appendLength appends the length prefix of a records field of size bytes.
+func (f *fileRanges) appendLength(dst []byte, size int64) []byte {
+	if f.flexible {
+		return binary.AppendUvarint(dst, uint64(size)+1)
+	}
+	return binary.BigEndian.AppendUint32(dst, uint32(size))
 }
 
 // write sends frame (4 bytes reserved for the size, then the encoded
 // response) with every placeholder replaced by its file range.
 func (f *fileRanges) write(nc net.Conn, frame []byte) error {
-	var pieces []piece
+	var few [8]piece
+	pieces := few[:0]
 	total := int64(0)
 	rest := frame[4:]
 	prefixLen := 4
 	if f.flexible {
 		prefixLen = 1 // uvarint(16+1)
 	}
+	var length [binary.MaxVarintLen64]byte
 	for i := range f.slices {
 		at := bytes.Index(rest, f.token[:])
 		if at < prefixLen || int(binary.BigEndian.Uint32(rest[at+12:])) != i {
 			return fmt.Errorf("broker/server: fetch placeholder %d not found", i)
 		}
 		s := f.slices[i]
-		head := append([]byte(nil), rest[:at-prefixLen]...)
-		if f.flexible {
-			head = binary.AppendUvarint(head, uint64(s.Size)+1)
-		} else {
-			head = binary.BigEndian.AppendUint32(head, uint32(s.Size))
-		}
-		pieces = append(pieces, piece{head, s})
-		total += int64(len(head)) + s.Size
+		pieces = append(pieces, piece{rest[:at-prefixLen], s})
+		total += int64(at-prefixLen+len(f.appendLength(length[:0], s.Size))) + s.Size
 		rest = rest[at+16:]
 	}
 	total += int64(len(rest))
@@ -93,7 +105,7 @@ func (f *fileRanges) write(nc net.Conn, frame []byte) error {
 	}
 	out := append([]byte(nil), frame[:4]...)
 	for _, p := range pieces {
-		out = append(out, p.head...)
+		out = f.appendLength(append(out, p.head...), p.slice.Size)
 		if err := writeAll(nc, out); err != nil {
 			return err
 		}
@@ -112,7 +124,7 @@ func (f *fileRanges) writeCopied(nc net.Conn, size []byte, pieces []piece, rest 
 	out := append(getBody(int(4 + total))[:0], size...)
 	defer putBody(out)
 	for _, p := range pieces {
-		out = append(out, p.head...)
+		out = f.appendLength(append(out, p.head...), p.slice.Size)
 		at := len(out)
 		out = out[:at+int(p.slice.Size)]
 		n, err := p.slice.File.ReadAt(out[at:], p.slice.Pos)

@@ -177,6 +177,7 @@ func flatten(prefix string, v any, out map[string]string) {
 }
 
 func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, adminListen string, pprof bool) error {
+	raiseHeapFloor()
 	reg := admin.NewRegistry()
 	s := server.New(cfg, server.Options{Logger: slog.Default(), NoSendfile: noSendfile, Registry: reg})
 	var ready atomic.Bool

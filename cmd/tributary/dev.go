@@ -102,6 +102,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	if err != nil {
 		return err
 	}
+	raiseHeapFloor()
 	b := server.New(cfg, server.Options{Logger: logger, Registry: reg})
 	if err := b.Start(); err != nil {
 		return err
