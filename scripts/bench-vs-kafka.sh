@@ -54,7 +54,11 @@
 #               process (benchcompare latency): 3 s warm-up, 10 s measured
 #      lat80    the same at 80 % of the records/s Kafka reached in this
 #               round's p100a1 run (so p100a1 must run too); sent= and
-#               rate= in the raw lines show whether the client kept up
+#               rate= in the raw lines show whether the client kept up;
+#               reclaim_stalls= and compaction_stalls= count the machine's
+#               direct reclaim and compaction stalls during the run, and
+#               broker_produce_over_25ms= Tributary's slow produce requests
+#               by its own timer: where a tail came from
 #      many     1,000 partitions (10 topics x 100): broker CPU when idle over
 #               10 s, then a 5 s warm-up run and latency at 5,000 records/s as above
 #      rf3      after the single-node rounds, which are stopped first: a
@@ -158,7 +162,8 @@ EOF
 kafka_cmd=(java -Xms1G -Xmx1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
 	-XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true -Dlog4j2.configurationFile="$conf/log4j2.properties"
 	-Dkafka.log.level=WARN -cp "$lib/*" kafka.Kafka "$dir/server.properties")
-trib_cmd=(bin/tributary broker --log-dirs "$dir/tributary" --listeners "PLAINTEXT://${addr[tributary]}"
+tadmin=127.0.0.1:$(bin/benchcompare freeport)
+trib_cmd=(bin/tributary broker --log-dirs "$dir/tributary" --listeners "PLAINTEXT://${addr[tributary]}" --admin-listen "$tadmin"
 	--set num.network.threads="$cores" --set num.io.threads="$cores" --set log.segment.bytes=1073741824
 	--set group.initial.rebalance.delay.ms=0 --set default.replication.factor=1)
 
@@ -184,6 +189,20 @@ sleep 2
 
 cpu() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ printf "%.2f", ($12 + $13) / 100 }'; }
 kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# stalls: the machine's direct reclaim and direct compaction stalls so far
+# (/proc/vmstat); a latency run records how many began during it.
+stalls() { awk '$1 ~ /^allocstall_/ { r += $2 } $1 == "compact_stall" { c = $2 } END { print r + 0, c + 0 }' /proc/vmstat; }
+stalls_during() { # before after
+	echo "$1 $2" | awk '{ printf "reclaim_stalls=%d compaction_stalls=%d", $3 - $1, $4 - $2 }'
+}
+# slow_produce: how many produce requests Tributary's own timer saw take more
+# than 25.6 ms so far (its request histogram on the admin listener).
+slow_produce() {
+	curl -s "http://$tadmin/metrics" | awk '
+		/^tributary_broker_request_seconds_bucket\{api="Produce",le="0.0256"\}/ { fast = $2 }
+		/^tributary_broker_request_seconds_count\{api="Produce"\}/ { all = $2 }
+		END { print all - fast }'
+}
 topic() { # broker name partitions
 	bin/tributary topic create "$2" -p "$3" -r 1 -b "${addr[$1]}" >/dev/null
 }
@@ -384,8 +403,12 @@ for rep in $(seq "$REPS"); do
 		for b in "${brokers[@]}"; do
 			topic "$b" "lat80-$rep" 6
 			sync
+			v0=$(stalls)
+			[ "$b" = tributary ] && s0=$(slow_produce)
 			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "lat80-$rep" -rate "$rate" -size 100 \
 				-warmup 3s -duration "${LAT_SECONDS}s")
+			r="$r $(stalls_during "$v0" "$(stalls)")"
+			[ "$b" = tributary ] && r="$r broker_produce_over_25ms=$(($(slow_produce) - s0))"
 			record "w=lat80 b=$b rep=$rep target_rate=$rate $r"
 		done
 		drop+=("lat80-$rep")
