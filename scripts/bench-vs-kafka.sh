@@ -20,7 +20,8 @@
 # 3. Runs each workload against each broker in turn, Kafka then Tributary,
 #    REPS times (A B A B ...), each measured run preceded by a warm-up run of
 #    the same kind, and `sync` before each warm-up and latency run so that
-#    writeback of the previous run does not land in the next one. The
+#    writeback of the previous run does not land in the next one; every
+#    measured produce run also starts on warm memory (warm_memory). The
 #    clients are the same for both brokers: Kafka's ProducerPerformance and
 #    ConsumerPerformance (JVM, -Xmx512M), franz-go (scripts/benchfetch,
 #    scripts/benchcompare).
@@ -230,6 +231,18 @@ cpus() {
 }
 declare -A pids=()
 
+# warm_memory BYTES: write a file of that size into the page cache and delete
+# it, right before a measured produce run, so that the run's page-cache
+# writes land on memory that was in use a moment ago. Memory this VM has
+# given back to the host (free page reporting, two seconds after it is
+# freed) costs a fault on the host at its first touch, and how much of it a
+# run meets otherwise depends on what the runs before it freed. The file is
+# deleted while dirty, so nothing reaches the disk.
+warm_memory() {
+	dd if=/dev/zero of="$dir/warm-memory" bs=1M count=$((($1 + 1048575) / 1048576)) status=none
+	rm -f "$dir/warm-memory"
+}
+
 # produce W broker topic n size acks: a warm-up run of n/4, then the measured run.
 produce() {
 	local w=$1 b=$2 t=$3 n=$4 size=$5 acks=$6 idem=false
@@ -240,6 +253,7 @@ produce() {
 		--throughput -1 --producer-props "${props[@]}" >"$dir/warm.out" 2>&1 ||
 		{ cat "$dir/warm.out" >&2; exit 1; }
 	local c0 c1 line
+	warm_memory $((n * size))
 	c0=$(cpus "$b")
 	local TIMEFORMAT='%U %S %R'
 	{ time J org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records "$n" --record-size "$size" \
@@ -264,6 +278,7 @@ produce_raw() {
 	sync
 	"${raw[@]}" -bytes $((n * size)) >/dev/null
 	sync
+	warm_memory $((4 * n * size))
 	"${raw[@]}" -bytes $((4 * n * size)) -broker-pid "${pid[$b]}" -label "w=$w b=$b rep=$rep " | awk -v cores="$cores" '{
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 		printf "w=%s b=%s rep=%s recs=%s MBs=%s cpu=%.2f bytes=%.0f client_cpu=%.2f machine_share=%.0f\n", f["w"], f["b"], f["rep"], f["recs"], f["MBs"], f["broker_user"] + f["broker_sys"], f["bytes"], f["self_user"] + f["self_sys"], 100 * f["machine"] / (f["wall"] * cores)
