@@ -364,6 +364,7 @@ for rep in $(seq "$REPS"); do
 		sync
 		"${ceil[@]}" -bytes $((N16K * 16384)) >/dev/null
 		sync
+		warm_memory $((4 * N16K * 16384)) # as the brokers' runs had
 		"${ceil[@]}" -bytes $((4 * N16K * 16384)) -label "w=cwrite rep=$rep " | awk -v cores="$cores" '{
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 			printf "w=%s rep=%s MBs=%s machine_share=%.0f\n", f["w"], f["rep"], f["MBs"], 100 * f["machine"] / (f["wall"] * cores)
