@@ -20,8 +20,9 @@
 # 3. Runs each workload against each broker in turn, Kafka then Tributary,
 #    REPS times (A B A B ...), each measured run preceded by a warm-up run of
 #    the same kind, and `sync` before each warm-up and latency run so that
-#    writeback of the previous run does not land in the next one; every
-#    measured produce run also starts on warm memory (warm_memory). The
+#    writeback of the previous run does not land in the next one, then the
+#    clean page cache dropped (as root; settle); every measured produce run
+#    also starts on warm memory (warm_memory). The
 #    clients are the same for both brokers: Kafka's ProducerPerformance and
 #    ConsumerPerformance (JVM, -Xmx512M), franz-go (scripts/benchfetch,
 #    scripts/benchcompare).
@@ -204,6 +205,20 @@ slow_produce() {
 		/^tributary_broker_request_seconds_count\{api="Produce"\}/ { all = $2 }
 		END { print all - fast }'
 }
+# settle: write back what earlier runs left dirty, so that their writeback
+# lands in neither broker's run, and drop the clean page cache where we may
+# (root). A round writes about 24 GB, and on this VM memory beyond about
+# 14 GiB in use is cold: it costs a host fault at its first touch, and
+# memory freed above that line goes cold again within seconds (see
+# docs/PERFORMANCE.md, "Warm memory"). Starting each run with only the
+# brokers' processes in memory keeps every run under that line.
+drop_caches=no
+[ -w /proc/sys/vm/drop_caches ] && drop_caches=yes
+settle() {
+	sync
+	if [ "$drop_caches" = yes ]; then echo 1 >/proc/sys/vm/drop_caches; fi
+}
+
 topic() { # broker name partitions
 	bin/tributary topic create "$2" -p "$3" -r 1 -b "${addr[$1]}" >/dev/null
 }
@@ -217,6 +232,7 @@ record() { echo "$*" | tee -a "$OUT"; }
 	echo "# disk: $(df -h --output=source,fstype,size,avail "$parent" | tail -1 | tr -s ' ')"
 	echo "# kernel: $(uname -sr); $(go version); $(java -version 2>&1 | head -1)"
 	echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "# clean page cache dropped before each produce and latency run: $drop_caches"
 	echo "# kafka: ${kafka_cmd[*]}"
 	echo "# kafka server.properties: $(grep -v '^$' "$dir/server.properties" | tr '\n' ' ')"
 	echo "# tributary: ${trib_cmd[*]}"
@@ -233,11 +249,9 @@ declare -A pids=()
 
 # warm_memory BYTES: write a file of that size into the page cache and delete
 # it, right before a measured produce run, so that the run's page-cache
-# writes land on memory that was in use a moment ago. Memory this VM has
-# given back to the host (free page reporting, two seconds after it is
-# freed) costs a fault on the host at its first touch, and how much of it a
-# run meets otherwise depends on what the runs before it freed. The file is
-# deleted while dirty, so nothing reaches the disk.
+# writes land on memory that was in use a moment ago rather than on memory
+# the host has taken back, which costs a fault on the host at its first
+# touch. The file is deleted while dirty, so nothing reaches the disk.
 warm_memory() {
 	dd if=/dev/zero of="$dir/warm-memory" bs=1M count=$((($1 + 1048575) / 1048576)) status=none
 	rm -f "$dir/warm-memory"
@@ -248,7 +262,7 @@ produce() {
 	local w=$1 b=$2 t=$3 n=$4 size=$5 acks=$6 idem=false
 	[ "$acks" = all ] && idem=true
 	local props=(bootstrap.servers="${addr[$b]}" acks="$acks" enable.idempotence="$idem" batch.size=65536 linger.ms=5)
-	sync
+	settle
 	J org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records $((n / 4)) --record-size "$size" \
 		--throughput -1 --producer-props "${props[@]}" >"$dir/warm.out" 2>&1 ||
 		{ cat "$dir/warm.out" >&2; exit 1; }
@@ -275,7 +289,7 @@ produce() {
 produce_raw() {
 	local w=$1 b=$2 t=$3 n=$4 size=$5
 	local raw=(bin/benchfetch produce -client raw -conns "$cores" -b "${addr[$b]}" -topic "$t" -partitions 6 -record-size "$size")
-	sync
+	settle
 	"${raw[@]}" -bytes $((n * size)) >/dev/null
 	sync
 	warm_memory $((4 * n * size))
@@ -361,7 +375,7 @@ for rep in $(seq "$REPS"); do
 		# The same bytes over loopback into page-cache files with no
 		# protocol at all: the most a broker can expect here.
 		ceil=(bin/benchfetch ceiling write -dir "$dir" -conns "$cores" -partitions 6)
-		sync
+		settle
 		"${ceil[@]}" -bytes $((N16K * 16384)) >/dev/null
 		sync
 		warm_memory $((4 * N16K * 16384)) # as the brokers' runs had
@@ -405,7 +419,7 @@ for rep in $(seq "$REPS"); do
 	if has lat; then
 		for b in "${brokers[@]}"; do
 			topic "$b" "lat-$rep" 6
-			sync # writeback of earlier runs lands in neither broker's run
+			settle
 			c0=$(cpu "${pid[$b]}")
 			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "lat-$rep" -rate "$LAT_RATE" -size 100 \
 				-warmup 3s -duration "${LAT_SECONDS}s")
@@ -418,7 +432,7 @@ for rep in $(seq "$REPS"); do
 		rate=$(awk -v m="$kmax" 'BEGIN { printf "%d", 0.8 * m }')
 		for b in "${brokers[@]}"; do
 			topic "$b" "lat80-$rep" 6
-			sync
+			settle
 			v0=$(stalls)
 			[ "$b" = tributary ] && s0=$(slow_produce)
 			r=$(bin/benchcompare latency -b "${addr[$b]}" -topics "lat80-$rep" -rate "$rate" -size 100 \
