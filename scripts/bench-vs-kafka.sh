@@ -60,7 +60,8 @@
 #               reclaim_stalls= and compaction_stalls= count the machine's
 #               direct reclaim and compaction stalls during the run, and
 #               broker_produce_over_25ms= Tributary's slow produce requests
-#               by its own timer: where a tail came from
+#               by its own timer, and fetch_p99_ms= the consumer's Fetch
+#               round trips as the client saw them: where a tail came from
 #      many     1,000 partitions (10 topics x 100): broker CPU when idle over
 #               10 s, then a 5 s warm-up run and latency at 5,000 records/s as above
 #      rf3      after the single-node rounds, which are stopped first: a

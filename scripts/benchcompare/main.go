@@ -88,8 +88,9 @@ func latency(args []string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
+	fetchRTT := &fetchTimes{}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(500*time.Millisecond), kgo.WithHooks(fetchRTT))
 	if err != nil {
 		return err
 	}
@@ -180,6 +181,7 @@ waitReady:
 	start := time.Now()
 	end := start.Add(*warmup + *duration)
 	measureFrom.Store(start.Add(*warmup).UnixNano())
+	time.AfterFunc(*warmup, fetchRTT.start)
 	var sent, measured int64
 	for failed.Load() == nil {
 		now := time.Now()
@@ -219,10 +221,45 @@ waitReady:
 	acksMu.Lock()
 	slices.Sort(acks)
 	acksMu.Unlock()
-	fmt.Printf("sent=%d measured=%d received=%d rate=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f ack_p50_ms=%.3f ack_p99_ms=%.3f\n",
+	rtts, fetchBytes := fetchRTT.sorted()
+	fmt.Printf("sent=%d measured=%d received=%d rate=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f ack_p50_ms=%.3f ack_p99_ms=%.3f fetches=%d fetch_kb=%.1f fetch_p99_ms=%.3f fetch_max_ms=%.3f\n",
 		sent, measured, received.Load(), float64(sent)/elapsed.Seconds(), quantile(lats, 0.50), quantile(lats, 0.99),
-		quantile(lats, 0.999), quantile(lats, 1), quantile(acks, 0.50), quantile(acks, 0.99))
+		quantile(lats, 0.999), quantile(lats, 1), quantile(acks, 0.50), quantile(acks, 0.99),
+		len(rtts), float64(fetchBytes)/float64(max(len(rtts), 1))/1024, quantile(rtts, 0.99), quantile(rtts, 1))
 	return nil
+}
+
+// fetchTimes keeps the consumer's Fetch round trips once started: from
+// writing the request to having read the whole response, as the client saw
+// them. Next to the end-to-end figures it tells a slow answer from a slow
+// client; at rates the consumer keeps up with, the round trips include the
+// broker's wait for new records (up to FetchMaxWait).
+type fetchTimes struct {
+	mu    sync.Mutex
+	on    bool
+	rtts  []int64 // ns
+	bytes int64
+}
+
+func (f *fetchTimes) start() { f.mu.Lock(); f.on = true; f.mu.Unlock() }
+
+func (f *fetchTimes) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if key != 1 || e2e.Err() != nil { // 1: Fetch
+		return
+	}
+	f.mu.Lock()
+	if f.on {
+		f.rtts = append(f.rtts, int64(e2e.DurationE2E()))
+		f.bytes += int64(e2e.BytesRead)
+	}
+	f.mu.Unlock()
+}
+
+func (f *fetchTimes) sorted() ([]int64, int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	slices.Sort(f.rtts)
+	return f.rtts, f.bytes
 }
 
 // recordSlab hands out records and their values from blocks of 4,096, so
