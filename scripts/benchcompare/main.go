@@ -181,7 +181,8 @@ waitReady:
 	start := time.Now()
 	end := start.Add(*warmup + *duration)
 	measureFrom.Store(start.Add(*warmup).UnixNano())
-	time.AfterFunc(*warmup, fetchRTT.start)
+	time.AfterFunc(*warmup, func() { fetchRTT.record(true) })
+	time.AfterFunc(*warmup+*duration, func() { fetchRTT.record(false) }) // not the drain's last long polls
 	var sent, measured int64
 	for failed.Load() == nil {
 		now := time.Now()
@@ -229,7 +230,7 @@ waitReady:
 	return nil
 }
 
-// fetchTimes keeps the consumer's Fetch round trips once started: from
+// fetchTimes keeps the consumer's Fetch round trips while recording: from
 // writing the request to having read the whole response, as the client saw
 // them. Next to the end-to-end figures it tells a slow answer from a slow
 // client; at rates the consumer keeps up with, the round trips include the
@@ -241,7 +242,7 @@ type fetchTimes struct {
 	bytes int64
 }
 
-func (f *fetchTimes) start() { f.mu.Lock(); f.on = true; f.mu.Unlock() }
+func (f *fetchTimes) record(on bool) { f.mu.Lock(); f.on = on; f.mu.Unlock() }
 
 func (f *fetchTimes) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	if key != 1 || e2e.Err() != nil { // 1: Fetch
