@@ -19,10 +19,10 @@
 #    the peak RSS (VmHWM) after them covers every single-node workload.
 # 3. Runs each workload against each broker in turn, Kafka then Tributary,
 #    REPS times (A B A B ...), each measured run preceded by a warm-up run of
-#    the same kind, and `sync` before each warm-up and latency run so that
-#    writeback of the previous run does not land in the next one, then the
-#    clean page cache dropped (as root; settle); every measured produce run
-#    also starts on warm memory (warm_memory). The
+#    the same kind; every produce and latency run starts after `sync`, so
+#    that writeback of the previous run does not land in the next one, and
+#    with the clean page cache dropped (as root; settle); every measured
+#    produce run also starts on warm memory (warm_memory). The
 #    clients are the same for both brokers: Kafka's ProducerPerformance and
 #    ConsumerPerformance (JVM, -Xmx512M), franz-go (scripts/benchfetch,
 #    scripts/benchcompare).
