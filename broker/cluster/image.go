@@ -51,6 +51,16 @@ type Broker struct {
 	Rack      string
 	Listeners []config.Listener // advertised
 	Fenced    bool
+	// Epoch is the broker epoch (KIP-380): the metadata offset of the
+	// registration that started this incarnation. Heartbeats and
+	// AlterPartition carry it; another is STALE_BROKER_EPOCH.
+	Epoch int64 `json:",omitempty"`
+	// Incarnation is the random id the broker process chose at its start,
+	// and LogDirs the directory.id of its log dirs: together they tell a
+	// restart of this node from a second node with its node.id (see
+	// Register).
+	Incarnation string   `json:",omitempty"`
+	LogDirs     []string `json:",omitempty"`
 }
 
 // Partition is one partition's replica assignment and leadership.

@@ -112,13 +112,13 @@ func TestEligibleLeaderReplicas(t *testing.T) {
 		t.Fatalf("leader 1 fenced with 2 fenced too: %+v, want offline with ELR [2 1]", p)
 	}
 	b1 := c.Image().Brokers[1]
-	if _, err := c.Register(b1, true); err != nil {
+	if _, err := c.Register(Registration{Broker: b1, Unclean: true}); err != nil {
 		t.Fatal(err)
 	}
 	if p := e(); !slices.Equal(p.ELR, []int32{2}) {
 		t.Fatalf("after 1 restarted uncleanly: ELR %v, want [2]", p.ELR)
 	}
-	if _, err := c.Heartbeat(1, false, false); err != nil {
+	if _, err := c.Heartbeat(1, c.Image().Brokers[1].Epoch, false, false); err != nil {
 		t.Fatal(err)
 	}
 	if p := e(); p.Leader != -1 {
@@ -146,8 +146,8 @@ func TestEligibleLeaderReplicas(t *testing.T) {
 		t.Fatalf("ELR %v, want [1 2]", p.ELR)
 	}
 	b2 := c.Image().Brokers[2]
-	c.Register(b2, true)
-	c.Register(b1, true)
+	c.Register(Registration{Broker: b2, Unclean: true})
+	c.Register(Registration{Broker: b1, Unclean: true})
 	if p := e(); !slices.Equal(p.ELR, []int32{1}) {
 		t.Fatalf("both restarted uncleanly: ELR %v, want the last one kept", p.ELR)
 	}

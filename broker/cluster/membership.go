@@ -57,6 +57,16 @@ func (m *membership) seen(id int32) {
 	}
 }
 
+// inSession is whether broker id heartbeated to this controller within
+// timeout. A controller that just took over gives every registered broker a
+// full session (startLeading), as Kafka's does.
+func (m *membership) inSession(id int32, timeout time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.lastSeen[id]
+	return ok && time.Since(t) <= timeout
+}
+
 // expired are the brokers whose session ran out.
 func (m *membership) expired(timeout time.Duration) []int32 {
 	m.mu.Lock()
@@ -201,35 +211,85 @@ func (c *Controller) fenceExpired(stop chan struct{}) {
 	}
 }
 
+// Registration is a broker's BrokerRegistration.
+type Registration struct {
+	// Broker is the broker as registered: id, rack, the listeners it
+	// advertises to clients, its incarnation and log dir ids.
+	Broker Broker
+	// RaftAddr is where a broker-only node receives the metadata log: its
+	// listener named in controller.listener.names. Voters have theirs in
+	// controller.quorum.voters.
+	RaftAddr string
+	// Unclean says the broker restarted after an unclean shutdown
+	// (PreviousBrokerEpoch -1, KIP-966).
+	Unclean bool
+}
+
 // Register records a broker's registration on the active controller,
 // fenced: it is unfenced by its first heartbeat that does not ask to stay
 // fenced, which it sends once its metadata has caught up to the
 // registration (as KRaft brokers do). It returns the broker epoch: the
-// metadata offset of the registration. A broker-only node is first made a
-// non-voting member of the quorum, so that the metadata reaches it. A
-// broker back from an unclean shutdown leaves the ELRs (KIP-966; see
-// leadership.go).
-func (c *Controller) Register(b Broker, unclean bool) (int64, error) {
+// metadata offset of the registration record. A broker-only node is first
+// made a non-voting member of the quorum at its RaftAddr, so that the
+// metadata reaches it. A broker back from an unclean shutdown leaves the
+// ELRs (KIP-966; see leadership.go).
+//
+// Who is registering, as Kafka's ClusterControlManager decides it, with one
+// addition so that a node killed with -9 comes back at once:
+//   - the same incarnation (a retry of a registration whose answer was
+//     lost): the registration is amended, its epoch and fencing kept;
+//   - a node.id whose broker still has a valid session, from another
+//     incarnation that shares none of its log dirs: a second node
+//     configured with the same node.id, refused with
+//     DUPLICATE_BROKER_REGISTRATION while the first one lives;
+//   - anything else is a new incarnation of the node, with a new epoch:
+//     one whose session ran out, or one restarted on the same log dirs
+//     (Kafka makes that one wait out its old session).
+func (c *Controller) Register(r Registration) (int64, error) {
 	if !c.IsActive() {
 		return -1, errNotController(c.activeID())
 	}
+	b := r.Broker
 	if len(b.Listeners) == 0 {
-		return -1, errorf(kerr.InvalidRequest, "broker %d registered no listener", b.ID)
+		return -1, errorf(kerr.InvalidRegistration, "broker %d registered no listener", b.ID)
 	}
-	if c.q != nil {
-		if err := c.admitObserver(b.ID, b.Listeners[0].Addr()); err != nil {
+	_, voter := c.VoterAddr(b.ID)
+	if c.q != nil && !voter && r.RaftAddr == "" {
+		return -1, errorf(kerr.InvalidRegistration, "broker-only node %d registered no listener named in controller.listener.names to receive the metadata log on", b.ID)
+	}
+	if old, ok := c.Image().Brokers[b.ID]; ok {
+		if err := c.duplicate(old, b); err != nil {
 			return -1, err
 		}
 	}
-	c.members.seen(b.ID)
-	b.Fenced = true
+	if c.q != nil && !voter {
+		if err := c.admitObserver(b.ID, r.RaftAddr); err != nil {
+			return -1, err
+		}
+	}
+	var epoch int64
 	err := c.change(func(img *Image) ([]Record, error) {
+		old, registered := img.Brokers[b.ID]
+		if registered {
+			if err := c.duplicate(old, b); err != nil {
+				return nil, err
+			}
+		}
+		b := b
+		if registered && b.Incarnation != "" && old.Incarnation == b.Incarnation {
+			b.Epoch, b.Fenced = old.Epoch, old.Fenced
+			epoch = b.Epoch
+			return []Record{{RegisterBroker: &b}}, nil
+		}
+		// The registration is the next record of the log: its offset.
+		b.Epoch, b.Fenced = img.Offset+1, true
+		epoch = b.Epoch
 		rs := []Record{{RegisterBroker: &b}}
 		next, err := img.Apply(rs[0])
 		if err != nil {
 			return nil, err
 		}
-		if old, ok := img.Brokers[b.ID]; ok && !old.Fenced {
+		if registered && !old.Fenced {
 			// Registering again while live means it restarted within its
 			// session: its replicas start over, so it leaves the ISRs and
 			// its leaderships, and rejoins as a follower once unfenced.
@@ -239,7 +299,7 @@ func (c *Controller) Register(b Broker, unclean bool) (int64, error) {
 			}
 			rs = append(rs, fenced...)
 		}
-		if unclean {
+		if r.Unclean {
 			rs = append(rs, c.uncleanRestartRecords(next, b.ID)...)
 		}
 		return rs, nil
@@ -247,24 +307,62 @@ func (c *Controller) Register(b Broker, unclean bool) (int64, error) {
 	if err != nil {
 		return -1, err
 	}
-	return c.Image().Offset, nil
+	c.members.seen(b.ID)
+	return epoch, nil
+}
+
+// duplicate refuses b's registration when the broker registered as old is
+// another live node with the same node.id (see Register).
+func (c *Controller) duplicate(old, b Broker) error {
+	if old.Incarnation == "" || old.Incarnation == b.Incarnation || sharesLogDir(old, b) ||
+		!c.members.inSession(b.ID, c.sessionTimeout()) {
+		return nil
+	}
+	c.logger.Error("refused the registration of a second broker with a live broker's node.id",
+		"node_id", b.ID, "registered_incarnation", old.Incarnation, "registered_log_dirs", old.LogDirs,
+		"refused_incarnation", b.Incarnation, "refused_log_dirs", b.LogDirs, "refused_listeners", b.Listeners)
+	return errorf(kerr.DuplicateBrokerRegistration, "broker %d is registered and live with other log dirs (incarnation %s); two nodes have node.id %d", b.ID, old.Incarnation, b.ID)
+}
+
+func sharesLogDir(a, b Broker) bool {
+	for _, d := range b.LogDirs {
+		if slices.Contains(a.LogDirs, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckBrokerEpoch refuses a request from broker id that does not carry the
+// epoch of its current registration (Kafka's checkBrokerEpoch): a broker
+// that is not registered, a previous incarnation, or a forged request.
+func (c *Controller) CheckBrokerEpoch(id int32, epoch int64) error {
+	b, ok := c.Image().Brokers[id]
+	if !ok {
+		return errorf(kerr.StaleBrokerEpoch, "no broker registration found for broker %d", id)
+	}
+	if b.Epoch != epoch {
+		return errorf(kerr.StaleBrokerEpoch, "broker %d: expected broker epoch %d, but got %d", id, b.Epoch, epoch)
+	}
+	return nil
 }
 
 // Heartbeat notes that a registered broker is alive; a fenced one that no
 // longer asks to stay fenced (wantFence: its metadata is behind) is
-// unfenced. BROKER_ID_NOT_REGISTERED tells it to register (again).
+// unfenced. A heartbeat without the broker's current epoch changes nothing
+// and gets STALE_BROKER_EPOCH, which tells a broker to register again.
 //
 // A broker that wants to shut down (on SIGTERM) is fenced instead, which
 // moves its leaderships to other ISR members first (controlled shutdown);
 // shutDown tells it that it may stop.
-func (c *Controller) Heartbeat(id int32, wantFence, wantShutdown bool) (shutDown bool, err error) {
+func (c *Controller) Heartbeat(id int32, epoch int64, wantFence, wantShutdown bool) (shutDown bool, err error) {
 	if !c.IsActive() {
 		return false, errNotController(c.activeID())
 	}
-	b, ok := c.Image().Brokers[id]
-	if !ok {
-		return false, errorf(kerr.BrokerIDNotRegistered, "broker %d is not registered", id)
+	if err := c.CheckBrokerEpoch(id, epoch); err != nil {
+		return false, err
 	}
+	b := c.Image().Brokers[id]
 	c.members.seen(id)
 	if wantShutdown {
 		return true, c.setFenced(id, true)

@@ -63,7 +63,7 @@ func (img *Image) Apply(r Record) (*Image, error) {
 	switch {
 	case r.RegisterBroker != nil:
 		b := *r.RegisterBroker
-		b.Listeners = slices.Clone(b.Listeners)
+		b.Listeners, b.LogDirs = slices.Clone(b.Listeners), slices.Clone(b.LogDirs)
 		n.Brokers[b.ID] = b
 	case r.UnregisterBroker != nil:
 		if _, ok := n.Brokers[*r.UnregisterBroker]; !ok {

@@ -59,7 +59,7 @@ func (s *Server) sendISRChange(ch cluster.ISRChange) error {
 	}
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.SetVersion(3)
-	req.BrokerID, req.BrokerEpoch = s.nodeID, -1
+	req.BrokerID, req.BrokerEpoch = s.nodeID, s.epoch.Load()
 	rt := kmsg.NewAlterPartitionRequestTopic()
 	rt.TopicID = ch.TopicID
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
@@ -95,18 +95,33 @@ func (s *Server) handleAlterPartition(c *conn, req *kmsg.AlterPartitionRequest) 
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil
 	}
+	// Only the leader's current incarnation may change its ISRs (KIP-380).
+	if err := s.ctrl.CheckBrokerEpoch(req.BrokerID, req.BrokerEpoch); err != nil {
+		resp.ErrorCode = kafkaCode(err)
+		return resp, nil
+	}
+	img := s.ctrl.Image()
 	for _, rt := range req.Topics {
 		st := kmsg.NewAlterPartitionResponseTopic()
 		st.TopidID, st.Topic = rt.TopicID, rt.Topic
 		for _, rp := range rt.Partitions {
 			ch := cluster.ISRChange{TopicID: rt.TopicID, Partition: rp.Partition, Leader: req.BrokerID,
 				LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, ISR: rp.NewISR}
+			// A member named with a broker epoch (v3, KIP-903) must be that
+			// incarnation of it; -1 skips the check.
+			var ineligible error
 			for _, r := range rp.NewEpochISR {
 				ch.ISR = append(ch.ISR, r.BrokerID)
+				if b, ok := img.Brokers[r.BrokerID]; r.BrokerEpoch != -1 && (!ok || b.Epoch != r.BrokerEpoch) {
+					ineligible = kerr.IneligibleReplica
+				}
 			}
 			sp := kmsg.NewAlterPartitionResponseTopicPartition()
 			sp.Partition = rp.Partition
-			p, err := s.ctrl.AlterPartition(ch)
+			p, err := cluster.Partition{}, ineligible
+			if err == nil {
+				p, err = s.ctrl.AlterPartition(ch)
+			}
 			if err != nil {
 				sp.ErrorCode = kafkaCode(err)
 			} else {

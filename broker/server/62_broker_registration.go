@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,15 +27,28 @@ func (s *Server) handleBrokerRegistration(c *conn, req *kmsg.BrokerRegistrationR
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp, nil
 	}
-	b := cluster.Broker{ID: req.BrokerID}
+	r := cluster.Registration{Broker: cluster.Broker{ID: req.BrokerID, Incarnation: uuidString(req.IncarnationID)},
+		// PreviousBrokerEpoch (v3+) is -1 after an unclean shutdown (KIP-966).
+		Unclean: req.Version >= 3 && req.PreviousBrokerEpoch < 0}
 	if req.Rack != nil {
-		b.Rack = *req.Rack
+		r.Broker.Rack = *req.Rack
 	}
 	for _, l := range req.Listeners {
-		b.Listeners = append(b.Listeners, config.Listener{Name: l.Name, Host: l.Host, Port: int(l.Port), Protocol: protocolName(l.SecurityProtocol)})
+		cl := config.Listener{Name: l.Name, Host: l.Host, Port: int(l.Port), Protocol: protocolName(l.SecurityProtocol)}
+		if s.isControllerListener(l.Name) {
+			// A broker-only node's Raft listener: where the metadata log
+			// goes, never a listener for clients.
+			if r.RaftAddr == "" {
+				r.RaftAddr = cl.Addr()
+			}
+			continue
+		}
+		r.Broker.Listeners = append(r.Broker.Listeners, cl)
 	}
-	// PreviousBrokerEpoch (v3+) is -1 after an unclean shutdown (KIP-966).
-	epoch, err := s.ctrl.Register(b, req.Version >= 3 && req.PreviousBrokerEpoch < 0)
+	for _, d := range req.LogDirs {
+		r.Broker.LogDirs = append(r.Broker.LogDirs, uuidString(d))
+	}
+	epoch, err := s.ctrl.Register(r)
 	if err != nil {
 		resp.ErrorCode = kafkaCode(err)
 		return resp, nil
@@ -43,7 +59,7 @@ func (s *Server) handleBrokerRegistration(c *conn, req *kmsg.BrokerRegistrationR
 
 func (s *Server) handleBrokerHeartbeat(c *conn, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	shutDown, err := s.ctrl.Heartbeat(req.BrokerID, req.WantFence, req.WantShutdown)
+	shutDown, err := s.ctrl.Heartbeat(req.BrokerID, req.BrokerEpoch, req.WantFence, req.WantShutdown)
 	if err != nil {
 		resp.ErrorCode = kafkaCode(err)
 		return resp, nil
@@ -88,20 +104,28 @@ func protocolID(name string) int16 {
 
 // keepMembership registers this broker with the active controller and
 // heartbeats to it until the server stops: the controller fences a broker
-// whose heartbeats stop, and moves its partitions' leadership away.
+// whose heartbeats stop, and moves its partitions' leadership away. A
+// heartbeat refused for its epoch (the registration is gone, or another
+// incarnation holds it) registers again.
 func (s *Server) keepMembership(self cluster.Broker, registered bool) {
 	defer s.wg.Done()
 	interval := time.Duration(s.cfg.Int("broker.heartbeat.interval.ms")) * time.Millisecond
+	var refused time.Time
 	for {
 		var err error
 		if !registered {
 			err = s.register(self)
 			registered = err == nil
-		} else if err = s.heartbeat(false); errors.Is(err, kerr.BrokerIDNotRegistered) {
+		} else if err = s.heartbeat(false); errors.Is(err, kerr.StaleBrokerEpoch) || errors.Is(err, kerr.BrokerIDNotRegistered) {
+			s.logger.Warn("the controller refused this broker's epoch; registering again", "node_id", s.nodeID, "broker_epoch", s.epoch.Load(), "err", err)
 			registered = false
 		}
 		wait := interval
 		if err != nil {
+			if errors.Is(err, kerr.DuplicateBrokerRegistration) && time.Since(refused) > time.Minute {
+				s.logDuplicate()
+				refused = time.Now()
+			}
 			s.logger.Debug("controller membership", "err", err)
 			wait = 200 * time.Millisecond
 		}
@@ -113,6 +137,14 @@ func (s *Server) keepMembership(self cluster.Broker, registered bool) {
 	}
 }
 
+// logDuplicate says what to do when the controller refuses this node's
+// registration because another live node has its node.id.
+func (s *Server) logDuplicate() {
+	s.logger.Error("the controller refused this broker: another live broker is registered with node.id "+
+		fmt.Sprint(s.nodeID)+" (DUPLICATE_BROKER_REGISTRATION); give this node its own node.id, or stop the other one",
+		"node_id", s.nodeID, "log_dirs", s.cfg.LogDirs())
+}
+
 // register registers this broker with the active controller, waits until
 // its own metadata has caught up to the registration, and then heartbeats
 // to be unfenced: a broker takes partitions only with the metadata that
@@ -121,13 +153,14 @@ func (s *Server) register(self cluster.Broker) error {
 	var epoch int64
 	if s.ctrl.IsActive() {
 		var err error
-		if epoch, err = s.ctrl.Register(self, !s.cleanStart()); err != nil {
+		if epoch, err = s.ctrl.Register(cluster.Registration{Broker: self, Unclean: !s.cleanStart()}); err != nil {
 			return err
 		}
 	} else {
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.SetVersion(3)
-		req.BrokerID, req.ClusterID = s.nodeID, s.clusterID
+		req.BrokerID, req.ClusterID, req.IncarnationID = s.nodeID, s.clusterID, s.incarnation
+		req.LogDirs = s.logDirIDs
 		// Kafka sends the epoch it saved at its last clean shutdown;
 		// Tributary keeps no epoch across restarts, and 0 says "clean".
 		req.PreviousBrokerEpoch = 0
@@ -137,7 +170,13 @@ func (s *Server) register(self cluster.Broker) error {
 		if self.Rack != "" {
 			req.Rack = &self.Rack
 		}
-		for _, l := range self.Listeners {
+		listeners := self.Listeners
+		if s.raftListener != nil {
+			// The controller takes it for where to send the metadata log,
+			// and advertises it to nobody.
+			listeners = append(slices.Clone(listeners), *s.raftListener)
+		}
+		for _, l := range listeners {
 			rl := kmsg.NewBrokerRegistrationRequestListener()
 			rl.Name, rl.Host, rl.Port, rl.SecurityProtocol = l.Name, l.Host, uint16(l.Port), protocolID(l.Protocol)
 			req.Listeners = append(req.Listeners, rl)
@@ -148,6 +187,7 @@ func (s *Server) register(self cluster.Broker) error {
 		}
 		epoch = resp.BrokerEpoch
 	}
+	s.epoch.Store(epoch)
 	s.registered.Store(true)
 	if err := s.ctrl.WaitApplied(epoch, 30*time.Second); err != nil {
 		return err
@@ -197,12 +237,12 @@ func (s *Server) cleanStart() bool {
 
 func (s *Server) heartbeat(wantShutdown bool) error {
 	if s.ctrl.IsActive() {
-		_, err := s.ctrl.Heartbeat(s.nodeID, false, wantShutdown)
+		_, err := s.ctrl.Heartbeat(s.nodeID, s.epoch.Load(), false, wantShutdown)
 		return err
 	}
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.SetVersion(0)
-	req.BrokerID, req.BrokerEpoch, req.WantShutdown = s.nodeID, -1, wantShutdown
+	req.BrokerID, req.BrokerEpoch, req.WantShutdown = s.nodeID, s.epoch.Load(), wantShutdown
 	req.CurrentMetadataOffset = s.ctrl.Image().Offset
 	// A controller that stopped answering (paused, partitioned) must not
 	// hold the heartbeats up past the session: the next one is elected
@@ -222,7 +262,7 @@ func (s *Server) heartbeat(wantShutdown bool) error {
 // rather than after the session timeout. It gives up after a few seconds:
 // a broker whose controller is gone still stops.
 func (s *Server) controlledShutdown() {
-	if s.ctrl == nil || !s.ctrl.Quorum() || !s.broker || !s.cfg.Bool("controlled.shutdown.enable") {
+	if s.ctrl == nil || !s.ctrl.Quorum() || !s.broker || !s.registered.Load() || !s.cfg.Bool("controlled.shutdown.enable") {
 		return
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -269,3 +309,7 @@ func (s *Server) handleUnregisterBroker(c *conn, req *kmsg.UnregisterBrokerReque
 	}
 	return resp, nil
 }
+
+// uuidString is a Kafka UUID (an incarnation or directory id) in the
+// base64 form Kafka prints.
+func uuidString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }

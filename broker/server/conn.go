@@ -119,8 +119,17 @@ func (c *conn) serveRequest(body []byte) error {
 	if !known || req == nil {
 		return fmt.Errorf("unknown API key %d", c.hdr.key)
 	}
-	if c.s.controllerListeners[c.listener] && !controllerAPIs[c.hdr.key] {
+	// Peers and clients apart, as Kafka's listeners are: a controller
+	// listener serves only what brokers ask of a controller (and, on a
+	// broker-only node, nothing: it is there for Raft), and a client
+	// listener never serves the brokers' internal APIs.
+	switch controller := c.s.controllerListeners[c.listener]; {
+	case controller && !c.s.controller:
+		return fmt.Errorf("%s on the controller listener %s of a broker-only node, which carries the metadata log (Raft) only", kmsg.NameForKey(c.hdr.key), c.listener)
+	case controller && !controllerAPIs[c.hdr.key]:
 		return fmt.Errorf("%s is not served on the controller listener %s", kmsg.NameForKey(c.hdr.key), c.listener)
+	case !controller && h.internal:
+		return fmt.Errorf("%s is served only on controller listeners (controller.listener.names), not on %s", kmsg.NameForKey(c.hdr.key), c.listener)
 	}
 	if c.hdr.version < h.min || c.hdr.version > h.max {
 		if c.hdr.key == kmsg.ApiVersions.Int16() {

@@ -127,3 +127,23 @@ func quorumClusterID(voters []string) string {
 	id[8] = id[8]&0x3f | 0x80
 	return id.String()
 }
+
+// directoryIDs are the directory.id of each log dir's meta.properties, as a
+// broker registers them (BrokerRegistration v2+ LogDirs): the controller
+// tells a restart of this node, on the same disks, from another node
+// configured with the same node.id.
+func directoryIDs(dirs []string) ([][16]byte, error) {
+	var out [][16]byte
+	for _, d := range dirs {
+		props, err := readProperties(filepath.Join(d, MetaPropertiesFile))
+		if err != nil {
+			return nil, err
+		}
+		var id cluster.TopicID
+		if err := id.UnmarshalText([]byte(props["directory.id"])); err != nil {
+			return nil, fmt.Errorf("broker/server: %s: directory.id: %w", filepath.Join(d, MetaPropertiesFile), err)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}

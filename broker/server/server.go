@@ -3,11 +3,13 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
@@ -45,6 +48,19 @@ type Server struct {
 	// registered: the controller has had this broker's first registration
 	// since the start (which told it whether the last stop was clean).
 	registered atomic.Bool
+	// epoch is the broker epoch of the last registration, which heartbeats
+	// and AlterPartition carry (KIP-380).
+	epoch atomic.Int64
+	// incarnation is this process's random id and logDirIDs the
+	// directory.id of its log dirs, both sent with each registration (see
+	// cluster.Controller.Register).
+	incarnation [16]byte
+	logDirIDs   [][16]byte
+	// raftListener is where a broker-only node of a quorum receives the
+	// metadata log: its listener named in controller.listener.names.
+	raftListener *config.Listener
+	// controllerNames are controller.listener.names.
+	controllerNames map[string]bool
 
 	apis            map[int16]handler
 	maxRequestBytes int32
@@ -97,6 +113,11 @@ func New(cfg *config.Broker, opt Options) *Server {
 		conns:               map[*conn]struct{}{},
 		stopping:            make(chan struct{}),
 	}
+	s.controllerNames = map[string]bool{}
+	for _, n := range cfg.List("controller.listener.names") {
+		s.controllerNames[strings.ToUpper(n)] = true
+	}
+	rand.Read(s.incarnation[:])
 	s.apis = s.handlers()
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
 	return s
@@ -121,6 +142,9 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.clusterID = clusterID
+	if s.logDirIDs, err = directoryIDs(paths); err != nil {
+		return err
+	}
 	for _, p := range paths {
 		d, err := log.OpenDir(s.dirConfig(p))
 		if err != nil {
@@ -138,10 +162,9 @@ func (s *Server) Start() error {
 		s.closeStorage()
 		return err
 	}
-	if quorum && len(advertised) > 0 {
-		// A broker-only node receives the metadata log on its first
-		// listener; the controller reads the address from its registration.
-		s.raftConns.Advertise = advertised[0].Addr()
+	if s.raftListener != nil {
+		// The controller reads the address from the registration.
+		s.raftConns.Advertise = s.raftListener.Addr()
 	}
 	if s.ctrl, err = cluster.OpenController(paths[0], s.cfg, clusterID, advertised, s.raftConns, s.logger); err != nil {
 		s.closeListeners()
@@ -200,15 +223,31 @@ func (s *Server) Start() error {
 	if s.ctrl.Quorum() {
 		// Ready means registered and unfenced: until then, no Metadata
 		// lists this node as a live broker.
-		self := cluster.Broker{ID: s.nodeID, Rack: s.cfg.String("broker.rack"), Listeners: advertised}
-		registered := false
-		for deadline := time.Now().Add(30 * time.Second); !registered && time.Now().Before(deadline); {
-			if err := s.register(self); err == nil {
-				registered = true
-			} else {
+		self := cluster.Broker{ID: s.nodeID, Rack: s.cfg.String("broker.rack"), Listeners: advertised,
+			Incarnation: uuidString(s.incarnation)}
+		for _, d := range s.logDirIDs {
+			self.LogDirs = append(self.LogDirs, uuidString(d))
+		}
+		registered, refused := false, false
+		timeout := time.Duration(s.cfg.Int("initial.broker.registration.timeout.ms")) * time.Millisecond
+		for deadline := time.Now().Add(timeout); !registered && time.Now().Before(deadline); {
+			err := s.register(self)
+			registered = err == nil
+			if err != nil {
+				if errors.Is(err, kerr.DuplicateBrokerRegistration) && !refused {
+					s.logDuplicate()
+				}
+				refused = errors.Is(err, kerr.DuplicateBrokerRegistration)
 				s.logger.Debug("registering with the controller", "err", err)
 				time.Sleep(100 * time.Millisecond)
 			}
+		}
+		if refused {
+			// As Kafka's broker does when its first registration does not
+			// succeed in time: a second node with a live node's id must not
+			// take over the moment the first one pauses.
+			s.Shutdown(context.Background())
+			return fmt.Errorf("broker/server: node.id %d is registered by another live broker (DUPLICATE_BROKER_REGISTRATION) after initial.broker.registration.timeout.ms=%d; give this node its own node.id", s.nodeID, timeout.Milliseconds())
 		}
 		if !registered {
 			s.logger.Warn("not registered with the controller yet; retrying in the background")
@@ -231,9 +270,24 @@ func (s *Server) checkRoles() error {
 		return fmt.Errorf("broker/server: process.roles is empty; give broker, controller or both")
 	case !s.cfg.IsSet("controller.quorum.voters") && !(s.broker && s.controller):
 		return fmt.Errorf("broker/server: process.roles=%s needs controller.quorum.voters: a single node is both broker and controller", strings.Join(roles, ","))
+	case s.cfg.IsSet("controller.quorum.voters") && !s.controller:
+		// The metadata log reaches a broker-only node over Raft, which no
+		// client listener accepts (docs/cluster.md, "Peers and clients").
+		ls, err := s.cfg.Listeners()
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(ls, func(l config.Listener) bool { return s.controllerNames[l.Name] }) {
+			return fmt.Errorf("broker/server: process.roles=broker needs a listener named in controller.listener.names (%s) in listeners, to receive the metadata log on: the controllers send it there, and no client listener accepts it (e.g. listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093 with controller.listener.names=CONTROLLER)",
+				strings.Join(s.cfg.List("controller.listener.names"), ","))
+		}
 	}
 	return nil
 }
+
+// isControllerListener is whether a listener name is one of
+// controller.listener.names.
+func (s *Server) isControllerListener(name string) bool { return s.controllerNames[strings.ToUpper(name)] }
 
 func (s *Server) dirConfig(path string) log.DirConfig {
 	c := log.DefaultDirConfig(path)
@@ -250,8 +304,9 @@ func (s *Server) dirConfig(path string) log.DirConfig {
 
 // listen binds the listeners and returns the endpoints to advertise:
 // advertised.listeners if set, else the bound addresses, so that a listener
-// on port 0 advertises its real port. In a quorum every listener also
-// carries Raft (see cluster.RaftConns); a single node has no use for its
+// on port 0 advertises its real port. In a quorum the controller listeners
+// also carry Raft (see cluster.RaftConns); client listeners never do, so
+// that no client can speak to the quorum. A single node has no use for its
 // controller listener and leaves it unbound.
 func (s *Server) listen() ([]config.Listener, error) {
 	ls, err := s.cfg.Listeners()
@@ -262,12 +317,9 @@ func (s *Server) listen() ([]config.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	controller := map[string]bool{}
-	for _, n := range s.cfg.List("controller.listener.names") {
-		controller[n] = true
-	}
 	for _, l := range ls {
-		if controller[l.Name] && s.raftConns == nil {
+		controller := s.controllerNames[l.Name]
+		if controller && s.raftConns == nil {
 			continue
 		}
 		ln, err := net.Listen("tcp", l.Addr())
@@ -275,12 +327,22 @@ func (s *Server) listen() ([]config.Listener, error) {
 			s.closeListeners()
 			return nil, fmt.Errorf("broker/server: listen %s: %w", l, err)
 		}
-		if s.raftConns != nil {
+		if controller {
 			ln = s.raftConns.Split(ln)
+			if !s.controller && s.raftListener == nil {
+				rl := l
+				rl.Port = ln.Addr().(*net.TCPAddr).Port
+				if rl.Host == "" || rl.Host == "0.0.0.0" || rl.Host == "::" {
+					if h, err := os.Hostname(); err == nil {
+						rl.Host = h
+					}
+				}
+				s.raftListener = &rl
+			}
 		}
 		s.mu.Lock()
 		s.listeners[l.Name] = ln
-		s.controllerListeners[l.Name] = controller[l.Name]
+		s.controllerListeners[l.Name] = controller
 		s.mu.Unlock()
 		if !s.cfg.IsSet("advertised.listeners") {
 			for i := range advertised {

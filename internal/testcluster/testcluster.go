@@ -59,12 +59,15 @@ func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
 	n := voters + brokersOnly
 	combined := brokersOnly == 0
 	ports := make([]int, n)
-	ctrlPorts := make([]int, voters)
+	// Every node has a controller listener: a voter's is its address in
+	// the quorum, a broker-only node's receives the metadata log (Raft is
+	// never accepted on a client listener).
+	ctrlPorts := make([]int, n)
 	var quorum []string
 	for i := range ports {
 		ports[i] = testbroker.FreePort(t)
+		ctrlPorts[i] = testbroker.FreePort(t)
 		if i < voters {
-			ctrlPorts[i] = testbroker.FreePort(t)
 			quorum = append(quorum, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrlPorts[i]))
 		}
 	}
@@ -90,7 +93,7 @@ func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
 			cfg.Listeners = fmt.Sprintf("CONTROLLER://127.0.0.1:%d", ctrlPorts[i])
 			cfg.Props = []string{"process.roles=controller"}
 		default:
-			cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", ports[i])
+			cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ports[i], ctrlPorts[i])
 			cfg.Props = []string{"process.roles=broker"}
 		}
 		cfg.Props = append(append(append(cfg.Props, fmt.Sprintf("node.id=%d", i+1)), base...), props...)
