@@ -287,7 +287,9 @@ func (s *Server) checkRoles() error {
 
 // isControllerListener is whether a listener name is one of
 // controller.listener.names.
-func (s *Server) isControllerListener(name string) bool { return s.controllerNames[strings.ToUpper(name)] }
+func (s *Server) isControllerListener(name string) bool {
+	return s.controllerNames[strings.ToUpper(name)]
+}
 
 func (s *Server) dirConfig(path string) log.DirConfig {
 	c := log.DefaultDirConfig(path)
