@@ -121,7 +121,16 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 				}
 				upTo := int64(-1)
 				if replicaID >= 0 {
+					// Checked before anything is read: a broker that is not a
+					// replica of the partition in this epoch reads nothing
+					// and moves nothing (Kafka's followerReplicaOrThrow).
 					isr, code := part.FollowerFetched(replicaID, rp.FetchOffset)
+					if code == kerr.NotLeaderForPartition && rp.CurrentLeaderEpoch >= 0 && part.LeaderEpoch() == rp.CurrentLeaderEpoch {
+						// The epoch is ours but the replica is not among
+						// its replicas: maybe a reassignment this leader
+						// has not applied yet, so the follower retries.
+						code = kerr.UnknownLeaderEpoch
+					}
 					if code != nil {
 						sp.ErrorCode = code.Code
 						break

@@ -187,7 +187,9 @@ func (s *Server) register(self cluster.Broker) error {
 		}
 		epoch = resp.BrokerEpoch
 	}
-	s.epoch.Store(epoch)
+	if s.epoch.Swap(epoch) != epoch {
+		s.logger.Info("registered with the controller", "node_id", s.nodeID, "broker_epoch", epoch)
+	}
 	s.registered.Store(true)
 	if err := s.ctrl.WaitApplied(epoch, 30*time.Second); err != nil {
 		return err

@@ -26,6 +26,8 @@ import (
 type Cluster struct {
 	t     testing.TB
 	Nodes []*Node
+	// base are the props every node shares (the quorum, the timeouts).
+	base []string
 }
 
 // Node is one process of the cluster.
@@ -33,6 +35,9 @@ type Node struct {
 	ID int32
 	// IsBroker and IsController are its process.roles.
 	IsBroker, IsController bool
+	// ControllerAddr is its CONTROLLER listener: a voter's quorum address,
+	// where a broker-only node receives the metadata log.
+	ControllerAddr string
 	*testbroker.Broker
 }
 
@@ -78,10 +83,12 @@ func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
 		"broker.heartbeat.interval.ms=500",
 		"controller.quorum.election.timeout.ms=500",
 	}
-	c := &Cluster{t: t, Nodes: make([]*Node, n)}
+	base = append(base, props...)
+	c := &Cluster{t: t, Nodes: make([]*Node, n), base: base}
 	var wg sync.WaitGroup
 	for i := range n {
-		node := &Node{ID: int32(i + 1), IsController: i < voters, IsBroker: combined || i >= voters}
+		node := &Node{ID: int32(i + 1), IsController: i < voters, IsBroker: combined || i >= voters,
+			ControllerAddr: fmt.Sprintf("127.0.0.1:%d", ctrlPorts[i])}
 		cfg := testbroker.Config{Dir: t.TempDir(), Port: ports[i]}
 		switch {
 		case node.IsBroker && node.IsController:
@@ -96,7 +103,7 @@ func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
 			cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ports[i], ctrlPorts[i])
 			cfg.Props = []string{"process.roles=broker"}
 		}
-		cfg.Props = append(append(append(cfg.Props, fmt.Sprintf("node.id=%d", i+1)), base...), props...)
+		cfg.Props = append(append(cfg.Props, fmt.Sprintf("node.id=%d", i+1)), base...)
 		wg.Add(1)
 		// Together: a node waits for a quorum before it calls itself ready.
 		go func() {
@@ -110,6 +117,16 @@ func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
 		t.FailNow()
 	}
 	return c
+}
+
+// BrokerOnlyConfig is the configuration of a broker-only node id that joins
+// the cluster, with its own log dir and ports, for a test to start
+// (testbroker.StartConfig) or to run as it wants.
+func (c *Cluster) BrokerOnlyConfig(id int32) testbroker.Config {
+	port, ctrl := testbroker.FreePort(c.t), testbroker.FreePort(c.t)
+	return testbroker.Config{Dir: c.t.TempDir(), Port: port,
+		Listeners: fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrl),
+		Props:     append([]string{"process.roles=broker", fmt.Sprintf("node.id=%d", id)}, c.base...)}
 }
 
 // Brokers are the nodes with the broker role.
