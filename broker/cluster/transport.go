@@ -11,10 +11,12 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// raftMagic opens every Raft connection. Raft shares the node's Kafka
-// listeners, as KRaft shares the controller listener: a Kafka request opens
-// with its size, a positive int32 whose first byte is never 0xFF, so the
-// first byte tells the two apart without a second port.
+// raftMagic opens every Raft connection. Raft shares the node's controller
+// listeners with the Kafka APIs a controller serves, as KRaft's controller
+// listener does: a Kafka request opens with its size, a positive int32
+// whose first byte is never 0xFF, so the first byte tells the two apart
+// without a second port. Client listeners are never split: there 0xFF is a
+// negative frame size, and the connection is closed.
 const raftMagic byte = 0xFF
 
 // RaftConns is the Raft side of a node's listeners: Split routes the
@@ -22,7 +24,7 @@ const raftMagic byte = 0xFF
 // accepts them. Connections that arrive before the quorum opens wait.
 type RaftConns struct {
 	// Advertise is where other nodes dial this node's Raft: its voter
-	// address, or for a broker-only node its inter-broker listener.
+	// address, or for a broker-only node its controller listener.
 	Advertise string
 
 	conns     chan net.Conn
