@@ -21,6 +21,23 @@ type membership struct {
 	mu       sync.Mutex
 	lastSeen map[int32]time.Time
 	stop     chan struct{} // closed when this node stops leading
+	// refused is when a duplicate of each node id was last logged: a
+	// refused node retries every second or so.
+	refused map[int32]time.Time
+}
+
+// logRefusal is whether a refused duplicate of id is worth a log line now.
+func (m *membership) logRefusal(id int32) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.refused == nil {
+		m.refused = map[int32]time.Time{}
+	}
+	if time.Since(m.refused[id]) < time.Minute {
+		return false
+	}
+	m.refused[id] = time.Now()
+	return true
 }
 
 func newMembership() *membership { return &membership{} }
@@ -318,9 +335,11 @@ func (c *Controller) duplicate(old, b Broker) error {
 		!c.members.inSession(b.ID, c.sessionTimeout()) {
 		return nil
 	}
-	c.logger.Error("refused the registration of a second broker with a live broker's node.id",
-		"node_id", b.ID, "registered_incarnation", old.Incarnation, "registered_log_dirs", old.LogDirs,
-		"refused_incarnation", b.Incarnation, "refused_log_dirs", b.LogDirs, "refused_listeners", b.Listeners)
+	if c.members.logRefusal(b.ID) {
+		c.logger.Error("refused the registration of a second broker with a live broker's node.id (DUPLICATE_BROKER_REGISTRATION); two nodes are configured with this node.id",
+			"node_id", b.ID, "registered_incarnation", old.Incarnation, "registered_log_dirs", old.LogDirs,
+			"refused_incarnation", b.Incarnation, "refused_log_dirs", b.LogDirs, "refused_listeners", b.Listeners)
+	}
 	return errorf(kerr.DuplicateBrokerRegistration, "broker %d is registered and live with other log dirs (incarnation %s); two nodes have node.id %d", b.ID, old.Incarnation, b.ID)
 }
 

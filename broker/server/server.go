@@ -239,7 +239,12 @@ func (s *Server) Start() error {
 				}
 				refused = errors.Is(err, kerr.DuplicateBrokerRegistration)
 				s.logger.Debug("registering with the controller", "err", err)
-				time.Sleep(100 * time.Millisecond)
+				wait := 100 * time.Millisecond
+				if refused {
+					// The other node will not go away in a moment.
+					wait = time.Second
+				}
+				time.Sleep(wait)
 			}
 		}
 		if refused {
