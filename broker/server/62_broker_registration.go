@@ -127,7 +127,9 @@ func (s *Server) keepMembership(self cluster.Broker, registered bool) {
 				refused = time.Now()
 			}
 			s.logger.Debug("controller membership", "err", err)
-			wait = 200 * time.Millisecond
+			if !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+				wait = 200 * time.Millisecond
+			}
 		}
 		select {
 		case <-s.stopping:
