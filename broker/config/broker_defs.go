@@ -30,7 +30,7 @@ var BrokerDefs = defs(
 	Def{Name: "broker.heartbeat.interval.ms", Type: Int, Default: "2000", Check: atLeast(1),
 		Doc: "How often a broker heartbeats to the active controller."},
 	Def{Name: "initial.broker.registration.timeout.ms", Type: Int, Default: "60000", Check: atLeast(1),
-		Doc: "How long a starting broker tries to register with the controller before it says ready anyway and goes on trying; a broker refused because another live broker has its node.id (DUPLICATE_BROKER_REGISTRATION) exits instead."},
+		Doc: "How long a starting broker refused because another live broker has its node.id (DUPLICATE_BROKER_REGISTRATION) goes on trying before it exits. A broker that reaches no controller says ready after at most 30 s and goes on trying in the background."},
 	Def{Name: "inter.broker.listener.name", Type: String, NoDefault: true, Doc: "The listener brokers use to reach each other."},
 	Def{Name: "socket.request.max.bytes", Type: Int, Default: "104857600", Check: atLeast(1),
 		Doc: "The largest request frame; a larger one closes the connection before anything is allocated."},

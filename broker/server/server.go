@@ -230,7 +230,11 @@ func (s *Server) Start() error {
 		}
 		registered, refused := false, false
 		timeout := time.Duration(s.cfg.Int("initial.broker.registration.timeout.ms")) * time.Millisecond
-		for deadline := time.Now().Add(timeout); !registered && time.Now().Before(deadline); {
+		// Without a controller to answer, the broker says ready after at
+		// most 30 s and goes on trying in the background; refused as a
+		// duplicate, it tries until the timeout and then exits.
+		start := time.Now()
+		for deadline := start.Add(timeout); !registered && time.Now().Before(deadline) && (refused || time.Since(start) < 30*time.Second); {
 			err := s.register(self)
 			registered = err == nil
 			if err != nil {
