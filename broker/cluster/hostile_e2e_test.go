@@ -450,8 +450,8 @@ type raftDialer struct {
 }
 
 func (d *raftDialer) Accept() (net.Conn, error) { <-d.closed; return nil, net.ErrClosed }
-func (d *raftDialer) Close() error               { d.once.Do(func() { close(d.closed) }); return nil }
-func (d *raftDialer) Addr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+func (d *raftDialer) Close() error              { d.once.Do(func() { close(d.closed) }); return nil }
+func (d *raftDialer) Addr() net.Addr            { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
 func (d *raftDialer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	nc, err := net.DialTimeout("tcp", string(addr), timeout)
 	if err != nil {
