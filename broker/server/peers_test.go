@@ -1,9 +1,13 @@
 package server
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/config"
 )
 
 // The brokers' internal APIs are served on controller listeners only: a
@@ -40,4 +44,19 @@ func TestInternalAPIsCloseClientConnections(t *testing.T) {
 		t.Error("a client registered broker 4242")
 	}
 	apiVersionsWork(t, addr)
+}
+
+// A broker-only node receives the metadata log on a controller listener,
+// since no client listener accepts Raft: without one it refuses to start,
+// naming the setting.
+func TestBrokerOnlyNodeNeedsAControllerListener(t *testing.T) {
+	cfg, err := config.ParseBroker(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
+		"process.roles": "broker", "controller.listener.names": "CONTROLLER", "controller.quorum.voters": "1@127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = New(cfg, Options{Logger: slog.New(slog.DiscardHandler)}).Start()
+	if err == nil || !strings.Contains(err.Error(), "controller.listener.names (CONTROLLER)") {
+		t.Errorf("broker-only node without a controller listener: start error %v, want one naming controller.listener.names", err)
+	}
 }
