@@ -91,7 +91,9 @@ func TestHostileClients(t *testing.T) {
 	})
 
 	t.Run("ForgedAndStaleEpochs", func(t *testing.T) {
-		forged := []int64{-1, 0, 1 << 40, math.MaxInt64}
+		// Epochs are metadata offsets, small and guessable (0 is the first
+		// broker's when it registers first): these are surely not one.
+		forged := []int64{-1, -2, 1 << 40, math.MaxInt64}
 		for id := int32(1); id <= 4; id++ {
 			epochs := forged
 			if id == 4 {
