@@ -172,6 +172,13 @@ func TestHostileClients(t *testing.T) {
 		if err := appendEntries(b4.Addr(), quorumBefore.LeaderEpoch+100); err == nil {
 			t.Error("broker-only node 4's client listener took a Raft AppendEntries")
 		}
+		// An election may happen under load (the tests' election timeout
+		// is 500 ms), but no node took the injected term.
+		for _, n := range c.Nodes {
+			if q, err := testcluster.DescribeQuorum(n.Addr()); err == nil && q.LeaderEpoch >= quorumBefore.LeaderEpoch+100 {
+				t.Errorf("node %d is at Raft term %d, the one a client injected", n.ID, q.LeaderEpoch)
+			}
+		}
 	})
 
 	t.Run("ReplicaFetchFromNonReplica", func(t *testing.T) {
@@ -234,9 +241,6 @@ func TestHostileClients(t *testing.T) {
 	}
 	if m, err := adm.BrokerMetadata(ctx); err != nil || !slices.Equal(m.Brokers.NodeIDs(), []int32{1, 2, 3, 4}) {
 		t.Errorf("Metadata lists brokers %v (%v), want [1 2 3 4]", m.Brokers.NodeIDs(), err)
-	}
-	if q, err := testcluster.DescribeQuorum(c.Node(ctrl).Addr()); err != nil || q.LeaderID != quorumBefore.LeaderID || q.LeaderEpoch != quorumBefore.LeaderEpoch {
-		t.Errorf("the quorum changed: before leader %d epoch %d, after %+v (%v)", quorumBefore.LeaderID, quorumBefore.LeaderEpoch, q, err)
 	}
 	produce(t, c.Bootstrap(), "h", 100, 100)
 	consumeAll(t, c.Bootstrap(), "h", 200)
