@@ -255,8 +255,9 @@ type Registration struct {
 // addition so that a node killed with -9 comes back at once:
 //   - the same incarnation (a retry of a registration whose answer was
 //     lost): the registration is amended, its epoch and fencing kept;
-//   - a node.id whose broker still has a valid session, from another
-//     incarnation that shares none of its log dirs: a second node
+//   - a node.id whose broker still has a valid session (unfenced, heard
+//     from within the session timeout), from another incarnation that
+//     shares none of its log dirs: a second node
 //     configured with the same node.id, refused with
 //     DUPLICATE_BROKER_REGISTRATION while the first one lives;
 //   - anything else is a new incarnation of the node, with a new epoch:
