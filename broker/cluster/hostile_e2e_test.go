@@ -263,6 +263,25 @@ func TestHostileClients(t *testing.T) {
 	if err != nil || resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode != kerr.StaleBrokerEpoch.Code {
 		t.Errorf("heartbeat with WantShutdown and broker 4's previous epoch: %+v %v; want STALE_BROKER_EPOCH", resp, err)
 	}
+	// A replica fetch (v15, KIP-903) from broker 4's previous incarnation
+	// moves nothing; from the current one it is served.
+	createAssigned(t, c, "four", []int32{1, 4})
+	c.Leaders("four", 15*time.Second)
+	p := partitionOf(t, c, "four", 0)
+	secret := clusterSecret(t, c.Node(1).DataDir())
+	for _, tc := range []struct {
+		epoch int64
+		want  *kerr.Error
+	}{{epoch4, kerr.NotLeaderForPartition}, {loggedEpoch(t, b4.Log()), nil}} {
+		r := replicaFetchV15(t, c.Node(p.Leader).Addr(), 4, tc.epoch, secret, topicID(t, c, "four"), p.LeaderEpoch)
+		code := r.ErrorCode
+		if code == 0 && len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
+			code = r.Topics[0].Partitions[0].ErrorCode
+		}
+		if want := int16(0); tc.want != nil && code != tc.want.Code || tc.want == nil && code != want {
+			t.Errorf("replica fetch v15 by broker 4 with epoch %d: %v, want %v", tc.epoch, kerr.ErrorForCode(code), tc.want)
+		}
+	}
 	time.Sleep(sessionTimeout / 2)
 	waitBrokers(t, adm, 4)
 	for _, n := range c.Nodes {
@@ -441,6 +460,29 @@ func replicaFetch(t *testing.T, addr string, id int32, secret, topic string, lea
 	resp, err := roundTrip(addr, req)
 	if err != nil {
 		t.Fatalf("replica fetch: %v", err)
+	}
+	return resp.(*kmsg.FetchResponse)
+}
+
+// replicaFetchV15 fetches partition 0 of a topic (by id) as replica id of
+// broker epoch epoch (ReplicaState, KIP-903), with the secret.
+func replicaFetchV15(t *testing.T, addr string, id int32, epoch int64, secret string, topic [16]byte, leaderEpoch int32) *kmsg.FetchResponse {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(15)
+	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 1<<20, 0
+	req.ReplicaState.ID, req.ReplicaState.Epoch = id, epoch
+	req.UnknownTags.Set(replica.SecretTag, []byte(secret))
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.PartitionMaxBytes = 0, leaderEpoch, 0, 1<<20
+	rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := roundTrip(addr, req)
+	if err != nil {
+		t.Fatalf("replica fetch v15: %v", err)
 	}
 	return resp.(*kmsg.FetchResponse)
 }

@@ -120,6 +120,12 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 					break
 				}
 				upTo := int64(-1)
+				if replicaID >= 0 && staleReplicaEpoch(img, req, replicaID) {
+					// A fetch from an earlier incarnation of the follower
+					// (KIP-903) must not move its state.
+					sp.ErrorCode = kerr.NotLeaderForPartition.Code
+					break
+				}
 				if replicaID >= 0 {
 					// Checked before anything is read: a broker that is not a
 					// replica of the partition in this epoch reads nothing
@@ -188,6 +194,18 @@ func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopi
 	}
 	sp.RecordBatches = files.add(slice)
 	return slice.Size, nil
+}
+
+// staleReplicaEpoch is whether a replica fetch names a broker epoch (Fetch
+// v15+ ReplicaState, KIP-903) older than the live broker's registration, as
+// Kafka's Replica.updateFetchStateOrThrow refuses it. -1 skips the check;
+// Tributary's followers fetch with v12, which carries none.
+func staleReplicaEpoch(img *cluster.Image, req *kmsg.FetchRequest, replicaID int32) bool {
+	if req.Version < 15 || req.ReplicaState.Epoch == -1 {
+		return false
+	}
+	b, ok := img.Brokers[replicaID]
+	return ok && !b.Fenced && b.Epoch > req.ReplicaState.Epoch
 }
 
 // checkLeaderEpoch fences a client whose view of the leader is older
