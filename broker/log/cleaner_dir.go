@@ -103,6 +103,7 @@ func (c *dirCleaner) cleanDirtiest(ctx context.Context) bool {
 			continue
 		}
 		r := l.cleanableRange(l.now(), c.offsetFor(l), -1)
+		r.release()
 		if ratio := r.dirtyRatio(); r.dirtyBytes > 0 && ratio > cfg.MinCleanableDirtyRatio && ratio > bestRatio {
 			best, bestRatio = l, ratio
 		}

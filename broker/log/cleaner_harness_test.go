@@ -211,6 +211,7 @@ func (h *harness) cleanable(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "first-dirty", &firstDirty)
 	}
 	r := h.log.cleanableRange(h.now, firstDirty, -1)
+	defer r.release()
 	return fmt.Sprintf("first dirty %d, first uncleanable %d, clean bytes %d, dirty bytes %d, ratio %.3f\n",
 		r.firstDirty, r.segs[r.uncleanable].base, r.cleanBytes, r.dirtyBytes, r.dirtyRatio())
 }
