@@ -56,7 +56,7 @@ func (s *segment) release() {
 				o.logger.Warn("closing a removed segment", "base_offset", s.base, "err", err)
 			}
 			if h := o.testSegmentClosed; h != nil {
-				h(s.base)
+				h(s)
 			}
 		}
 	}

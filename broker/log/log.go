@@ -67,9 +67,8 @@ type Log struct {
 	pendingDeletes map[*segment]*time.Timer
 
 	// testSegmentClosed, when set (by tests, right after Open), is called
-	// with the base offset of each segment whose files the last release
-	// closed.
-	testSegmentClosed func(base int64)
+	// with each segment whose files the last release closed.
+	testSegmentClosed func(s *segment)
 }
 
 // Options are what a log dir knows about a partition before opening it.
@@ -574,10 +573,9 @@ func (l *Log) deleteSegmentLocked(s *segment) error {
 		// mu orders this after the caller's publication of the new list,
 		// even at a delay of 0.
 		l.mu.Lock()
-		_, pending := l.pendingDeletes[s]
-		delete(l.pendingDeletes, s)
-		l.mu.Unlock()
-		if pending {
+		defer l.mu.Unlock()
+		if _, pending := l.pendingDeletes[s]; pending {
+			delete(l.pendingDeletes, s)
 			l.retire(s)
 		}
 	})
