@@ -90,12 +90,16 @@ func releaseAll(segs []*segment) {
 }
 
 // acquireSegments is a snapshot of the segment list with every segment
-// acquired; the caller releases them with releaseAll.
-func (l *Log) acquireSegments() []*segment {
+// acquired; the caller releases them with releaseAll. A closed log's list
+// keeps its closed segments, so it is ErrClosed rather than a retry.
+func (l *Log) acquireSegments() ([]*segment, error) {
 	for {
 		segs := l.segments()
 		if acquireAll(segs) {
-			return segs
+			return segs, nil
+		}
+		if l.shut.Load() {
+			return nil, ErrClosed
 		}
 	}
 }

@@ -148,6 +148,14 @@ func TestReaderHoldsSegmentAcrossDelete(t *testing.T) {
 	if !w.isClosed(other) {
 		t.Fatal("an unheld segment of a deleted log stayed open")
 	}
+	// A reader of a deleted log gets an error, not a loop looking for a
+	// live segment in a list that has none.
+	if _, err := l.Read(other.base, ReadOptions{MaxBytes: 1 << 20, UpTo: -1}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read of a deleted log: %v, want ErrClosed", err)
+	}
+	if _, _, _, err := l.OffsetForTimestamp(0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ListOffsets of a deleted log: %v, want ErrClosed", err)
+	}
 	checkHeld(t, w, s, data)
 }
 

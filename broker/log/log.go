@@ -57,6 +57,11 @@ type Log struct {
 	epochs  *epochCache
 	onFlush func(time.Duration) // may be nil
 
+	// shut is closed, for readers, which take no lock: set before the
+	// segments' references are dropped, it tells a reader that found a
+	// segment closed not to look again.
+	shut atomic.Bool
+
 	mu            sync.Mutex
 	closed        bool
 	unflushedMsgs int64
@@ -126,6 +131,7 @@ func Open(dir string, cfg Config, opt Options) (*Log, error) {
 		l.epochs = &epochCache{path: filepath.Join(dir, LeaderEpochFile)}
 	}
 	if err := l.load(opt); err != nil {
+		l.shut.Store(true)
 		l.closeSegments()
 		return nil, err
 	}
@@ -614,6 +620,7 @@ func (l *Log) Close() error {
 		err = serr
 	}
 	l.closed = true
+	l.shut.Store(true)
 	l.wakeLocked()
 	l.finishDeletesLocked()
 	l.mu.Unlock()
@@ -638,6 +645,7 @@ func (l *Log) closeSegments() {
 func (l *Log) Delete() error {
 	l.mu.Lock()
 	l.closed = true
+	l.shut.Store(true)
 	l.wakeLocked()
 	l.finishDeletesLocked()
 	l.mu.Unlock()

@@ -68,6 +68,9 @@ func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
 		if !closed {
 			return s, err
 		}
+		if l.shut.Load() {
+			return Slice{FirstOffset: -1}, ErrClosed
+		}
 		// A segment of the list we read closed under us: it left the
 		// list, so the next look finds its successor, or the offset out
 		// of range.
@@ -135,7 +138,10 @@ func (l *Log) read(offset int64, opt ReadOptions) (_ Slice, closed bool, _ error
 // record is older.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
 	// Every segment is held: its time index is read until one answers.
-	segs := l.acquireSegments()
+	segs, err := l.acquireSegments()
+	if err != nil {
+		return 0, 0, false, err
+	}
 	defer releaseAll(segs)
 	start := l.start.Load()
 	for _, s := range segs {
@@ -191,7 +197,10 @@ func firstAtOrAfter(b record.Batch, ts, start int64) (int64, int64, bool, error)
 // MaxTimestamp is ListOffsets' MAX_TIMESTAMP: the offset and timestamp of
 // the record with the largest timestamp (the first such record on a tie).
 func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
-	segs := l.acquireSegments()
+	segs, err := l.acquireSegments()
+	if err != nil {
+		return 0, 0, false, err
+	}
 	defer releaseAll(segs)
 	var best *segment
 	for _, s := range segs {

@@ -13,7 +13,10 @@ import (
 // producer state or leader epochs from a large log stays cheap. The header
 // passed to fn is reused; copy it to keep it.
 func (l *Log) ScanHeaders(from int64, fn func(record.Batch) error) error {
-	segs := l.acquireSegments()
+	segs, err := l.acquireSegments()
+	if err != nil {
+		return err
+	}
 	defer releaseAll(segs)
 	i := max(sort.Search(len(segs), func(i int) bool { return segs[i].base > from })-1, 0)
 	buf := make([]byte, record.HeaderSize)
