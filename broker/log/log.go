@@ -608,7 +608,9 @@ func (l *Log) finishDeletesLocked() {
 }
 
 // Close flushes the log and closes its files, and removes at once the
-// segments still waiting out file.delete.delay.ms. Callers stop readers first.
+// segments still waiting out file.delete.delay.ms. A segment a reader still
+// holds (a Slice not yet released) closes at the reader's release; reads
+// that start after Close get ErrClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -641,7 +643,8 @@ func (l *Log) closeSegments() {
 	}
 }
 
-// Delete closes the log and removes its directory (DeleteTopics).
+// Delete closes the log and removes its directory (DeleteTopics). As with
+// Close, readers inside a segment keep reading it until they release it.
 func (l *Log) Delete() error {
 	l.mu.Lock()
 	l.closed = true
