@@ -1,19 +1,29 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testcluster"
 )
 
@@ -282,4 +292,152 @@ func tail(log string) string {
 		return "...\n" + log[len(log)-keep:]
 	}
 	return log
+}
+
+// TestSlowConsumerAcrossDeleteTopics: a consumer that reads its fetch
+// response slowly keeps the broker inside sendfile for that response while
+// the topic is deleted and another topic's files take the freed descriptor
+// numbers. The response must still be the deleted topic's bytes, whole:
+// the broker used to send from a bare descriptor number, which by then
+// named another file (or none), so the consumer got another topic's
+// records, or a cut response.
+func TestSlowConsumerAcrossDeleteTopics(t *testing.T) {
+	b := testbroker.Start(t, "log.segment.delete.delay.ms=0")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression())) // values readable in the raw batches
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	delay0 := map[string]*string{"file.delete.delay.ms": kadm.StringPtr("0")}
+	if _, err := adm.CreateTopic(ctx, 1, 1, delay0, "slow"); err != nil {
+		t.Fatal(err)
+	}
+	// 12 MiB in one segment: more than the loopback socket buffers hold,
+	// so the broker's sendfile waits on the slow reader.
+	value := strings.Repeat("s", 1024)
+	produce := func(topic string, n int) {
+		rs := make([]*kgo.Record, n)
+		for i := range rs {
+			rs[i] = &kgo.Record{Topic: topic, Partition: 0, Value: []byte(topic + " " + value)}
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce("slow", 12<<10)
+
+	// A raw connection with a small receive buffer, so the response waits
+	// in the broker rather than in this process's kernel.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+		return errors.Join(err, serr)
+	}}
+	nc, err := d.DialContext(ctx, "tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 0, 1, 64<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "slow"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 0, -1, 32<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	frame := []byte{0, 0, 0, 0}
+	frame = binary.BigEndian.AppendUint16(frame, uint16(kmsg.Fetch.Int16()))
+	frame = binary.BigEndian.AppendUint16(frame, 11)
+	frame = binary.BigEndian.AppendUint32(frame, 7) // correlation id
+	frame = binary.BigEndian.AppendUint16(frame, 4)
+	frame = append(frame, "slow"...)
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 8)
+	if _, err := io.ReadFull(nc, head); err != nil {
+		t.Fatal(err)
+	}
+	size := int(binary.BigEndian.Uint32(head))
+	if size < 12<<20 {
+		t.Fatalf("response of %d bytes, want the 12 MiB", size)
+	}
+
+	// The broker is now blocked sending: delete the topic, wait until its
+	// directory is gone, and open other files in the broker.
+	resp, err := adm.DeleteTopics(ctx, "slow")
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(b.DataDir(), "slow-0")); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the deleted topic's directory is still there")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range 4 {
+		name := fmt.Sprintf("other-%d", i)
+		if _, err := adm.CreateTopic(ctx, 1, 1, delay0, name); err != nil {
+			t.Fatal(err)
+		}
+		produce(name, 100)
+	}
+
+	body := make([]byte, size-4)
+	if _, err := io.ReadFull(nc, body); err != nil {
+		t.Fatalf("reading the rest of the response: %v", err)
+	}
+	fr := kmsg.NewPtrFetchResponse()
+	fr.SetVersion(11)
+	if err := fr.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || fr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("unexpected response: %+v", fr)
+	}
+	recs := fr.Topics[0].Partitions[0].RecordBatches
+	next, n := int64(0), 0
+	for len(recs) >= 12 {
+		length := int(binary.BigEndian.Uint32(recs[8:]))
+		if len(recs) < 12+length {
+			break // a partial batch at the end, as clients allow
+		}
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(recs[:12+length]); err != nil {
+			t.Fatal(err)
+		}
+		if crc := int32(crc32.Checksum(recs[21:12+length], crc32.MakeTable(crc32.Castagnoli))); crc != rb.CRC {
+			t.Fatalf("batch at offset %d: CRC %x, computed %x: not the bytes it was written as", rb.FirstOffset, rb.CRC, crc)
+		}
+		if bytes.Contains(recs[:12+length], []byte("other-")) || !bytes.Contains(recs[:12+length], []byte("slow "+value[:16])) {
+			t.Fatalf("batch at offset %d holds another topic's records", rb.FirstOffset)
+		}
+		if rb.FirstOffset != next {
+			t.Fatalf("batch at offset %d, want %d", rb.FirstOffset, next)
+		}
+		next = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+		n++
+		recs = recs[12+length:]
+	}
+	if next < 12<<10-100 {
+		t.Fatalf("the response held offsets up to %d of %d", next, 12<<10)
+	}
+	t.Logf("%d batches, %d records, sent whole after their topic was deleted", n, next)
+	if !b.Running() {
+		t.Fatalf("the broker exited:\n%s", b.Log())
+	}
 }
