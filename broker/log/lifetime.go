@@ -91,15 +91,16 @@ func releaseAll(segs []*segment) {
 
 // acquireSegments is a snapshot of the segment list with every segment
 // acquired; the caller releases them with releaseAll. A closed log's list
-// keeps its closed segments, so it is ErrClosed rather than a retry.
+// keeps its closed segments, so it is ErrClosed rather than a retry (see
+// segmentClosed).
 func (l *Log) acquireSegments() ([]*segment, error) {
 	for {
-		segs := l.segments()
-		if acquireAll(segs) {
-			return segs, nil
+		list := l.segs.Load()
+		if acquireAll(*list) {
+			return *list, nil
 		}
-		if l.shut.Load() {
-			return nil, ErrClosed
+		if err := l.segmentClosed(list); err != nil {
+			return nil, err
 		}
 	}
 }

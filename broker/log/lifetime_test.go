@@ -250,18 +250,22 @@ func TestConcurrentReadersAndDeletes(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	var reads atomic.Int64
+	var hw atomic.Int64
+	hw.Store(l.LogEndOffset() - 3)
 	for r := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(r), 1))
 			for !stop.Load() {
-				start, end := l.LogStartOffset(), l.LogEndOffset()
+				// Up to the high watermark, as consumers read: a
+				// follower's truncation never cuts below it.
+				start, end := l.LogStartOffset(), hw.Load()
 				if end <= start {
 					continue
 				}
 				off := start + rng.Int64N(end-start)
-				s, err := l.Read(off, ReadOptions{MaxBytes: 1 << 20, MinOneBatch: true, UpTo: -1})
+				s, err := l.Read(off, ReadOptions{MaxBytes: 1 << 20, MinOneBatch: true, UpTo: end})
 				if errors.Is(err, ErrOffsetOutOfRange) {
 					continue // retention passed it
 				}
@@ -292,6 +296,7 @@ func TestConcurrentReadersAndDeletes(t *testing.T) {
 	// A cleaning fsyncs its output: a few are enough.
 	for i := range 80 {
 		fillCompacted(t, l, 5)
+		hw.Store(l.LogEndOffset() - 3)
 		var err error
 		switch i % 4 {
 		case 0:
@@ -305,7 +310,7 @@ func TestConcurrentReadersAndDeletes(t *testing.T) {
 				err = nil
 			}
 		case 2:
-			err = l.TruncateTo(l.LogEndOffset() - 3)
+			err = l.TruncateTo(hw.Load())
 		case 3:
 			err = l.Roll()
 		}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/tributary-io/tributary/broker/record"
 )
 
@@ -64,12 +66,13 @@ type ReadOptions struct {
 // [LogStartOffset, LogEndOffset] is ErrOffsetOutOfRange.
 func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
 	for {
-		s, closed, err := l.read(offset, opt)
+		list := l.segs.Load()
+		s, closed, err := l.read(*list, offset, opt)
 		if !closed {
 			return s, err
 		}
-		if l.shut.Load() {
-			return Slice{FirstOffset: -1}, ErrClosed
+		if err := l.segmentClosed(list); err != nil {
+			return Slice{FirstOffset: -1}, err
 		}
 		// A segment of the list we read closed under us: it left the
 		// list, so the next look finds its successor, or the offset out
@@ -77,8 +80,29 @@ func (l *Log) Read(offset int64, opt ReadOptions) (Slice, error) {
 	}
 }
 
-// read is one attempt of Read; closed reports a segment found closed.
-func (l *Log) read(offset int64, opt ReadOptions) (_ Slice, closed bool, _ error) {
+// errClosedSegmentListed is a closed segment still in the published list:
+// only a cleaner install that failed past its commit point leaves one, and
+// a restart completes that install.
+var errClosedSegmentListed = fmt.Errorf("broker/log: a removed segment is still listed; a restart completes its removal: %w", kerr.KafkaStorageError)
+
+// segmentClosed is the error for a reader that found a closed segment in
+// list, or nil when it should look again. A segment is retired only after
+// a list without it is published, so a list still current means the log
+// is closed, or a failed install left the segment listed: looking again
+// would find it again, forever.
+func (l *Log) segmentClosed(list *[]*segment) error {
+	if l.shut.Load() {
+		return ErrClosed
+	}
+	if l.segs.Load() == list {
+		return errClosedSegmentListed
+	}
+	return nil
+}
+
+// read is one attempt of Read over segs; closed reports a segment found
+// closed.
+func (l *Log) read(segs []*segment, offset int64, opt ReadOptions) (_ Slice, closed bool, _ error) {
 	empty := Slice{FirstOffset: -1}
 	start, end := l.start.Load(), l.end.Load()
 	if offset < start || offset > end {
@@ -91,7 +115,6 @@ func (l *Log) read(offset int64, opt ReadOptions) (_ Slice, closed bool, _ error
 	if offset >= upTo {
 		return empty, false, nil
 	}
-	segs := l.segments()
 	i := max(sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })-1, 0)
 	for ; i < len(segs); i++ {
 		s := segs[i]
