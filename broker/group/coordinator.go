@@ -53,7 +53,7 @@ type Coordinator struct {
 	inflight map[int32]*inflight
 	nextID   uint64 // numbers the in-flight writes; mu
 	stop     chan struct{}
-	wg      sync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 // NewCoordinator makes the coordinator of a broker; Start starts it.
