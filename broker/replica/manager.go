@@ -44,8 +44,9 @@ type Manager struct {
 	// taken before mu and fmu.
 	applyMu sync.Mutex
 	latest  *cluster.Image                       // the last image applied; applyMu
-	failed  map[log.TopicPartition]*ApplyFailure // partitions whose last apply failed; applyMu and fmu to write, either to read
+	failed  map[log.TopicPartition]*ApplyFailure // partitions whose last apply failed; applyMu and failMu to write, either to read
 	retry   *time.Timer                          // the next retry of the failed; applyMu
+	failMu  sync.Mutex                           // a leaf: Failures reads failed without waiting for an apply
 }
 
 // ApplyFailure is a partition whose metadata could not be applied here (its
@@ -180,8 +181,8 @@ func samePartition(a, b cluster.Partition) bool {
 // counted as another attempt), a success forgets an earlier failure.
 // applyMu must be held.
 func (m *Manager) noteApply(tp log.TopicPartition, err error) error {
-	m.fmu.Lock()
-	defer m.fmu.Unlock()
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
 	f := m.failed[tp]
 	if err == nil {
 		if f != nil {
@@ -223,8 +224,8 @@ func (m *Manager) dirOf(tp log.TopicPartition) int {
 
 // Failures are the partitions whose metadata could not be applied here.
 func (m *Manager) Failures() []ApplyFailure {
-	m.fmu.Lock()
-	defer m.fmu.Unlock()
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
 	out := make([]ApplyFailure, 0, len(m.failed))
 	for _, f := range m.failed {
 		out = append(out, *f)
