@@ -319,7 +319,7 @@ func (c *Coordinator) flushLocked() {
 			if !q.running {
 				q.running = true
 				c.wg.Add(1)
-				go c.complete(w.Partition, q)
+				go c.complete(q)
 			}
 		}
 	}
@@ -343,12 +343,12 @@ type pendingWrite struct {
 	done     func(error)
 }
 
-// complete is the completer of partition p: while writes are in flight it
+// complete is the completer of one partition: while writes are in flight it
 // waits, without mu, for the high watermark to cover the oldest, then runs
 // the Done of every write the high watermark covers (or of the oldest, with
 // its error) under mu, and appends what those queued in turn. The high
 // watermark only grows, so the oldest write is always the next to finish.
-func (c *Coordinator) complete(p int32, q *inflight) {
+func (c *Coordinator) complete(q *inflight) {
 	defer c.wg.Done()
 	c.mu.Lock()
 	defer c.mu.Unlock()
