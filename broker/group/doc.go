@@ -22,8 +22,9 @@
 // the ISR has it, while the other groups' requests go on meanwhile. The
 // Dones of one partition run in log order, which keeps every group's
 // writes in the order the state machine queued them. A write that fails
-// (lost leadership: NOT_COORDINATOR; no ISR within offsets.commit.timeout.ms,
-// 5 s: COORDINATOR_NOT_AVAILABLE, as Kafka answers both) changes nothing in
+// (lost leadership: NOT_COORDINATOR; no ISR within 5 s, Kafka's
+// offsets.commit.timeout.ms default, not configurable here:
+// COORDINATOR_NOT_AVAILABLE, as Kafka answers both) changes nothing in
 // the state machine; its record may still be committed later and is then
 // read back at the next load, as in Kafka.
 //
