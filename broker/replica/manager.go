@@ -46,6 +46,7 @@ type Manager struct {
 	latest  *cluster.Image                       // the last image applied; applyMu
 	failed  map[log.TopicPartition]*ApplyFailure // partitions whose last apply failed; applyMu and failMu to write, either to read
 	retry   *time.Timer                          // the next retry of the failed; applyMu
+	stopped bool                                 // StopReplication was called: nothing more is applied or retried; applyMu
 	failMu  sync.Mutex                           // a leaf: Failures reads failed without waiting for an apply
 }
 
@@ -105,6 +106,21 @@ func (m *Manager) Dirs() []*log.Dir { return m.dirs }
 func (m *Manager) Apply(prev, next *cluster.Image) error {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	if m.stopped {
+		return nil
+	}
+	// The diff is taken from what was applied here last, not from the
+	// caller's prev: the broker's first Apply (from the empty image) and
+	// the first published change may come in either order, and an image
+	// older than the last applied must not undo it.
+	switch {
+	case m.latest == nil:
+		prev = cluster.EmptyImage(next.ClusterID)
+	case next.Offset < m.latest.Offset:
+		return nil
+	default:
+		prev = m.latest
+	}
 	m.latest = next
 	var errs []error
 	for name, t := range next.Topics {
@@ -259,10 +275,7 @@ func (m *Manager) retryFailed() {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
 	m.retry = nil
-	m.fmu.Lock()
-	stopped := m.stop == nil
-	m.fmu.Unlock()
-	if stopped || m.latest == nil {
+	if m.stopped || m.latest == nil {
 		return
 	}
 	for tp := range m.failed {

@@ -61,7 +61,7 @@ func (m *Manager) StopReplication() {
 		m.retry.Stop()
 		m.retry = nil
 	}
-	m.latest = nil // no retry after this
+	m.stopped = true // nothing applied or retried after this
 	m.applyMu.Unlock()
 	m.fmu.Lock()
 	defer m.fmu.Unlock()
