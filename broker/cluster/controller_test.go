@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -138,5 +140,68 @@ func TestControllerRefusesBadChanges(t *testing.T) {
 	}
 	if _, ok := c.Image().Topics["dry"]; ok {
 		t.Fatal("validate_only created the topic")
+	}
+}
+
+// TestControllerDecidesWhileSubscribersWork: the subscribers' side effects
+// (the replica manager creating logs on disk) run without the controller's
+// lock: while one is busy with a new topic, a conflicting change is refused
+// at once, and changes decided meanwhile (producer-id blocks, each built on
+// the last) are applied in order once it is done, none handing out the
+// same ids.
+func TestControllerDecidesWhileSubscribersWork(t *testing.T) {
+	c := openTest(t, t.TempDir())
+	defer c.Close()
+	entered, release := make(chan struct{}), make(chan struct{})
+	unblock := sync.OnceFunc(func() { close(release) })
+	defer unblock() // before Close, so that a failed test ends
+	c.Subscribe(func(prev, next *Image) {
+		if _, ok := next.Topics["slow"]; ok && prev.Topics["slow"] == nil {
+			close(entered)
+			<-release
+		}
+	})
+	created := make(chan error, 1)
+	go func() {
+		_, err := c.CreateTopic(TopicSpec{Name: "slow", Partitions: 1}, false)
+		created <- err
+	}()
+	<-entered
+	refused := make(chan error, 1)
+	go func() { refused <- c.commit([]Record{{Topic: &TopicRecord{Name: "slow", ID: NewTopicID()}}}) }()
+	select {
+	case err := <-refused:
+		if err == nil {
+			t.Fatal("a second topic named slow was accepted while the first was being applied")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a conflicting change waited for a subscriber: the controller's lock is held while subscribers work")
+	}
+	const n = 8
+	firsts := make(chan int64, n)
+	for range n {
+		go func() {
+			first, err := c.AllocateProducerIDs(ProducerIDBlockSize)
+			if err != nil {
+				t.Error(err)
+			}
+			firsts <- first
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	unblock()
+	if err := <-created; err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for range n {
+		first := <-firsts
+		if seen[first] || first%ProducerIDBlockSize != 0 {
+			t.Fatalf("producer id block %d handed out twice or misaligned: %v", first, seen)
+		}
+		seen[first] = true
+	}
+	if got := c.Image().NextProducerID; got != n*ProducerIDBlockSize {
+		t.Fatalf("next producer id %d after %d blocks, want %d", got, n, n*ProducerIDBlockSize)
 	}
 }
