@@ -299,8 +299,15 @@ func (c *Controller) Register(r Registration) (int64, error) {
 			epoch = b.Epoch
 			return []Record{{RegisterBroker: &b}}, nil
 		}
-		// The registration is the next record of the log: its offset.
+		// The registration is the next record of the log: its offset. An
+		// image ahead of the log (changes in flight) has not moved its
+		// offset yet, so a second registration in flight would get the same
+		// number: an epoch also always exceeds the broker's last one, or the
+		// old incarnation's heartbeats would pass as the new one's.
 		b.Epoch, b.Fenced = img.Offset+1, true
+		if registered && b.Epoch <= old.Epoch {
+			b.Epoch = old.Epoch + 1
+		}
 		epoch = b.Epoch
 		rs := []Record{{RegisterBroker: &b}}
 		next, err := img.Apply(rs[0])
