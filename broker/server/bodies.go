@@ -35,6 +35,15 @@ func bodyClass(n int) int {
 	return max(bits.Len(uint(n-1)), minPooledBodyShift)
 }
 
+// bodyCap is the capacity getBody(n) allocates: what the body holds of
+// the request pool (mempool.go).
+func bodyCap(n int) int {
+	if c := bodyClass(n); c >= 0 {
+		return 1 << c
+	}
+	return n
+}
+
 // getBody returns a slice of n bytes whose contents are undefined.
 func getBody(n int) []byte {
 	c := bodyClass(n)

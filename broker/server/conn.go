@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -52,21 +53,22 @@ func (c *conn) serve() {
 		if c.s.closing.Load() {
 			return
 		}
-		body, err := c.readFrame()
+		body, held, err := c.readFrame()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !c.s.closing.Load() && !isTimeout(err) {
 				c.logger.Debug("connection closed", "err", err)
 			}
 			return
 		}
-		err = c.serveRequest(body)
-		if k := c.hdr.key; k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16() {
+		err = c.serveRecovered(body)
+		if k := c.hdr.key; (k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16()) && !errors.Is(err, errPanicked) {
 			// The answer is written and nothing holds the body any more
-			// (see bodies.go).
+			// (see bodies.go). After a panic nobody knows what holds it.
 			putBody(body)
 		}
+		c.s.pool.release(held)
 		if err != nil {
-			if !errors.Is(err, errClose) {
+			if !errors.Is(err, errClose) && !errors.Is(err, errPanicked) {
 				c.logger.Warn("closing connection", "err", err, "api", kmsg.NameForKey(c.hdr.key), "version", c.hdr.version, "client_id", c.clientID)
 			}
 			return
@@ -80,24 +82,56 @@ func isTimeout(err error) bool {
 }
 
 // readFrame reads one size-prefixed request. The size is checked against
-// socket.request.max.bytes before anything is allocated.
-func (c *conn) readFrame() ([]byte, error) {
+// socket.request.max.bytes, and taken from the request pool (mempool.go),
+// before anything is allocated; held is what to give back to the pool once
+// the body is freed.
+//
+// Between requests the connection may stay silent for
+// connections.max.idle.ms; once a frame has started, its body must arrive
+// within requestTimeout, so that a sender cannot hold pool bytes forever.
+func (c *conn) readFrame() (body []byte, held int64, err error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.idleTimeout))
 	var sz [4]byte
 	if _, err := io.ReadFull(c.r, sz[:]); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n < 8 || n > c.s.maxRequestBytes {
 		c.s.metrics.rejectedFrames.Inc()
-		return nil, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, c.s.maxRequestBytes)
+		return nil, 0, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, c.s.maxRequestBytes)
 	}
-	body := getBody(int(n))
+	held, ok := c.s.pool.acquire(int64(bodyCap(int(n))), c.s.stopping)
+	if !ok {
+		return nil, 0, errClose
+	}
+	body = getBody(int(n))
 	c.nc.SetReadDeadline(time.Now().Add(c.s.requestTimeout))
 	if _, err := io.ReadFull(c.r, body); err != nil {
-		return nil, err
+		putBody(body)
+		c.s.pool.release(held)
+		return nil, 0, err
 	}
-	return body, nil
+	return body, held, nil
+}
+
+// errPanicked closes a connection whose handler panicked.
+var errPanicked = errors.New("broker/server: a handler panicked")
+
+// serveRecovered is serveRequest, except that a panic closes only this
+// connection: it is logged with its stack and counted, and the broker goes
+// on serving the others. The log line does not start with "panic:", which
+// is how tests and operators tell a crash from a recovered fault.
+func (c *conn) serveRecovered(body []byte) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.s.metrics.panics.Inc()
+			c.logger.Error("recovered from a panic in a handler; closing the connection",
+				"api", kmsg.NameForKey(c.hdr.key), "version", c.hdr.version, "client_id", c.clientID,
+				"value", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errPanicked
+		}
+	}()
+	return c.serveRequest(body)
 }
 
 // serveRequest decodes, handles and answers one request. An error closes
@@ -147,6 +181,7 @@ func (c *conn) serveRequest(body []byte) error {
 	start := time.Now()
 	var resp kmsg.Response
 	var err error
+	testHook(c)
 	if c.s.forwards(c, c.hdr.key) {
 		resp, err = c.s.forward(c, req, h)
 	} else {

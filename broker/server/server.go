@@ -53,6 +53,10 @@ type Server struct {
 	sendfile        bool
 	fetchSessions   *fetchSessions
 	metrics         *metrics
+	// pool is queued.max.request.bytes (mempool.go); limits are
+	// max.connections and max.connections.per.ip (connlimit.go).
+	pool   *requestPool
+	limits *connLimits
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // by listener name
@@ -99,6 +103,8 @@ func New(cfg *config.Broker, opt Options) *Server {
 	}
 	s.apis = s.handlers()
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
+	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics.poolWaited)
+	s.metrics.watchPool(s.pool)
 	return s
 }
 
@@ -107,6 +113,10 @@ func New(cfg *config.Broker, opt Options) *Server {
 // accepting connections. It logs "broker ready" when clients can connect.
 func (s *Server) Start() error {
 	if err := s.checkRoles(); err != nil {
+		return err
+	}
+	var err error
+	if s.limits, err = newConnLimits(s.cfg); err != nil {
 		return err
 	}
 	paths := s.cfg.LogDirs()
@@ -275,6 +285,8 @@ func (s *Server) listen() ([]config.Listener, error) {
 			s.closeListeners()
 			return nil, fmt.Errorf("broker/server: listen %s: %w", l, err)
 		}
+		acceptErrors := s.metrics.acceptErrors.WithLabelValues(l.Name)
+		ln = newRetryListener(ln, l.Name, s.logger, acceptErrors.Inc)
 		if s.raftConns != nil {
 			ln = s.raftConns.Split(ln)
 		}
@@ -319,10 +331,20 @@ func (s *Server) accept(name string, ln net.Listener) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			// retryListener has retried what passes; this listener is
+			// closed.
 			if !s.closing.Load() {
-				s.logger.Error("accept failed", "listener", name, "err", err)
+				s.logger.Error("accept failed; the listener stops", "listener", name, "err", err)
 			}
 			return
+		}
+		ip := remoteIP(nc)
+		uncount, refused := s.limits.admit(name, ip)
+		if refused != "" {
+			s.metrics.refusedConnections.WithLabelValues(name, refused).Inc()
+			s.logger.Debug("connection refused", "listener", name, "remote", nc.RemoteAddr().String(), "limit", refused)
+			nc.Close()
+			continue
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
@@ -340,6 +362,7 @@ func (s *Server) accept(name string, ln net.Listener) {
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
+			uncount()
 			nc.Close()
 			return
 		}
@@ -352,6 +375,7 @@ func (s *Server) accept(name string, ln net.Listener) {
 		go func() {
 			defer s.wg.Done()
 			defer open.Dec()
+			defer uncount()
 			c.serve()
 			s.mu.Lock()
 			delete(s.conns, c)

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"sync"
+	"time"
+)
+
+// requestPool is queued.max.request.bytes: the bytes of request frames the
+// broker holds in memory at once, over every connection. A connection takes
+// its frame's size from the pool after reading the 4-byte size and before
+// allocating the body; when the pool cannot hold it, the connection stops
+// reading its socket and waits (Kafka mutes the channel), so that the
+// kernel's receive window, not the heap, absorbs what clients send. The
+// bytes go back when the body is freed: to the body pool after a Produce or
+// Fetch (bodies.go), to the collector after any other request.
+//
+// Frames of smallFrame bytes or less never wait. Each connection reads one
+// frame at a time, so they hold at most smallFrame per connection, a cost
+// of the connection like its read buffer, which max.connections bounds.
+// Exempting them is what keeps the broker deadlock-free and its control
+// plane responsive when the pool is full:
+//
+//   - A request that holds pool bytes may wait on another connection's
+//     request: an acks=all Produce waits for the followers' Fetch, a
+//     JoinGroup for the other members' JoinGroup, a long-polling Fetch for a
+//     Produce. The requests waited on (Fetch, JoinGroup, Heartbeat) are small
+//     frames, which are always read, so the wait ends. The only cycle left
+//     is a large Produce waiting for a follower whose Fetch names so many
+//     partitions that it is larger than smallFrame; the produce's own
+//     timeout ends that wait and frees its bytes.
+//   - Heartbeats, metadata, offset commits and fetches keep flowing while
+//     senders of large frames wait, so a flood of large produces neither
+//     fences group members nor stalls consumers.
+//
+// A frame's bytes are held until its response is written. Releasing before
+// the write would let the next frames in while the answer is still being
+// built from them.
+//
+// A sender that declares a large frame and then stops sending holds its
+// bytes until the body's read deadline (requestTimeout) closes it.
+type requestPool struct {
+	limit int64 // -1: unbounded, nothing waits
+
+	mu   sync.Mutex
+	used int64
+	// wake is closed, and replaced, whenever bytes come back.
+	wake chan struct{}
+
+	// onWait counts a connection that had to wait, and how long.
+	onWait func(time.Duration)
+}
+
+// smallFrame is the largest frame read without taking from the pool: the
+// size of a connection's read buffer.
+const smallFrame = 64 << 10
+
+func newRequestPool(limit int64, onWait func(time.Duration)) *requestPool {
+	return &requestPool{limit: limit, wake: make(chan struct{}), onWait: onWait}
+}
+
+// acquire takes n bytes, waiting while the pool cannot hold them, and
+// returns how many it took (0 for a small frame or an unbounded pool) to
+// give to release. It gives up, taking nothing, when stop closes.
+// n is never larger than the limit: the config refuses a limit below
+// socket.request.max.bytes, and larger frames are refused before this.
+func (p *requestPool) acquire(n int64, stop <-chan struct{}) (int64, bool) {
+	if n <= smallFrame {
+		return 0, true
+	}
+	var start time.Time
+	for {
+		p.mu.Lock()
+		if p.limit < 0 || p.used+n <= p.limit {
+			p.used += n
+			p.mu.Unlock()
+			if !start.IsZero() && p.onWait != nil {
+				p.onWait(time.Since(start))
+			}
+			return n, true
+		}
+		wake := p.wake
+		p.mu.Unlock()
+		if start.IsZero() {
+			start = time.Now()
+		}
+		select {
+		case <-wake:
+		case <-stop:
+			return 0, false
+		}
+	}
+}
+
+// release gives back what acquire took.
+func (p *requestPool) release(n int64) {
+	if n == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.used -= n
+	close(p.wake)
+	p.wake = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// inUse is the bytes held now.
+func (p *requestPool) inUse() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.used
+}
