@@ -3,6 +3,8 @@ package server
 import (
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // requestPool is queued.max.request.bytes: the bytes of request frames the
@@ -46,42 +48,52 @@ type requestPool struct {
 	// wake is closed, and replaced, whenever bytes come back.
 	wake chan struct{}
 
-	// onWait counts a connection that had to wait, and how long.
-	onWait func(time.Duration)
+	// waits counts the frames that had to wait, as they start waiting;
+	// waitSeconds how long they waited, once they stop.
+	waits, waitSeconds prometheus.Counter
 }
 
 // smallFrame is the largest frame read without taking from the pool: the
 // size of a connection's read buffer.
 const smallFrame = 64 << 10
 
-func newRequestPool(limit int64, onWait func(time.Duration)) *requestPool {
-	return &requestPool{limit: limit, wake: make(chan struct{}), onWait: onWait}
+func newRequestPool(limit int64, m *metrics) *requestPool {
+	return &requestPool{limit: limit, wake: make(chan struct{}), waits: m.poolWaits, waitSeconds: m.poolWaitSeconds}
 }
 
 // acquire takes n bytes, waiting while the pool cannot hold them, and
 // returns how many it took (0 for a small frame or an unbounded pool) to
 // give to release. It gives up, taking nothing, when stop closes.
-// n is never larger than the limit: the config refuses a limit below
-// socket.request.max.bytes, and larger frames are refused before this.
+//
+// The config refuses a limit below socket.request.max.bytes, and larger
+// frames are refused before this, but n is a body's capacity, rounded up
+// to its size class (bodies.go): a frame whose class is larger than the
+// whole pool takes all of it.
 func (p *requestPool) acquire(n int64, stop <-chan struct{}) (int64, bool) {
 	if n <= smallFrame {
 		return 0, true
 	}
+	if p.limit >= 0 {
+		n = min(n, p.limit)
+	}
 	var start time.Time
+	defer func() {
+		if !start.IsZero() {
+			p.waitSeconds.Add(time.Since(start).Seconds())
+		}
+	}()
 	for {
 		p.mu.Lock()
 		if p.limit < 0 || p.used+n <= p.limit {
 			p.used += n
 			p.mu.Unlock()
-			if !start.IsZero() && p.onWait != nil {
-				p.onWait(time.Since(start))
-			}
 			return n, true
 		}
 		wake := p.wake
 		p.mu.Unlock()
 		if start.IsZero() {
 			start = time.Now()
+			p.waits.Inc()
 		}
 		select {
 		case <-wake:

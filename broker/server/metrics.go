@@ -154,12 +154,6 @@ func (m *metrics) watchPool(p *requestPool) {
 			}))
 }
 
-// poolWaited counts a frame that waited d for the request pool.
-func (m *metrics) poolWaited(d time.Duration) {
-	m.poolWaits.Inc()
-	m.poolWaitSeconds.Add(d.Seconds())
-}
-
 func (m *metrics) observe(key int16, d time.Duration, err error) {
 	api := kmsg.NameForKey(key)
 	m.requests.WithLabelValues(api).Inc()

@@ -103,7 +103,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 	}
 	s.apis = s.handlers()
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
-	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics.poolWaited)
+	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics)
 	s.metrics.watchPool(s.pool)
 	return s
 }
