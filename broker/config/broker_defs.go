@@ -42,7 +42,7 @@ var BrokerDefs = defs(
 		Doc: "Connections the broker keeps open at once over its client listeners; one more is closed as it is accepted. Controller listeners and inter.broker.listener.name are not counted, so that a flood of clients never locks out the quorum or replication."},
 	Def{Name: "max.connections.per.ip", Type: Int, Default: "2147483647", Check: atLeast(0),
 		Doc: "Connections one IP address may keep open on the client listeners (not the controller listeners); one more is closed as it is accepted."},
-	Def{Name: "max.connections.per.ip.overrides", Type: List, NoDefault: true,
+	Def{Name: "max.connections.per.ip.overrides", Type: String, Default: "",
 		Doc: "Per-IP exceptions to max.connections.per.ip, as host:count,ip:count; a host name is resolved at start."},
 	Def{Name: "num.network.threads", Type: Int, Default: "3", Check: atLeast(1),
 		Doc: "Accepted for compatibility: every connection has its own goroutine."},
