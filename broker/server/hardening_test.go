@@ -217,14 +217,11 @@ func TestRequestMemoryPoolBoundsALargeFrameFlood(t *testing.T) {
 	wg.Wait()
 
 	under := p99(loaded)
-	t.Logf("flood of %d connections: produce p99 %v over %d produces (idle %v); broker RSS peak %d MiB (%d MiB over idle; pool %d MiB); pool waits %v, pool used %v MiB at the end",
+	t.Logf("flood of %d connections: produce p99 %v over %d produces (idle %v); broker RSS peak %d MiB (%d MiB over idle; pool %d MiB); pool waits %v, pool used %v MiB",
 		conns, under, len(loaded), idle, peak>>20, (peak-base)>>20, pool>>20,
 		m["tributary_broker_memory_pool_waits_total"], m["tributary_broker_memory_pool_used_bytes"]/(1<<20))
 	if peak > base+allowed {
 		t.Errorf("broker RSS peaked at %d MiB: more than its idle %d MiB + %d MiB (pool %d MiB, race build %v)", peak>>20, base>>20, allowed>>20, pool>>20, raceBuild)
-	}
-	if under > 10*idle {
-		t.Errorf("produce p99 under the flood is %v, more than 10x the idle %v", under, idle)
 	}
 	if m["tributary_broker_memory_pool_waits_total"] < conns/2 {
 		t.Errorf("only %v frames waited for the pool; the flood did not fill it", m["tributary_broker_memory_pool_waits_total"])
@@ -242,7 +239,13 @@ func TestRequestMemoryPoolBoundsALargeFrameFlood(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	produceLatencies(t, cl, topic, 10, 10*time.Second)
+	// Idle again, the producer's p99 is measured a second time, and the
+	// larger of the two is the reference: the test machine's own load
+	// changes over a minute, and the flood should not be blamed for it.
+	after := p99(produceLatencies(t, cl, topic, 500, 10*time.Second))
+	if ref := max(idle, after); under > 10*ref {
+		t.Errorf("produce p99 under the flood is %v, more than 10x the idle %v (before) / %v (after)", under, idle, after)
+	}
 }
 
 // Connections past max.connections or max.connections.per.ip (or an
