@@ -28,6 +28,11 @@ type conn struct {
 	clientID string
 	hdr      requestHeader
 
+	// body is the request being served, and held what it holds of the
+	// request pool, until freeBody.
+	body []byte
+	held int64
+
 	// out is the last response's buffer, kept for the next: responses are
 	// written one at a time, and a caught-up consumer's thousands of small
 	// fetch answers a second would otherwise each be garbage.
@@ -60,13 +65,10 @@ func (c *conn) serve() {
 			}
 			return
 		}
+		c.body, c.held = body, held
 		err = c.serveRecovered(body)
-		if k := c.hdr.key; (k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16()) && !errors.Is(err, errPanicked) {
-			// The answer is written and nothing holds the body any more
-			// (see bodies.go). After a panic nobody knows what holds it.
-			putBody(body)
-		}
-		c.s.pool.release(held)
+		// After a panic nobody knows what still refers to the body.
+		c.freeBody(!errors.Is(err, errPanicked))
 		if err != nil {
 			if !errors.Is(err, errClose) && !errors.Is(err, errPanicked) {
 				c.logger.Warn("closing connection", "err", err, "api", kmsg.NameForKey(c.hdr.key), "version", c.hdr.version, "client_id", c.clientID)
@@ -112,6 +114,23 @@ func (c *conn) readFrame() (body []byte, held int64, err error) {
 		return nil, 0, err
 	}
 	return body, held, nil
+}
+
+// freeBody gives the request's body back once its handler is done with
+// it: to the body pool if reuse and the request is a Produce or a Fetch
+// (nothing refers to their bodies after the handler, see bodies.go), and
+// its bytes to the request pool in any case. It runs before the response
+// is written, so that a client slow to read its answers does not keep
+// others' requests waiting for the pool.
+func (c *conn) freeBody(reuse bool) {
+	if c.body == nil {
+		return
+	}
+	if k := c.hdr.key; reuse && (k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16()) {
+		putBody(c.body)
+	}
+	c.s.pool.release(c.held)
+	c.body, c.held = nil, 0
 }
 
 // errPanicked closes a connection whose handler panicked.
@@ -188,6 +207,7 @@ func (c *conn) serveRequest(body []byte) error {
 		resp, err = h.fn(c, req)
 	}
 	c.s.metrics.observe(c.hdr.key, time.Since(start), err)
+	c.freeBody(err == nil)
 	if err != nil {
 		return err
 	}

@@ -34,9 +34,10 @@ import (
 //     senders of large frames wait, so a flood of large produces neither
 //     fences group members nor stalls consumers.
 //
-// A frame's bytes are held until its response is written. Releasing before
-// the write would let the next frames in while the answer is still being
-// built from them.
+// A frame's bytes are held until its handler returns, not until its answer
+// is written: a client that does not read its answers would otherwise hold
+// them for the write's whole deadline. Nothing an answer is written from
+// refers to the request's body (bodies.go).
 //
 // A sender that declares a large frame and then stops sending holds its
 // bytes until the body's read deadline (requestTimeout) closes it.
