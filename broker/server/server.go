@@ -64,8 +64,11 @@ type Server struct {
 	// which serve the controller APIs only.
 	controllerListeners map[string]bool
 	conns               map[*conn]struct{}
-	wg                  sync.WaitGroup
-	closing             atomic.Bool
+	// stopped are listeners whose accept loop ended while the broker was
+	// not stopping, with why: Ready reports them.
+	stopped map[string]error
+	wg      sync.WaitGroup
+	closing atomic.Bool
 	// stopping is closed when Shutdown starts, to end long-polling fetches.
 	stopping chan struct{}
 }
@@ -99,6 +102,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 		listeners:           map[string]net.Listener{},
 		controllerListeners: map[string]bool{},
 		conns:               map[*conn]struct{}{},
+		stopped:             map[string]error{},
 		stopping:            make(chan struct{}),
 	}
 	s.apis = s.handlers()
@@ -323,6 +327,19 @@ func (s *Server) Addr(listener string) string {
 	return ""
 }
 
+// Ready is nil while every listener accepts connections, for /readyz:
+// a listener that stopped for good (its accept failed with an error that
+// retrying does not cure) makes the broker unready rather than silently
+// deaf on that port.
+func (s *Server) Ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, err := range s.stopped {
+		return fmt.Errorf("listener %s stopped accepting: %w", name, err)
+	}
+	return nil
+}
+
 // ClusterID is the cluster's id from meta.properties.
 func (s *Server) ClusterID() string { return s.clusterID }
 
@@ -335,6 +352,9 @@ func (s *Server) accept(name string, ln net.Listener) {
 			// closed.
 			if !s.closing.Load() {
 				s.logger.Error("accept failed; the listener stops", "listener", name, "err", err)
+				s.mu.Lock()
+				s.stopped[name] = err
+				s.mu.Unlock()
 			}
 			return
 		}
