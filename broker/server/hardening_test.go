@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -464,6 +465,14 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 	}
 	if m := scrape(t, "http://"+b.AdminAddr()+"/metrics"); m[`tributary_broker_accept_errors_total{listener="PLAINTEXT"}`] == 0 {
 		t.Error(`tributary_broker_accept_errors_total{listener="PLAINTEXT"} is 0 after accepts failed with EMFILE`)
+	}
+	resp, err := http.Get("http://" + b.AdminAddr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/readyz answers %d after the broker got its file descriptors back", resp.StatusCode)
 	}
 	if n := strings.Count(b.Log(), "accept failed; retrying"); n > 25 {
 		t.Errorf("the failing accept was logged %d times in about 20s; at most once a second", n)
