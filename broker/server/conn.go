@@ -102,15 +102,13 @@ func (c *conn) readFrame() (body []byte, held int64, err error) {
 		c.s.metrics.rejectedFrames.Inc()
 		return nil, 0, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, c.s.maxRequestBytes)
 	}
-	held, ok := c.s.pool.acquire(int64(bodyCap(int(n))), c.s.stopping)
+	body, held, ok := c.s.pool.get(int(n), c.s.stopping)
 	if !ok {
 		return nil, 0, errClose
 	}
-	body = getBody(int(n))
 	c.nc.SetReadDeadline(time.Now().Add(c.s.requestTimeout))
 	if _, err := io.ReadFull(c.r, body); err != nil {
-		putBody(body)
-		c.s.pool.release(held)
+		c.s.pool.put(body, held, true)
 		return nil, 0, err
 	}
 	return body, held, nil
@@ -126,10 +124,8 @@ func (c *conn) freeBody(reuse bool) {
 	if c.body == nil {
 		return
 	}
-	if k := c.hdr.key; reuse && (k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16()) {
-		putBody(c.body)
-	}
-	c.s.pool.release(c.held)
+	k := c.hdr.key
+	c.s.pool.put(c.body, c.held, reuse && (k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16()))
 	c.body, c.held = nil, 0
 }
 

@@ -46,6 +46,10 @@ type requestPool struct {
 
 	mu   sync.Mutex
 	used int64
+	// free are released bodies above bigBodyShift kept for reuse, by size
+	// class, and freeBytes their capacity; used + freeBytes <= limit.
+	free      [maxPooledBodyShift + 1][][]byte
+	freeBytes int64
 	// wake is closed, and replaced, whenever bytes come back.
 	wake chan struct{}
 
@@ -111,8 +115,79 @@ func (p *requestPool) release(n int64) {
 	}
 	p.mu.Lock()
 	p.used -= n
+	p.wakeAll()
+	p.mu.Unlock()
+}
+
+// wakeAll lets every waiter look again; p.mu must be held.
+func (p *requestPool) wakeAll() {
 	close(p.wake)
 	p.wake = make(chan struct{})
+}
+
+// bigBodyShift: bodies of a larger size class than 1<<bigBodyShift are
+// kept for reuse by a bounded pool itself, not by the body pool
+// (bodies.go): a sync.Pool is emptied by every other garbage collection,
+// so a steady stream of large frames would allocate a new body for most of
+// them and leave the old ones as garbage, which the pool does not count and
+// the collector returns late; under -race it also drops a quarter of what
+// it is given. Kept here, reused bodies plus bodies in use never exceed the
+// limit.
+const bigBodyShift = 26
+
+// get takes a body of n bytes, waiting for the pool as acquire does, and
+// returns it with what to give back to put.
+func (p *requestPool) get(n int, stop <-chan struct{}) (body []byte, held int64, ok bool) {
+	held, ok = p.acquire(int64(bodyCap(n)), stop)
+	if !ok {
+		return nil, 0, false
+	}
+	c := bodyClass(n)
+	if held == 0 || p.limit < 0 || c <= bigBodyShift {
+		return getBody(n), held, true
+	}
+	p.mu.Lock()
+	if k := len(p.free[c]); k > 0 {
+		body = p.free[c][k-1][:n]
+		p.free[c][k-1] = nil
+		p.free[c] = p.free[c][:k-1]
+		p.freeBytes -= int64(cap(body))
+	}
+	// What acquire took may be what other classes' bodies are kept in:
+	// drop them, to the collector.
+	for i := len(p.free) - 1; i > bigBodyShift && p.used+p.freeBytes > p.limit; i-- {
+		for len(p.free[i]) > 0 && p.used+p.freeBytes > p.limit {
+			k := len(p.free[i])
+			p.freeBytes -= int64(cap(p.free[i][k-1]))
+			p.free[i][k-1] = nil
+			p.free[i] = p.free[i][:k-1]
+		}
+	}
+	p.mu.Unlock()
+	if body == nil {
+		body = make([]byte, n, 1<<c)
+	}
+	return body, held, true
+}
+
+// put gives back a body from get and its bytes. Only a body nothing refers
+// to any more may be reused; otherwise it is left to the collector.
+func (p *requestPool) put(body []byte, held int64, reuse bool) {
+	c := bodyClass(cap(body))
+	if !reuse || held == 0 || p.limit < 0 || c <= bigBodyShift {
+		if reuse {
+			putBody(body)
+		}
+		p.release(held)
+		return
+	}
+	p.mu.Lock()
+	p.used -= held
+	if size := int64(cap(body)); size == 1<<c && p.used+p.freeBytes+size <= p.limit {
+		p.free[c] = append(p.free[c], body[:0])
+		p.freeBytes += size
+	}
+	p.wakeAll()
 	p.mu.Unlock()
 }
 
