@@ -109,6 +109,16 @@ func atLeast(n int64) func(string) error {
 	}
 }
 
+// atLeastOrUnbounded is atLeast(n), or -1 for Kafka's "no limit".
+func atLeastOrUnbounded(n int64) func(string) error {
+	return func(v string) error {
+		if i, _ := strconv.ParseInt(v, 10, 64); i != -1 && i < n {
+			return fmt.Errorf("must be -1 (unbounded) or at least %d", n)
+		}
+		return nil
+	}
+}
+
 func between(lo, hi float64) func(string) error {
 	return func(v string) error {
 		if f, _ := strconv.ParseFloat(v, 64); f < lo || f > hi {

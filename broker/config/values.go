@@ -67,6 +67,13 @@ func (b *Broker) crossChecks() []string {
 	if _, err := b.Listeners(); err != nil {
 		errs = append(errs, err.Error())
 	}
+	if pool, frame := b.QueuedMaxRequestBytes(), b.Int("socket.request.max.bytes"); pool != -1 && pool < frame {
+		// As Kafka: a frame the pool can never hold would wait forever.
+		errs = append(errs, fmt.Sprintf("queued.max.request.bytes=%d must be -1 or at least socket.request.max.bytes=%d, or the largest request could never be read", pool, frame))
+	}
+	if _, err := b.ConnectionsPerIPOverrides(); err != nil {
+		errs = append(errs, err.Error())
+	}
 	return errs
 }
 

@@ -18,11 +18,15 @@ import (
 // fields (JoinGroup metadata, SyncGroup assignments) may be kept after the
 // answer, so their bodies are left to the collector.
 //
-// The pool is by power-of-two size class, from 4 KiB to 64 MiB; a body
-// outside that range is allocated and dropped as before.
+// The pool is by power-of-two size class, from 4 KiB to 2 GiB (the
+// largest socket.request.max.bytes). Bodies too large for the body pool
+// to be worth it would still be worth reusing: a flood of large frames
+// that never complete (mempool.go) otherwise allocates a new one for each
+// connection it lets in, and the garbage, not the request pool, sets the
+// broker's memory until the collector catches up.
 const (
 	minPooledBodyShift = 12
-	maxPooledBodyShift = 26
+	maxPooledBodyShift = 31
 )
 
 var bodyPools [maxPooledBodyShift + 1]sync.Pool
@@ -33,6 +37,15 @@ func bodyClass(n int) int {
 		return -1
 	}
 	return max(bits.Len(uint(n-1)), minPooledBodyShift)
+}
+
+// bodyCap is the capacity getBody(n) allocates: what the body holds of
+// the request pool (mempool.go).
+func bodyCap(n int) int {
+	if c := bodyClass(n); c >= 0 {
+		return 1 << c
+	}
+	return n
 }
 
 // getBody returns a slice of n bytes whose contents are undefined.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -26,6 +27,11 @@ type conn struct {
 	// Of the request being served.
 	clientID string
 	hdr      requestHeader
+
+	// body is the request being served, and held what it holds of the
+	// request pool, until freeBody.
+	body []byte
+	held int64
 
 	// out is the last response's buffer, kept for the next: responses are
 	// written one at a time, and a caught-up consumer's thousands of small
@@ -52,21 +58,19 @@ func (c *conn) serve() {
 		if c.s.closing.Load() {
 			return
 		}
-		body, err := c.readFrame()
+		body, held, err := c.readFrame()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !c.s.closing.Load() && !isTimeout(err) {
 				c.logger.Debug("connection closed", "err", err)
 			}
 			return
 		}
-		err = c.serveRequest(body)
-		if k := c.hdr.key; k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16() {
-			// The answer is written and nothing holds the body any more
-			// (see bodies.go).
-			putBody(body)
-		}
+		c.body, c.held = body, held
+		err = c.serveRecovered(body)
+		// After a panic nobody knows what still refers to the body.
+		c.freeBody(!errors.Is(err, errPanicked))
 		if err != nil {
-			if !errors.Is(err, errClose) {
+			if !errors.Is(err, errClose) && !errors.Is(err, errPanicked) {
 				c.logger.Warn("closing connection", "err", err, "api", kmsg.NameForKey(c.hdr.key), "version", c.hdr.version, "client_id", c.clientID)
 			}
 			return
@@ -80,24 +84,69 @@ func isTimeout(err error) bool {
 }
 
 // readFrame reads one size-prefixed request. The size is checked against
-// socket.request.max.bytes before anything is allocated.
-func (c *conn) readFrame() ([]byte, error) {
+// socket.request.max.bytes, and taken from the request pool (mempool.go),
+// before anything is allocated; held is what to give back to the pool once
+// the body is freed.
+//
+// Between requests the connection may stay silent for
+// connections.max.idle.ms; once a frame has started, its body must arrive
+// within requestTimeout, so that a sender cannot hold pool bytes forever.
+func (c *conn) readFrame() (body []byte, held int64, err error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.idleTimeout))
 	var sz [4]byte
 	if _, err := io.ReadFull(c.r, sz[:]); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n < 8 || n > c.s.maxRequestBytes {
 		c.s.metrics.rejectedFrames.Inc()
-		return nil, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, c.s.maxRequestBytes)
+		return nil, 0, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, c.s.maxRequestBytes)
 	}
-	body := getBody(int(n))
+	body, held, ok := c.s.pool.get(int(n), c.s.stopping)
+	if !ok {
+		return nil, 0, errClose
+	}
 	c.nc.SetReadDeadline(time.Now().Add(c.s.requestTimeout))
 	if _, err := io.ReadFull(c.r, body); err != nil {
-		return nil, err
+		c.s.pool.put(body, held, true)
+		return nil, 0, err
 	}
-	return body, nil
+	return body, held, nil
+}
+
+// freeBody gives the request's body back once its handler is done with
+// it: to the body pool if reuse and the request is a Produce or a Fetch
+// (nothing refers to their bodies after the handler, see bodies.go), and
+// its bytes to the request pool in any case. It runs before the response
+// is written, so that a client slow to read its answers does not keep
+// others' requests waiting for the pool.
+func (c *conn) freeBody(reuse bool) {
+	if c.body == nil {
+		return
+	}
+	k := c.hdr.key
+	c.s.pool.put(c.body, c.held, reuse && (k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16()))
+	c.body, c.held = nil, 0
+}
+
+// errPanicked closes a connection whose handler panicked.
+var errPanicked = errors.New("broker/server: a handler panicked")
+
+// serveRecovered is serveRequest, except that a panic closes only this
+// connection: it is logged with its stack and counted, and the broker goes
+// on serving the others. The log line does not start with "panic:", which
+// is how tests and operators tell a crash from a recovered fault.
+func (c *conn) serveRecovered(body []byte) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.s.metrics.panics.Inc()
+			c.logger.Error("recovered from a panic in a handler; closing the connection",
+				"api", kmsg.NameForKey(c.hdr.key), "version", c.hdr.version, "client_id", c.clientID,
+				"value", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errPanicked
+		}
+	}()
+	return c.serveRequest(body)
 }
 
 // serveRequest decodes, handles and answers one request. An error closes
@@ -156,12 +205,14 @@ func (c *conn) serveRequest(body []byte) error {
 	start := time.Now()
 	var resp kmsg.Response
 	var err error
+	testHook(c)
 	if c.s.forwards(c, c.hdr.key) {
 		resp, err = c.s.forward(c, req, h)
 	} else {
 		resp, err = h.fn(c, req)
 	}
 	c.s.metrics.observe(c.hdr.key, time.Since(start), err)
+	c.freeBody(err == nil)
 	if err != nil {
 		return err
 	}

@@ -10,4 +10,10 @@
 // mutes a connection the same way while a request is in flight). Handlers
 // run concurrently across connections and share the partitions, the
 // controller and the log dirs, which are safe for concurrent use.
+//
+// What clients may cost is bounded before it is spent: a request frame
+// takes its bytes from the request pool (mempool.go) before it is read,
+// connections are counted against max.connections at accept
+// (connlimit.go), a failing accept is retried (accept.go), and a handler's
+// panic closes only its connection (conn.go).
 package server

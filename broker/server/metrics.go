@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,16 @@ type metrics struct {
 	connections        *prometheus.GaugeVec
 	connectionsCreated *prometheus.CounterVec
 	rejectedFrames     prometheus.Counter
+	// Connections closed at accept by max.connections(.per.ip), and
+	// accepts that failed and were retried (EMFILE...).
+	refusedConnections *prometheus.CounterVec
+	acceptErrors       *prometheus.CounterVec
+	// kafka.network:type=SocketServer,name={MemoryPoolAvailable,MemoryPoolUsed}
+	// are read from the pool at scrape time; these count the waits.
+	poolWaits       prometheus.Counter
+	poolWaitSeconds prometheus.Counter
+	// Handlers that panicked and closed their connection.
+	panics prometheus.Counter
 	// kafka.server:type=BrokerTopicMetrics,name={BytesInPerSec,BytesOutPerSec,MessagesInPerSec},topic=X
 	bytesIn    *prometheus.CounterVec
 	bytesOut   *prometheus.CounterVec
@@ -50,6 +61,8 @@ type metrics struct {
 	// kafka.server:type=ForwardingManagerMetrics: admin requests sent on to
 	// the active controller.
 	forwarded *prometheus.CounterVec
+
+	reg prometheus.Registerer
 
 	// live is what the scrape-time gauges read; nil until Start loaded the
 	// metadata, and read by the scraping goroutine, hence atomic.
@@ -72,6 +85,7 @@ const (
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
+		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tributary_broker_requests_total", Help: "Requests served, by API (Kafka RequestsPerSec)."}, []string{"api"}),
 		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -85,6 +99,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tributary_broker_connections_created_total", Help: "Client connections accepted, by listener (Kafka connection-creation-total)."}, []string{"listener"}),
 		rejectedFrames: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tributary_broker_rejected_frames_total", Help: "Frames refused for their size (socket.request.max.bytes)."}),
+		refusedConnections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_connections_refused_total", Help: "Connections closed as they were accepted, by listener and the limit they were past (max.connections, max.connections.per.ip)."}, []string{"listener", "limit"}),
+		acceptErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_accept_errors_total", Help: "Accepts that failed and were retried after a pause, by listener: out of file descriptors (EMFILE, ENFILE) or kernel memory."}, []string{"listener"}),
+		poolWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tributary_broker_memory_pool_waits_total", Help: "Request frames that waited for queued.max.request.bytes: their connection was not read meanwhile."}),
+		poolWaitSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tributary_broker_memory_pool_wait_seconds_total", Help: "Time connections spent waiting for queued.max.request.bytes."}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tributary_broker_handler_panics_total", Help: "Requests whose handler panicked; each closed only its connection. Any is a bug: the broker log has the stack."}),
 		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tributary_broker_bytes_in_total", Help: "Record bytes appended by producers, by topic (Kafka BytesInPerSec)."}, []string{"topic"}),
 		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -109,8 +133,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.purgatory.WithLabelValues(purgatoryProduce)
 	m.purgatory.WithLabelValues(purgatoryRebalance)
 	reg.MustRegister(m.requests, m.requestErrors, m.latency, m.connections, m.connectionsCreated, m.rejectedFrames,
+		m.refusedConnections, m.acceptErrors, m.poolWaits, m.poolWaitSeconds, m.panics,
 		m.bytesIn, m.bytesOut, m.messagesIn, m.logFlush, m.isrShrinks, m.isrExpands, m.purgatory, m.forwarded, stateCollector{m})
 	return m
+}
+
+// watchPool reports the request pool's bytes at scrape time.
+func (m *metrics) watchPool(p *requestPool) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tributary_broker_memory_pool_used_bytes", Help: "Bytes of request frames held now, of queued.max.request.bytes (Kafka MemoryPoolUsed)."},
+			func() float64 { return float64(p.inUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tributary_broker_memory_pool_available_bytes", Help: "Bytes of queued.max.request.bytes free now, +Inf when unbounded (Kafka MemoryPoolAvailable)."},
+			func() float64 {
+				if p.limit < 0 {
+					return math.Inf(1)
+				}
+				return float64(p.limit - p.inUse())
+			}))
 }
 
 func (m *metrics) observe(key int16, d time.Duration, err error) {
@@ -157,6 +198,9 @@ func (m *metrics) started(s *Server, listeners []string) {
 	for _, name := range listeners {
 		m.connections.WithLabelValues(name)
 		m.connectionsCreated.WithLabelValues(name)
+		m.acceptErrors.WithLabelValues(name)
+		m.refusedConnections.WithLabelValues(name, refusedMax)
+		m.refusedConnections.WithLabelValues(name, refusedPerIP)
 	}
 	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
 		for name, t := range prev.Topics {

@@ -69,6 +69,10 @@ type Server struct {
 	sendfile        bool
 	fetchSessions   *fetchSessions
 	metrics         *metrics
+	// pool is queued.max.request.bytes (mempool.go); limits are
+	// max.connections and max.connections.per.ip (connlimit.go).
+	pool   *requestPool
+	limits *connLimits
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // by listener name
@@ -76,8 +80,11 @@ type Server struct {
 	// which serve the controller APIs only.
 	controllerListeners map[string]bool
 	conns               map[*conn]struct{}
-	wg                  sync.WaitGroup
-	closing             atomic.Bool
+	// stopped are listeners whose accept loop ended while the broker was
+	// not stopping, with why: Ready reports them.
+	stopped map[string]error
+	wg      sync.WaitGroup
+	closing atomic.Bool
 	// stopping is closed when Shutdown starts, to end long-polling fetches.
 	stopping chan struct{}
 }
@@ -111,6 +118,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 		listeners:           map[string]net.Listener{},
 		controllerListeners: map[string]bool{},
 		conns:               map[*conn]struct{}{},
+		stopped:             map[string]error{},
 		stopping:            make(chan struct{}),
 	}
 	s.controllerNames = map[string]bool{}
@@ -120,6 +128,8 @@ func New(cfg *config.Broker, opt Options) *Server {
 	rand.Read(s.incarnation[:])
 	s.apis = s.handlers()
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
+	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics)
+	s.metrics.watchPool(s.pool)
 	return s
 }
 
@@ -128,6 +138,10 @@ func New(cfg *config.Broker, opt Options) *Server {
 // accepting connections. It logs "broker ready" when clients can connect.
 func (s *Server) Start() error {
 	if err := s.checkRoles(); err != nil {
+		return err
+	}
+	var err error
+	if s.limits, err = newConnLimits(s.cfg); err != nil {
 		return err
 	}
 	paths := s.cfg.LogDirs()
@@ -342,6 +356,8 @@ func (s *Server) listen() ([]config.Listener, error) {
 			s.closeListeners()
 			return nil, fmt.Errorf("broker/server: listen %s: %w", l, err)
 		}
+		acceptErrors := s.metrics.acceptErrors.WithLabelValues(l.Name)
+		ln = newRetryListener(ln, l.Name, s.logger, acceptErrors.Inc)
 		if controller {
 			ln = s.raftConns.Split(ln)
 			if !s.controller && s.raftListener == nil {
@@ -388,6 +404,19 @@ func (s *Server) Addr(listener string) string {
 	return ""
 }
 
+// Ready is nil while every listener accepts connections, for /readyz:
+// a listener that stopped for good (its accept failed with an error that
+// retrying does not cure) makes the broker unready rather than silently
+// deaf on that port.
+func (s *Server) Ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, err := range s.stopped {
+		return fmt.Errorf("listener %s stopped accepting: %w", name, err)
+	}
+	return nil
+}
+
 // ClusterID is the cluster's id from meta.properties.
 func (s *Server) ClusterID() string { return s.clusterID }
 
@@ -396,10 +425,23 @@ func (s *Server) accept(name string, ln net.Listener) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			// retryListener has retried what passes; this listener is
+			// closed.
 			if !s.closing.Load() {
-				s.logger.Error("accept failed", "listener", name, "err", err)
+				s.logger.Error("accept failed; the listener stops", "listener", name, "err", err)
+				s.mu.Lock()
+				s.stopped[name] = err
+				s.mu.Unlock()
 			}
 			return
+		}
+		ip := remoteIP(nc)
+		uncount, refused := s.limits.admit(name, ip)
+		if refused != "" {
+			s.metrics.refusedConnections.WithLabelValues(name, refused).Inc()
+			s.logger.Debug("connection refused", "listener", name, "remote", nc.RemoteAddr().String(), "limit", refused)
+			nc.Close()
+			continue
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
@@ -417,6 +459,7 @@ func (s *Server) accept(name string, ln net.Listener) {
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
+			uncount()
 			nc.Close()
 			return
 		}
@@ -429,6 +472,7 @@ func (s *Server) accept(name string, ln net.Listener) {
 		go func() {
 			defer s.wg.Done()
 			defer open.Dec()
+			defer uncount()
 			c.serve()
 			s.mu.Lock()
 			delete(s.conns, c)

@@ -186,7 +186,7 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 			if !ready.Load() {
 				return errors.New("the broker is starting or stopping")
 			}
-			return nil
+			return s.Ready()
 		}, slog.Default(), adminOptions(pprof)...)
 		if err != nil {
 			return fmt.Errorf("--admin-listen %s: %w", adminListen, err)

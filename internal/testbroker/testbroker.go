@@ -45,7 +45,9 @@ func Binary(t testing.TB) string {
 			return
 		}
 		name := fmt.Sprintf("tributary-%x", sha256.Sum256([]byte(repoRoot())))[:len("tributary-")+12]
-		args := []string{"build"}
+		// testhooks compiles in the fault hooks tests trigger
+		// (broker/server/testhooks_on.go); release builds have none.
+		args := []string{"build", "-tags", "testhooks"}
 		if raceEnabled {
 			name += "-race"
 			args = append(args, "-race")
@@ -255,6 +257,9 @@ func (b *Broker) Kill() {
 
 // Signal sends sig to the broker process: SIGSTOP and SIGCONT pause it.
 func (b *Broker) Signal(sig os.Signal) error { return b.cmd.Process.Signal(sig) }
+
+// Pid is the broker's process id, for reading /proc or setting its limits.
+func (b *Broker) Pid() int { return b.cmd.Process.Pid }
 
 // Running is whether the process is alive.
 func (b *Broker) Running() bool { return b.running() }
