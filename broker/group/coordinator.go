@@ -223,6 +223,7 @@ func (c *Coordinator) readPartition(p int32, out *[]Record) error {
 			return err
 		}
 		buf, err := slice.ReadAll()
+		slice.Release()
 		if err != nil {
 			return err
 		}

@@ -256,6 +256,7 @@ func benchRandomRead(b *testing.B, buf []byte, large, small *Log, withCopy bool)
 			if err != nil {
 				return err
 			}
+			defer s.Release()
 			if s.Size != fetch {
 				return fmt.Errorf("read at %d: %d bytes, want %d", off, s.Size, fetch)
 			}

@@ -108,6 +108,7 @@ func benchRead(b *testing.B, l *Log, perBatch, fetch int64, sink func(*os.File, 
 		if err != nil {
 			return err
 		}
+		defer s.Release()
 		if s.Size != fetch {
 			return fmt.Errorf("read at %d: %d bytes, want %d", next, s.Size, fetch)
 		}

@@ -148,7 +148,13 @@ func (l *Log) clean(ctx context.Context, now time.Time, firstDirty, upTo int64, 
 	if l.isClosed() {
 		return CleanResult{FirstDirty: firstDirty}, ErrClosed
 	}
-	r := l.cleanableRange(now, firstDirty, upTo)
+	// The segments are held for the whole pass: the cleaner reads them
+	// without mu while retention or truncation may remove them.
+	r, err := l.cleanableRange(now, firstDirty, upTo)
+	if err != nil {
+		return CleanResult{FirstDirty: firstDirty}, err
+	}
+	defer r.release()
 	res := CleanResult{FirstDirty: r.firstDirty, FirstUncleanable: r.segs[r.uncleanable].base}
 	if r.dirtyFrom >= r.uncleanable {
 		return res, nil
@@ -240,10 +246,17 @@ func (r cleanRange) dirtyRatio() float64 {
 	return float64(r.dirtyBytes) / float64(r.cleanBytes+r.dirtyBytes)
 }
 
+// release lets the range's segments close.
+func (r cleanRange) release() { releaseAll(r.segs) }
+
 // cleanableRange cuts the log as Kafka's LogCleanerManager.cleanableOffsets
-// does. Safe without Log.mu: it reads the published segment list.
-func (l *Log) cleanableRange(now time.Time, firstDirty, upTo int64) cleanRange {
-	segs := l.segments()
+// does. Safe without Log.mu: it reads the published segment list, every
+// segment of which it acquires; the caller releases them (r.release).
+func (l *Log) cleanableRange(now time.Time, firstDirty, upTo int64) (cleanRange, error) {
+	segs, err := l.acquireSegments()
+	if err != nil {
+		return cleanRange{}, err
+	}
 	cfg := l.cfg.Load()
 	start, end := l.start.Load(), l.end.Load()
 	active := len(segs) - 1
@@ -274,7 +287,7 @@ func (l *Log) cleanableRange(now time.Time, firstDirty, upTo int64) cleanRange {
 			r.dirtyBytes += s.size.Load()
 		}
 	}
-	return r
+	return r, nil
 }
 
 // segmentMark identifies the state of an inactive segment. Truncation and

@@ -102,7 +102,11 @@ func (c *dirCleaner) cleanDirtiest(ctx context.Context) bool {
 		if !cfg.Compact || c.uncleanable[l] {
 			continue
 		}
-		r := l.cleanableRange(l.now(), c.offsetFor(l), -1)
+		r, err := l.cleanableRange(l.now(), c.offsetFor(l), -1)
+		if err != nil {
+			continue // closed: deleted or moved meanwhile
+		}
+		r.release()
 		if ratio := r.dirtyRatio(); r.dirtyBytes > 0 && ratio > cfg.MinCleanableDirtyRatio && ratio > bestRatio {
 			best, bestRatio = l, ratio
 		}

@@ -210,7 +210,11 @@ func (h *harness) cleanable(t *testing.T, d *datadriven.TestData) string {
 	if d.HasArg("first-dirty") {
 		d.ScanArgs(t, "first-dirty", &firstDirty)
 	}
-	r := h.log.cleanableRange(h.now, firstDirty, -1)
+	r, err := h.log.cleanableRange(h.now, firstDirty, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.release()
 	return fmt.Sprintf("first dirty %d, first uncleanable %d, clean bytes %d, dirty bytes %d, ratio %.3f\n",
 		r.firstDirty, r.segs[r.uncleanable].base, r.cleanBytes, r.dirtyBytes, r.dirtyRatio())
 }

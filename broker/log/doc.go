@@ -19,5 +19,21 @@
 // Concurrency: see Log. In short, one appender and any number of readers per
 // Log; Dir is safe for concurrent use. Lock order: Dir.mu before Log.mu
 // before epochCache.mu; nothing holds Log.mu while waiting on I/O other than
-// its own files.
+// its own files. A segment's reference count is an atomic below every lock:
+// acquiring and releasing take none.
+//
+// Segment lifetime (lifetime.go): readers hold the segments they read, so
+// nothing is closed or unmapped under them, whatever file.delete.delay.ms
+// says:
+//
+//	          openSegment: refs = 1 (the Log's)
+//	                │
+//	reader: acquire (refs+1) ─► read .log/.index/.timeindex ─► release (refs-1)
+//	                │
+//	Log drops it from its list: rename .deleted ─ delay ─► unlink, refs-1
+//	                │
+//	refs reaches 0 ─ CAS to dead ─► munmap, close (once)
+//
+// Read returns a Slice that holds its segment: the caller must Release it
+// once the bytes are sent (broker/server releases after the sendfile).
 package log

@@ -134,6 +134,9 @@ func (ix *index) append(entry []byte) {
 	d = append(d, entry...)
 	ix.data.Store(&d)
 	if len(d)-ix.flushed >= 4096 {
+		// A failed write leaves flushed where it was: the entries stay
+		// in memory and the next flush (sync, seal, close) writes them
+		// again and returns the error.
 		_ = ix.flush()
 	}
 }
@@ -206,7 +209,9 @@ func (ix *index) reset() error {
 func (ix *index) close() error {
 	err := ix.seal()
 	for _, m := range ix.maps {
-		_ = syscall.Munmap(m)
+		if merr := syscall.Munmap(m); err == nil && merr != nil {
+			err = fmt.Errorf("broker/log: unmap %s: %w", ix.path, merr)
+		}
 	}
 	ix.maps = nil
 	empty := []byte{}

@@ -38,8 +38,8 @@ var ErrClosed = errors.New("broker/log: log is closed")
 // mu); any number of concurrent readers (Read, OffsetForTimestamp, the offset
 // getters), which take no lock. Readers see a copy-on-write list of segments
 // and the segments' published sizes, so they never see a partial batch. A
-// segment removed while a reader holds it stays open for
-// file.delete.delay.ms.
+// segment removed while a reader holds it stays open until the reader
+// releases it (lifetime.go); file.delete.delay.ms only delays the unlink.
 type Log struct {
 	dir    string
 	tp     TopicPartition
@@ -57,6 +57,11 @@ type Log struct {
 	epochs  *epochCache
 	onFlush func(time.Duration) // may be nil
 
+	// shut is closed, for readers, which take no lock: set before the
+	// segments' references are dropped, it tells a reader that found a
+	// segment closed not to look again.
+	shut atomic.Bool
+
 	mu            sync.Mutex
 	closed        bool
 	unflushedMsgs int64
@@ -65,6 +70,10 @@ type Log struct {
 	appendedOut   bool // appended was handed to a reader
 	// pendingDeletes are segments waiting out file.delete.delay.ms.
 	pendingDeletes map[*segment]*time.Timer
+
+	// testSegmentClosed, when set (by tests, right after Open), is called
+	// with each segment whose files the last release closed.
+	testSegmentClosed func(s *segment)
 }
 
 // Options are what a log dir knows about a partition before opening it.
@@ -122,6 +131,7 @@ func Open(dir string, cfg Config, opt Options) (*Log, error) {
 		l.epochs = &epochCache{path: filepath.Join(dir, LeaderEpochFile)}
 	}
 	if err := l.load(opt); err != nil {
+		l.shut.Store(true)
 		l.closeSegments()
 		return nil, err
 	}
@@ -557,38 +567,42 @@ func (l *Log) advanceStartLocked(offset int64) error {
 	return l.epochs.truncateFromStart(offset)
 }
 
-// deleteSegmentLocked renames a segment's files away now and closes them
-// after file.delete.delay.ms, so a reader in the middle of sending from it
-// finishes. mu must be held.
+// deleteSegmentLocked renames a segment's files away now, unlinks them
+// after file.delete.delay.ms and then drops the Log's reference: the files
+// close when the last reader releases the segment (lifetime.go), whatever
+// the delay. The caller publishes a segment list without s. mu must be held.
 func (l *Log) deleteSegmentLocked(s *segment) error {
 	if err := s.markDeleted(); err != nil {
 		return err
 	}
-	remove := func() {
-		if err := s.remove(); err != nil {
-			l.logger.Warn("removing deleted segment", "base_offset", s.base, "err", err)
-		}
-	}
 	l.pendingDeletes[s] = time.AfterFunc(l.cfg.Load().FileDeleteDelayMs, func() {
+		// mu orders this after the caller's publication of the new list,
+		// even at a delay of 0.
 		l.mu.Lock()
-		_, pending := l.pendingDeletes[s]
-		delete(l.pendingDeletes, s)
-		l.mu.Unlock()
-		if pending {
-			remove()
+		defer l.mu.Unlock()
+		if _, pending := l.pendingDeletes[s]; pending {
+			delete(l.pendingDeletes, s)
+			l.retire(s)
 		}
 	})
 	return nil
 }
 
-// finishDeletesLocked removes now the segments still waiting for their
-// delay: once the log is closed nobody reads them. mu must be held.
+// retire unlinks a segment marked deleted and drops the Log's reference.
+func (l *Log) retire(s *segment) {
+	if err := s.unlinkDeleted(); err != nil {
+		l.logger.Warn("removing deleted segment", "base_offset", s.base, "err", err)
+	}
+	s.dropOwner(l)
+}
+
+// finishDeletesLocked retires now the segments still waiting for their
+// delay: the log is closing. Readers still inside them keep their files
+// open until they release them. mu must be held.
 func (l *Log) finishDeletesLocked() {
 	for s, timer := range l.pendingDeletes {
 		timer.Stop()
-		if err := s.remove(); err != nil {
-			l.logger.Warn("removing deleted segment", "base_offset", s.base, "err", err)
-		}
+		l.retire(s)
 	}
 	clear(l.pendingDeletes)
 }
@@ -606,33 +620,37 @@ func (l *Log) Close() error {
 		err = serr
 	}
 	l.closed = true
+	l.shut.Store(true)
 	l.wakeLocked()
 	l.finishDeletesLocked()
 	l.mu.Unlock()
-	if cerr := l.closeSegments(); err == nil {
-		err = cerr
-	}
+	l.closeSegments()
 	return err
 }
 
-func (l *Log) closeSegments() error {
+// closeSegments drops the Log's reference to every segment; each closes now,
+// or when the last reader inside it releases it. A close error is logged
+// then (release), not returned: everything to persist was flushed before.
+func (l *Log) closeSegments() {
 	p := l.segs.Load()
 	if p == nil {
-		return nil
+		return
 	}
-	var errs []error
 	for _, s := range *p {
-		errs = append(errs, s.close())
+		s.dropOwner(l)
 	}
-	return errors.Join(errs...)
 }
 
 // Delete closes the log and removes its directory (DeleteTopics).
 func (l *Log) Delete() error {
 	l.mu.Lock()
 	l.closed = true
+	l.shut.Store(true)
 	l.wakeLocked()
 	l.finishDeletesLocked()
 	l.mu.Unlock()
-	return errors.Join(l.closeSegments(), os.RemoveAll(l.dir))
+	l.closeSegments()
+	// Unlinking is safe under readers: their open files and mappings stay
+	// valid until they release the segments.
+	return os.RemoveAll(l.dir)
 }

@@ -106,7 +106,12 @@ func (l *Log) load(opt Options) error {
 	// Every recovered batch extends the epoch cache, as in Kafka, because a
 	// crash may have left the checkpoint behind the log; trusted segments
 	// are walked only when the cache was lost altogether.
-	visit := func(b record.Batch) { _ = l.epochs.assign(b.PartitionLeaderEpoch(), b.BaseOffset()) }
+	var epochErr error // the first; a cache that cannot be written fails the load
+	visit := func(b record.Batch) {
+		if err := l.epochs.assign(b.PartitionLeaderEpoch(), b.BaseOffset()); err != nil && epochErr == nil {
+			epochErr = err
+		}
+	}
 	if len(l.epochs.snapshot()) == 0 {
 		for _, s := range segs[:from] {
 			walkHeaders(s, visit)
@@ -127,11 +132,19 @@ func (l *Log) load(opt Options) error {
 			l.logger.Warn("truncated corrupt or torn tail", "segment", s.path(logSuffix), "bytes", dropped, "valid_bytes", s.size.Load())
 			// Anything after a corrupt batch cannot be trusted to follow
 			// it in offset order; Kafka deletes it too.
+			var errs []error
 			for _, later := range segs[i+1:] {
-				later.close()
+				errs = append(errs, later.close())
 				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-					os.Remove(later.path(suf))
+					if err := os.Remove(later.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+						errs = append(errs, err)
+					}
 				}
+			}
+			// Left on disk, they would come back at the next load as
+			// segments after the truncation point.
+			if err := errors.Join(errs...); err != nil {
+				return fmt.Errorf("broker/log: removing segments after a truncated tail of %s: %w", l.tp, err)
 			}
 			segs = segs[:i+1]
 			l.segs.Store(&segs)
@@ -145,6 +158,9 @@ func (l *Log) load(opt Options) error {
 				return err
 			}
 		}
+	}
+	if epochErr != nil {
+		return fmt.Errorf("broker/log: rebuilding the leader epochs of %s: %w", l.tp, epochErr)
 	}
 	act := segs[len(segs)-1]
 	end := act.nextOffset
@@ -229,7 +245,11 @@ func (l *Log) listSegments() ([]int64, error) {
 	for _, name := range indexes {
 		base, err := parseBase(name, filepath.Ext(name))
 		if err == nil && !logs[base] {
-			os.Remove(filepath.Join(l.dir, name))
+			// A stray index left would be taken for the index of a later
+			// segment with this base.
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
 		}
 	}
 	bases := make([]int64, 0, len(logs))
@@ -268,22 +288,32 @@ func (l *Log) completeSwaps() error {
 			continue
 		}
 		if !strings.HasSuffix(name, logSuffix+swapSuffix) {
-			os.Remove(filepath.Join(l.dir, name)) // an index's swap: rebuilt instead
+			// An index's swap: rebuilt instead.
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
 			continue
 		}
 		base, err := parseBase(strings.TrimSuffix(name, swapSuffix), logSuffix)
 		if err != nil {
 			return err
 		}
-		last := lastOffsetIn(filepath.Join(l.dir, name), base)
+		last, err := lastOffsetIn(filepath.Join(l.dir, name), base)
+		if err != nil {
+			return fmt.Errorf("broker/log: install %s: %w", name, err)
+		}
 		bases, err := l.listSegments()
 		if err != nil {
 			return err
 		}
 		for _, b := range bases {
 			if b >= base && b <= last {
+				// A replaced segment left beside the swap would be loaded
+				// with it: its records twice, the removed ones back.
 				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-					os.Remove(filepath.Join(l.dir, segmentName(b)+suf))
+					if err := os.Remove(filepath.Join(l.dir, segmentName(b)+suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+						return fmt.Errorf("broker/log: install %s: %w", name, err)
+					}
 				}
 			}
 		}
@@ -298,18 +328,18 @@ func (l *Log) completeSwaps() error {
 
 // lastOffsetIn walks the batch headers of a log file and returns the last
 // offset of its last whole batch, or base-1 for none.
-func lastOffsetIn(path string, base int64) int64 {
+func lastOffsetIn(path string, base int64) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return base - 1
+		return 0, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return base - 1
+		return 0, err
 	}
 	s := &segment{base: base, log: f}
 	last := base - 1
 	walkHeadersUntil(s, st.Size(), func(b record.Batch) { last = b.LastOffset() })
-	return last
+	return last, nil
 }

@@ -53,6 +53,17 @@ type segment struct {
 	created         time.Time
 	indexCorrupt    bool // found unreadable on open; load rebuilds it
 	tail            tailRef
+
+	// refs counts the segment's holders: the owning Log while the segment
+	// is in its list or waiting out file.delete.delay.ms, plus every reader
+	// inside it (lifetime.go). The files close when it reaches zero.
+	refs atomic.Int64
+	// ownerDropped makes the Log's reference droppable once only: Close
+	// and Delete may both reach a segment.
+	ownerDropped atomic.Bool
+	// owner is set when the Log drops its reference; the last release
+	// reports through it.
+	owner *Log
 }
 
 func (s *segment) path(suffix string) string {
@@ -64,6 +75,7 @@ func (s *segment) path(suffix string) string {
 func openSegment(dir string, base int64, active bool) (*segment, error) {
 	s := &segment{base: base, dir: dir, maxTimestamp: -1, maxTsOffset: -1, nextOffset: base, firstTimestamp: -1}
 	s.largestTs.Store(-1)
+	s.refs.Store(1) // the Log's
 	s.created = time.Now()
 	f, err := os.OpenFile(s.path(logSuffix), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -79,8 +91,10 @@ func openSegment(dir string, base int64, active bool) (*segment, error) {
 	oi, err := newIndex(s.path(indexSuffix), entrySize, active)
 	if errors.Is(err, errCorruptIndex) {
 		s.indexCorrupt = true
-		os.Truncate(s.path(indexSuffix), 0)
-		oi, err = newIndex(s.path(indexSuffix), entrySize, active)
+		// A failed truncate must not pass for a rebuilt index.
+		if err = os.Truncate(s.path(indexSuffix), 0); err == nil {
+			oi, err = newIndex(s.path(indexSuffix), entrySize, active)
+		}
 	}
 	if err != nil {
 		f.Close()
@@ -89,8 +103,9 @@ func openSegment(dir string, base int64, active bool) (*segment, error) {
 	ti, err := newIndex(s.path(timeIndexSuffix), timeEntrySize, active)
 	if errors.Is(err, errCorruptIndex) {
 		s.indexCorrupt = true
-		os.Truncate(s.path(timeIndexSuffix), 0)
-		ti, err = newIndex(s.path(timeIndexSuffix), timeEntrySize, active)
+		if err = os.Truncate(s.path(timeIndexSuffix), 0); err == nil {
+			ti, err = newIndex(s.path(timeIndexSuffix), timeEntrySize, active)
+		}
 	}
 	if err != nil {
 		f.Close()
@@ -314,7 +329,12 @@ func (s *segment) truncateFile(size int64) error {
 // new next offset of the segment.
 func (s *segment) truncateTo(offset, intervalBytes int64) (int64, error) {
 	end := s.size.Load()
-	pos, _, found, _ := s.find(offset, s.offsets.lookup(offset), end)
+	pos, _, found, err := s.find(offset, s.offsets.lookup(offset), end)
+	if err != nil {
+		// Not found because the bytes before it are not batches: the
+		// records from offset on are still there, so this is no success.
+		return 0, fmt.Errorf("broker/log: truncate %s to %d: %w", s.log.Name(), offset, err)
+	}
 	if !found {
 		return s.nextOffset, nil
 	}
@@ -365,9 +385,10 @@ func (s *segment) markDeleted() error {
 	return errors.Join(errs...)
 }
 
-// remove closes and unlinks a segment marked deleted.
-func (s *segment) remove() error {
-	errs := []error{s.close()}
+// unlinkDeleted unlinks the files of a segment marked deleted. Open handles
+// and mappings keep serving the readers still inside it.
+func (s *segment) unlinkDeleted() error {
+	var errs []error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		if err := os.Remove(s.path(suf) + deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)

@@ -28,6 +28,7 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 		return nil, c.write(resp, nil)
 	}
 	answer := func(f fetchResult) error {
+		defer f.files.release()
 		if session != nil {
 			session.answered(f.resp, incremental)
 		}
@@ -40,6 +41,8 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 		if f.bytes >= int64(req.MinBytes) || f.failed || !time.Now().Before(deadline) || s.closing.Load() || len(f.wake) == 0 {
 			return nil, answer(f)
 		}
+		// A long poll holds no segment: the next read takes new ones.
+		f.files.release()
 		done := s.metrics.wait(purgatoryFetch)
 		woken := waitAny(append(f.wake, s.stopping), time.Until(deadline))
 		done()

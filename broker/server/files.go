@@ -56,6 +56,19 @@ func (f *fileRanges) add(s log.Slice) []byte {
 
 func (f *fileRanges) empty() bool { return len(f.slices) == 0 }
 
+// release lets the slices' segments close, once the response is written or
+// dropped: until then each slice holds its segment's file open, so the
+// bytes sent are the ones read, whatever retention, compaction or
+// DeleteTopics did meanwhile. Safe on nil.
+func (f *fileRanges) release() {
+	if f == nil {
+		return
+	}
+	for i := range f.slices {
+		f.slices[i].Release()
+	}
+}
+
 // A response this small is read into memory and sent with one write: a
 // caught-up consumer's fetch carries a few hundred bytes, and a write and a
 // sendfile per partition cost it far more system calls (and TCP segments)
@@ -168,35 +181,49 @@ func (f *fileRanges) sendSlice(nc net.Conn, s log.Slice) error {
 }
 
 // sendfile copies s to the socket in the kernel.
+//
+// The source descriptor is used only inside the file's own Control call,
+// which holds it open for the call's duration, never as a bare number
+// kept across calls: a descriptor closed and reused meanwhile would send
+// another file's bytes. (The caller's Slice holds the segment open too;
+// this keeps even a misuse from reading a reused descriptor.)
 func sendfile(tc *net.TCPConn, s log.Slice) (int64, error) {
 	rc, err := tc.SyscallConn()
 	if err != nil {
 		return 0, err
 	}
+	src, err := s.File.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
 	off, remain := s.Pos, s.Size
-	src := int(s.File.Fd())
-	var serr error
-	werr := rc.Write(func(fd uintptr) bool {
-		for remain > 0 {
-			n, err := syscall.Sendfile(int(fd), src, &off, int(min(remain, 1<<30)))
-			if n > 0 {
-				remain -= int64(n)
+	var serr, werr error
+	cerr := src.Control(func(srcFd uintptr) {
+		werr = rc.Write(func(fd uintptr) bool {
+			for remain > 0 {
+				n, err := syscall.Sendfile(int(fd), int(srcFd), &off, int(min(remain, 1<<30)))
+				if n > 0 {
+					remain -= int64(n)
+				}
+				switch {
+				case err == syscall.EAGAIN:
+					return false // wait until the socket is writable
+				case err == syscall.EINTR:
+					continue
+				case err != nil:
+					serr = err
+					return true
+				case n == 0:
+					serr = io.EOF // the file is shorter than promised
+					return true
+				}
 			}
-			switch {
-			case err == syscall.EAGAIN:
-				return false // wait until the socket is writable
-			case err == syscall.EINTR:
-				continue
-			case err != nil:
-				serr = err
-				return true
-			case n == 0:
-				serr = io.EOF // the file is shorter than promised
-				return true
-			}
-		}
-		return true
+			return true
+		})
 	})
+	if cerr != nil {
+		return 0, cerr
+	}
 	if werr != nil {
 		return s.Size - remain, werr
 	}

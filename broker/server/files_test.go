@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,7 +11,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/record"
 )
 
 // A fetch response reaches the client byte for byte the same whichever way
@@ -113,4 +117,62 @@ func roundTripFrame(t *testing.T, send func(net.Conn) error) []byte {
 	}
 	nc.Close()
 	return <-received
+}
+
+// A fetch's file ranges stay the bytes they were read as until the
+// response is written, even when the topic is deleted in between and other
+// files are opened meanwhile: sendfile must not send from a descriptor
+// number that was closed and given to another file.
+func TestFileRangesOutliveDeletedLog(t *testing.T) {
+	cfg := log.DefaultConfig()
+	cfg.FileDeleteDelayMs = 0
+	l, err := log.Open(filepath.Join(t.TempDir(), "gone-0"), cfg, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), 1000)
+	for range 200 { // 200 KB: sent by sendfile, not copied
+		recs := []kmsg.Record{{Value: value}}
+		b, err := record.Build(record.DefaultBuildOptions(), recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slice, err := l.Read(0, log.ReadOptions{MaxBytes: 1 << 20, UpTo: -1})
+	if err != nil || slice.Size < copyBelow {
+		t.Fatalf("read: %d bytes, %v", slice.Size, err)
+	}
+	want, err := slice.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFileRanges(false, true)
+	frame := append([]byte{0, 0, 0, 0, 0, 0, 0, 0}, f.add(slice)...)
+	if err := l.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	// Files opened now take the lowest free descriptors: a closed segment's
+	// number among them.
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, bytes.Repeat([]byte{0xee}, len(want)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		o, err := os.Open(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+	}
+	got := roundTripFrame(t, func(nc net.Conn) error { return f.write(nc, frame) })
+	f.release()
+	if len(got) != 8+len(want) || !bytes.Equal(got[8:], want) {
+		t.Fatalf("the client received other bytes than the deleted log's (%d bytes, want %d)", len(got)-8, len(want))
+	}
+	if _, err := slice.File.ReadAt(make([]byte, 1), 0); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("segment file after the response's release: %v, want closed", err)
+	}
 }
