@@ -227,7 +227,18 @@ type AppendInfo struct {
 // Nothing is appended if any batch is invalid.
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	cfg := l.cfg.Load()
-	parsed, err := splitValid(batches, record.FromClient, record.Limits{MaxBytes: cfg.MaxMessageBytes})
+	lim := record.Limits{
+		MaxBytes:             cfg.MaxMessageBytes,
+		Compact:              cfg.Compact,
+		LogAppendTime:        cfg.LogAppendTime,
+		NowMs:                l.now().UnixMilli(),
+		TimestampBeforeMaxMs: cfg.TimestampBeforeMaxMs,
+		TimestampAfterMaxMs:  cfg.TimestampAfterMaxMs,
+		Partition:            l.tp.String(),
+	}
+	// Checked before the lock: decompressing and walking every record is
+	// the costly part, and it needs nothing of the log's.
+	parsed, err := splitValid(batches, record.FromClient, lim)
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -297,21 +308,34 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	return info, nil
 }
 
+// splitValid splits and checks the batches of one append. A client's
+// batches also get the max timestamp their records hold, as Kafka's
+// LogValidator writes it; nothing is written unless every batch is valid.
 func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.Batch, error) {
 	var out []record.Batch
+	var maxTs []int64
 	for rest := data; len(rest) > 0; {
 		b, r, ok := record.Split(rest)
 		if !ok {
 			return nil, &record.Error{Kafka: kerr.CorruptMessage, Reason: fmt.Sprintf("%d trailing bytes are not a whole batch", len(rest))}
 		}
-		if err := record.Validate(b, origin, lim); err != nil {
+		checked, err := record.Check(b, origin, lim)
+		if err != nil {
 			return nil, err
+		}
+		if origin == record.FromClient {
+			maxTs = append(maxTs, checked.MaxTimestamp)
 		}
 		out = append(out, b)
 		rest = r
 	}
 	if len(out) == 0 {
 		return nil, &record.Error{Kafka: kerr.CorruptMessage, Reason: "no record batches"}
+	}
+	for i, ts := range maxTs {
+		if b := out[i]; !lim.LogAppendTime && !b.LogAppendTime() {
+			b.SetMaxTimestamp(ts)
+		}
 	}
 	return out, nil
 }
