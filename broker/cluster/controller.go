@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,18 +41,39 @@ func errorf(code *kerr.Error, format string, args ...any) *Error {
 // new image to subscribers in order. The Raft quorum of a cluster replaces
 // the log underneath; the image and the change validation stay.
 //
-// Safe for concurrent use: changes are serialized by mu, readers take
+// Safe for concurrent use: changes are decided one at a time under mu,
+// replicated and applied without it (see change and doc.go); readers take
 // Image() without locks.
 type Controller struct {
 	cfg    *config.Broker
 	nodeID int32
 	logger *slog.Logger
 
-	// mu serializes changes: validation against the image, then the append
-	// (single node) or the Raft proposal (quorum).
+	// mu serializes the decisions: validation against the newest image
+	// (the committed one with every change in flight), then the handing of
+	// the records to the log, in that order: the append (single node) or
+	// the Raft proposal's enqueueing (quorum). It is never held while
+	// records replicate or while they are applied and published.
 	mu  sync.Mutex
 	log *metaLog // single node
 	q   *quorum  // quorum; nil on a single node
+	// ahead is the image with every change handed to the log, while some
+	// are in flight (not yet applied here); nil when none are. mu
+	ahead *Image
+	// inflight counts the changes handed to the log and not yet applied
+	// here (or failed); mu.
+	inflight int
+	// broken is set when a change in flight failed: the changes decided
+	// after it may have been built on it, so the next decision waits until
+	// none are in flight and starts from the committed image. mu
+	broken bool
+	// settled is signalled, on mu, when inflight drops to zero.
+	settled *sync.Cond
+	// unpublished are, on a single node, the changes appended to the log
+	// and not yet published, in log order (mu); pubOrder serializes their
+	// publication so that it keeps that order.
+	unpublished []*appended
+	pubOrder    sync.Mutex
 
 	// pubMu serializes publication: the image store and the subscribers,
 	// called from commit (single node) or the Raft FSM (quorum).
@@ -85,6 +110,7 @@ func OpenController(dir string, cfg *config.Broker, clusterID string, advertised
 		logger = slog.Default()
 	}
 	c := &Controller{cfg: cfg, nodeID: int32(cfg.Int("node.id")), logger: logger, members: newMembership()}
+	c.settled = sync.NewCond(&c.mu)
 	if cfg.IsSet("controller.quorum.voters") {
 		return c, c.openQuorum(dir, clusterID, raftConns)
 	}
@@ -149,32 +175,129 @@ func (c *Controller) commit(rs []Record) error {
 	return c.change(func(*Image) ([]Record, error) { return rs, nil })
 }
 
-// change commits the records build computes from the current image, with
+// change commits the records build computes from the newest image, with
 // changes serialized: a change decided from an image is never applied over
 // another made meanwhile. No records is no change.
+//
+// As Kafka's QuorumController, the decision (build and validation) is made
+// under mu against the image that includes every change already handed to
+// the log but not yet applied (ahead), and the records are handed to the log
+// before mu is released; replication, the FSM and the subscribers' side
+// effects (logs created and deleted on disk) then run without mu, while
+// the next change is decided. Two changes to one partition never start
+// from the same state: the second is built on the first's result. If a
+// change in flight fails (a lost leadership, a failed append), the changes
+// decided after it are suspect, so the next decision waits until none are
+// in flight and starts again from the committed image.
 func (c *Controller) change(build func(img *Image) ([]Record, error)) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	for c.broken && c.inflight > 0 {
+		c.settled.Wait()
+	}
+	if c.inflight == 0 {
+		c.ahead, c.broken = nil, false
+	}
 	if c.q != nil {
 		if leader := c.q.leader(); leader != c.nodeID {
+			c.mu.Unlock()
 			return errNotController(leader)
 		}
 	}
-	img := c.img.Load()
+	img := c.ahead
+	if img == nil {
+		img = c.img.Load()
+	}
 	rs, err := build(img)
 	if err != nil || len(rs) == 0 {
+		c.mu.Unlock()
 		return err
 	}
-	if _, err := img.applyAll(rs); err != nil {
+	next, err := img.applyAll(rs)
+	if err != nil {
+		c.mu.Unlock()
 		return err
 	}
+	var wait func() error
 	if c.q != nil {
-		return c.q.propose(rs)
+		data, err := json.Marshal(rs)
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		// Enqueued in decision order; Raft appends in enqueue order.
+		f := c.q.raft.Apply(data, 10*time.Second)
+		wait = func() error { return c.q.applied(f) }
+	} else {
+		if err := c.log.append(rs); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		e := &appended{rs: rs, done: make(chan error, 1)}
+		c.unpublished = append(c.unpublished, e)
+		wait = func() error {
+			c.drain()
+			return <-e.done
+		}
 	}
-	if err := c.log.append(rs); err != nil {
+	c.ahead = next
+	c.inflight++
+	c.mu.Unlock()
+
+	err = wait()
+
+	c.mu.Lock()
+	c.inflight--
+	if err != nil {
+		c.broken = true
+	}
+	if c.inflight == 0 {
+		c.ahead, c.broken = nil, false
+		c.settled.Broadcast()
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// appended is a change appended to the single-node log, waiting to be
+// published; done gets the publication's result.
+type appended struct {
+	rs   []Record
+	done chan error
+}
+
+// drain publishes the appended changes in log order, on a single node.
+// Whoever drains publishes every change appended so far, its own included
+// (or a drainer before it did). Lock order: pubOrder, then mu or pubMu,
+// never both.
+func (c *Controller) drain() {
+	c.pubOrder.Lock()
+	defer c.pubOrder.Unlock()
+	for {
+		c.mu.Lock()
+		if len(c.unpublished) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		e := c.unpublished[0]
+		c.unpublished = c.unpublished[1:]
+		c.mu.Unlock()
+		e.done <- c.publish(e.rs, nil)
+	}
+}
+
+// applied waits until a proposal is committed and applied by this node's
+// FSM, and returns the FSM's result.
+func (q *quorum) applied(f raft.ApplyFuture) error {
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return errNotController(q.leader())
+		}
+		return fmt.Errorf("cluster: replicating metadata: %w", err)
+	}
+	if err, ok := f.Response().(error); ok && err != nil {
 		return err
 	}
-	return c.publish(rs, nil)
+	return nil
 }
 
 // publish applies committed records to the image (to base instead, when
@@ -548,20 +671,15 @@ func (c *Controller) AllocateProducerIDs(n int64) (int64, error) {
 	if c.remote() && n == ProducerIDBlockSize {
 		return c.allocateRemote()
 	}
-	c.mu.Lock()
-	first := c.img.Load().NextProducerID
-	c.mu.Unlock()
-	// commit serializes; a concurrent allocation makes this one fail its
-	// advance check, so retry from the new position.
-	for {
-		err := c.commit([]Record{{ProducerIDs: &ProducerIDsRecord{Next: first + n}}})
-		if err == nil {
-			return first, nil
-		}
-		next := c.Image().NextProducerID
-		if next == first {
-			return 0, err
-		}
-		first = next
+	// Decided from the newest image, so that allocations in flight
+	// never hand out the same block.
+	var first int64
+	err := c.change(func(img *Image) ([]Record, error) {
+		first = img.NextProducerID
+		return []Record{{ProducerIDs: &ProducerIDsRecord{Next: first + n}}}, nil
+	})
+	if err != nil {
+		return 0, err
 	}
+	return first, nil
 }

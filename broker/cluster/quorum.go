@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -157,25 +156,6 @@ func (q *quorum) close() error {
 	}
 	err := q.raft.Shutdown().Error()
 	return errors.Join(err, q.trans.Close(), q.store.Close())
-}
-
-// propose replicates rs and waits until this node's FSM applied them.
-func (q *quorum) propose(rs []Record) error {
-	data, err := json.Marshal(rs)
-	if err != nil {
-		return err
-	}
-	f := q.raft.Apply(data, 10*time.Second)
-	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return errNotController(q.leader())
-		}
-		return fmt.Errorf("cluster: replicating metadata: %w", err)
-	}
-	if err, ok := f.Response().(error); ok && err != nil {
-		return err
-	}
-	return nil
 }
 
 // QuorumState is this node's view of the controller quorum, for

@@ -28,9 +28,12 @@ const tickInterval = 100 * time.Millisecond
 // Coordinator is the edge of the group state machine: locking, the log,
 // loading and timers. Its methods are safe for concurrent use.
 //
-// Lock order: mu, then a partition's append lock (AppendAsLeader). The
-// controller's subscribers run under the controller's lock; onImage only
-// starts goroutines, never waits for mu while holding that.
+// Lock order: mu, then a partition's append lock (AppendAsLeader). No
+// request holds mu while it waits for the ISR: a write is appended under mu
+// and completed later by its partition's completer (see flushLocked), as
+// Kafka completes an acks=all produce from its purgatory. The controller's
+// subscribers run on its publishing goroutine; onImage takes mu only
+// briefly and starts goroutines, never waits for anything while holding it.
 type Coordinator struct {
 	bcfg           *config.Broker
 	nodeID         int32
@@ -45,8 +48,12 @@ type Coordinator struct {
 	loaded  map[int32]bool // partitions loaded and led here; mu
 	loading map[int32]bool // mu
 	stopped bool           // mu
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// inflight are the appended writes waiting for the ISR, per
+	// __consumer_offsets partition, in log order; mu.
+	inflight map[int32]*inflight
+	nextID   uint64 // numbers the in-flight writes; mu
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // NewCoordinator makes the coordinator of a broker; Start starts it.
@@ -66,7 +73,8 @@ func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replic
 	}
 	return &Coordinator{bcfg: bcfg, nodeID: int32(bcfg.Int("node.id")), ctrl: ctrl, parts: parts, logger: logger,
 		now: time.Now, retentionCheck: ms("offsets.retention.check.interval.ms"),
-		gs: NewGroups(cfg), loaded: map[int32]bool{}, loading: map[int32]bool{}, stop: make(chan struct{})}
+		gs: NewGroups(cfg), loaded: map[int32]bool{}, loading: map[int32]bool{}, inflight: map[int32]*inflight{},
+		stop: make(chan struct{})}
 }
 
 // Start loads the partitions of __consumer_offsets this node leads, follows
@@ -154,6 +162,9 @@ func (c *Coordinator) onImage(img *cluster.Image, started *sync.WaitGroup) {
 	for p := range c.loaded {
 		if !lead[p] {
 			delete(c.loaded, p)
+			// Writes still waiting for the ISR are answered first, while
+			// their groups are still there to be told.
+			c.failInflightLocked(p, kerr.NotCoordinator)
 			c.gs.Unload(p)
 		}
 	}
@@ -279,8 +290,13 @@ func (c *Coordinator) timers() {
 	}
 }
 
-// flushLocked appends the writes the state machine queued and runs their
-// Done, until none are left. mu must be held.
+// flushLocked appends the writes the state machine queued, in order, and
+// returns without waiting for the ISR: each appended write joins its
+// partition's in-flight queue, and the partition's completer runs its Done
+// once the high watermark covers it (see complete). A write that cannot be
+// appended is done at once with the error. The Done of every write of a
+// partition runs in log order, under mu, so the state machine sees the
+// writes of a group complete in the order it queued them. mu must be held.
 func (c *Coordinator) flushLocked() {
 	for {
 		ws := c.gs.TakeWrites()
@@ -288,18 +304,126 @@ func (c *Coordinator) flushLocked() {
 			return
 		}
 		for _, w := range ws {
-			w.Done(c.append(w))
+			part, last, err := c.append(w)
+			if err != nil {
+				w.Done(err)
+				continue
+			}
+			q := c.inflight[w.Partition]
+			if q == nil {
+				q = &inflight{}
+				c.inflight[w.Partition] = q
+			}
+			c.nextID++
+			q.writes = append(q.writes, pendingWrite{id: c.nextID, part: part, epoch: part.LeaderEpoch(), last: last,
+				deadline: time.Now().Add(offsetCommitTimeout), done: w.Done})
+			if !q.running {
+				q.running = true
+				c.wg.Add(1)
+				go c.complete(w.Partition, q)
+			}
 		}
 	}
 }
 
-func (c *Coordinator) append(w Write) error {
-	if c.stopped {
+// inflight is the queue of one partition's appended writes that wait for
+// the ISR, in log order, and whether its completer runs.
+type inflight struct {
+	writes  []pendingWrite
+	running bool
+}
+
+// pendingWrite is an appended write: done runs once its last offset is
+// below the high watermark of the leader epoch it was appended in.
+type pendingWrite struct {
+	id       uint64
+	part     *replica.Partition
+	epoch    int32
+	last     int64
+	deadline time.Time
+	done     func(error)
+}
+
+// complete is the completer of partition p: while writes are in flight it
+// waits, without mu, for the high watermark to cover the oldest, then runs
+// the Done of every write the high watermark covers (or of the oldest, with
+// its error) under mu, and appends what those queued in turn. The high
+// watermark only grows, so the oldest write is always the next to finish.
+func (c *Coordinator) complete(p int32, q *inflight) {
+	defer c.wg.Done()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(q.writes) > 0 {
+		head := q.writes[0]
+		c.mu.Unlock()
+		err := c.waitCommitted(head)
+		c.mu.Lock()
+		if len(q.writes) == 0 || q.writes[0].id != head.id {
+			continue // failed meanwhile (the partition was unloaded)
+		}
+		if err != nil {
+			q.writes = q.writes[1:]
+			head.done(err)
+		} else {
+			hw := head.part.HighWatermark()
+			n := 0
+			for n < len(q.writes) && q.writes[n].part == head.part && q.writes[n].epoch == head.epoch && q.writes[n].last < hw {
+				n++
+			}
+			done := q.writes[:n]
+			q.writes = q.writes[n:]
+			for _, w := range done {
+				w.done(nil)
+			}
+		}
+		c.flushLocked()
+	}
+	q.running = false
+}
+
+// waitCommitted waits until w is committed, with Kafka's mapping of the
+// failures for a coordinator: a lost leadership is NOT_COORDINATOR, a
+// timeout or too small an ISR COORDINATOR_NOT_AVAILABLE (so that the
+// client retries), as Kafka's GroupMetadataManager and
+// TransactionStateManager answer.
+func (c *Coordinator) waitCommitted(w pendingWrite) error {
+	if w.part.LeaderEpoch() != w.epoch {
+		return kerr.NotCoordinator
+	}
+	switch w.part.WaitCommitted(w.last, 1, w.deadline, c.stop) {
+	case nil:
+		return nil
+	case kerr.NotLeaderForPartition:
+		return kerr.NotCoordinator
+	default:
 		return kerr.CoordinatorNotAvailable
+	}
+}
+
+// failInflightLocked answers every write of partition p still waiting for
+// the ISR with err. mu must be held.
+func (c *Coordinator) failInflightLocked(p int32, err error) {
+	q := c.inflight[p]
+	if q == nil {
+		return
+	}
+	ws := q.writes
+	q.writes = nil
+	for _, w := range ws {
+		w.done(err)
+	}
+}
+
+// append appends w to its partition as the leader (an append to the local
+// log, not a wait for the replicas) and returns the partition and the last
+// offset written. mu must be held.
+func (c *Coordinator) append(w Write) (*replica.Partition, int64, error) {
+	if c.stopped {
+		return nil, 0, kerr.CoordinatorNotAvailable
 	}
 	part, ok := c.parts.Get(OffsetsTopic, w.Partition)
 	if !ok {
-		return kerr.NotCoordinator
+		return nil, 0, kerr.NotCoordinator
 	}
 	recs := make([]kmsg.Record, len(w.Records))
 	for i, r := range w.Records {
@@ -309,22 +433,13 @@ func (c *Coordinator) append(w Write) error {
 	opts.BaseTimestamp = c.now().UnixMilli()
 	b, err := record.Build(opts, recs)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	res, err := part.AppendAsLeader(b)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	// A commit is answered once the ISR has it, as Kafka's (acks=all), so
-	// that it survives the coordinator's death. Kafka's error mapping.
-	switch part.WaitCommitted(res.LastOffset, 1, time.Now().Add(offsetCommitTimeout), c.stop) {
-	case nil:
-		return nil
-	case kerr.NotLeaderForPartition:
-		return kerr.NotCoordinator
-	default:
-		return kerr.CoordinatorNotAvailable
-	}
+	return part, res.LastOffset, nil
 }
 
 // offsetCommitTimeout is Kafka's offsets.commit.timeout.ms default: how long
@@ -469,8 +584,11 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest, known func(to
 			}
 		}
 	}
+	var written chan struct{}
 	if len(offsets) > 0 {
+		written = make(chan struct{})
 		c.gs.Commit(Commit{Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}, offsets, now, func(err error) {
+			defer close(written)
 			if err == nil {
 				return
 			}
@@ -482,6 +600,10 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest, known func(to
 		c.flushLocked()
 	}
 	c.mu.Unlock()
+	if written != nil {
+		// The answer waits for the ISR, other requests do not.
+		<-written
+	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -527,33 +649,39 @@ func (c *Coordinator) Committed(group string) (map[TopicPartition]Offset, *kerr.
 // DeleteOffsets serves an OffsetDelete.
 func (c *Coordinator) DeleteOffsets(group string, tps []TopicPartition) (*kerr.Error, []*kerr.Error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if code := c.status(group); code != nil {
+		c.mu.Unlock()
 		return code, nil
 	}
-	var failed error
-	top, codes := c.gs.DeleteOffsets(group, tps, c.now(), func(err error) { failed = err })
+	res := make(chan error, 1)
+	top, codes := c.gs.DeleteOffsets(group, tps, c.now(), func(err error) { res <- err })
 	c.flushLocked()
-	if failed != nil {
-		return kerr.ErrorForCode(commitErrorCode(failed)).(*kerr.Error), nil
+	c.mu.Unlock()
+	if top != nil {
+		return top, nil
 	}
-	return top, codes
+	if err := <-res; err != nil {
+		return kerr.ErrorForCode(commitErrorCode(err)).(*kerr.Error), nil
+	}
+	return nil, codes
 }
 
 // DeleteGroup serves one group of a DeleteGroups.
 func (c *Coordinator) DeleteGroup(group string) *kerr.Error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if code := c.status(group); code != nil {
+		c.mu.Unlock()
 		return code
 	}
-	var failed error
-	if code := c.gs.DeleteGroup(group, c.now(), func(err error) { failed = err }); code != nil {
+	res := make(chan error, 1)
+	if code := c.gs.DeleteGroup(group, c.now(), func(err error) { res <- err }); code != nil {
+		c.mu.Unlock()
 		return code
 	}
 	c.flushLocked()
-	if failed != nil {
-		return kerr.ErrorForCode(commitErrorCode(failed)).(*kerr.Error)
+	c.mu.Unlock()
+	if err := <-res; err != nil {
+		return kerr.ErrorForCode(commitErrorCode(err)).(*kerr.Error)
 	}
 	return nil
 }

@@ -10,11 +10,22 @@
 //     through the reply functions it was handed, and queues the records it
 //     wants persisted as Writes. It is not safe for concurrent use.
 //   - Coordinator (coordinator.go) is the edge: it owns the lock around
-//     Groups, appends the queued Writes to the __consumer_offsets partitions
-//     (a write's Done runs after its append, so a commit is acknowledged
-//     only once it is in the log), loads the partitions from the log at
-//     start, and drives the timers (session timeouts, rebalance timeouts,
-//     offset expiry) with a ticker. Its methods are safe for concurrent use.
+//     Groups, appends the queued Writes to the __consumer_offsets partitions,
+//     loads the partitions from the log at start, and drives the timers
+//     (session timeouts, rebalance timeouts, offset expiry) with a ticker.
+//     Its methods are safe for concurrent use.
+//
+// A write is appended under the coordinator's lock and completed without
+// it, as Kafka's delayed produce: the partition's completer waits for the
+// high watermark to cover the write, then runs its Done under the lock, so
+// a commit is acknowledged (and applied to the state machine) only once
+// the ISR has it, while the other groups' requests go on meanwhile. The
+// Dones of one partition run in log order, which keeps every group's
+// writes in the order the state machine queued them. A write that fails
+// (lost leadership: NOT_COORDINATOR; no ISR within offsets.commit.timeout.ms,
+// 5 s: COORDINATOR_NOT_AVAILABLE, as Kafka answers both) changes nothing in
+// the state machine; its record may still be committed later and is then
+// read back at the next load, as in Kafka.
 //
 // A group lives in the partition abs(javaHashCode(groupID)) %
 // offsets.topic.num.partitions, as in Kafka, so Kafka's tools and a Kafka
