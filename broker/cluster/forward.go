@@ -61,7 +61,7 @@ func (c *Controller) createTopicRemote(spec TopicSpec) (*Topic, error) {
 // allocateRemote asks the active controller for a block of producer ids.
 func (c *Controller) allocateRemote() (int64, error) {
 	req := kmsg.NewPtrAllocateProducerIDsRequest()
-	req.BrokerID, req.BrokerEpoch = c.nodeID, -1
+	req.BrokerID, req.BrokerEpoch = c.nodeID, -1 // the forwarder sets the broker's epoch
 	resp, err := c.forward(req)
 	if err != nil {
 		return 0, errorf(kerr.NotController, "%v", err)

@@ -117,6 +117,14 @@ func TestHostileClients(t *testing.T) {
 			if code := resp.(*kmsg.AlterPartitionResponse).ErrorCode; code != kerr.StaleBrokerEpoch.Code {
 				t.Errorf("AlterPartition from broker %d with epoch -1: %v, want STALE_BROKER_EPOCH", id, kerr.ErrorForCode(code))
 			}
+			pid := kmsg.NewPtrAllocateProducerIDsRequest()
+			pid.BrokerID, pid.BrokerEpoch = id, -1
+			if resp, err = roundTrip(c.Node(ctrl).ControllerAddr, pid); err != nil {
+				t.Fatal(err)
+			}
+			if r := resp.(*kmsg.AllocateProducerIDsResponse); r.ErrorCode != kerr.StaleBrokerEpoch.Code || r.ProducerIDLen != 0 {
+				t.Errorf("AllocateProducerIds for broker %d with epoch -1: %v, %d ids; want STALE_BROKER_EPOCH", id, kerr.ErrorForCode(r.ErrorCode), r.ProducerIDLen)
+			}
 		}
 		// The other voters are not the active controller.
 		for _, n := range c.Nodes {

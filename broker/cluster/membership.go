@@ -331,7 +331,9 @@ func (c *Controller) Register(r Registration) (int64, error) {
 // duplicate refuses b's registration when the broker registered as old is
 // another live node with the same node.id (see Register).
 func (c *Controller) duplicate(old, b Broker) error {
-	if old.Incarnation == "" || old.Incarnation == b.Incarnation || sharesLogDir(old, b) ||
+	// A fenced broker has no valid session (Kafka's hasValidSession): it is
+	// dead, stopping, or still catching up, and anyone may take the id.
+	if old.Fenced || old.Incarnation == "" || old.Incarnation == b.Incarnation || sharesLogDir(old, b) ||
 		!c.members.inSession(b.ID, c.sessionTimeout()) {
 		return nil
 	}

@@ -74,6 +74,12 @@ func (s *Server) handleAllocateProducerIDs(c *conn, req *kmsg.AllocateProducerID
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil
 	}
+	// Producer ids are for the brokers of the cluster, each in its current
+	// incarnation (KIP-380).
+	if err := s.ctrl.CheckBrokerEpoch(req.BrokerID, req.BrokerEpoch); err != nil {
+		resp.ErrorCode = kafkaCode(err)
+		return resp, nil
+	}
 	first, err := s.ctrl.AllocateProducerIDs(cluster.ProducerIDBlockSize)
 	if err != nil {
 		resp.ErrorCode = kafkaCode(err)

@@ -172,6 +172,10 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.ctrl.SetForwarder(func(req kmsg.Request) (kmsg.Response, error) {
+		if r, ok := req.(*kmsg.AllocateProducerIDsRequest); ok {
+			// The controller checks the epoch, as Kafka's does.
+			r.BrokerEpoch = s.epoch.Load()
+		}
 		return s.toController(context.Background(), req)
 	})
 	if s.ctrl.Quorum() && s.controller {
