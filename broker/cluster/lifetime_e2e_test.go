@@ -64,6 +64,14 @@ func TestFaultStorageLifetimeUnderFetch(t *testing.T) {
 		}
 	}
 
+	prod, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MetadataMaxAge(500*time.Millisecond), kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+
 	// 8 consumers of every topic, reading from the log start, with no wait.
 	var batches, records atomic.Int64
 	for i := range 8 {
@@ -86,6 +94,9 @@ func TestFaultStorageLifetimeUnderFetch(t *testing.T) {
 			last := map[string]int64{} // topic/partition → last offset seen
 			for run.Err() == nil {
 				fs := cl.PollFetches(run)
+				if fs.IsClientClosed() {
+					return
+				}
 				for _, fe := range fs.Errors() {
 					if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
 						continue
@@ -120,12 +131,6 @@ func TestFaultStorageLifetimeUnderFetch(t *testing.T) {
 	}
 
 	// A producer into ret, as fast as acks allow: what retention deletes.
-	prod, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.MetadataMaxAge(500*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
 	var acked atomic.Int64
 	value := strings.Repeat("x", 200)
 	wg.Add(1)
@@ -153,9 +158,13 @@ func TestFaultStorageLifetimeUnderFetch(t *testing.T) {
 		defer wg.Done()
 		for n := 0; run.Err() == nil; n++ {
 			name := fmt.Sprintf("churn-%d", n)
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			_, err := adm.CreateTopic(ctx, 3, 2, small, name)
-			cancel()
+			err := retry(run, func(ctx context.Context) error {
+				_, err := adm.CreateTopic(ctx, 3, 2, small, name)
+				if errors.Is(err, kerr.TopicAlreadyExists) {
+					err = nil // a retry of a request that was applied
+				}
+				return err
+			})
 			if err != nil {
 				if run.Err() == nil {
 					fail("creating %s: %v", name, err)
@@ -166,7 +175,7 @@ func TestFaultStorageLifetimeUnderFetch(t *testing.T) {
 			for k := range rs {
 				rs[k] = &kgo.Record{Topic: name, Key: []byte("k"), Value: []byte(name + " " + value)}
 			}
-			ctx, cancel = context.WithTimeout(run, 10*time.Second)
+			ctx, cancel := context.WithTimeout(run, 10*time.Second)
 			prod.ProduceSync(ctx, rs...)
 			cancel()
 			// Long enough for the consumers to find it and be mid-read.
@@ -174,12 +183,17 @@ func TestFaultStorageLifetimeUnderFetch(t *testing.T) {
 			case <-run.Done():
 			case <-time.After(700 * time.Millisecond):
 			}
-			ctx, cancel = context.WithTimeout(context.Background(), 15*time.Second)
-			resp, err := adm.DeleteTopics(ctx, name)
-			cancel()
-			if err == nil {
-				err = resp.Error()
-			}
+			// Deleted even after the run's end: deleting is the point.
+			err = retry(context.Background(), func(ctx context.Context) error {
+				resp, err := adm.DeleteTopics(ctx, name)
+				if err == nil {
+					err = resp.Error()
+				}
+				if errors.Is(err, kerr.UnknownTopicOrPartition) {
+					err = nil // a retry of a request that was applied
+				}
+				return err
+			})
 			if err != nil {
 				fail("deleting %s: %v", name, err)
 				return
@@ -200,14 +214,17 @@ func TestFaultStorageLifetimeUnderFetch(t *testing.T) {
 			for p := range int32(3) {
 				req.Assign("ret", p, pairs[(int(p)+n)%3])
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			resp, err := adm.AlterPartitionAssignments(ctx, req)
-			cancel()
-			if err == nil {
-				err = resp.Error()
-			}
+			err := retry(run, func(ctx context.Context) error {
+				resp, err := adm.AlterPartitionAssignments(ctx, req)
+				if err == nil {
+					err = resp.Error()
+				}
+				return err
+			})
 			if err != nil {
-				fail("reassigning ret: %v", err)
+				if run.Err() == nil {
+					fail("reassigning ret: %v", err)
+				}
 				return
 			}
 			moved.Add(3)
@@ -236,6 +253,21 @@ func TestFaultStorageLifetimeUnderFetch(t *testing.T) {
 				t.Errorf("broker %d logged %q:\n%s", n.ID, bad, tail(n.Log()))
 			}
 		}
+	}
+}
+
+// retry runs op until it succeeds, fails with an error that a retry does
+// not cure, or ctx ends; a controller moving or a request timing out is
+// retried, as an operator's tool would.
+func retry(ctx context.Context, op func(context.Context) error) error {
+	for {
+		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := op(octx)
+		cancel()
+		if err == nil || !(kerr.IsRetriable(err) || errors.Is(err, kerr.NotController) || errors.Is(err, context.DeadlineExceeded)) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

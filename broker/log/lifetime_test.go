@@ -326,3 +326,57 @@ func TestConcurrentReadersAndDeletes(t *testing.T) {
 	}
 	t.Logf("%d reads", reads.Load())
 }
+
+// BenchmarkSegmentRef is what reference counting adds to every read: one
+// acquire and one release of the segment, alone and from every CPU at once
+// on the same segment (a hot partition's readers).
+func BenchmarkSegmentRef(b *testing.B) {
+	s := &segment{}
+	s.refs.Store(1)
+	b.Run("serial", func(b *testing.B) {
+		for range b.N {
+			if !s.acquire() {
+				b.Fatal("closed")
+			}
+			s.release()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if !s.acquire() {
+					b.Fatal("closed")
+				}
+				s.release()
+			}
+		})
+	})
+}
+
+// BenchmarkReadTail is Log.Read at the end of the active segment, the
+// caught-up consumer's read, without the send: where the reference count's
+// share of the read path is largest.
+func BenchmarkReadTail(b *testing.B) {
+	cfg := DefaultConfig()
+	l, err := Open(b.TempDir()+"/t-0", cfg, Options{Logger: benchDiscardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := benchBatch(b, 500, 100)
+	for range 1000 {
+		if _, err := l.AppendAsLeader(append([]byte(nil), batch...), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	off := l.LogEndOffset() - 1
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s, err := l.Read(off, ReadOptions{MaxBytes: 1 << 20, UpTo: -1})
+		if err != nil || s.Size == 0 {
+			b.Fatal(s, err)
+		}
+		s.Release()
+	}
+}
