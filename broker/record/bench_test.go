@@ -36,6 +36,26 @@ func BenchmarkValidate(b *testing.B) {
 				// it does the wall time of ns/op.
 				b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 			})
+			// The floor any validating broker pays: decompressing the
+			// records whole, without looking at them.
+			b.Run(fmt.Sprintf("codec=%s/value=%dB/decompress-only", c, value), func(b *testing.B) {
+				recs, raw := benchRecords(64<<10, value)
+				opts := DefaultBuildOptions()
+				opts.Codec = c
+				batch := mustBuild(b, opts, recs)
+				warmUp()
+				b.SetBytes(int64(raw))
+				b.ReportAllocs()
+				cpu := processCPU()
+				b.ResetTimer()
+				for range b.N {
+					if _, err := Decompress(c, batch.Records()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+			})
 		}
 	}
 }
