@@ -161,52 +161,124 @@ func (rc *recordCheck) record(w *walker, i int32) error {
 	if !ok || length < 0 {
 		return bad("bad length prefix")
 	}
-	end := w.off + int(length)
+	var f recordFields
+	if int(length) <= walkChunk && w.fill(int(length)) {
+		// The common case: the whole record is in the buffer, and is
+		// read from the slice without a call per field.
+		var why string
+		if f, why = parseRecord(w.buf[:length]); why != "" {
+			return bad(why)
+		}
+		w.advance(int(length))
+	} else if why := w.recordFields(int(length), &f); why != "" {
+		return bad(why)
+	}
+	return rc.checkFields(i, f)
+}
+
+// recordFields are what the topic's rules look at in a record.
+type recordFields struct {
+	tsDelta  int64
+	offDelta int32
+	keyLen   int32
+}
+
+// parseRecord reads the record that body, its bytes after the length
+// prefix, must fill exactly; why says what is wrong with it.
+func parseRecord(body []byte) (f recordFields, why string) {
+	if len(body) < 1 {
+		return f, "no attributes"
+	}
+	body = body[1:]
+	var n int
+	if f.tsDelta, n = varint64(body); n <= 0 {
+		return f, "bad timestamp delta"
+	}
+	body = body[n:]
+	if f.offDelta, n = varint32(body); n <= 0 {
+		return f, "bad offset delta"
+	}
+	body = body[n:]
+	if f.keyLen, n = varint32(body); n <= 0 || int(f.keyLen) > len(body)-n {
+		return f, "bad key"
+	}
+	body = body[n+int(max(f.keyLen, 0)):]
+	var ok bool
+	if body, ok = skipBytes(body, true); !ok {
+		return f, "bad value"
+	}
+	headers, n := varint32(body)
+	if n <= 0 || headers < 0 {
+		return f, "bad header count"
+	}
+	body = body[n:]
+	for range headers {
+		if body, ok = skipBytes(body, false); !ok {
+			return f, "bad header key"
+		}
+		if body, ok = skipBytes(body, true); !ok {
+			return f, "bad header value"
+		}
+	}
+	if len(body) != 0 {
+		return f, "bytes left over after its last header"
+	}
+	return f, ""
+}
+
+// recordFields reads a record of length bytes field by field from the
+// stream: one larger than the buffer, or cut short.
+func (w *walker) recordFields(length int, f *recordFields) (why string) {
+	end := w.off + length
 	if _, ok := w.byte(end); !ok {
-		return bad("no attributes")
+		return "no attributes"
 	}
-	tsDelta, ok := w.varlong(end)
-	if !ok {
-		return bad("bad timestamp delta")
+	var ok bool
+	if f.tsDelta, ok = w.varlong(end); !ok {
+		return "bad timestamp delta"
 	}
-	offDelta, ok := w.varint(end)
-	if !ok {
-		return bad("bad offset delta")
+	if f.offDelta, ok = w.varint(end); !ok {
+		return "bad offset delta"
 	}
-	keyLen, ok := w.varint(end)
-	if !ok || !w.skip(int(max(keyLen, 0)), end) {
-		return bad("bad key")
+	if f.keyLen, ok = w.varint(end); !ok || !w.skip(int(max(f.keyLen, 0)), end) {
+		return "bad key"
 	}
 	valueLen, ok := w.varint(end)
 	if !ok || !w.skip(int(max(valueLen, 0)), end) {
-		return bad("bad value")
+		return "bad value"
 	}
 	headers, ok := w.varint(end)
 	if !ok || headers < 0 {
-		return bad("bad header count")
+		return "bad header count"
 	}
 	for range headers {
 		hk, ok := w.varint(end)
 		if !ok || hk < 0 || !w.skip(int(hk), end) {
-			return bad("bad header key")
+			return "bad header key"
 		}
 		hv, ok := w.varint(end)
 		if !ok || !w.skip(int(max(hv, 0)), end) {
-			return bad("bad header value")
+			return "bad header value"
 		}
 	}
 	if w.off != end {
-		return bad("bytes left over after its last header")
+		return "bytes left over after its last header"
 	}
+	return ""
+}
+
+// checkFields applies the batch's and the topic's rules to record i.
+func (rc *recordCheck) checkFields(i int32, f recordFields) error {
+	offDelta, keyLen := f.offDelta, f.keyLen
 	if offDelta != i {
 		// Kafka rewrites a compressed batch whose inner offsets are
 		// off (old clients of message format v1 wrote them wrong);
 		// every format-v2 client writes 0..n-1, so here it is refused
 		// rather than rebuilt.
-		return bad(fmt.Sprintf("offset delta %d, want %d", offDelta, i))
+		return errorf(kerr.InvalidRecord, "record %d: offset delta %d, want %d", i, offDelta, i)
 	}
 
-	ts := rc.b.BaseTimestamp() + tsDelta
+	ts := rc.b.BaseTimestamp() + f.tsDelta
 	if rc.b.LogAppendTime() {
 		ts = rc.b.MaxTimestamp()
 	}

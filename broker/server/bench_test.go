@@ -81,10 +81,13 @@ func BenchmarkProduceCompressed(b *testing.B) {
 				// producer had to send.
 				b.SetBytes(int64(raw))
 				b.ReportAllocs()
+				cpu := benchProcessCPU()
 				b.ResetTimer()
 				for range b.N {
 					c.produce(b, frame)
 				}
+				b.StopTimer()
+				benchReportCPU(b, benchProcessCPU()-cpu, int64(raw)*int64(b.N))
 			})
 		}
 	}
