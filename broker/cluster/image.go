@@ -1,11 +1,3 @@
-// Package cluster owns the cluster metadata: the brokers, the topics with
-// their ids, partitions, replicas, leaders and configs, as an immutable Image
-// built by applying metadata records in order (as KRaft brokers apply the
-// __cluster_metadata log), and the controller that validates changes and
-// appends those records.
-//
-// An Image is never modified after it is published: readers take the
-// current one without locks and keep a consistent view for a whole request.
 package cluster
 
 import (

@@ -7,9 +7,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/config"
@@ -36,12 +38,34 @@ type Manager struct {
 	stop      chan struct{}        // closed by StopReplication; fmu
 	// savedHW are the high watermarks of the last run (checkpoint.go).
 	savedHW map[log.TopicPartition]int64
+
+	// applyMu serializes applying metadata: Apply (the controller's
+	// publishing goroutine) and the retries of failed partitions. It is
+	// taken before mu and fmu.
+	applyMu sync.Mutex
+	latest  *cluster.Image                       // the last image applied; applyMu
+	failed  map[log.TopicPartition]*ApplyFailure // partitions whose last apply failed; applyMu and failMu to write, either to read
+	retry   *time.Timer                          // the next retry of the failed; applyMu
+	failMu  sync.Mutex                           // a leaf: Failures reads failed without waiting for an apply
+}
+
+// ApplyFailure is a partition whose metadata could not be applied here (its
+// log not created, its config not set, a log left over not deleted): it is
+// retried with a backoff until it succeeds or the metadata moves it away,
+// and shown meanwhile in /metrics and DescribeLogDirs (see doc.go).
+type ApplyFailure struct {
+	TP       log.TopicPartition
+	Dir      int // index of the log dir the failing log is in, -1 if none
+	Err      error
+	Since    time.Time
+	Attempts int
 }
 
 // NewManager manages partitions in the given log dirs.
 func NewManager(cfg *config.Broker, dirs []*log.Dir, logger *slog.Logger) *Manager {
 	m := &Manager{cfg: cfg, nodeID: int32(cfg.Int("node.id")), dirs: dirs, logger: logger, parts: map[log.TopicPartition]*Partition{},
-		fetchers: map[int32]*fetcher{}, following: map[*Partition]int32{}, stop: make(chan struct{})}
+		fetchers: map[int32]*fetcher{}, following: map[*Partition]int32{}, stop: make(chan struct{}),
+		failed: map[log.TopicPartition]*ApplyFailure{}}
 	m.savedHW = m.loadHighWatermarks()
 	return m
 }
@@ -70,50 +94,187 @@ func (m *Manager) Dirs() []*log.Dir { return m.dirs }
 
 // Apply brings the hosted partitions in line with next. It is called with
 // each published image in order.
+//
+// Only what changed from prev is applied: a topic the change did not touch
+// is the same *Topic in both images (Image.Apply copies what it changes),
+// and within a changed topic only partitions whose state or config differs
+// are visited, so that a metadata record costs the partitions it names,
+// not every partition hosted. A partition that fails is recorded in the
+// failures and retried (see ApplyFailure); the error returned joins this
+// call's failures, for the caller's log.
 func (m *Manager) Apply(prev, next *cluster.Image) error {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	m.latest = next
 	var errs []error
-	for _, t := range next.Topics {
-		old := prev.Topics[t.Name]
-		configChanged := old == nil || old.ID != t.ID || !maps.Equal(old.Configs, t.Configs)
+	for name, t := range next.Topics {
+		old := prev.Topics[name]
+		if old == t {
+			continue
+		}
+		if old != nil && old.ID != t.ID {
+			old = nil // deleted and recreated under the same name
+		}
+		configChanged := old == nil || !maps.Equal(old.Configs, t.Configs)
 		for _, p := range t.Partitions {
-			if !hosts(p, m.nodeID) {
-				// Moved away by a reassignment: the copy here is not a
-				// replica any more (KAFKA-1074).
-				if part, ok := m.Get(t.Name, p.Index); ok && part.TopicID == t.ID {
-					m.logger.Info("deleting a replica reassigned away", "partition", part.TP.String(), "replicas", p.Replicas)
-					errs = append(errs, m.remove(part.TP))
-				}
-				continue
-			}
 			tp := log.TopicPartition{Topic: t.Name, Partition: p.Index}
-			part, ok := m.Get(t.Name, p.Index)
-			if ok && part.TopicID != t.ID {
-				// A topic of the same name was deleted and recreated.
-				errs = append(errs, m.remove(tp))
-				ok = false
-			}
-			if !ok {
-				errs = append(errs, m.create(tp, t, p))
+			if !configChanged && int(p.Index) < len(old.Partitions) && samePartition(old.Partitions[p.Index], p) && m.failed[tp] == nil {
 				continue
 			}
-			m.follow(part, part.applyMeta(p, m.minISR(t)))
-			if configChanged {
-				errs = append(errs, part.Log.SetConfig(m.cfg.LogConfig(t.Configs)))
-			}
+			errs = append(errs, m.noteApply(tp, m.applyPartition(t, p, configChanged)))
 		}
 	}
-	for _, t := range prev.Topics {
-		if n, ok := next.Topics[t.Name]; ok && n.ID == t.ID {
+	for name, t := range prev.Topics {
+		if n, ok := next.Topics[name]; ok && (n == t || n.ID == t.ID) {
 			continue
 		}
 		for _, p := range t.Partitions {
 			tp := log.TopicPartition{Topic: t.Name, Partition: p.Index}
 			if cur, ok := m.Get(tp.Topic, tp.Partition); ok && cur.TopicID == t.ID {
-				errs = append(errs, m.remove(tp))
+				errs = append(errs, m.noteApply(tp, m.remove(tp)))
 			}
 		}
 	}
+	m.scheduleRetryLocked()
 	return errors.Join(errs...)
+}
+
+// applyPartition brings one partition of t in line with p: creates its log
+// here, deletes it if this broker is no longer a replica, or applies its
+// leadership, ISR and (when configChanged) config. applyMu must be held.
+func (m *Manager) applyPartition(t *cluster.Topic, p cluster.Partition, configChanged bool) error {
+	tp := log.TopicPartition{Topic: t.Name, Partition: p.Index}
+	part, ok := m.Get(t.Name, p.Index)
+	if !hosts(p, m.nodeID) {
+		// Moved away by a reassignment: the copy here is not a replica
+		// any more (KAFKA-1074).
+		if ok && part.TopicID == t.ID {
+			m.logger.Info("deleting a replica reassigned away", "partition", part.TP.String(), "replicas", p.Replicas)
+			return m.remove(part.TP)
+		}
+		return nil
+	}
+	if ok && part.TopicID != t.ID {
+		// A topic of the same name was deleted and recreated.
+		if err := m.remove(tp); err != nil {
+			return err
+		}
+		ok = false
+	}
+	if !ok {
+		return m.create(tp, t, p)
+	}
+	m.follow(part, part.applyMeta(p, m.minISR(t)))
+	if configChanged {
+		return part.Log.SetConfig(m.cfg.LogConfig(t.Configs))
+	}
+	return nil
+}
+
+func samePartition(a, b cluster.Partition) bool {
+	return a.Index == b.Index && a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
+		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && slices.Equal(a.ELR, b.ELR) &&
+		slices.Equal(a.Adding, b.Adding) && slices.Equal(a.Removing, b.Removing)
+}
+
+// noteApply records the outcome of applying tp: a failure is kept (and
+// counted as another attempt), a success forgets an earlier failure.
+// applyMu must be held.
+func (m *Manager) noteApply(tp log.TopicPartition, err error) error {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	f := m.failed[tp]
+	if err == nil {
+		if f != nil {
+			delete(m.failed, tp)
+			m.logger.Info("partition applied after failing", "partition", tp.String(), "attempts", f.Attempts)
+		}
+		return nil
+	}
+	if f == nil {
+		f = &ApplyFailure{TP: tp, Since: time.Now()}
+		m.failed[tp] = f
+	}
+	f.Err, f.Attempts, f.Dir = err, f.Attempts+1, m.dirOf(tp)
+	if de := (*dirError)(nil); errors.As(err, &de) {
+		f.Dir = de.dir
+	}
+	m.logger.Error("applying metadata to a partition failed; retrying", "partition", tp.String(), "attempt", f.Attempts, "err", err)
+	return fmt.Errorf("%s: %w", tp, err)
+}
+
+// dirError is a failure of the log dir of that index.
+type dirError struct {
+	dir int
+	err error
+}
+
+func (e *dirError) Error() string { return e.err.Error() }
+func (e *dirError) Unwrap() error { return e.err }
+
+// dirOf is the index of the log dir holding tp, or -1.
+func (m *Manager) dirOf(tp log.TopicPartition) int {
+	for i, d := range m.dirs {
+		if _, ok := d.Log(tp); ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// Failures are the partitions whose metadata could not be applied here.
+func (m *Manager) Failures() []ApplyFailure {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	out := make([]ApplyFailure, 0, len(m.failed))
+	for _, f := range m.failed {
+		out = append(out, *f)
+	}
+	slices.SortFunc(out, func(a, b ApplyFailure) int { return strings.Compare(a.TP.String(), b.TP.String()) })
+	return out
+}
+
+// Retry backoff of failed partitions: doubling from the first to the last.
+const (
+	retryFirst = time.Second
+	retryMax   = 30 * time.Second
+)
+
+// scheduleRetryLocked arms the retry of the failed partitions, if there are
+// any and none is armed. applyMu must be held.
+func (m *Manager) scheduleRetryLocked() {
+	if len(m.failed) == 0 || m.retry != nil {
+		return
+	}
+	attempts := 0
+	for _, f := range m.failed {
+		attempts = max(attempts, f.Attempts)
+	}
+	wait := retryFirst << min(attempts-1, 5)
+	m.retry = time.AfterFunc(min(wait, retryMax), m.retryFailed)
+}
+
+// retryFailed applies the failed partitions again, from the last image.
+func (m *Manager) retryFailed() {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	m.retry = nil
+	m.fmu.Lock()
+	stopped := m.stop == nil
+	m.fmu.Unlock()
+	if stopped || m.latest == nil {
+		return
+	}
+	for tp := range m.failed {
+		var err error
+		if t, ok := m.latest.Topics[tp.Topic]; ok && int(tp.Partition) < len(t.Partitions) {
+			err = m.applyPartition(t, t.Partitions[tp.Partition], true)
+		} else if _, ok := m.Get(tp.Topic, tp.Partition); ok || m.dirOf(tp) >= 0 {
+			err = m.remove(tp) // its topic is gone: what is left here goes too
+		}
+		m.noteApply(tp, err)
+	}
+	m.scheduleRetryLocked()
 }
 
 // minISR is the topic's min.insync.replicas: its override, else the
@@ -160,15 +321,15 @@ func (m *Manager) create(tp log.TopicPartition, t *cluster.Topic, p cluster.Part
 		}
 	}
 	if l == nil {
-		dir := m.dirs[0]
-		for _, d := range m.dirs[1:] {
-			if len(d.Logs()) < len(dir.Logs()) {
-				dir = d
+		di := 0
+		for i, d := range m.dirs[1:] {
+			if len(d.Logs()) < len(m.dirs[di].Logs()) {
+				di = i + 1
 			}
 		}
 		var err error
-		if l, err = dir.Create(tp, cfg); err != nil {
-			return fmt.Errorf("broker/replica: create %s: %w", tp, err)
+		if l, err = m.dirs[di].Create(tp, cfg); err != nil {
+			return &dirError{dir: di, err: fmt.Errorf("broker/replica: create %s: %w", tp, err)}
 		}
 	}
 	if err := writePartitionMetadata(l.Dir(), t.ID); err != nil {

@@ -1,14 +1,3 @@
-// Package replica owns the partitions this broker hosts: each partition's
-// log, its idempotent producer state, its leader epoch and high watermark,
-// and Kafka's replication of them between brokers. A leader tracks its
-// followers' log ends, keeps the ISR (asking the controller to change it)
-// and advances the high watermark to the smallest ISR log end, which is
-// what an acks=all produce waits for. A follower fetches from its leader,
-// after truncating its log where it diverged from the leader's (by leader
-// epoch, KIP-101 and KIP-279). A single replica is the whole ISR, so its
-// high watermark follows its log end.
-//
-// Partition methods are safe for concurrent use; see Partition.
 package replica
 
 import (

@@ -56,6 +56,13 @@ func (m *Manager) stopFetchingLocked(p *Partition, leader int32) {
 
 // StopReplication stops every fetcher, when the broker stops.
 func (m *Manager) StopReplication() {
+	m.applyMu.Lock()
+	if m.retry != nil {
+		m.retry.Stop()
+		m.retry = nil
+	}
+	m.latest = nil // no retry after this
+	m.applyMu.Unlock()
 	m.fmu.Lock()
 	defer m.fmu.Unlock()
 	for id, f := range m.fetchers {

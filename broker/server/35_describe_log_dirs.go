@@ -27,6 +27,14 @@ func (s *Server) handleDescribeLogDirs(c *conn, req *kmsg.DescribeLogDirsRequest
 			}
 		}
 	}
+	// A dir where applying a partition's metadata keeps failing (its log
+	// cannot be created, configured or deleted) answers
+	// KAFKA_STORAGE_ERROR, as Kafka's offline dirs do, with the logs it
+	// still serves; see broker/replica's doc.
+	failing := map[int]bool{}
+	for _, f := range s.parts.Failures() {
+		failing[f.Dir] = true
+	}
 	paths := s.cfg.LogDirs()
 	for i, d := range s.dirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
@@ -40,6 +48,9 @@ func (s *Server) handleDescribeLogDirs(c *conn, req *kmsg.DescribeLogDirsRequest
 			rd.ErrorCode = kerr.KafkaStorageError.Code
 			resp.Dirs = append(resp.Dirs, rd)
 			continue
+		}
+		if failing[i] {
+			rd.ErrorCode = kerr.KafkaStorageError.Code
 		}
 		rd.TotalBytes = fsBytes(uint64(fs.Blocks), int64(fs.Bsize))
 		rd.UsableBytes = fsBytes(uint64(fs.Bavail), int64(fs.Bsize))

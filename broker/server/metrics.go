@@ -191,6 +191,8 @@ var (
 		"Partitions led here whose ISR is below min.insync.replicas, so acks=all produce fails (Kafka UnderMinIsrPartitionCount).", nil, nil)
 	descOffline = prometheus.NewDesc("tributary_broker_offline_partitions",
 		"Partitions of the cluster without a live leader (Kafka controller OfflinePartitionsCount); alert when above 0.", nil, nil)
+	descOfflineReplicas = prometheus.NewDesc("tributary_broker_offline_replicas",
+		"Replicas of this broker whose metadata could not be applied (log not created, config not set, log not deleted), retried with a backoff (Kafka ReplicaManager OfflineReplicaCount); alert when above 0.", nil, nil)
 	descTopics = prometheus.NewDesc("tributary_broker_topics",
 		"Topics in the cluster metadata (Kafka controller GlobalTopicCount).", nil, nil)
 	descLogSize = prometheus.NewDesc("tributary_broker_log_size_bytes",
@@ -207,7 +209,7 @@ var (
 var groupStates = []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable}
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions} {
+	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions} {
 		ch <- d
 	}
 }
@@ -217,7 +219,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	live := c.m.live.Load()
-	var hosted, leaders, under, underMin, offline, topics, sessions int
+	var hosted, leaders, under, underMin, offline, offlineReplicas, topics, sessions int
 	var stats group.Stats
 	sizes := map[string]int64{}
 	if live != nil {
@@ -244,6 +246,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			hosted++
 			sizes[p.TP.Topic] += p.Log.Size()
 		}
+		offlineReplicas = len(live.parts.Failures())
 		stats = live.groups.Stats()
 		sessions = live.s.fetchSessions.open()
 	}
@@ -252,6 +255,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descUnderReplicated, under)
 	gauge(descUnderMinISR, underMin)
 	gauge(descOffline, offline)
+	gauge(descOfflineReplicas, offlineReplicas)
 	gauge(descTopics, topics)
 	gauge(descFetchSessions, sessions)
 	for topic, n := range sizes {
