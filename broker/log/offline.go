@@ -90,7 +90,7 @@ func (d *Dir) fail(err error) {
 		return
 	}
 	d.logger.Error("log dir failed: taking it offline; its partitions stop serving here and lead elsewhere, and nothing is written to it until the broker restarts",
-		"log_dir", d.cfg.Path, "err", err)
+		"err", err) // d.logger names the log_dir
 	// Not counted in d.done: Close may be waiting on it already.
 	go func() {
 		for _, l := range d.Logs() {
