@@ -245,7 +245,7 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	}
 	l, err := Open(filepath.Join(d.cfg.Path, tp.String()), cfg, Options{Logger: d.logger, CleanShutdown: true, OnFlush: d.cfg.OnFlush, health: d.health})
 	if err != nil {
-		return nil, d.health.noteIO(err)
+		return nil, d.health.noteDevice(err)
 	}
 	d.logs[tp] = l
 	return l, nil

@@ -13,9 +13,12 @@ import (
 
 // A log dir that fails an I/O operation goes offline, as Kafka's
 // LogDirFailureChannel takes it: the first append, roll, flush, truncation,
-// index write, segment or log creation, or checkpoint write that returns an
-// I/O error (EIO, ENOSPC, EROFS, ...; Kafka counts every IOException) marks
-// the whole dir failed. From then on
+// index write, segment creation or checkpoint write that returns an I/O
+// error (EIO, ENOSPC, EROFS, ...; Kafka counts every IOException) marks the
+// whole dir failed. Creating a partition's log fails the dir only for an
+// error of the device or file system (isDeviceError): a file in the way or
+// a permission is retried by the replica manager instead (its Failures),
+// with the dir still serving its other partitions. From then on
 //
 //   - nothing in it is written again until the broker restarts: every log
 //     in it is closed for writes (appends answer ErrClosed, or
@@ -58,6 +61,28 @@ func (h *health) noteIO(err error) error {
 		h.fail(err)
 	}
 	return err
+}
+
+// noteDevice takes the dir offline when err says the device or file system
+// failed (isDeviceError), and returns err: creating a log, where a file in
+// the way or a permission is the replica manager's to retry (broker/replica
+// Manager.Failures), not the dir's failure.
+func (h *health) noteDevice(err error) error {
+	if h != nil && isDeviceError(err) {
+		h.fail(err)
+	}
+	return err
+}
+
+// isDeviceError is whether err is the device's or file system's: an I/O
+// error, a full or read-only file system, a quota, a device gone.
+func isDeviceError(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EROFS, syscall.EDQUOT, syscall.ENXIO, syscall.ENODEV, syscall.EUCLEAN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsIOError is whether err is a failure of the file system (what Kafka
@@ -116,6 +141,16 @@ func (l *Log) closeForWrites() {
 		t.Stop()
 	}
 	clear(l.pendingDeletes)
+	// The index entries not yet written stay in memory only: closing the
+	// segment later must not write them (recovery rebuilds them).
+	for _, s := range l.segments() {
+		for _, ix := range []*index{s.offsets.index, s.times.index} {
+			if ix.file != nil {
+				ix.file.Close()
+				ix.file = nil
+			}
+		}
+	}
 	l.wakeLocked()
 }
 
