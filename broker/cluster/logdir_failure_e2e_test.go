@@ -89,10 +89,21 @@ func TestFaultLogDirFailure(t *testing.T) {
 	var before, after, afterTmpfs, afterGood, produceErrs atomic.Int64
 	pad := strings.Repeat("x", 4000)
 	deadline := time.Now().Add(120 * time.Second)
+	// How long from the failure until the controller moved the dir's
+	// partitions (Metadata shows them led elsewhere).
+	moved := make(chan time.Duration, 1)
 	go func() {
 		for !failed.Load() {
 			if strings.Contains(b4.Log(), "log dir failed") {
 				failed.Store(true)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		start := time.Now()
+		for time.Since(start) < 60*time.Second {
+			if ldMoved(cl, "q", inTmpfs) {
+				moved <- time.Since(start)
+				return
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -130,6 +141,11 @@ func TestFaultLogDirFailure(t *testing.T) {
 		before.Load(), after.Load(), afterTmpfs.Load(), afterGood.Load(), produceErrs.Load())
 	if !failed.Load() {
 		t.Fatalf("the tmpfs log dir never failed:\n%s", b4.Log())
+	}
+	select {
+	case d := <-moved:
+		t.Logf("the failed dir's partitions led elsewhere %v after the failure was logged", d.Round(time.Millisecond))
+	case <-time.After(60 * time.Second):
 	}
 	if before.Load() < 1000 || after.Load() < 3000 || afterTmpfs.Load() < 500 || afterGood.Load() < 500 {
 		t.Fatalf("too few acknowledged records around the failure to tell anything")
@@ -201,6 +217,31 @@ func TestFaultLogDirFailure(t *testing.T) {
 		return len(p.ISR) == 3
 	})
 	ldReadAll(t, seeds, "q", partitions, acked)
+}
+
+// ldMoved is whether Metadata shows every partition of ps led by a broker
+// other than 4, without 4 in its ISR.
+func ldMoved(cl *kgo.Client, topic string, ps []int32) bool {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 1 {
+		return false
+	}
+	n := 0
+	for _, p := range resp.Topics[0].Partitions {
+		if slices.Contains(ps, p.Partition) {
+			if p.Leader <= 0 || p.Leader == 4 || slices.Contains(p.ISR, 4) {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(ps)
 }
 
 // ldCreateTopic creates topic with the given replicas per partition.
