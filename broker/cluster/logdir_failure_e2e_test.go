@@ -209,6 +209,7 @@ func TestFaultLogDirFailure(t *testing.T) {
 	// the exit status). Restarted with room on the tmpfs, its replicas
 	// there recover, catch up and rejoin the ISR.
 	b4.Stop()
+	ldNoCrash(t, b4.Log())
 	if out, err := exec.Command("mount", "-o", "remount,size=256m", tmpfs).CombinedOutput(); err != nil {
 		t.Fatalf("remount %s larger: %v: %s", tmpfs, err, out)
 	}
@@ -217,6 +218,17 @@ func TestFaultLogDirFailure(t *testing.T) {
 		return len(p.ISR) == 3
 	})
 	ldReadAll(t, seeds, "q", partitions, acked)
+	ldNoCrash(t, b4.Log())
+}
+
+// ldNoCrash fails the test for a data race or a panic in a broker's log.
+func ldNoCrash(t *testing.T, log string) {
+	t.Helper()
+	for _, bad := range []string{"DATA RACE", "panic:", "fatal error:"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("broker 4 logged %q:\n%s", bad, log)
+		}
+	}
 }
 
 // ldMoved is whether Metadata shows every partition of ps led by a broker
