@@ -55,24 +55,42 @@ func TestFaultLogDirFailure(t *testing.T) {
 	}
 	defer cl.Close()
 
-	// 8 partitions led by broker 4, replicated on all three brokers; broker
-	// 4 puts half of them in each log dir.
+	// 8 partitions replicated on all three brokers; broker 4 leads those
+	// with p%4 < 2 and follows the others, and puts half of them in each
+	// log dir (the dir with fewer logs gets the next one), so that each dir
+	// holds replicas it leads and replicas it follows.
 	const partitions = 8
 	var assign [][]int32
-	for p := range partitions {
-		if p%2 == 0 {
-			assign = append(assign, []int32{4, 2, 3})
-		} else {
-			assign = append(assign, []int32{4, 3, 2})
+	leader := map[int32]int32{}
+	for p := range int32(partitions) {
+		switch p % 4 {
+		case 0, 1:
+			assign = append(assign, []int32{4, 2 + p%2, 3 - p%2})
+		default:
+			assign = append(assign, []int32{2 + p%2, 4, 3 - p%2})
 		}
+		leader[p] = assign[p][0]
 	}
 	ldCreateTopic(t, cl, "q", assign, "min.insync.replicas", "2", "segment.bytes", "1048576")
-	ldWaitPartitions(t, cl, "q", 30*time.Second, "every partition led by 4 with an ISR of 3", func(p kmsg.MetadataResponseTopicPartition) bool {
-		return p.Leader == 4 && len(p.ISR) == 3
+	ldWaitPartitions(t, cl, "q", 30*time.Second, "every partition led by its first replica with an ISR of 3", func(p kmsg.MetadataResponseTopicPartition) bool {
+		return p.Leader == leader[p.Partition] && len(p.ISR) == 3
 	})
 	inTmpfs, inGood := ldDirPartitions(t, cl, tmpfs, good, partitions)
-	if len(inTmpfs) == 0 || len(inGood) == 0 {
-		t.Fatalf("broker 4 put partitions %v in %s and %v in %s; want some in each", inTmpfs, tmpfs, inGood, good)
+	kinds := func(ps []int32) (led, followed int) {
+		for _, p := range ps {
+			if leader[p] == 4 {
+				led++
+			} else {
+				followed++
+			}
+		}
+		return led, followed
+	}
+	if l, f := kinds(inTmpfs); l == 0 || f == 0 {
+		t.Fatalf("broker 4 put partitions %v in %s: want some it leads and some it follows", inTmpfs, tmpfs)
+	}
+	if l, _ := kinds(inGood); l == 0 {
+		t.Fatalf("broker 4 put partitions %v in %s: want some it leads", inGood, good)
 	}
 	t.Logf("partitions in the tmpfs dir: %v, in the other dir: %v", inTmpfs, inGood)
 
@@ -87,6 +105,7 @@ func TestFaultLogDirFailure(t *testing.T) {
 	var mu sync.Mutex
 	acked := map[string]int32{}
 	var before, after, afterTmpfs, afterGood, produceErrs atomic.Int64
+	var afterByPartition [partitions]atomic.Int64
 	pad := strings.Repeat("x", 4000)
 	deadline := time.Now().Add(120 * time.Second)
 	// How long from the failure until the controller moved the dir's
@@ -129,6 +148,7 @@ func TestFaultLogDirFailure(t *testing.T) {
 				return
 			}
 			after.Add(1)
+			afterByPartition[p].Add(1)
 			if slices.Contains(inTmpfs, p) {
 				afterTmpfs.Add(1)
 			} else {
@@ -150,6 +170,13 @@ func TestFaultLogDirFailure(t *testing.T) {
 	if before.Load() < 1000 || after.Load() < 3000 || afterTmpfs.Load() < 500 || afterGood.Load() < 500 {
 		t.Fatalf("too few acknowledged records around the failure to tell anything")
 	}
+	// The other dir kept serving: each partition there that broker 4 leads
+	// took records after the failure.
+	for _, p := range inGood {
+		if leader[p] == 4 && afterByPartition[p].Load() < 100 {
+			t.Errorf("q-%d, led by broker 4 in its healthy dir, took %d records after the failure", p, afterByPartition[p].Load())
+		}
+	}
 
 	// The failure is named in the log, with the dir and the error.
 	var line string
@@ -165,12 +192,13 @@ func TestFaultLogDirFailure(t *testing.T) {
 	}
 
 	// The failed dir's partitions lead elsewhere without broker 4 in their
-	// ISR; the other dir's are still led by broker 4.
-	ldWaitPartitions(t, cl, "q", 30*time.Second, "the failed dir's partitions moved, the others still on 4", func(p kmsg.MetadataResponseTopicPartition) bool {
+	// ISR (those it followed keep their leader); the other dir's are as
+	// they were, broker 4 leading its own.
+	ldWaitPartitions(t, cl, "q", 30*time.Second, "the failed dir's partitions moved, the others unchanged", func(p kmsg.MetadataResponseTopicPartition) bool {
 		if slices.Contains(inTmpfs, p.Partition) {
-			return p.Leader > 0 && p.Leader != 4 && !slices.Contains(p.ISR, 4)
+			return p.Leader > 0 && p.Leader != 4 && !slices.Contains(p.ISR, 4) && (leader[p.Partition] == 4 || p.Leader == leader[p.Partition])
 		}
-		return p.Leader == 4 && len(p.ISR) == 3
+		return p.Leader == leader[p.Partition] && len(p.ISR) == 3
 	})
 
 	// DescribeLogDirs on broker 4 shows the failed dir.
