@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/replica"
 )
 
 // A failed log dir (broker/log's offline.go) takes its partitions offline
@@ -36,6 +38,10 @@ type failedDirs struct {
 	all  chan struct{}
 	mu   sync.Mutex
 	err  error
+	// parts is the replica manager once Start made it: the failure
+	// callbacks run on their own goroutines, and its Dirs never change
+	// (Server.dirs is cleared by closeStorage).
+	parts atomic.Pointer[replica.Manager]
 }
 
 func (f *failedDirs) ch() chan struct{} {
@@ -56,16 +62,17 @@ func (s *Server) FailedErr() error {
 
 // logDirFailed is told by a log dir that it went offline after err.
 func (s *Server) logDirFailed(path string, err error) {
-	idx := -1
-	for i, d := range s.dirs {
+	m := s.failedDirs.parts.Load()
+	if m == nil {
+		// Still starting: Start fails on the error itself.
+		return
+	}
+	for i, d := range m.Dirs() {
 		if d.Path() == path {
-			idx = i
+			m.DirFailed(i)
 		}
 	}
-	if idx >= 0 && s.parts != nil {
-		s.parts.DirFailed(idx)
-	}
-	for _, d := range s.dirs {
+	for _, d := range m.Dirs() {
 		if d.Offline() == nil {
 			return
 		}
@@ -92,14 +99,18 @@ func (s *Server) notHostedError(topic string, partition int32) *kerr.Error {
 // offlineReport is what the heartbeats tell the controller of the failed
 // log dirs: their directory.id and the replicas that were in them.
 func (s *Server) offlineReport() (dirs []string, ids [][16]byte, replicas []cluster.ReplicaRef) {
-	for i, d := range s.dirs {
+	m := s.failedDirs.parts.Load()
+	if m == nil {
+		return nil, nil, nil
+	}
+	for i, d := range m.Dirs() {
 		if d.Offline() != nil && i < len(s.logDirIDs) {
 			dirs = append(dirs, uuidString(s.logDirIDs[i]))
 			ids = append(ids, s.logDirIDs[i])
 		}
 	}
-	if len(dirs) > 0 && s.parts != nil {
-		replicas = s.parts.OfflineReplicas()
+	if len(dirs) > 0 {
+		replicas = m.OfflineReplicas()
 	}
 	return dirs, ids, replicas
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -137,4 +138,45 @@ func ldProduce(t *testing.T, s *Server, topic string, partition int32, value []b
 	req.Topics = append(req.Topics, rt)
 	resp := admSend[*kmsg.ProduceResponse](t, s, req, 9)
 	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// TestEveryLogDirFailedStopsTheBroker: with both log dirs full, the broker
+// has nothing left to serve and says so on Failed, which the program takes
+// to stop and exit non-zero (as Kafka's broker halts).
+func TestEveryLogDirFailedStopsTheBroker(t *testing.T) {
+	var dirs []string
+	for range 2 {
+		d := t.TempDir()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", d).CombinedOutput(); err != nil {
+			msg := "mounting a tmpfs needs root or CAP_SYS_ADMIN: " + err.Error() + ": " + strings.TrimSpace(string(out))
+			if os.Getenv("CI") != "" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+		t.Cleanup(func() {
+			if exec.Command("umount", d).Run() != nil {
+				exec.Command("umount", "-l", d).Run()
+			}
+		})
+		dirs = append(dirs, d)
+	}
+	s := startBrokerIn(t, strings.Join(dirs, ","), map[string]string{"auto.create.topics.enable": "false"})
+	admCreateTopic(t, s, "t", 2, nil)
+	value := []byte(strings.Repeat("v", 10000))
+	for p := range int32(2) {
+		for i := 0; i < 1000 && ldProduce(t, s, "t", p, value) == 0; i++ {
+		}
+	}
+	select {
+	case <-s.Failed():
+		if err := s.FailedErr(); err == nil || !strings.Contains(err.Error(), "every log dir failed") {
+			t.Errorf("FailedErr = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("both log dirs are full, and Failed is not closed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.Shutdown(ctx) // the metadata log shares the full first dir: its error is expected
 }

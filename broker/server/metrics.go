@@ -250,7 +250,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		// Replicas in a failed log dir are offline too, as in Kafka.
 		offlineReplicas = len(live.parts.Failures()) + len(live.parts.OfflineReplicas())
-		for _, d := range live.s.dirs {
+		for _, d := range live.parts.Dirs() {
 			if d.Offline() != nil {
 				offlineDirs++
 			}

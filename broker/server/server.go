@@ -188,6 +188,7 @@ func (s *Server) Start() error {
 	}
 	s.pids = &producerIDs{ctrl: s.ctrl}
 	s.parts = replica.NewManager(s.cfg, s.dirs, s.logger)
+	s.failedDirs.parts.Store(s.parts)
 	if s.ctrl.Quorum() {
 		s.parts.SetTransport(s.replicaTransport())
 	}
