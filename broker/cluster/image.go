@@ -53,6 +53,11 @@ type Broker struct {
 	// Register).
 	Incarnation string   `json:",omitempty"`
 	LogDirs     []string `json:",omitempty"`
+	// OfflineLogDirs are the directory.id of its log dirs that failed, and
+	// OfflineReplicas the replicas that lived in them, as its heartbeats
+	// reported them (see offline_dirs.go). A new registration clears them.
+	OfflineLogDirs  []string     `json:",omitempty"`
+	OfflineReplicas []ReplicaRef `json:",omitempty"`
 }
 
 // Partition is one partition's replica assignment and leadership.

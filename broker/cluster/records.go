@@ -64,6 +64,7 @@ func (img *Image) Apply(r Record) (*Image, error) {
 	case r.RegisterBroker != nil:
 		b := *r.RegisterBroker
 		b.Listeners, b.LogDirs = slices.Clone(b.Listeners), slices.Clone(b.LogDirs)
+		b.OfflineLogDirs, b.OfflineReplicas = slices.Clone(b.OfflineLogDirs), slices.Clone(b.OfflineReplicas)
 		n.Brokers[b.ID] = b
 	case r.UnregisterBroker != nil:
 		if _, ok := n.Brokers[*r.UnregisterBroker]; !ok {

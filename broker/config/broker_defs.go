@@ -83,8 +83,10 @@ var BrokerDefs = defs(
 	Def{Name: "log.preallocate", Type: Bool, Default: "false", Doc: "Accepted; segments are never preallocated."},
 	Def{Name: "log.message.timestamp.type", Type: String, Default: "CreateTime", Check: oneOf("CreateTime", "LogAppendTime"),
 		Doc: "Whether record timestamps are the producer's or the broker's append time."},
-	Def{Name: "log.message.timestamp.before.max.ms", Type: Long, Default: maxLong, Check: atLeast(0), Doc: "Accepted; not enforced yet."},
-	Def{Name: "log.message.timestamp.after.max.ms", Type: Long, Default: "3600000", Check: atLeast(0), Doc: "Accepted; not enforced yet."},
+	Def{Name: "log.message.timestamp.before.max.ms", Type: Long, Default: maxLong, Check: atLeast(0),
+		Doc: "With CreateTime, a batch holding a record older than this (by the broker's clock) is refused with INVALID_TIMESTAMP."},
+	Def{Name: "log.message.timestamp.after.max.ms", Type: Long, Default: "3600000", Check: atLeast(0),
+		Doc: "With CreateTime, a batch holding a record further than this in the future (by the broker's clock) is refused with INVALID_TIMESTAMP (Kafka 4's default: one hour)."},
 	Def{Name: "num.recovery.threads.per.data.dir", Type: Int, Default: "2", Check: atLeast(1), Doc: "Goroutines recovering logs at start, per log dir."},
 
 	// Retention and cleaning.
@@ -101,7 +103,8 @@ var BrokerDefs = defs(
 	Def{Name: "log.cleaner.min.cleanable.ratio", Type: Double, Default: "0.5", Check: between(0, 1), Doc: "Dirty ratio that triggers cleaning."},
 	Def{Name: "log.cleaner.delete.retention.ms", Type: Long, Default: "86400000", Check: atLeast(0), Doc: "How long tombstones survive cleaning."},
 	Def{Name: "log.cleaner.min.compaction.lag.ms", Type: Long, Default: "0", Check: atLeast(0), Doc: "Records younger than this are not compacted."},
-	Def{Name: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: maxLong, Check: atLeast(1), Doc: "Accepted; not enforced yet."},
+	Def{Name: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: maxLong, Check: atLeast(1),
+		Doc: "Accepted but not enforced: the cleaner cleans by min.cleanable.dirty.ratio alone, so a record may stay uncompacted longer than this."},
 
 	// Flushing.
 	Def{Name: "log.flush.interval.messages", Type: Long, Default: maxLong, Check: atLeast(1), Doc: "fsync after this many messages."},

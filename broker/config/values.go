@@ -240,6 +240,8 @@ func (b *Broker) LogConfig(overrides map[string]string) log.Config {
 	c.FlushMessages = num("flush.messages")
 	c.FlushMs = ms("flush.ms")
 	c.LogAppendTime = vals["message.timestamp.type"].Value == "LogAppendTime"
+	c.TimestampBeforeMaxMs = num("message.timestamp.before.max.ms")
+	c.TimestampAfterMaxMs = num("message.timestamp.after.max.ms")
 	c.FileDeleteDelayMs = ms("file.delete.delay.ms")
 	return c
 }

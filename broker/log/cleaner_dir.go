@@ -95,6 +95,9 @@ func (c *dirCleaner) offsetFor(l *Log) int64 {
 // cleanDirtiest cleans the compacted log with the highest dirty ratio over
 // its threshold, and reports whether it cleaned one.
 func (c *dirCleaner) cleanDirtiest(ctx context.Context) bool {
+	if c.d.Offline() != nil {
+		return false // a failed dir is never written again
+	}
 	var best *Log
 	var bestRatio float64
 	for _, l := range c.d.Logs() {

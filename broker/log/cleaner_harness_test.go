@@ -19,8 +19,9 @@ import (
 //
 //	compact [delete] [delete-retention-ms=N] [min-lag-ms=N] [ratio=F]
 //	    sets cleanup.policy=compact (compact,delete) and its settings
-//	append-kv [codec=C] [ts=N] [epoch=N] [pid=N pepoch=N seq=N] [txn] k=v ...
-//	    appends one batch; v=<tombstone> is a null value, <nokey>=v a null key
+//	append-kv [follower] [codec=C] [ts=N] [epoch=N] [pid=N pepoch=N seq=N] [txn] k=v ...
+//	    appends one batch; v=<tombstone> is a null value, <nokey>=v a null key;
+//	    follower appends it as replicated, past the checks a producer's gets
 //	append-control commit|abort pid=N [pepoch=N] [epoch=N]
 //	    appends a transaction marker, as replication would
 //	clean [first-dirty=N] [up-to=N]
@@ -126,7 +127,7 @@ func (h *harness) batchArgs(t *testing.T, d *datadriven.TestData) (record.BuildO
 	return opts, epoch
 }
 
-var batchArgNames = map[string]bool{"codec": true, "ts": true, "epoch": true, "pid": true, "pepoch": true, "seq": true, "txn": true}
+var batchArgNames = map[string]bool{"follower": true, "codec": true, "ts": true, "epoch": true, "pid": true, "pepoch": true, "seq": true, "txn": true}
 
 func (h *harness) appendKV(t *testing.T, d *datadriven.TestData) (string, error) {
 	opts, epoch := h.batchArgs(t, d)
@@ -151,11 +152,17 @@ func (h *harness) appendKV(t *testing.T, d *datadriven.TestData) (string, error)
 	if err != nil {
 		return "", err
 	}
-	h.ts = opts.BaseTimestamp + int64(len(recs))
-	info, err := h.log.AppendAsLeader(b, epoch)
+	var info AppendInfo
+	if d.HasArg("follower") {
+		b.SetBaseOffset(h.log.LogEndOffset())
+		info, err = h.log.AppendAsFollower(b)
+	} else {
+		info, err = h.log.AppendAsLeader(b, epoch)
+	}
 	if err != nil {
 		return "", err
 	}
+	h.ts = opts.BaseTimestamp + int64(len(recs))
 	return fmt.Sprintf("offsets %d-%d\n", info.FirstOffset, info.LastOffset), nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/record"
@@ -735,8 +736,14 @@ func TestCleanKeepsUndecodableBatch(t *testing.T) {
 	if _, err := bad.DecodeRecords(); err == nil {
 		t.Fatal("the damaged batch still decodes")
 	}
+	// A producer's batch is decompressed and refused; such a batch can
+	// only be in the log from before that check, or replicated from one.
+	if _, err := l.AppendAsLeader(append(record.Batch(nil), bad...), 0); !errors.Is(err, kerr.CorruptMessage) {
+		t.Fatalf("a producer's undecodable batch: %v", err)
+	}
 	for _, b := range []record.Batch{kvBatch(t, record.CodecNone, kv{"a", "0"}), bad, kvBatch(t, record.CodecNone, kv{"a", "2"})} {
-		if _, err := l.AppendAsLeader(b, 0); err != nil {
+		b.SetBaseOffset(l.LogEndOffset())
+		if _, err := l.AppendAsFollower(b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,7 +27,10 @@ type Config struct {
 	FlushMessages          int64         // flush.messages: fsync after this many messages
 	FlushMs                time.Duration // flush.ms: fsync when the oldest unflushed data is this old
 	LogAppendTime          bool          // message.timestamp.type=LogAppendTime
-	FileDeleteDelayMs      time.Duration // file.delete.delay.ms: grace for readers of deleted segments
+	// message.timestamp.before.max.ms and .after.max.ms: how far behind and
+	// ahead of the broker's clock a CreateTime record's timestamp may be.
+	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
+	FileDeleteDelayMs                         time.Duration // file.delete.delay.ms: grace for readers of deleted segments
 }
 
 // DefaultConfig is Apache Kafka's topic defaults.
@@ -46,6 +49,10 @@ func DefaultConfig() Config {
 		FlushMessages:          math.MaxInt64,
 		FlushMs:                time.Duration(math.MaxInt64),
 		FileDeleteDelayMs:      time.Minute,
+		// Kafka's are unbounded and one hour: the broker sets them from
+		// its config; a log a tool writes directly bounds nothing.
+		TimestampBeforeMaxMs: math.MaxInt64,
+		TimestampAfterMaxMs:  math.MaxInt64,
 	}
 }
 
@@ -95,6 +102,8 @@ func (c Config) Validate() error {
 	check(c.FlushMs >= 0, "flush.ms", c.FlushMs.Milliseconds(), "must not be negative")
 	check(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1, "min.cleanable.dirty.ratio", c.MinCleanableDirtyRatio, "must be between 0 and 1")
 	check(c.Compact || c.Delete, "cleanup.policy", c.CleanupPolicy(), "must name delete, compact or both")
+	check(c.TimestampBeforeMaxMs >= 0, "message.timestamp.before.max.ms", c.TimestampBeforeMaxMs, "must not be negative")
+	check(c.TimestampAfterMaxMs >= 0, "message.timestamp.after.max.ms", c.TimestampAfterMaxMs, "must not be negative")
 	check(c.DeleteRetentionMs >= 0, "delete.retention.ms", c.DeleteRetentionMs.Milliseconds(), "must not be negative")
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("broker/log: invalid config: %w", err)

@@ -50,6 +50,9 @@ type DirConfig struct {
 	// OnFlush is told how long each fsync of a log's segments took (the
 	// broker's log flush time metric); nil is fine.
 	OnFlush func(time.Duration)
+	// OnFailure is told, once and on its own goroutine, the I/O error that
+	// took the dir offline (see offline.go); nil is fine.
+	OnFailure func(error)
 }
 
 // DefaultDirConfig is Kafka's broker defaults for path.
@@ -83,6 +86,8 @@ type Dir struct {
 
 	// cleanStart is whether the last stop was clean (the marker was there).
 	cleanStart bool
+	// health is shared with the logs: the first I/O error fails the dir.
+	health *health
 }
 
 // CleanStart is whether the directory's last stop was clean: otherwise its
@@ -100,6 +105,7 @@ func OpenDir(cfg DirConfig) (*Dir, error) {
 		return nil, fmt.Errorf("broker/log: log dir %s: %w", cfg.Path, err)
 	}
 	d := &Dir{cfg: cfg, logger: cfg.Logger.With("log_dir", cfg.Path), logs: map[TopicPartition]*Log{}, stop: make(chan struct{})}
+	d.health = &health{fail: d.fail}
 	marker := filepath.Join(cfg.Path, CleanShutdownFile)
 	_, err := os.Stat(marker)
 	clean := err == nil
@@ -184,6 +190,7 @@ func (d *Dir) openAll(recovery, starts map[TopicPartition]int64, clean bool) err
 					CleanShutdown:  clean,
 					Logger:         d.logger,
 					OnFlush:        d.cfg.OnFlush,
+					health:         d.health,
 				})
 				errMu.Lock()
 				if err != nil {
@@ -230,12 +237,15 @@ func (d *Dir) Logs() []*Log {
 func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.health.check(); err != nil {
+		return nil, err
+	}
 	if l, ok := d.logs[tp]; ok {
 		return l, nil
 	}
-	l, err := Open(filepath.Join(d.cfg.Path, tp.String()), cfg, Options{Logger: d.logger, CleanShutdown: true, OnFlush: d.cfg.OnFlush})
+	l, err := Open(filepath.Join(d.cfg.Path, tp.String()), cfg, Options{Logger: d.logger, CleanShutdown: true, OnFlush: d.cfg.OnFlush, health: d.health})
 	if err != nil {
-		return nil, err
+		return nil, d.health.noteDevice(err)
 	}
 	d.logs[tp] = l
 	return l, nil
@@ -250,20 +260,29 @@ func (d *Dir) Delete(tp TopicPartition) error {
 	if !ok {
 		return nil
 	}
+	if d.Offline() != nil {
+		// Nothing is removed from a failed dir: the next start, with the
+		// dir repaired, deletes what the metadata no longer has.
+		l.releaseOffline()
+		return nil
+	}
 	return l.Delete()
 }
 
 // WriteCheckpoints saves every log's recovery point and start offset.
 func (d *Dir) WriteCheckpoints() error {
+	if err := d.health.check(); err != nil {
+		return err
+	}
 	rec, starts := map[TopicPartition]int64{}, map[TopicPartition]int64{}
 	for _, l := range d.Logs() {
 		rec[l.tp] = l.RecoveryPoint()
 		starts[l.tp] = l.LogStartOffset()
 	}
-	return errors.Join(
+	return d.health.noteIO(errors.Join(
 		WriteOffsetCheckpoint(filepath.Join(d.cfg.Path, RecoveryPointFile), rec, true),
 		WriteOffsetCheckpoint(filepath.Join(d.cfg.Path, LogStartOffsetFile), starts, true),
-	)
+	))
 }
 
 func (d *Dir) background() {
@@ -279,6 +298,15 @@ func (d *Dir) background() {
 	defer ckpt.Stop()
 	defer ret.Stop()
 	for {
+		select {
+		case <-d.stop:
+			return
+		default:
+		}
+		if d.Offline() != nil {
+			<-d.stop // a failed dir is never written again
+			return
+		}
 		select {
 		case <-d.stop:
 			return
@@ -315,7 +343,14 @@ func (d *Dir) closeLogs() error {
 func (d *Dir) Close() error {
 	close(d.stop)
 	d.done.Wait()
+	if d.Offline() != nil {
+		return d.closeOffline()
+	}
 	err := d.closeLogs()
+	if err != nil && d.Offline() != nil {
+		// The last flush failed the dir: nothing more is written.
+		return d.closeOffline()
+	}
 	if err == nil {
 		err = d.WriteCheckpoints()
 	}

@@ -56,6 +56,7 @@ type Log struct {
 
 	epochs  *epochCache
 	onFlush func(time.Duration) // may be nil
+	health  *health             // the log dir's; may be nil
 
 	// shut is closed, for readers, which take no lock: set before the
 	// segments' references are dropped, it tells a reader that found a
@@ -89,6 +90,8 @@ type Options struct {
 	Now func() time.Time
 	// OnFlush is told how long each flush's fsyncs took; nil is fine.
 	OnFlush func(time.Duration)
+	// health is the log dir's (offline.go); nil outside a Dir.
+	health *health
 }
 
 // ParseDirName splits a partition directory name, "topic-3", into its parts.
@@ -116,7 +119,7 @@ func Open(dir string, cfg Config, opt Options) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, tp: tp, logger: opt.Logger, now: opt.Now, onFlush: opt.OnFlush, appended: make(chan struct{}), pendingDeletes: map[*segment]*time.Timer{}}
+	l := &Log{dir: dir, tp: tp, logger: opt.Logger, now: opt.Now, onFlush: opt.OnFlush, health: opt.health, appended: make(chan struct{}), pendingDeletes: map[*segment]*time.Timer{}}
 	if l.logger == nil {
 		l.logger = slog.Default()
 	}
@@ -227,7 +230,18 @@ type AppendInfo struct {
 // Nothing is appended if any batch is invalid.
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	cfg := l.cfg.Load()
-	parsed, err := splitValid(batches, record.FromClient, record.Limits{MaxBytes: cfg.MaxMessageBytes})
+	lim := record.Limits{
+		MaxBytes:             cfg.MaxMessageBytes,
+		Compact:              cfg.Compact,
+		LogAppendTime:        cfg.LogAppendTime,
+		NowMs:                l.now().UnixMilli(),
+		TimestampBeforeMaxMs: cfg.TimestampBeforeMaxMs,
+		TimestampAfterMaxMs:  cfg.TimestampAfterMaxMs,
+		Partition:            l.tp.String(),
+	}
+	// Checked before the lock: decompressing and walking every record is
+	// the costly part, and it needs nothing of the log's.
+	parsed, err := splitValid(batches, record.FromClient, lim)
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -297,15 +311,23 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	return info, nil
 }
 
+// splitValid splits and checks the batches of one append. A client's
+// batches also get the max timestamp their records hold, as Kafka's
+// LogValidator writes it; nothing is written unless every batch is valid.
 func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.Batch, error) {
 	var out []record.Batch
+	var maxTs []int64
 	for rest := data; len(rest) > 0; {
 		b, r, ok := record.Split(rest)
 		if !ok {
 			return nil, &record.Error{Kafka: kerr.CorruptMessage, Reason: fmt.Sprintf("%d trailing bytes are not a whole batch", len(rest))}
 		}
-		if err := record.Validate(b, origin, lim); err != nil {
+		checked, err := record.Check(b, origin, lim)
+		if err != nil {
 			return nil, err
+		}
+		if origin == record.FromClient {
+			maxTs = append(maxTs, checked.MaxTimestamp)
 		}
 		out = append(out, b)
 		rest = r
@@ -313,12 +335,21 @@ func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.
 	if len(out) == 0 {
 		return nil, &record.Error{Kafka: kerr.CorruptMessage, Reason: "no record batches"}
 	}
+	for i, ts := range maxTs {
+		if b := out[i]; !lim.LogAppendTime && !b.LogAppendTime() {
+			b.SetMaxTimestamp(ts)
+		}
+	}
 	return out, nil
 }
 
 // appendLocked writes offset-assigned batches, rolling first when the active
 // segment cannot take them. mu must be held.
-func (l *Log) appendLocked(data []byte, parsed []record.Batch, cfg *Config) error {
+func (l *Log) appendLocked(data []byte, parsed []record.Batch, cfg *Config) (err error) {
+	if err := l.health.check(); err != nil {
+		return err
+	}
+	defer func() { err = l.health.noteIO(err) }()
 	first, last := parsed[0], parsed[len(parsed)-1]
 	if err := l.maybeRollLocked(int64(len(data)), first, last.LastOffset(), cfg); err != nil {
 		return err
@@ -380,7 +411,10 @@ func (l *Log) Roll() error {
 	if l.active().size.Load() == 0 {
 		return nil
 	}
-	return l.rollLocked(l.end.Load())
+	if err := l.health.check(); err != nil {
+		return err
+	}
+	return l.health.noteIO(l.rollLocked(l.end.Load()))
 }
 
 func (l *Log) rollLocked(base int64) error {
@@ -413,7 +447,11 @@ func (l *Log) Flush() error {
 	return l.flushLocked()
 }
 
-func (l *Log) flushLocked() error {
+func (l *Log) flushLocked() (err error) {
+	if err := l.health.check(); err != nil {
+		return err
+	}
+	defer func() { err = l.health.noteIO(err) }()
 	if l.onFlush != nil {
 		// Wall time, not l.now: tests that set the clock still want real
 		// fsync times reported.
@@ -452,12 +490,13 @@ func (l *Log) flushIfDue() error {
 // TruncateTo removes every batch that ends at or after offset, for a
 // follower whose log diverged from its leader's. The log end becomes offset
 // or the base of the batch that straddled it.
-func (l *Log) TruncateTo(offset int64) error {
+func (l *Log) TruncateTo(offset int64) (err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
 	}
+	defer func() { err = l.health.noteIO(err) }()
 	if offset >= l.end.Load() {
 		return nil
 	}
@@ -498,12 +537,13 @@ func (l *Log) TruncateTo(offset int64) error {
 // truncateFullyAndStartAt): nothing it has is worth keeping. An empty log
 // (its start at its end) may also move back, to the batch holding its
 // leader's log start.
-func (l *Log) ResetTo(offset int64) error {
+func (l *Log) ResetTo(offset int64) (err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
 	}
+	defer func() { err = l.health.noteIO(err) }()
 	end := l.end.Load()
 	if offset == end || offset < end && l.start.Load() != end {
 		return fmt.Errorf("broker/log: reset %s to %d: the log holds [%d, %d)", l.tp, offset, l.start.Load(), end)

@@ -159,6 +159,17 @@ func (b Batch) SetLogAppendTime(nowMs int64) {
 	binary.BigEndian.PutUint32(b[offCRC:], b.ComputeCRC())
 }
 
+// SetMaxTimestamp writes the batch's max timestamp, as Kafka's broker does
+// with what the records really hold; the CRC is recomputed only when the
+// value changes.
+func (b Batch) SetMaxTimestamp(ts int64) {
+	if b.MaxTimestamp() == ts {
+		return
+	}
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint32(b[offCRC:], b.ComputeCRC())
+}
+
 // Split takes the first batch off buf by its length fields alone, without
 // checking its contents. It returns ok=false when buf holds less than a whole
 // batch, which is how a torn tail or the end of a fetch response looks.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -94,7 +95,10 @@ func FuzzValidate(f *testing.F) {
 					wantRecordError(t, err)
 					continue
 				}
-				checkDecode(t, b)
+				recs := checkDecode(t, b)
+				if origin == FromClient && recs != nil {
+					checkClientRules(t, b, recs)
+				}
 			}
 		}
 		check(Batch(data))
@@ -104,6 +108,50 @@ func FuzzValidate(f *testing.F) {
 			check(reseal(append(Batch(nil), data...)))
 		}
 	})
+}
+
+// checkClientRules holds what Validate promised for a client's batch to
+// what DecodeRecords read: dense offset deltas; and it re-checks the batch
+// under a compacted topic's and timestamp bounds' rules, which must agree
+// with the decoded keys and timestamps and cost no more memory than the
+// stream's buffers, whatever the batch inflates to.
+func checkClientRules(t *testing.T, b Batch, recs []kmsg.Record) {
+	anyKeyless, maxTs := false, int64(math.MinInt64)
+	for i := range recs {
+		if recs[i].OffsetDelta != int32(i) {
+			t.Fatalf("record %d has offset delta %d", i, recs[i].OffsetDelta)
+		}
+		anyKeyless = anyKeyless || recs[i].Key == nil
+		maxTs = max(maxTs, b.RecordTimestamp(&recs[i]))
+	}
+	const now = 1_700_000_000_000
+	lim := Limits{MaxBytes: 1 << 20, Compact: true, NowMs: now, TimestampBeforeMaxMs: 3_600_000, TimestampAfterMaxMs: 3_600_000}
+	var c Checked
+	var err error
+	n := allocated(func() { c, err = Check(b, FromClient, lim) })
+	if bound := 80*len(b) + 24<<20; n > uint64(bound) {
+		t.Fatalf("Check of %d bytes allocated %d", len(b), n)
+	}
+	var re *Error
+	switch {
+	case err == nil:
+		if anyKeyless {
+			t.Fatal("a keyless record passed on a compacted topic")
+		}
+		if c.MaxTimestamp != maxTs {
+			t.Fatalf("max timestamp %d, records say %d", c.MaxTimestamp, maxTs)
+		}
+	case errors.As(err, &re) && (re.Kafka == kerr.InvalidRecord || re.Kafka == kerr.InvalidTimestamp) && len(re.Records) > 0:
+		for _, e := range re.Records {
+			r := &recs[e.Index]
+			ts := b.RecordTimestamp(r)
+			if r.Key != nil && (ts == NoTimestamp || (ts >= now-3_600_000 && ts <= now+3_600_000)) && !b.LogAppendTime() {
+				t.Fatalf("record %d refused: %s", e.Index, e.Message)
+			}
+		}
+	default:
+		t.Fatalf("a valid batch under a compacted topic's rules: %v", err)
+	}
 }
 
 func FuzzDecodeRecords(f *testing.F) {

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"testing"
@@ -278,6 +279,12 @@ func TestDecodeRecordsRefuses(t *testing.T) {
 func rawRecordOK() []byte {
 	body := []byte{0, 0, 0, 1, 2, 'x', 0} // attrs, ts, offset, key -1, value len 1, x, 0 headers
 	return append([]byte{byte(len(body) << 1)}, body...)
+}
+
+// withLastDelta sets b's last offset delta and reseals it.
+func (b Batch) withLastDelta(d int32) Batch {
+	binary.BigEndian.PutUint32(b[offLastDelta:], uint32(d))
+	return reseal(b)
 }
 
 func (b Batch) withCodec(c Codec) Batch {

@@ -12,6 +12,9 @@ import (
 type Error struct {
 	Kafka  *kerr.Error
 	Reason string
+	// Records are the records that made the batch refused, when the
+	// fault is theirs rather than the batch's (Produce v8+ RecordErrors).
+	Records []RecordError
 }
 
 func (e *Error) Error() string { return "broker/record: " + e.Reason }
@@ -43,16 +46,56 @@ const (
 	FromReplica
 )
 
-// Limits are the topic settings a batch is checked against.
+// Limits are the topic settings a batch is checked against. Only MaxBytes
+// applies to a replica's batch; the rest are rules for clients' records.
 type Limits struct {
 	// MaxBytes is max.message.bytes: the largest batch, header included.
+	// It is also the floor of DecompressLimit.
 	MaxBytes int
+	// Compact says cleanup.policy includes compact: every record needs a
+	// key.
+	Compact bool
+	// LogAppendTime says message.timestamp.type=LogAppendTime: the broker
+	// stamps the batch, so record timestamps are not checked, but a
+	// producer may not claim LogAppendTime itself.
+	LogAppendTime bool
+	// NowMs is the broker's clock for the timestamp bounds; 0 checks no
+	// timestamps (tools that write logs directly).
+	NowMs int64
+	// TimestampBeforeMaxMs and TimestampAfterMaxMs are
+	// message.timestamp.before.max.ms and .after.max.ms (KIP-937): how far
+	// behind and ahead of NowMs a CreateTime record's timestamp may be.
+	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
+	// Partition names the partition in messages, as Kafka's do.
+	Partition string
 }
 
-// Validate checks one batch before it is appended. It reads only the header
-// and, for an uncompressed batch, the record framing, so it costs no
-// decompression; a compressed batch is stored as the client sent it.
+// Validate checks one batch before it is appended; Check says what it does.
 func Validate(b Batch, origin Origin, lim Limits) error {
+	_, err := Check(b, origin, lim)
+	return err
+}
+
+// Check checks one batch before it is appended. A replica's batch is
+// checked as the leader stored it: its header, its CRC and, uncompressed,
+// the framing of its records, with no decompression (the leader checked
+// the records). A client's batch is checked record by record, decompressed
+// if need be (checkRecords), against the topic's rules in lim; what Check
+// learns then is in Checked.
+func Check(b Batch, origin Origin, lim Limits) (Checked, error) {
+	if err := checkHeader(b, origin, lim); err != nil {
+		return Checked{}, err
+	}
+	if origin == FromClient {
+		return checkRecords(b, lim)
+	}
+	if b.Codec() == CodecNone {
+		return Checked{}, checkFraming(b)
+	}
+	return Checked{}, nil
+}
+
+func checkHeader(b Batch, origin Origin, lim Limits) error {
 	if len(b) < HeaderSize {
 		return errorf(kerr.CorruptMessage, "batch of %d bytes is shorter than the %d-byte header", len(b), HeaderSize)
 	}
@@ -88,9 +131,9 @@ func Validate(b Batch, origin Origin, lim Limits) error {
 		if delta != n-1 {
 			return errorf(kerr.InvalidRecord, "last offset delta %d does not match %d records", delta, n)
 		}
-	}
-	if b.Codec() == CodecNone {
-		return checkFraming(b)
+		if b.ProducerID() >= 0 && b.BaseSequence() < 0 {
+			return errorf(kerr.InvalidRecord, "invalid sequence number %d in a batch of producer id %d", b.BaseSequence(), b.ProducerID())
+		}
 	}
 	return nil
 }

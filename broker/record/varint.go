@@ -31,6 +31,29 @@ func varint32(buf []byte) (v int32, n int) {
 	panic("unreachable")
 }
 
+// varint64 reads a zig-zag varint int64, with varint32's conventions.
+func varint64(buf []byte) (v int64, n int) {
+	var u uint64
+	for i := range 10 {
+		if i >= len(buf) {
+			return 0, 0
+		}
+		c := buf[i]
+		if i == 9 {
+			if c > 0x01 {
+				return 0, -1
+			}
+			u |= uint64(c) << 63
+			return int64(u>>1) ^ -int64(u&1), 10
+		}
+		u |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), i + 1
+		}
+	}
+	panic("unreachable")
+}
+
 // skipVarlong is the length of the zig-zag varint int64 at the start of buf,
 // with varint32's conventions for a bad one.
 func skipVarlong(buf []byte) int {

@@ -38,6 +38,9 @@ func (m *Manager) loadHighWatermarks() map[log.TopicPartition]int64 {
 func (m *Manager) WriteHighWatermarks() error {
 	var errs []error
 	for _, d := range m.dirs {
+		if d.Offline() != nil {
+			continue // never written again (offline.go)
+		}
 		hws := map[log.TopicPartition]int64{}
 		for _, l := range d.Logs() {
 			if p, ok := m.Get(l.TopicPartition().Topic, l.TopicPartition().Partition); ok {

@@ -27,10 +27,11 @@
 // in /metrics as tributary_broker_offline_replicas (Kafka's
 // OfflineReplicaCount) and its log dir answers KAFKA_STORAGE_ERROR in
 // DescribeLogDirs, as a failed dir does in Kafka. The other partitions of
-// the change are applied regardless. What Kafka does beyond that, taking the
-// whole dir offline and telling the controller so that leadership moves
-// (LogDirFailureChannel, KIP-858), is not done here: a leader whose log
-// failed stays leader and answers its clients with the partition's errors.
+// the change are applied regardless. An I/O error of the file system itself
+// (broker/log's offline.go) takes the whole dir offline instead: DirFailed
+// moves its partitions out of the hosted ones into the offline set
+// (offline.go), and the broker's heartbeats tell the controller, which moves
+// their leadership away (KIP-858's outcome; see docs/cluster.md).
 //
 // # Locks
 //
@@ -42,6 +43,7 @@
 //	Manager.applyMu      one apply or retry at a time; held across disk work
 //	  Manager.mu         the partition map, held only to read or swap an entry
 //	  Manager.failMu     the failures, a leaf
+//	  Manager.offline.mu the replicas of failed log dirs, a leaf
 //	  Manager.fmu        fetchers and who follows whom
 //	    fetcher.mu       a fetcher's partitions
 //	Partition.snapMu     producer snapshots (files)

@@ -48,6 +48,7 @@ type Manager struct {
 	retry   *time.Timer                          // the next retry of the failed; applyMu
 	stopped bool                                 // StopReplication was called: nothing more is applied or retried; applyMu
 	failMu  sync.Mutex                           // a leaf: Failures reads failed without waiting for an apply
+	offline offlineSet                           // replicas in failed log dirs (offline.go)
 }
 
 // ApplyFailure is a partition whose metadata could not be applied here (its
@@ -169,6 +170,9 @@ func (m *Manager) applyPartition(t *cluster.Topic, p cluster.Partition, configCh
 			return m.remove(part.TP)
 		}
 		return nil
+	}
+	if !ok && m.offlineTopic(tp, t.ID) {
+		return nil // its log dir failed: until a restart (offline.go)
 	}
 	if ok && part.TopicID != t.ID {
 		// A topic of the same name was deleted and recreated.
@@ -316,6 +320,9 @@ func (m *Manager) create(tp log.TopicPartition, t *cluster.Topic, p cluster.Part
 	cfg := m.cfg.LogConfig(t.Configs)
 	var l *log.Log
 	for _, d := range m.dirs {
+		if d.Offline() != nil {
+			continue
+		}
 		if existing, ok := d.Log(tp); ok {
 			if id, ok := readPartitionMetadata(existing.Dir()); ok && id != t.ID {
 				// Left by a deleted topic of the same name while we were
@@ -334,10 +341,14 @@ func (m *Manager) create(tp log.TopicPartition, t *cluster.Topic, p cluster.Part
 		}
 	}
 	if l == nil {
-		di := 0
-		for i, d := range m.dirs[1:] {
-			if len(d.Logs()) < len(m.dirs[di].Logs()) {
-				di = i + 1
+		healthy := m.healthyDirs()
+		if len(healthy) == 0 {
+			return fmt.Errorf("broker/replica: create %s: %w", tp, log.ErrLogDirOffline)
+		}
+		di := healthy[0]
+		for _, i := range healthy[1:] {
+			if len(m.dirs[i].Logs()) < len(m.dirs[di].Logs()) {
+				di = i
 			}
 		}
 		var err error

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/broker/replica"
 )
 
@@ -43,6 +45,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 				res, err := part.AppendAsLeader(rp.Records)
 				if err != nil {
 					sp.ErrorCode, sp.ErrorMessage = kafkaCode(err), errorMessage(err)
+					sp.ErrorRecords = recordErrors(err)
 					break
 				}
 				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
@@ -78,6 +81,21 @@ func (s *Server) minISR(overrides map[string]string) int64 {
 		}
 	}
 	return s.cfg.Int("min.insync.replicas")
+}
+
+// recordErrors are the records a refused batch names (Produce v8+
+// RecordErrors); older versions do not encode them.
+func recordErrors(err error) []kmsg.ProduceResponseTopicPartitionErrorRecord {
+	var re *record.Error
+	if !errors.As(err, &re) || len(re.Records) == 0 {
+		return nil
+	}
+	out := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(re.Records))
+	for i, r := range re.Records {
+		out[i] = kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		out[i].RelativeOffset, out[i].ErrorMessage = r.Index, &r.Message
+	}
+	return out
 }
 
 // fill answers every partition of req with one error.

@@ -42,6 +42,12 @@ func (s *Server) handleDescribeLogDirs(c *conn, req *kmsg.DescribeLogDirsRequest
 		if abs, err := filepath.Abs(paths[i]); err == nil {
 			rd.Dir = abs
 		}
+		if d.Offline() != nil {
+			// Kafka lists a failed dir with this error and nothing else.
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
+		}
 		var fs syscall.Statfs_t
 		if err := syscall.Statfs(rd.Dir, &fs); err != nil {
 			s.logger.Warn("describing log dir", "log_dir", rd.Dir, "err", err)

@@ -59,6 +59,10 @@ func (s *Server) handleBrokerRegistration(c *conn, req *kmsg.BrokerRegistrationR
 
 func (s *Server) handleBrokerHeartbeat(c *conn, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	if err := s.reportOffline(req); err != nil {
+		resp.ErrorCode = kafkaCode(err)
+		return resp, nil
+	}
 	shutDown, err := s.ctrl.Heartbeat(req.BrokerID, req.BrokerEpoch, req.WantFence, req.WantShutdown)
 	if err != nil {
 		resp.ErrorCode = kafkaCode(err)
@@ -247,12 +251,18 @@ func (s *Server) cleanStart() bool {
 
 func (s *Server) heartbeat(wantShutdown bool) error {
 	if s.ctrl.IsActive() {
+		if dirs, _, replicas := s.offlineReport(); len(dirs) > 0 {
+			if err := s.ctrl.ReportOfflineDirs(s.nodeID, s.epoch.Load(), dirs, replicas); err != nil {
+				return err
+			}
+		}
 		_, err := s.ctrl.Heartbeat(s.nodeID, s.epoch.Load(), false, wantShutdown)
 		return err
 	}
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.SetVersion(0)
 	req.BrokerID, req.BrokerEpoch, req.WantShutdown = s.nodeID, s.epoch.Load(), wantShutdown
+	s.addOfflineReport(req) // v1 when a log dir failed
 	req.CurrentMetadataOffset = s.ctrl.Image().Offset
 	// A controller that stopped answering (paused, partitioned) must not
 	// hold the heartbeats up past the session: the next one is elected

@@ -20,7 +20,7 @@ func (s *Server) leaderPartition(topic string, partition int32) (*replica.Partit
 	}
 	part, ok := s.parts.Get(topic, partition)
 	if !ok {
-		return nil, kerr.NotLeaderForPartition
+		return nil, s.notHostedError(topic, partition)
 	}
 	return part, nil
 }
@@ -34,7 +34,7 @@ func (s *Server) hostedPartition(topic string, partition int32) (*replica.Partit
 	}
 	part, ok := s.parts.Get(topic, partition)
 	if !ok {
-		return nil, kerr.NotLeaderForPartition
+		return nil, s.notHostedError(topic, partition)
 	}
 	return part, nil
 }

@@ -237,6 +237,8 @@ var (
 		"Partitions of the cluster without a live leader (Kafka controller OfflinePartitionsCount); alert when above 0.", nil, nil)
 	descOfflineReplicas = prometheus.NewDesc("tributary_broker_offline_replicas",
 		"Replicas of this broker whose metadata could not be applied (log not created, config not set, log not deleted), retried with a backoff (Kafka ReplicaManager OfflineReplicaCount); alert when above 0.", nil, nil)
+	descOfflineLogDirs = prometheus.NewDesc("tributary_broker_offline_log_dirs",
+		"Log dirs of this broker taken offline after an I/O error, until a restart (Kafka LogManager OfflineLogDirectoryCount); alert when above 0.", nil, nil)
 	descTopics = prometheus.NewDesc("tributary_broker_topics",
 		"Topics in the cluster metadata (Kafka controller GlobalTopicCount).", nil, nil)
 	descLogSize = prometheus.NewDesc("tributary_broker_log_size_bytes",
@@ -253,7 +255,7 @@ var (
 var groupStates = []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable}
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions} {
+	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descOfflineLogDirs, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions} {
 		ch <- d
 	}
 }
@@ -263,7 +265,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	live := c.m.live.Load()
-	var hosted, leaders, under, underMin, offline, offlineReplicas, topics, sessions int
+	var hosted, leaders, under, underMin, offline, offlineReplicas, offlineDirs, topics, sessions int
 	var stats group.Stats
 	sizes := map[string]int64{}
 	if live != nil {
@@ -290,7 +292,13 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			hosted++
 			sizes[p.TP.Topic] += p.Log.Size()
 		}
-		offlineReplicas = len(live.parts.Failures())
+		// Replicas in a failed log dir are offline too, as in Kafka.
+		offlineReplicas = len(live.parts.Failures()) + len(live.parts.OfflineReplicas())
+		for _, d := range live.parts.Dirs() {
+			if d.Offline() != nil {
+				offlineDirs++
+			}
+		}
 		stats = live.groups.Stats()
 		sessions = live.s.fetchSessions.open()
 	}
@@ -300,6 +308,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descUnderMinISR, underMin)
 	gauge(descOffline, offline)
 	gauge(descOfflineReplicas, offlineReplicas)
+	gauge(descOfflineLogDirs, offlineDirs)
 	gauge(descTopics, topics)
 	gauge(descFetchSessions, sessions)
 	for topic, n := range sizes {

@@ -87,6 +87,9 @@ type Server struct {
 	closing atomic.Bool
 	// stopping is closed when Shutdown starts, to end long-polling fetches.
 	stopping chan struct{}
+	// failedDirs tells the embedding program when every log dir failed
+	// (logdir_failure.go).
+	failedDirs failedDirs
 }
 
 // Options are what the embedding program decides beyond the broker config.
@@ -199,6 +202,7 @@ func (s *Server) Start() error {
 	}
 	s.pids = &producerIDs{ctrl: s.ctrl}
 	s.parts = replica.NewManager(s.cfg, s.dirs, s.logger)
+	s.failedDirs.parts.Store(s.parts)
 	if s.ctrl.Quorum() {
 		s.parts.SetTransport(s.replicaTransport())
 	}
@@ -326,6 +330,7 @@ func (s *Server) dirConfig(path string) log.DirConfig {
 	c.RecoveryThreads = int(s.cfg.Int("num.recovery.threads.per.data.dir"))
 	c.Logger = s.logger
 	c.OnFlush = func(d time.Duration) { s.metrics.logFlush.Observe(d.Seconds()) }
+	c.OnFailure = func(err error) { s.logDirFailed(path, err) }
 	// Until the metadata is loaded, logs open with the broker defaults;
 	// the partition manager then applies each topic's overrides.
 	return c

@@ -205,6 +205,12 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 	case got := <-sig:
 		slog.Info("stopping", "signal", got.String())
 	case <-ctx.Done():
+	case <-s.Failed():
+		// Every log dir failed: nothing left to serve (as Kafka halts).
+		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s.Shutdown(stop)
+		return s.FailedErr()
 	}
 	stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
