@@ -300,10 +300,9 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 
 // splitValid splits and checks the batches of one append. A client's
 // batches also get the max timestamp their records hold, as Kafka's
-// LogValidator writes it; nothing is written unless every batch is valid.
+// LogValidator writes it.
 func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.Batch, error) {
 	var out []record.Batch
-	var maxTs []int64
 	for rest := data; len(rest) > 0; {
 		b, r, ok := record.Split(rest)
 		if !ok {
@@ -313,19 +312,16 @@ func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.
 		if err != nil {
 			return nil, err
 		}
-		if origin == record.FromClient {
-			maxTs = append(maxTs, checked.MaxTimestamp)
+		if origin == record.FromClient && !lim.LogAppendTime && !b.LogAppendTime() {
+			// Harmless if a later batch is refused: the request's
+			// bytes are written nowhere then.
+			b.SetMaxTimestamp(checked.MaxTimestamp)
 		}
 		out = append(out, b)
 		rest = r
 	}
 	if len(out) == 0 {
 		return nil, &record.Error{Kafka: kerr.CorruptMessage, Reason: "no record batches"}
-	}
-	for i, ts := range maxTs {
-		if b := out[i]; !lim.LogAppendTime && !b.LogAppendTime() {
-			b.SetMaxTimestamp(ts)
-		}
 	}
 	return out, nil
 }

@@ -195,11 +195,11 @@ func parseRecord(body []byte) (f recordFields, why string) {
 		return f, "bad timestamp delta"
 	}
 	body = body[n:]
-	if f.offDelta, n = varint32(body); n <= 0 {
+	if f.offDelta, n = shortVarint(body); n <= 0 {
 		return f, "bad offset delta"
 	}
 	body = body[n:]
-	if f.keyLen, n = varint32(body); n <= 0 || int(f.keyLen) > len(body)-n {
+	if f.keyLen, n = shortVarint(body); n <= 0 || int(f.keyLen) > len(body)-n {
 		return f, "bad key"
 	}
 	body = body[n+int(max(f.keyLen, 0)):]
@@ -207,7 +207,7 @@ func parseRecord(body []byte) (f recordFields, why string) {
 	if body, ok = skipBytes(body, true); !ok {
 		return f, "bad value"
 	}
-	headers, n := varint32(body)
+	headers, n := shortVarint(body)
 	if n <= 0 || headers < 0 {
 		return f, "bad header count"
 	}
@@ -224,6 +224,15 @@ func parseRecord(body []byte) (f recordFields, why string) {
 		return f, "bytes left over after its last header"
 	}
 	return f, ""
+}
+
+// shortVarint is varint32 with the one-byte case, most of a record's
+// fields, inline.
+func shortVarint(b []byte) (int32, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return int32(b[0]>>1) ^ -int32(b[0]&1), 1
+	}
+	return varint32(b)
 }
 
 // recordFields reads a record of length bytes field by field from the
