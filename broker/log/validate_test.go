@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -56,5 +57,57 @@ func withBaseTimestamp(b record.Batch, ts int64) record.Batch {
 		b[35+i] = byte(uint64(ts) >> (56 - 8*i))
 	}
 	crcFix(b)
+	return b
+}
+
+// compression.type other than producer stores the records in that codec,
+// as Kafka does, at the offsets the producer's batches are told.
+func TestAppendAsLeaderRecompresses(t *testing.T) {
+	for _, target := range []record.Codec{record.CodecNone, record.CodecZstd, record.CodecGzip} {
+		l := compactedLog(t, filepath.Join(t.TempDir(), "t-0"), false, func(c *Config) { c.Compression = target })
+		sent := append(append([]byte(nil), kvBatch(t, record.CodecLZ4, kv{"a", "1"}, kv{"b", "2"})...), kvBatch(t, target, kv{"c", "3"})...)
+		info, err := l.AppendAsLeader(sent, 4)
+		if err != nil || info.FirstOffset != 0 || info.LastOffset != 2 {
+			t.Fatalf("%s: %+v %v", target, info, err)
+		}
+		first, rest, _ := record.Split(sent)
+		if first.BaseOffset() != 0 || first.PartitionLeaderEpoch() != 4 || record.Batch(rest).BaseOffset() != 2 {
+			t.Errorf("%s: the sent batches were told offsets %d and %d", target, first.BaseOffset(), record.Batch(rest).BaseOffset())
+		}
+		var keys []string
+		for rest := readAll(t, l); len(rest) > 0; {
+			b, r, ok := record.Split(rest)
+			if !ok {
+				t.Fatalf("%s: torn read", target)
+			}
+			if err := record.Validate(b, record.FromReplica, record.Limits{}); err != nil || b.Codec() != target {
+				t.Fatalf("%s: stored batch of codec %s: %v", target, b.Codec(), err)
+			}
+			recs, err := b.DecodeRecords()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				keys = append(keys, fmt.Sprintf("%d:%s", b.RecordOffset(&r), r.Key))
+			}
+			rest = r
+		}
+		if fmt.Sprint(keys) != "[0:a 1:b 2:c]" {
+			t.Errorf("%s: stored %v", target, keys)
+		}
+		l.Close()
+	}
+}
+
+func readAll(t *testing.T, l *Log) []byte {
+	t.Helper()
+	s, err := l.Read(0, ReadOptions{MaxBytes: 1 << 20, UpTo: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return b
 }

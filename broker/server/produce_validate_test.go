@@ -44,6 +44,7 @@ func TestProduceValidationE2E(t *testing.T) {
 		"compacted": {"cleanup.policy": ptr("compact")},
 		"bounded":   {"message.timestamp.before.max.ms": &hour, "message.timestamp.after.max.ms": ptr("60000")},
 		"neighbour": nil,
+		"gzipped":   {"compression.type": ptr("gzip")},
 	} {
 		if _, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
 			t.Fatalf("create %s: %v", topic, err)
@@ -199,6 +200,36 @@ func TestProduceValidationE2E(t *testing.T) {
 		if read != len(recs) {
 			t.Fatalf("codec %v: read %d of %d", codec, read, len(recs))
 		}
+	}
+
+	// compression.type=gzip stores an lz4 producer's records as gzip.
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("gzipped"), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte("k"), Value: []byte("stored as gzip")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(12)
+	fetch.ReplicaID, fetch.MaxBytes, fetch.SessionEpoch = -1, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "gzipped"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 1<<20, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fr, err := conn.RoundTrip(fetch, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _, ok := record.Split(fr.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+	if !ok || stored.Codec() != record.CodecGzip {
+		t.Fatalf("compression.type=gzip stored %v (ok %v)", stored.Codec(), ok)
+	}
+	if recs, err := stored.DecodeRecords(); err != nil || len(recs) != 1 || string(recs[0].Value) != "stored as gzip" {
+		t.Fatalf("the gzip batch holds %+v: %v", recs, err)
 	}
 }
 
