@@ -30,7 +30,7 @@ import (
 // consuming on another connection all the while notices nothing.
 func TestProduceValidationE2E(t *testing.T) {
 	b := testbroker.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
 	if err != nil {
@@ -52,7 +52,8 @@ func TestProduceValidationE2E(t *testing.T) {
 	}
 
 	stop, neighbourDone := make(chan struct{}), make(chan neighbourResult, 1)
-	go func() { neighbourDone <- runNeighbour(ctx, b.Addr(), "neighbour", stop) }()
+	var neighbourProduced atomic.Int64
+	go func() { neighbourDone <- runNeighbour(ctx, b.Addr(), "neighbour", stop, &neighbourProduced) }()
 
 	conn, err := kwire.Dial(ctx, b.Addr(), "hostile")
 	if err != nil {
@@ -152,12 +153,17 @@ func TestProduceValidationE2E(t *testing.T) {
 		t.Errorf("broker RSS grew from %.0f to %.0f MiB", rssBefore/(1<<20), rssAfter/(1<<20))
 	}
 
+	// The bad batches take milliseconds: let the neighbour overlap them
+	// by a fair number of round trips before it stops.
+	for deadline := time.Now().Add(20 * time.Second); neighbourProduced.Load() < 20 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	close(stop)
 	n := <-neighbourDone
 	if n.err != nil {
 		t.Fatalf("the neighbour noticed: %v", n.err)
 	}
-	if n.produced < 10 || n.consumed != n.produced {
+	if n.produced < 20 || n.consumed != n.produced {
 		t.Errorf("neighbour produced %d, consumed %d", n.produced, n.consumed)
 	}
 	t.Logf("neighbour: %d records produced and consumed, slowest produce %v", n.produced, n.slowest)
@@ -278,8 +284,10 @@ func reseal(b record.Batch) record.Batch {
 	return b
 }
 
-// bomb is one record whose value claims size bytes, compressed with codec
-// as the zeros it is: a batch of kilobytes that inflates to size.
+// bomb is one record whose value claims size bytes (a multiple of 1 MiB),
+// compressed with codec as the zeros it is: one compressed MiB repeated,
+// gzip members and zstd frames being concatenable, so that making it costs
+// the test little even under the race detector.
 func bomb(t *testing.T, codec record.Codec, size int) record.Batch {
 	t.Helper()
 	rec := []byte{0} // attributes
@@ -290,38 +298,42 @@ func bomb(t *testing.T, codec record.Codec, size int) record.Batch {
 	head := binary.AppendVarint(nil, int64(len(rec)+size+1))
 	head = append(head, rec...)
 
-	var out bytes.Buffer
-	var w interface {
-		Write([]byte) (int, error)
-		Close() error
-	}
-	switch codec {
-	case record.CodecZstd:
-		zw, err := zstd.NewWriter(&out, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-		if err != nil {
+	compress := func(data []byte) []byte {
+		var out bytes.Buffer
+		var w interface {
+			Write([]byte) (int, error)
+			Close() error
+		}
+		switch codec {
+		case record.CodecZstd:
+			zw, err := zstd.NewWriter(&out, zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w = zw
+		case record.CodecGzip:
+			gw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w = gw
+		}
+		if _, err := w.Write(data); err != nil {
 			t.Fatal(err)
 		}
-		w = zw
-	case record.CodecGzip:
-		gw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
-		if err != nil {
+		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		w = gw
+		return out.Bytes()
 	}
-	zeros := make([]byte, 1<<20)
-	if _, err := w.Write(head); err != nil {
-		t.Fatal(err)
+	first := make([]byte, 1<<20)
+	copy(first, head)
+	payload := compress(first)
+	zeros := compress(make([]byte, 1<<20))
+	for range size>>20 - 1 {
+		payload = append(payload, zeros...)
 	}
-	for left := size + 1; left > 0; left -= len(zeros) {
-		if _, err := w.Write(zeros[:min(left, len(zeros))]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return rawBatch(codec, 1, time.Now().UnixMilli(), out.Bytes())
+	return rawBatch(codec, 1, time.Now().UnixMilli(), payload)
 }
 
 type neighbourResult struct {
@@ -332,7 +344,7 @@ type neighbourResult struct {
 
 // runNeighbour produces to topic, one acks=all record at a time, and
 // consumes it on another client, until stop; then it reads what is left.
-func runNeighbour(ctx context.Context, addr, topic string, stop <-chan struct{}) (res neighbourResult) {
+func runNeighbour(ctx context.Context, addr, topic string, stop <-chan struct{}, produced *atomic.Int64) (res neighbourResult) {
 	p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.ZstdCompression()))
 	if err != nil {
 		return neighbourResult{err: err}
@@ -373,7 +385,8 @@ func runNeighbour(ctx context.Context, addr, topic string, stop <-chan struct{})
 			}
 			res.slowest = max(res.slowest, time.Since(start))
 			res.produced++
-			time.Sleep(20 * time.Millisecond)
+			produced.Add(1)
+			time.Sleep(5 * time.Millisecond)
 			continue
 		}
 		break
