@@ -410,7 +410,10 @@ func (w *walker) stream(c Codec, src []byte) (io.Reader, error) {
 			return nil, errorf(kerr.UnknownServerError, "zstd: %v", w.zerr)
 		}
 		if err := w.zs.Reset(&w.src); err != nil {
-			return nil, corrupt(c, err)
+			// The frame header is read here: a window or content
+			// size past the bounds is refused as streamErr would.
+			w.err = err
+			return nil, w.streamErr(c, 0)
 		}
 		return w.zs, nil
 	}
@@ -426,8 +429,10 @@ func (w *walker) streamErr(c Codec, limit int) error {
 		return nil
 	case w.err == errOverLimit:
 		return errorf(kerr.InvalidRecord, "%s: decompresses to more than %d bytes (see DecompressLimit)", c, limit)
-	case w.err == zstd.ErrWindowSizeExceeded:
+	case errors.Is(w.err, zstd.ErrWindowSizeExceeded):
 		return errorf(kerr.InvalidRecord, "zstd: the frame's window is larger than %d bytes", zstdMaxWindow)
+	case errors.Is(w.err, zstd.ErrDecoderSizeExceeded):
+		return errorf(kerr.InvalidRecord, "zstd: the frame declares more than %d bytes", MaxDecompressedSize)
 	}
 	return corrupt(c, w.err)
 }

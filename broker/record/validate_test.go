@@ -241,3 +241,19 @@ func TestValidateDecompressionBomb(t *testing.T) {
 		t.Errorf("ratio %d", got)
 	}
 }
+
+// A zstd frame whose header claims a window past zstdMaxWindow is refused
+// before the decoder sizes anything by it.
+func TestValidateZstdWindow(t *testing.T) {
+	// Magic, a descriptor with no content size, a 16 MiB window (log 24:
+	// exponent 14), then one raw last block of 1 byte.
+	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 14 << 3, 1<<3 | 1, 0, 0, 0}
+	base := mustBuild(t, sampleOptions(CodecNone), NewRecords(KV{Key: []byte("k")}))
+	b := withRecords(base, 1, frame).withCodec(CodecZstd)
+	var err error
+	if n := allocated(func() { err = Validate(b, FromClient, Limits{}) }); n > 4<<20 {
+		t.Errorf("allocated %d", n)
+	}
+	wantCode(t, err, kerr.InvalidRecord)
+	t.Log(err)
+}
