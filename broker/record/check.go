@@ -109,7 +109,7 @@ func checkRecords(b Batch, lim Limits) (Checked, error) {
 	}
 
 	count := b.RecordCount()
-	rc := recordCheck{b: b, lim: lim, count: count, maxTs: NoTimestamp}
+	rc := recordCheck{b: b, lim: lim, maxTs: NoTimestamp}
 	for i := int32(0); ; i++ {
 		more := w.fill(1)
 		if err := w.streamErr(codec, limit); err != nil {
@@ -139,14 +139,12 @@ func checkRecords(b Batch, lim Limits) (Checked, error) {
 
 // recordCheck is the state of one batch's walk.
 type recordCheck struct {
-	b      Batch
-	lim    Limits
-	count  int32
-	maxTs  int64
-	errs   []RecordError
-	nErrs  int
-	badTs  bool
-	keyMsg string
+	b     Batch
+	lim   Limits
+	maxTs int64
+	errs  []RecordError
+	nErrs int
+	badTs bool
 }
 
 // record reads and checks record i at the walker's position. A structural
