@@ -224,7 +224,7 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, err
 		NowMs:                l.now().UnixMilli(),
 		TimestampBeforeMaxMs: cfg.TimestampBeforeMaxMs,
 		TimestampAfterMaxMs:  cfg.TimestampAfterMaxMs,
-		Partition:            l.tp.String(),
+		Partition:            &l.tp,
 	}
 	// Checked before the lock: decompressing and walking every record is
 	// the costly part, and it needs nothing of the log's.

@@ -292,7 +292,7 @@ func (rc *recordCheck) checkFields(i int32, f recordFields) error {
 	rc.maxTs = max(rc.maxTs, ts)
 	switch lim := &rc.lim; {
 	case lim.Compact && keyLen < 0:
-		rc.note(i, false, "Compacted topic cannot accept message without key in topic partition "+lim.Partition+".")
+		rc.note(i, false, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %v.", lim.Partition))
 	case lim.NowMs == 0:
 		// No clock, no timestamp rules.
 	case !lim.LogAppendTime && ts != NoTimestamp:

@@ -85,7 +85,7 @@ func TestValidateCodes(t *testing.T) {
 // the codes and per-record errors Kafka's LogValidator answers.
 func TestValidateClientRecords(t *testing.T) {
 	const now = 1_700_000_000_000
-	bounded := Limits{NowMs: now, TimestampBeforeMaxMs: 3_600_000, TimestampAfterMaxMs: 60_000, Partition: "t-0"}
+	bounded := Limits{NowMs: now, TimestampBeforeMaxMs: 3_600_000, TimestampAfterMaxMs: 60_000}
 	keyed := func(n int, tsDelta func(int) int64) []kmsg.Record {
 		recs := make([]kmsg.Record, n)
 		for i := range recs {
