@@ -216,6 +216,12 @@ type AppendInfo struct {
 // the log append time when the topic asks for it) in place, and appends them.
 // Nothing is appended if any batch is invalid.
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.AppendAsLeaderWithin(batches, leaderEpoch, nil)
+}
+
+// AppendAsLeaderWithin is AppendAsLeader spending the decompression of the
+// producer's batches from budget, the request's (nil for none).
+func (l *Log) AppendAsLeaderWithin(batches []byte, leaderEpoch int32, budget *record.Budget) (AppendInfo, error) {
 	cfg := l.cfg.Load()
 	lim := record.Limits{
 		MaxBytes:             cfg.MaxMessageBytes,
@@ -225,6 +231,7 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, err
 		TimestampBeforeMaxMs: cfg.TimestampBeforeMaxMs,
 		TimestampAfterMaxMs:  cfg.TimestampAfterMaxMs,
 		Partition:            &l.tp,
+		Budget:               budget,
 	}
 	// Checked before the lock: decompressing and walking every record is
 	// the costly part, and it needs nothing of the log's.

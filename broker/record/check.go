@@ -65,6 +65,24 @@ func DecompressLimit(batchLen, maxBytes int) int {
 	return min(MaxDecompressedSize, max(maxBytes, DecompressRatio*batchLen))
 }
 
+// Budget is what the batches of one produce request may decompress to in
+// all. DecompressLimit bounds each batch, but its max.message.bytes floor
+// lets a batch of a hundred bytes inflate to a megabyte, and a request may
+// carry a million of them; the budget makes the whole request's
+// decompression proportional to its size. A nil *Budget is no budget.
+// Not safe for concurrent use: a request's batches are checked one by one.
+type Budget struct {
+	left    int64
+	floored bool
+}
+
+// NewBudget is the budget of a request carrying n bytes of record batches:
+// DecompressRatio times them, and at least the max.message.bytes of the
+// first compressed batch's topic (DecompressLimit's floor, once a request).
+func NewBudget(n int) *Budget {
+	return &Budget{left: DecompressRatio * int64(n)}
+}
+
 // RecordError is one record's reason for refusing its batch: Produce v8+
 // answers them as RecordErrors, by the record's index in the batch.
 type RecordError struct {
@@ -90,6 +108,14 @@ func checkRecords(b Batch, lim Limits) (Checked, error) {
 	defer w.release()
 	codec := b.Codec()
 	limit := DecompressLimit(len(b), lim.MaxBytes)
+	overBudget := false
+	if bu := lim.Budget; bu != nil && codec != CodecNone && !bu.floored {
+		bu.floored = true
+		bu.left = max(bu.left, int64(DecompressLimit(0, lim.MaxBytes)))
+	}
+	if lim.Budget != nil && int64(limit) > lim.Budget.left {
+		limit, overBudget = int(max(lim.Budget.left, 0)), true
+	}
 	raw := b.Records()
 	switch codec {
 	case CodecNone:
@@ -106,6 +132,13 @@ func checkRecords(b Batch, lim Limits) (Checked, error) {
 			return Checked{}, err
 		}
 		w.r, w.limit = r, limit
+	}
+	if lim.Budget != nil && codec != CodecNone {
+		whole := len(w.buf) // snappy's, decompressed whole
+		defer func() { lim.Budget.left -= int64(max(w.read, whole)) }()
+	}
+	if overBudget {
+		w.overBudget = true
 	}
 
 	count := b.RecordCount()
@@ -357,6 +390,8 @@ type walker struct {
 	read  int // bytes taken from r
 	limit int
 	err   error // why r stopped
+	// overBudget says limit is what is left of the request's Budget.
+	overBudget bool
 
 	gz   *gzip.Reader
 	lz   *lz4.Reader
@@ -370,7 +405,7 @@ const walkChunk = 32 << 10
 var walkers = sync.Pool{New: func() any { return &walker{chunk: make([]byte, walkChunk)} }}
 
 func (w *walker) release() {
-	w.buf, w.r, w.off, w.read, w.limit, w.err = nil, nil, 0, 0, 0, nil
+	w.buf, w.r, w.off, w.read, w.limit, w.err, w.overBudget = nil, nil, 0, 0, 0, nil, false
 	w.src.Reset(nil)
 	walkers.Put(w)
 }
@@ -425,6 +460,8 @@ func (w *walker) streamErr(c Codec, limit int) error {
 	switch {
 	case w.err == nil || w.err == io.EOF:
 		return nil
+	case w.err == errOverLimit && w.overBudget:
+		return errorf(kerr.InvalidRecord, "%s: the request's batches decompress to more than %d times their size", c, DecompressRatio)
 	case w.err == errOverLimit:
 		return errorf(kerr.InvalidRecord, "%s: decompresses to more than %d bytes (see DecompressLimit)", c, limit)
 	case errors.Is(w.err, zstd.ErrWindowSizeExceeded):

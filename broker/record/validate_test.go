@@ -257,3 +257,31 @@ func TestValidateZstdWindow(t *testing.T) {
 	wantCode(t, err, kerr.InvalidRecord)
 	t.Log(err)
 }
+
+// Tiny batches that each inflate to under max.message.bytes cannot add up
+// past the request's budget: a request's decompression stays proportional
+// to its size, however many batches it carries.
+func TestValidateBudget(t *testing.T) {
+	value := make([]byte, 512<<10)
+	o := DefaultBuildOptions()
+	o.Codec = CodecZstd
+	b := mustBuild(t, o, NewRecords(KV{Key: []byte("k"), Value: value}))
+	if err := Validate(b, FromClient, Limits{}); err != nil {
+		t.Fatalf("one batch alone: %v", err)
+	}
+	const n = 100
+	budget := NewBudget(n * len(b))
+	var accepted int
+	var err error
+	for range n {
+		if err = Validate(b, FromClient, Limits{Budget: budget}); err != nil {
+			break
+		}
+		accepted++
+	}
+	t.Logf("%d-byte batches of 512 KiB: %d of %d accepted within the budget of %d bytes: %v", len(b), accepted, n, DecompressRatio*n*len(b), err)
+	wantCode(t, err, kerr.InvalidRecord)
+	if want := DecompressRatio * n * len(b) / (512 << 10); accepted < want-1 || accepted > want+1 {
+		t.Errorf("%d accepted, want about %d", accepted, want)
+	}
+}

@@ -102,6 +102,10 @@ func TestProduceValidationE2E(t *testing.T) {
 		{"null keys, compacted", "compacted", build(record.CodecLZ4, now, []kmsg.Record{
 			{Key: []byte("a"), Value: []byte("1")}, {OffsetDelta: 1, Value: []byte("2")}, {OffsetDelta: 2, Key: []byte("c")}, {OffsetDelta: 3, Value: []byte("4")},
 		}), kerr.InvalidRecord, "Compacted topic cannot accept message without key", []int32{1, 3}},
+		{"a request of many small bombs", "plain", func() record.Batch {
+			one := build(record.CodecZstd, now, []kmsg.Record{{Key: []byte("k"), Value: make([]byte, 512<<10)}})
+			return record.Batch(bytes.Repeat(one, 200))
+		}(), kerr.InvalidRecord, "the request's batches decompress to more than 256 times their size", nil},
 		{"too old", "bounded", build(record.CodecZstd, now-2*3600_000, keyed(2)), kerr.InvalidTimestamp, "invalid timestamp", []int32{0, 1}},
 		{"too far ahead", "bounded", build(record.CodecNone, now, []kmsg.Record{
 			{Key: []byte("a")}, {OffsetDelta: 1, Key: []byte("b"), TimestampDelta64: 10 * 60_000},
