@@ -62,7 +62,7 @@ var BrokerDefs = defs(
 	Def{Name: "max.incremental.fetch.session.cache.slots", Type: Int, Default: "1000", Check: atLeast(0),
 		Doc: "Fetch sessions (KIP-227) kept at once; 0 hands out none, and every fetch names all its partitions."},
 	Def{Name: "compression.type", Type: String, Default: "producer",
-		Check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"), Doc: "Only producer is implemented: batches are stored as sent."},
+		Check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"), Doc: "producer stores batches as the producer compressed them; a codec (or uncompressed) rebuilds every other batch in it, as Kafka does."},
 	Def{Name: "unclean.leader.election.enable", Type: Bool, Default: "false", Doc: "Allow an out-of-sync replica to become leader, losing data."},
 	Def{Name: "replica.lag.time.max.ms", Type: Long, Default: "30000", Check: atLeast(1), Doc: "A follower that has not caught up for this long leaves the ISR."},
 	Def{Name: "auto.leader.rebalance.enable", Type: Bool, Default: "true", Doc: "Move leadership back to preferred replicas."},

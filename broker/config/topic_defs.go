@@ -12,7 +12,7 @@ var TopicDefs = defs(
 	Def{Name: "cleanup.policy", Type: List, Check: listOf("delete", "compact"), Synonyms: []string{"log.cleanup.policy"},
 		Doc: "delete removes old segments; compact keeps the last record per key; both may be given."},
 	Def{Name: "compression.type", Type: String, Check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
-		Synonyms: []string{"compression.type"}, Doc: "Only producer is implemented: batches are stored as sent."},
+		Synonyms: []string{"compression.type"}, Doc: "producer stores batches as the producer compressed them; a codec (or uncompressed) rebuilds every other batch in it, as Kafka does."},
 	Def{Name: "delete.retention.ms", Type: Long, Check: atLeast(0), Synonyms: []string{"log.cleaner.delete.retention.ms"},
 		Doc: "How long a tombstone survives after the cleaner first sees it."},
 	Def{Name: "file.delete.delay.ms", Type: Long, Check: atLeast(0), Synonyms: []string{"log.segment.delete.delay.ms"},

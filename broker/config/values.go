@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/record"
 )
 
 // ErrInvalid wraps every validation failure; the message names the
@@ -240,6 +241,12 @@ func (b *Broker) LogConfig(overrides map[string]string) log.Config {
 	c.FlushMessages = num("flush.messages")
 	c.FlushMs = ms("flush.ms")
 	c.LogAppendTime = vals["message.timestamp.type"].Value == "LogAppendTime"
+	c.Compression = log.CompressionProducer
+	for codec := record.CodecNone; codec <= record.CodecZstd; codec++ {
+		if v := vals["compression.type"].Value; v == codec.String() || (v == "uncompressed" && codec == record.CodecNone) {
+			c.Compression = codec
+		}
+	}
 	c.TimestampBeforeMaxMs = num("message.timestamp.before.max.ms")
 	c.TimestampAfterMaxMs = num("message.timestamp.after.max.ms")
 	c.FileDeleteDelayMs = ms("file.delete.delay.ms")

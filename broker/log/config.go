@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/tributary-io/tributary/broker/record"
 )
 
 // Config is a partition log's topic-level configuration. Field names follow
@@ -27,11 +29,17 @@ type Config struct {
 	FlushMessages          int64         // flush.messages: fsync after this many messages
 	FlushMs                time.Duration // flush.ms: fsync when the oldest unflushed data is this old
 	LogAppendTime          bool          // message.timestamp.type=LogAppendTime
+	// Compression is compression.type: the codec batches are stored with,
+	// or CompressionProducer to store them as the producer sent them.
+	Compression record.Codec
 	// message.timestamp.before.max.ms and .after.max.ms: how far behind and
 	// ahead of the broker's clock a CreateTime record's timestamp may be.
 	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
 	FileDeleteDelayMs                         time.Duration // file.delete.delay.ms: grace for readers of deleted segments
 }
+
+// CompressionProducer is compression.type=producer.
+const CompressionProducer record.Codec = -1
 
 // DefaultConfig is Apache Kafka's topic defaults.
 func DefaultConfig() Config {
@@ -49,6 +57,7 @@ func DefaultConfig() Config {
 		FlushMessages:          math.MaxInt64,
 		FlushMs:                time.Duration(math.MaxInt64),
 		FileDeleteDelayMs:      time.Minute,
+		Compression:            CompressionProducer,
 		// Kafka's are unbounded and one hour: the broker sets them from
 		// its config; a log a tool writes directly bounds nothing.
 		TimestampBeforeMaxMs: math.MaxInt64,
@@ -102,6 +111,7 @@ func (c Config) Validate() error {
 	check(c.FlushMs >= 0, "flush.ms", c.FlushMs.Milliseconds(), "must not be negative")
 	check(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1, "min.cleanable.dirty.ratio", c.MinCleanableDirtyRatio, "must be between 0 and 1")
 	check(c.Compact || c.Delete, "cleanup.policy", c.CleanupPolicy(), "must name delete, compact or both")
+	check(c.Compression >= CompressionProducer && c.Compression <= record.CodecZstd, "compression.type", c.Compression, "must be producer or a codec")
 	check(c.TimestampBeforeMaxMs >= 0, "message.timestamp.before.max.ms", c.TimestampBeforeMaxMs, "must not be negative")
 	check(c.TimestampAfterMaxMs >= 0, "message.timestamp.after.max.ms", c.TimestampAfterMaxMs, "must not be negative")
 	check(c.DeleteRetentionMs >= 0, "delete.retention.ms", c.DeleteRetentionMs.Milliseconds(), "must not be negative")

@@ -229,6 +229,12 @@ type AppendInfo struct {
 // the log append time when the topic asks for it) in place, and appends them.
 // Nothing is appended if any batch is invalid.
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.AppendAsLeaderWithin(batches, leaderEpoch, nil)
+}
+
+// AppendAsLeaderWithin is AppendAsLeader spending the decompression of the
+// producer's batches from budget, the request's (nil for none).
+func (l *Log) AppendAsLeaderWithin(batches []byte, leaderEpoch int32, budget *record.Budget) (AppendInfo, error) {
 	cfg := l.cfg.Load()
 	lim := record.Limits{
 		MaxBytes:             cfg.MaxMessageBytes,
@@ -237,13 +243,22 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, err
 		NowMs:                l.now().UnixMilli(),
 		TimestampBeforeMaxMs: cfg.TimestampBeforeMaxMs,
 		TimestampAfterMaxMs:  cfg.TimestampAfterMaxMs,
-		Partition:            l.tp.String(),
+		Partition:            &l.tp,
+		Budget:               budget,
 	}
 	// Checked before the lock: decompressing and walking every record is
 	// the costly part, and it needs nothing of the log's.
 	parsed, err := splitValid(batches, record.FromClient, lim)
 	if err != nil {
 		return AppendInfo{}, err
+	}
+	// What is stored: the producer's batches, or the same records in the
+	// topic's compression.type, built before the lock as the check was.
+	data, stored := batches, parsed
+	if cfg.Compression != CompressionProducer {
+		if data, stored, err = recompress(batches, parsed, cfg.Compression, cfg.MaxMessageBytes); err != nil {
+			return AppendInfo{}, err
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -253,7 +268,13 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, err
 	info := AppendInfo{FirstOffset: l.end.Load(), LogAppendTime: -1}
 	now := l.now().UnixMilli()
 	next := info.FirstOffset
-	for _, b := range parsed {
+	for i, b := range stored {
+		if p := parsed[i]; &p[0] != &b[0] {
+			// The caller reads the offsets of what it sent (the
+			// producer state does).
+			p.SetBaseOffset(next)
+			p.SetPartitionLeaderEpoch(leaderEpoch)
+		}
 		b.SetBaseOffset(next)
 		b.SetPartitionLeaderEpoch(leaderEpoch)
 		if cfg.LogAppendTime {
@@ -263,8 +284,8 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, err
 		next = b.LastOffset() + 1
 		info.Records += int64(b.RecordCount())
 	}
-	info.LastOffset, info.Batches = next-1, len(parsed)
-	if err := l.appendLocked(batches, parsed, cfg); err != nil {
+	info.LastOffset, info.Batches = next-1, len(stored)
+	if err := l.appendLocked(data, stored, cfg); err != nil {
 		return AppendInfo{}, err
 	}
 	if err := l.epochs.assign(leaderEpoch, info.FirstOffset); err != nil {
@@ -313,10 +334,9 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 
 // splitValid splits and checks the batches of one append. A client's
 // batches also get the max timestamp their records hold, as Kafka's
-// LogValidator writes it; nothing is written unless every batch is valid.
+// LogValidator writes it.
 func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.Batch, error) {
 	var out []record.Batch
-	var maxTs []int64
 	for rest := data; len(rest) > 0; {
 		b, r, ok := record.Split(rest)
 		if !ok {
@@ -326,8 +346,10 @@ func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.
 		if err != nil {
 			return nil, err
 		}
-		if origin == record.FromClient {
-			maxTs = append(maxTs, checked.MaxTimestamp)
+		if origin == record.FromClient && !lim.LogAppendTime && !b.LogAppendTime() {
+			// Harmless if a later batch is refused: the request's
+			// bytes are written nowhere then.
+			b.SetMaxTimestamp(checked.MaxTimestamp)
 		}
 		out = append(out, b)
 		rest = r
@@ -335,12 +357,44 @@ func splitValid(data []byte, origin record.Origin, lim record.Limits) ([]record.
 	if len(out) == 0 {
 		return nil, &record.Error{Kafka: kerr.CorruptMessage, Reason: "no record batches"}
 	}
-	for i, ts := range maxTs {
-		if b := out[i]; !lim.LogAppendTime && !b.LogAppendTime() {
-			b.SetMaxTimestamp(ts)
-		}
-	}
 	return out, nil
+}
+
+// recompress rebuilds the batches not already in codec c, as Kafka does
+// for a topic whose compression.type is not the producer's; the result must
+// still fit max.message.bytes. Batches already in c are kept as they are,
+// and when all are, data is returned as it is.
+func recompress(data []byte, parsed []record.Batch, c record.Codec, maxBytes int) ([]byte, []record.Batch, error) {
+	same := true
+	for _, b := range parsed {
+		same = same && b.Codec() == c
+	}
+	if same {
+		return data, parsed, nil
+	}
+	var out []byte
+	ends := make([]int, len(parsed))
+	for i, b := range parsed {
+		if b.Codec() != c {
+			var err error
+			if b, err = b.Recompress(c); err != nil {
+				return nil, nil, err
+			}
+			if maxBytes > 0 && len(b) > maxBytes {
+				return nil, nil, &record.Error{Kafka: kerr.MessageTooLarge, Reason: fmt.Sprintf(
+					"the batch is %d bytes compressed with %s (compression.type), more than max.message.bytes=%d", len(b), c, maxBytes)}
+			}
+		}
+		out = append(out, b...)
+		ends[i] = len(out)
+	}
+	stored := make([]record.Batch, len(parsed))
+	start := 0
+	for i, end := range ends {
+		stored[i] = record.Batch(out[start:end:end])
+		start = end
+	}
+	return out, stored, nil
 }
 
 // appendLocked writes offset-assigned batches, rolling first when the active

@@ -222,6 +222,19 @@ func NewRecords(kvs ...KV) []kmsg.Record {
 // BuildOptions are the options that rebuild b's header, as the log cleaner
 // needs when it writes the records of b that survive compaction: the offset
 // range, timestamps and producer fields stay those of b.
+// Recompress is b with its records compressed with c instead, every header
+// field kept, as Kafka's broker rebuilds a batch for a topic whose
+// compression.type is not the producer's. b must have been validated.
+func (b Batch) Recompress(c Codec) (Batch, error) {
+	recs, err := b.DecodeRecords()
+	if err != nil {
+		return nil, err
+	}
+	opts := b.BuildOptions()
+	opts.Codec = c
+	return Build(opts, recs)
+}
+
 func (b Batch) BuildOptions() BuildOptions {
 	o := BuildOptions{
 		BaseOffset:           b.BaseOffset(),

@@ -65,6 +65,24 @@ func DecompressLimit(batchLen, maxBytes int) int {
 	return min(MaxDecompressedSize, max(maxBytes, DecompressRatio*batchLen))
 }
 
+// Budget is what the batches of one produce request may decompress to in
+// all. DecompressLimit bounds each batch, but its max.message.bytes floor
+// lets a batch of a hundred bytes inflate to a megabyte, and a request may
+// carry a million of them; the budget makes the whole request's
+// decompression proportional to its size. A nil *Budget is no budget.
+// Not safe for concurrent use: a request's batches are checked one by one.
+type Budget struct {
+	left    int64
+	floored bool
+}
+
+// NewBudget is the budget of a request carrying n bytes of record batches:
+// DecompressRatio times them, and at least the max.message.bytes of the
+// first compressed batch's topic (DecompressLimit's floor, once a request).
+func NewBudget(n int) *Budget {
+	return &Budget{left: DecompressRatio * int64(n)}
+}
+
 // RecordError is one record's reason for refusing its batch: Produce v8+
 // answers them as RecordErrors, by the record's index in the batch.
 type RecordError struct {
@@ -90,6 +108,14 @@ func checkRecords(b Batch, lim Limits) (Checked, error) {
 	defer w.release()
 	codec := b.Codec()
 	limit := DecompressLimit(len(b), lim.MaxBytes)
+	overBudget := false
+	if bu := lim.Budget; bu != nil && codec != CodecNone && !bu.floored {
+		bu.floored = true
+		bu.left = max(bu.left, int64(DecompressLimit(0, lim.MaxBytes)))
+	}
+	if lim.Budget != nil && int64(limit) > lim.Budget.left {
+		limit, overBudget = int(max(lim.Budget.left, 0)), true
+	}
 	raw := b.Records()
 	switch codec {
 	case CodecNone:
@@ -107,9 +133,16 @@ func checkRecords(b Batch, lim Limits) (Checked, error) {
 		}
 		w.r, w.limit = r, limit
 	}
+	if lim.Budget != nil && codec != CodecNone {
+		whole := len(w.buf) // snappy's, decompressed whole
+		defer func() { lim.Budget.left -= int64(max(w.read, whole)) }()
+	}
+	if overBudget {
+		w.overBudget = true
+	}
 
 	count := b.RecordCount()
-	rc := recordCheck{b: b, lim: lim, count: count, maxTs: NoTimestamp}
+	rc := recordCheck{b: b, lim: lim, maxTs: NoTimestamp}
 	for i := int32(0); ; i++ {
 		more := w.fill(1)
 		if err := w.streamErr(codec, limit); err != nil {
@@ -139,14 +172,12 @@ func checkRecords(b Batch, lim Limits) (Checked, error) {
 
 // recordCheck is the state of one batch's walk.
 type recordCheck struct {
-	b      Batch
-	lim    Limits
-	count  int32
-	maxTs  int64
-	errs   []RecordError
-	nErrs  int
-	badTs  bool
-	keyMsg string
+	b     Batch
+	lim   Limits
+	maxTs int64
+	errs  []RecordError
+	nErrs int
+	badTs bool
 }
 
 // record reads and checks record i at the walker's position. A structural
@@ -195,11 +226,11 @@ func parseRecord(body []byte) (f recordFields, why string) {
 		return f, "bad timestamp delta"
 	}
 	body = body[n:]
-	if f.offDelta, n = varint32(body); n <= 0 {
+	if f.offDelta, n = shortVarint(body); n <= 0 {
 		return f, "bad offset delta"
 	}
 	body = body[n:]
-	if f.keyLen, n = varint32(body); n <= 0 || int(f.keyLen) > len(body)-n {
+	if f.keyLen, n = shortVarint(body); n <= 0 || int(f.keyLen) > len(body)-n {
 		return f, "bad key"
 	}
 	body = body[n+int(max(f.keyLen, 0)):]
@@ -207,7 +238,7 @@ func parseRecord(body []byte) (f recordFields, why string) {
 	if body, ok = skipBytes(body, true); !ok {
 		return f, "bad value"
 	}
-	headers, n := varint32(body)
+	headers, n := shortVarint(body)
 	if n <= 0 || headers < 0 {
 		return f, "bad header count"
 	}
@@ -224,6 +255,15 @@ func parseRecord(body []byte) (f recordFields, why string) {
 		return f, "bytes left over after its last header"
 	}
 	return f, ""
+}
+
+// shortVarint is varint32 with the one-byte case, most of a record's
+// fields, inline.
+func shortVarint(b []byte) (int32, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return int32(b[0]>>1) ^ -int32(b[0]&1), 1
+	}
+	return varint32(b)
 }
 
 // recordFields reads a record of length bytes field by field from the
@@ -285,7 +325,7 @@ func (rc *recordCheck) checkFields(i int32, f recordFields) error {
 	rc.maxTs = max(rc.maxTs, ts)
 	switch lim := &rc.lim; {
 	case lim.Compact && keyLen < 0:
-		rc.note(i, false, "Compacted topic cannot accept message without key in topic partition "+lim.Partition+".")
+		rc.note(i, false, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %v.", lim.Partition))
 	case lim.NowMs == 0:
 		// No clock, no timestamp rules.
 	case !lim.LogAppendTime && ts != NoTimestamp:
@@ -350,6 +390,8 @@ type walker struct {
 	read  int // bytes taken from r
 	limit int
 	err   error // why r stopped
+	// overBudget says limit is what is left of the request's Budget.
+	overBudget bool
 
 	gz   *gzip.Reader
 	lz   *lz4.Reader
@@ -363,7 +405,7 @@ const walkChunk = 32 << 10
 var walkers = sync.Pool{New: func() any { return &walker{chunk: make([]byte, walkChunk)} }}
 
 func (w *walker) release() {
-	w.buf, w.r, w.off, w.read, w.limit, w.err = nil, nil, 0, 0, 0, nil
+	w.buf, w.r, w.off, w.read, w.limit, w.err, w.overBudget = nil, nil, 0, 0, 0, nil, false
 	w.src.Reset(nil)
 	walkers.Put(w)
 }
@@ -401,7 +443,10 @@ func (w *walker) stream(c Codec, src []byte) (io.Reader, error) {
 			return nil, errorf(kerr.UnknownServerError, "zstd: %v", w.zerr)
 		}
 		if err := w.zs.Reset(&w.src); err != nil {
-			return nil, corrupt(c, err)
+			// The frame header is read here: a window or content
+			// size past the bounds is refused as streamErr would.
+			w.err = err
+			return nil, w.streamErr(c, 0)
 		}
 		return w.zs, nil
 	}
@@ -415,10 +460,14 @@ func (w *walker) streamErr(c Codec, limit int) error {
 	switch {
 	case w.err == nil || w.err == io.EOF:
 		return nil
+	case w.err == errOverLimit && w.overBudget:
+		return errorf(kerr.InvalidRecord, "%s: the request's batches decompress to more than %d times their size", c, DecompressRatio)
 	case w.err == errOverLimit:
 		return errorf(kerr.InvalidRecord, "%s: decompresses to more than %d bytes (see DecompressLimit)", c, limit)
-	case w.err == zstd.ErrWindowSizeExceeded:
+	case errors.Is(w.err, zstd.ErrWindowSizeExceeded):
 		return errorf(kerr.InvalidRecord, "zstd: the frame's window is larger than %d bytes", zstdMaxWindow)
+	case errors.Is(w.err, zstd.ErrDecoderSizeExceeded):
+		return errorf(kerr.InvalidRecord, "zstd: the frame declares more than %d bytes", MaxDecompressedSize)
 	}
 	return corrupt(c, w.err)
 }

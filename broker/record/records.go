@@ -132,7 +132,7 @@ func recordSize(buf []byte, i int) (int, error) {
 // skipBytes skips a varint-length-prefixed byte string; a negative length
 // is null, where nullable.
 func skipBytes(buf []byte, nullable bool) ([]byte, bool) {
-	l, n := varint32(buf)
+	l, n := shortVarint(buf)
 	switch {
 	case n <= 0:
 		return nil, false

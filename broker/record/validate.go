@@ -66,8 +66,12 @@ type Limits struct {
 	// message.timestamp.before.max.ms and .after.max.ms (KIP-937): how far
 	// behind and ahead of NowMs a CreateTime record's timestamp may be.
 	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
-	// Partition names the partition in messages, as Kafka's do.
-	Partition string
+	// Budget, if not nil, is what is left of the request's decompression
+	// budget; checking a compressed batch spends from it.
+	Budget *Budget
+	// Partition names the partition in messages, as Kafka's do; a
+	// Stringer, so that naming costs nothing until a record is refused.
+	Partition fmt.Stringer
 }
 
 // Validate checks one batch before it is appended; Check says what it does.

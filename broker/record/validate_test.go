@@ -85,7 +85,7 @@ func TestValidateCodes(t *testing.T) {
 // the codes and per-record errors Kafka's LogValidator answers.
 func TestValidateClientRecords(t *testing.T) {
 	const now = 1_700_000_000_000
-	bounded := Limits{NowMs: now, TimestampBeforeMaxMs: 3_600_000, TimestampAfterMaxMs: 60_000, Partition: "t-0"}
+	bounded := Limits{NowMs: now, TimestampBeforeMaxMs: 3_600_000, TimestampAfterMaxMs: 60_000}
 	keyed := func(n int, tsDelta func(int) int64) []kmsg.Record {
 		recs := make([]kmsg.Record, n)
 		for i := range recs {
@@ -239,5 +239,49 @@ func TestValidateDecompressionBomb(t *testing.T) {
 	}
 	if got := DecompressLimit(1<<20, 1<<10); got != DecompressRatio<<20 {
 		t.Errorf("ratio %d", got)
+	}
+}
+
+// A zstd frame whose header claims a window past zstdMaxWindow is refused
+// before the decoder sizes anything by it.
+func TestValidateZstdWindow(t *testing.T) {
+	// Magic, a descriptor with no content size, a 16 MiB window (log 24:
+	// exponent 14), then one raw last block of 1 byte.
+	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 14 << 3, 1<<3 | 1, 0, 0, 0}
+	base := mustBuild(t, sampleOptions(CodecNone), NewRecords(KV{Key: []byte("k")}))
+	b := withRecords(base, 1, frame).withCodec(CodecZstd)
+	var err error
+	if n := allocated(func() { err = Validate(b, FromClient, Limits{}) }); n > 4<<20 {
+		t.Errorf("allocated %d", n)
+	}
+	wantCode(t, err, kerr.InvalidRecord)
+	t.Log(err)
+}
+
+// Tiny batches that each inflate to under max.message.bytes cannot add up
+// past the request's budget: a request's decompression stays proportional
+// to its size, however many batches it carries.
+func TestValidateBudget(t *testing.T) {
+	value := make([]byte, 512<<10)
+	o := DefaultBuildOptions()
+	o.Codec = CodecZstd
+	b := mustBuild(t, o, NewRecords(KV{Key: []byte("k"), Value: value}))
+	if err := Validate(b, FromClient, Limits{}); err != nil {
+		t.Fatalf("one batch alone: %v", err)
+	}
+	const n = 100
+	budget := NewBudget(n * len(b))
+	var accepted int
+	var err error
+	for range n {
+		if err = Validate(b, FromClient, Limits{Budget: budget}); err != nil {
+			break
+		}
+		accepted++
+	}
+	t.Logf("%d-byte batches of 512 KiB: %d of %d accepted within the budget of %d bytes: %v", len(b), accepted, n, DecompressRatio*n*len(b), err)
+	wantCode(t, err, kerr.InvalidRecord)
+	if want := DecompressRatio * n * len(b) / (512 << 10); accepted < want-1 || accepted > want+1 {
+		t.Errorf("%d accepted, want about %d", accepted, want)
 	}
 }

@@ -146,6 +146,12 @@ type AppendResult struct {
 // AppendAsLeader appends a producer's batches. A retried batch of an
 // idempotent producer is answered with the offsets it got the first time.
 func (p *Partition) AppendAsLeader(batches []byte) (AppendResult, error) {
+	return p.AppendAsLeaderWithin(batches, nil)
+}
+
+// AppendAsLeaderWithin is AppendAsLeader for a producer's request, whose
+// batches' decompression is spent from budget (see record.Budget).
+func (p *Partition) AppendAsLeaderWithin(batches []byte, budget *record.Budget) (AppendResult, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	first, _, ok := record.Split(batches)
@@ -161,7 +167,7 @@ func (p *Partition) AppendAsLeader(batches []byte) (AppendResult, error) {
 	if dup != nil {
 		return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: -1, LogStartOffset: p.Log.LogStartOffset(), Duplicate: true}, nil
 	}
-	info, err := p.Log.AppendAsLeader(batches, p.LeaderEpoch())
+	info, err := p.Log.AppendAsLeaderWithin(batches, p.LeaderEpoch(), budget)
 	if err != nil {
 		return AppendResult{}, err
 	}

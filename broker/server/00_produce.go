@@ -25,6 +25,14 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 	}
 	img := s.ctrl.Image()
 	var pending []pendingAck
+	// What the request's compressed batches may inflate to, in all.
+	size := 0
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			size += len(rp.Records)
+		}
+	}
+	budget := record.NewBudget(size)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -42,7 +50,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", part.ISRSize(), s.minISR(t.Configs)))
 			default:
-				res, err := part.AppendAsLeader(rp.Records)
+				res, err := part.AppendAsLeaderWithin(rp.Records, budget)
 				if err != nil {
 					sp.ErrorCode, sp.ErrorMessage = kafkaCode(err), errorMessage(err)
 					sp.ErrorRecords = recordErrors(err)

@@ -30,7 +30,7 @@ import (
 // consuming on another connection all the while notices nothing.
 func TestProduceValidationE2E(t *testing.T) {
 	b := testbroker.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
 	if err != nil {
@@ -44,6 +44,7 @@ func TestProduceValidationE2E(t *testing.T) {
 		"compacted": {"cleanup.policy": ptr("compact")},
 		"bounded":   {"message.timestamp.before.max.ms": &hour, "message.timestamp.after.max.ms": ptr("60000")},
 		"neighbour": nil,
+		"gzipped":   {"compression.type": ptr("gzip")},
 	} {
 		if _, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
 			t.Fatalf("create %s: %v", topic, err)
@@ -51,7 +52,8 @@ func TestProduceValidationE2E(t *testing.T) {
 	}
 
 	stop, neighbourDone := make(chan struct{}), make(chan neighbourResult, 1)
-	go func() { neighbourDone <- runNeighbour(ctx, b.Addr(), "neighbour", stop) }()
+	var neighbourProduced atomic.Int64
+	go func() { neighbourDone <- runNeighbour(ctx, b.Addr(), "neighbour", stop, &neighbourProduced) }()
 
 	conn, err := kwire.Dial(ctx, b.Addr(), "hostile")
 	if err != nil {
@@ -100,6 +102,10 @@ func TestProduceValidationE2E(t *testing.T) {
 		{"null keys, compacted", "compacted", build(record.CodecLZ4, now, []kmsg.Record{
 			{Key: []byte("a"), Value: []byte("1")}, {OffsetDelta: 1, Value: []byte("2")}, {OffsetDelta: 2, Key: []byte("c")}, {OffsetDelta: 3, Value: []byte("4")},
 		}), kerr.InvalidRecord, "Compacted topic cannot accept message without key", []int32{1, 3}},
+		{"a request of many small bombs", "plain", func() record.Batch {
+			one := build(record.CodecZstd, now, []kmsg.Record{{Key: []byte("k"), Value: make([]byte, 512<<10)}})
+			return record.Batch(bytes.Repeat(one, 200))
+		}(), kerr.InvalidRecord, "the request's batches decompress to more than 256 times their size", nil},
 		{"too old", "bounded", build(record.CodecZstd, now-2*3600_000, keyed(2)), kerr.InvalidTimestamp, "invalid timestamp", []int32{0, 1}},
 		{"too far ahead", "bounded", build(record.CodecNone, now, []kmsg.Record{
 			{Key: []byte("a")}, {OffsetDelta: 1, Key: []byte("b"), TimestampDelta64: 10 * 60_000},
@@ -151,12 +157,17 @@ func TestProduceValidationE2E(t *testing.T) {
 		t.Errorf("broker RSS grew from %.0f to %.0f MiB", rssBefore/(1<<20), rssAfter/(1<<20))
 	}
 
+	// The bad batches take milliseconds: let the neighbour overlap them
+	// by a fair number of round trips before it stops.
+	for deadline := time.Now().Add(20 * time.Second); neighbourProduced.Load() < 20 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	close(stop)
 	n := <-neighbourDone
 	if n.err != nil {
 		t.Fatalf("the neighbour noticed: %v", n.err)
 	}
-	if n.produced < 10 || n.consumed != n.produced {
+	if n.produced < 20 || n.consumed != n.produced {
 		t.Errorf("neighbour produced %d, consumed %d", n.produced, n.consumed)
 	}
 	t.Logf("neighbour: %d records produced and consumed, slowest produce %v", n.produced, n.slowest)
@@ -199,6 +210,36 @@ func TestProduceValidationE2E(t *testing.T) {
 		if read != len(recs) {
 			t.Fatalf("codec %v: read %d of %d", codec, read, len(recs))
 		}
+	}
+
+	// compression.type=gzip stores an lz4 producer's records as gzip.
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("gzipped"), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte("k"), Value: []byte("stored as gzip")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(12)
+	fetch.ReplicaID, fetch.MaxBytes, fetch.SessionEpoch = -1, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "gzipped"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 1<<20, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fr, err := conn.RoundTrip(fetch, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _, ok := record.Split(fr.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+	if !ok || stored.Codec() != record.CodecGzip {
+		t.Fatalf("compression.type=gzip stored %v (ok %v)", stored.Codec(), ok)
+	}
+	if recs, err := stored.DecodeRecords(); err != nil || len(recs) != 1 || string(recs[0].Value) != "stored as gzip" {
+		t.Fatalf("the gzip batch holds %+v: %v", recs, err)
 	}
 }
 
@@ -247,8 +288,10 @@ func reseal(b record.Batch) record.Batch {
 	return b
 }
 
-// bomb is one record whose value claims size bytes, compressed with codec
-// as the zeros it is: a batch of kilobytes that inflates to size.
+// bomb is one record whose value claims size bytes (a multiple of 1 MiB),
+// compressed with codec as the zeros it is: one compressed MiB repeated,
+// gzip members and zstd frames being concatenable, so that making it costs
+// the test little even under the race detector.
 func bomb(t *testing.T, codec record.Codec, size int) record.Batch {
 	t.Helper()
 	rec := []byte{0} // attributes
@@ -259,38 +302,42 @@ func bomb(t *testing.T, codec record.Codec, size int) record.Batch {
 	head := binary.AppendVarint(nil, int64(len(rec)+size+1))
 	head = append(head, rec...)
 
-	var out bytes.Buffer
-	var w interface {
-		Write([]byte) (int, error)
-		Close() error
-	}
-	switch codec {
-	case record.CodecZstd:
-		zw, err := zstd.NewWriter(&out, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-		if err != nil {
+	compress := func(data []byte) []byte {
+		var out bytes.Buffer
+		var w interface {
+			Write([]byte) (int, error)
+			Close() error
+		}
+		switch codec {
+		case record.CodecZstd:
+			zw, err := zstd.NewWriter(&out, zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w = zw
+		case record.CodecGzip:
+			gw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w = gw
+		}
+		if _, err := w.Write(data); err != nil {
 			t.Fatal(err)
 		}
-		w = zw
-	case record.CodecGzip:
-		gw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
-		if err != nil {
+		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		w = gw
+		return out.Bytes()
 	}
-	zeros := make([]byte, 1<<20)
-	if _, err := w.Write(head); err != nil {
-		t.Fatal(err)
+	first := make([]byte, 1<<20)
+	copy(first, head)
+	payload := compress(first)
+	zeros := compress(make([]byte, 1<<20))
+	for range size>>20 - 1 {
+		payload = append(payload, zeros...)
 	}
-	for left := size + 1; left > 0; left -= len(zeros) {
-		if _, err := w.Write(zeros[:min(left, len(zeros))]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return rawBatch(codec, 1, time.Now().UnixMilli(), out.Bytes())
+	return rawBatch(codec, 1, time.Now().UnixMilli(), payload)
 }
 
 type neighbourResult struct {
@@ -301,7 +348,7 @@ type neighbourResult struct {
 
 // runNeighbour produces to topic, one acks=all record at a time, and
 // consumes it on another client, until stop; then it reads what is left.
-func runNeighbour(ctx context.Context, addr, topic string, stop <-chan struct{}) (res neighbourResult) {
+func runNeighbour(ctx context.Context, addr, topic string, stop <-chan struct{}, produced *atomic.Int64) (res neighbourResult) {
 	p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.ZstdCompression()))
 	if err != nil {
 		return neighbourResult{err: err}
@@ -342,7 +389,8 @@ func runNeighbour(ctx context.Context, addr, topic string, stop <-chan struct{})
 			}
 			res.slowest = max(res.slowest, time.Since(start))
 			res.produced++
-			time.Sleep(20 * time.Millisecond)
+			produced.Add(1)
+			time.Sleep(5 * time.Millisecond)
 			continue
 		}
 		break
