@@ -12,7 +12,7 @@ TEST_FUZZTIME ?= 3s
 
 help:
 	@echo 'make build    binary to ./$(BIN)'
-	@echo 'make test     go test -race ./..., then each fuzz target for $(TEST_FUZZTIME)'
+	@echo 'make test     fetch the test deps, go test -race ./..., each fuzz target for $(TEST_FUZZTIME); says what could not run'
 	@echo 'make test-long  the cluster fault scenarios at full length (1M records through leader kills), 5 times each'
 	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
 	@echo 'make bench    every benchmark, with allocations'
@@ -24,11 +24,12 @@ help:
 build:
 	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o $(BIN) ./cmd/tributary
 
-# Every test, then each fuzz target for a few seconds beyond its seeds;
-# `make fuzz` fuzzes longer.
+# Fetch what the tests need (Kafka's jars, the Python and Node packages),
+# run every test, then each fuzz target for a few seconds beyond its seeds
+# (`make fuzz` fuzzes longer); the last line lists what could not run.
+# scripts/test.sh says how.
 test:
-	$(GO) test -race ./...
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+	@GO='$(GO)' TEST_FUZZTIME='$(TEST_FUZZTIME)' bash scripts/test.sh
 
 # The fault scenarios of a replicated cluster (broker/cluster), longer and
 # repeated: what issue 5 asks before replication is called done.
