@@ -96,6 +96,7 @@ type Broker struct {
 	port      int
 	listeners string // --listeners; PLAINTEXT on port when empty
 	props     []string
+	noAdmin   bool // no --admin-listen flag (Config.NoAdminListen)
 	cmd       *exec.Cmd
 	done      chan struct{}
 
@@ -137,6 +138,9 @@ type Config struct {
 	Port      int    // of the PLAINTEXT listener, which Addr names
 	Listeners string // the --listeners flag
 	Props     []string
+	// NoAdminListen leaves --admin-listen unset, as a user would, so the
+	// broker derives its admin address; otherwise it is 127.0.0.1:0.
+	NoAdminListen bool
 }
 
 // StartConfig runs `tributary broker` as cfg says and waits until it is
@@ -144,7 +148,7 @@ type Config struct {
 // cluster stops its nodes itself first, all at once (testcluster).
 func StartConfig(t testing.TB, cfg Config) *Broker {
 	t.Helper()
-	b := &Broker{t: t, dir: cfg.Dir, port: cfg.Port, listeners: cfg.Listeners, props: cfg.Props}
+	b := &Broker{t: t, dir: cfg.Dir, port: cfg.Port, listeners: cfg.Listeners, props: cfg.Props, noAdmin: cfg.NoAdminListen}
 	b.start()
 	t.Cleanup(b.Finish)
 	return b
@@ -160,7 +164,10 @@ func (b *Broker) start() {
 	if listeners == "" {
 		listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.port)
 	}
-	args := []string{"broker", "--log-dirs", b.dir, "--listeners", listeners, "--admin-listen", "127.0.0.1:0"}
+	args := []string{"broker", "--log-dirs", b.dir, "--listeners", listeners}
+	if !b.noAdmin {
+		args = append(args, "--admin-listen", "127.0.0.1:0")
+	}
 	for _, p := range b.props {
 		args = append(args, "--set", p)
 	}
@@ -384,6 +391,7 @@ func FinishAll(t testing.TB, groups ...[]*Broker) {
 	t.Helper()
 	var mu sync.Mutex
 	var errs []error
+	start := time.Now()
 	for _, g := range groups {
 		var wg sync.WaitGroup
 		for _, b := range g {
@@ -401,6 +409,7 @@ func FinishAll(t testing.TB, groups ...[]*Broker) {
 		}
 		wg.Wait()
 	}
+	t.Logf("testbroker: stopped and checked the brokers in %v", time.Since(start).Round(time.Millisecond))
 	for _, err := range errs {
 		t.Error(err)
 	}
