@@ -8,10 +8,11 @@ FUZZTIME ?= 30s
 TEST_FUZZTIME ?= 3s
 
 .DEFAULT_GOAL := build
-.PHONY: help build test test-long fuzz bench verify docs demo clean bench-compare
+.PHONY: help build release test test-long fuzz bench verify docs demo clean bench-compare
 
 help:
-	@echo 'make build    binary to ./$(BIN)'
+	@echo 'make build    binary to ./$(BIN), with symbols (for debuggers and profilers)'
+	@echo 'make release  stripped static binary to ./$(BIN), what to ship'
 	@echo 'make test     fetch the test deps, go test -race ./..., each fuzz target for $(TEST_FUZZTIME); says what could not run'
 	@echo 'make test-long  the cluster fault scenarios at full length (1M records through leader kills), 5 times each'
 	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
@@ -23,6 +24,14 @@ help:
 
 build:
 	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o $(BIN) ./cmd/tributary
+
+# What to ship: as the container image builds it (deploy/docker/Dockerfile),
+# without the symbol table and DWARF (-s -w), static (CGO_ENABLED=0). Panics
+# still print file:line stack traces (those come from pclntab, which -s
+# keeps); a debugger or a profiler needs `make build`'s binary instead.
+release:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(BIN) ./cmd/tributary
+	@ls -l $(BIN) | awk '{ printf "%s: %.1f MB\n", $$NF, $$5 / 1e6 }'
 
 # Fetch what the tests need (Kafka's jars, the Python and Node packages),
 # run every test, then each fuzz target for a few seconds beyond its seeds
