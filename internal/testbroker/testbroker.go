@@ -30,7 +30,8 @@ var (
 	buildErr  error
 )
 
-// Binary builds ./cmd/tributary once per test process and returns its path.
+// Binary builds ./cmd/tributary once per test process, with the test-only
+// build tags, and returns its path.
 //
 // Every test process of one checkout and race mode shares one path under
 // the temporary directory: a directory per process would leave a binary of
@@ -46,7 +47,10 @@ func Binary(t testing.TB) string {
 			return
 		}
 		name := fmt.Sprintf("tributary-%x", sha256.Sum256([]byte(repoRoot())))[:len("tributary-")+12]
-		args := []string{"build"}
+		// crashpoints compiles in the loader's crash injection
+		// (TRIBUTARY_LOADER_CRASH_AT, loader/crash.go), which the
+		// loader's and jobs' crash tests drive; releases leave it out.
+		args := []string{"build", "-tags", "crashpoints"}
 		if raceEnabled {
 			name += "-race"
 			args = append(args, "-race")
