@@ -14,6 +14,7 @@ help:
 	@echo 'make build    binary to ./$(BIN), with symbols (for debuggers and profilers)'
 	@echo 'make release  stripped static binary to ./$(BIN), what to ship'
 	@echo 'make test     fetch the test deps, go test -race ./..., each fuzz target for $(TEST_FUZZTIME); says what could not run'
+	@echo '              (PKGS=./broker/log/... for some packages only)'
 	@echo 'make test-long  the cluster fault scenarios at full length (1M records through leader kills), 5 times each'
 	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
 	@echo 'make bench    every benchmark, with allocations'
@@ -38,7 +39,7 @@ release:
 # (`make fuzz` fuzzes longer); the last line lists what could not run.
 # scripts/test.sh says how.
 test:
-	@GO='$(GO)' TEST_FUZZTIME='$(TEST_FUZZTIME)' bash scripts/test.sh
+	@GO='$(GO)' PKGS='$(PKGS)' TEST_FUZZTIME='$(TEST_FUZZTIME)' bash scripts/test.sh
 
 # The fault scenarios of a replicated cluster (broker/cluster), longer and
 # repeated: what issue 5 asks before replication is called done.
@@ -48,7 +49,7 @@ test-long:
 # Fuzz targets are found, not listed: `go test -list` prints each package's
 # Fuzz* names, then "ok <package>". Go fuzzes one target at a time.
 fuzz:
-	@set -o pipefail; out=$$($(GO) test -list '^Fuzz' ./...) || { echo "$$out"; exit 1; }; \
+	@set -o pipefail; out=$$($(GO) test -list '^Fuzz' $(or $(PKGS),./...)) || { echo "$$out"; exit 1; }; \
 	targets=$$(echo "$$out" | awk '/^Fuzz/ { t[n++] = $$1; next } \
 		/^ok / { for (i = 0; i < n; i++) print $$2 " " t[i]; n = 0 }'); \
 	if [ -z "$$targets" ]; then echo 'fuzz: no Fuzz targets'; exit 0; fi; \

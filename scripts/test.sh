@@ -12,13 +12,15 @@
 # systemd for systemd-analyze) are not installed here: the summary names
 # them when they are missing; CI installs them (.ci/run).
 #
-# Environment: GO (default go), TEST_FUZZTIME (default 3s), and
+# Environment: GO (default go), PKGS (default ./...: the packages to test
+# and fuzz), TEST_FUZZTIME (default 3s), and
 # TRIBUTARY_KAFKA_LIB, TRIBUTARY_PYTHON, TRIBUTARY_NODE_MODULES to use parts
 # of your own instead of fetching.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 GO=${GO:-go}
 TEST_FUZZTIME=${TEST_FUZZTIME:-3s}
+read -r -a pkgs <<<"${PKGS:-./...}"
 
 # fetch VAR script: run the script unless VAR is set, and export its last
 # line of stdout (the path it prints) as VAR.
@@ -46,15 +48,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$GO" build -o "$tmp/testsummary" ./scripts/testsummary || exit 1
 
-echo "--- $GO test -race ./..."
+echo "--- $GO test -race ${pkgs[*]}"
 # -json keeps each test's end and skip reason machine-readable; testsummary
 # prints what a plain go test would, and the summary line at the end.
-"$GO" test -race -json ./... 2>&1 | "$tmp/testsummary" -summary "$tmp/summary"
+"$GO" test -race -json "${pkgs[@]}" 2>&1 | "$tmp/testsummary" -summary "$tmp/summary"
 status=$?
 
 if ((status == 0)); then
   echo "--- fuzz targets for $TEST_FUZZTIME each"
-  make --no-print-directory fuzz FUZZTIME="$TEST_FUZZTIME" || status=$?
+  make --no-print-directory fuzz FUZZTIME="$TEST_FUZZTIME" PKGS="${pkgs[*]}" || status=$?
 fi
 
 echo "--- make test summary"
