@@ -74,7 +74,7 @@ bench:
 verify:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo 'gofmt -l: not formatted:'; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags crashpoints ./loader/
+	$(GO) vet -tags testhooks ./...
 	$(GO) mod tidy -diff
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(GO) run ./cmd/tributary docs "$$tmp" || exit 1; \

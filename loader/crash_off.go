@@ -1,6 +1,6 @@
-//go:build !crashpoints
+//go:build !testhooks
 
 package loader
 
-// crashPoint is a no-op without the crashpoints build tag (crash.go).
+// crashPoint is a no-op without the testhooks build tag (crash.go).
 func crashPoint(string) {}

@@ -47,10 +47,10 @@ func Binary(t testing.TB) string {
 			return
 		}
 		name := fmt.Sprintf("tributary-%x", sha256.Sum256([]byte(repoRoot())))[:len("tributary-")+12]
-		// crashpoints compiles in the loader's crash injection
-		// (TRIBUTARY_LOADER_CRASH_AT, loader/crash.go), which the
-		// loader's and jobs' crash tests drive; releases leave it out.
-		args := []string{"build", "-tags", "crashpoints"}
+		// testhooks compiles in the fault hooks tests trigger (the
+		// loader's TRIBUTARY_LOADER_CRASH_AT, loader/crash.go); release
+		// builds have none.
+		args := []string{"build", "-tags", "testhooks"}
 		if raceEnabled {
 			name += "-race"
 			args = append(args, "-race")
