@@ -8,11 +8,13 @@ FUZZTIME ?= 30s
 TEST_FUZZTIME ?= 3s
 
 .DEFAULT_GOAL := build
-.PHONY: help build test test-long fuzz bench verify docs demo clean bench-compare
+.PHONY: help build release test test-long fuzz bench verify docs demo clean bench-compare
 
 help:
-	@echo 'make build    binary to ./$(BIN)'
-	@echo 'make test     go test -race ./..., then each fuzz target for $(TEST_FUZZTIME)'
+	@echo 'make build    binary to ./$(BIN), with symbols (for debuggers and profilers)'
+	@echo 'make release  stripped static binary to ./$(BIN), what to ship'
+	@echo 'make test     fetch the test deps, go test -race ./..., each fuzz target for $(TEST_FUZZTIME); says what could not run'
+	@echo '              (PKGS=./broker/log/... for some packages only)'
 	@echo 'make test-long  the cluster fault scenarios at full length (1M records through leader kills), 5 times each'
 	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
 	@echo 'make bench    every benchmark, with allocations'
@@ -24,11 +26,21 @@ help:
 build:
 	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o $(BIN) ./cmd/tributary
 
-# Every test, then each fuzz target for a few seconds beyond its seeds;
-# `make fuzz` fuzzes longer.
+# What to ship: as the container image builds it (deploy/docker/Dockerfile),
+# without the symbol table and DWARF (-s -w), static (CGO_ENABLED=0). Panics
+# still print file:line stack traces (those come from pclntab, which -s
+# keeps); a debugger or a profiler needs `make build`'s binary instead.
+# 55.3 MB against make build's 79.9 MB (Go 1.26.8, linux/amd64).
+release:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(BIN) ./cmd/tributary
+	@ls -l $(BIN) | awk '{ printf "%s: %.1f MB\n", $$NF, $$5 / 1e6 }'
+
+# Fetch what the tests need (Kafka's jars, the Python and Node packages),
+# run every test, then each fuzz target for a few seconds beyond its seeds
+# (`make fuzz` fuzzes longer); the last line lists what could not run.
+# scripts/test.sh says how.
 test:
-	$(GO) test -race ./...
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+	@GO='$(GO)' PKGS='$(PKGS)' TEST_FUZZTIME='$(TEST_FUZZTIME)' bash scripts/test.sh
 
 # The fault scenarios of a replicated cluster (broker/cluster), longer and
 # repeated: what issue 5 asks before replication is called done.
@@ -38,7 +50,7 @@ test-long:
 # Fuzz targets are found, not listed: `go test -list` prints each package's
 # Fuzz* names, then "ok <package>". Go fuzzes one target at a time.
 fuzz:
-	@set -o pipefail; out=$$($(GO) test -list '^Fuzz' ./...) || { echo "$$out"; exit 1; }; \
+	@set -o pipefail; out=$$($(GO) test -list '^Fuzz' $(or $(PKGS),./...)) || { echo "$$out"; exit 1; }; \
 	targets=$$(echo "$$out" | awk '/^Fuzz/ { t[n++] = $$1; next } \
 		/^ok / { for (i = 0; i < n; i++) print $$2 " " t[i]; n = 0 }'); \
 	if [ -z "$$targets" ]; then echo 'fuzz: no Fuzz targets'; exit 0; fi; \
@@ -63,6 +75,7 @@ bench:
 verify:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo 'gofmt -l: not formatted:'; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags testhooks ./...
 	$(GO) mod tidy -diff
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(GO) run ./cmd/tributary docs "$$tmp" || exit 1; \

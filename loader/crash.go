@@ -1,4 +1,11 @@
+//go:build testhooks
+
 package loader
+
+// The crash points are compiled only into test binaries (go build -tags
+// testhooks, which internal/testbroker's Binary passes): a production
+// loader must not die because an environment variable says so.
+// crash_off.go is the no-op every other build gets.
 
 import (
 	"os"

@@ -91,14 +91,21 @@ func checkReplicas(t *testing.T, c *testcluster.Cluster) {
 	t.Fatalf("tributary cluster check-replicas: %v\n%s", err, out)
 }
 
-// score reads q and checks the histories against it.
-func score(t *testing.T, c *testcluster.Cluster, hs ...*testcluster.History) testcluster.Score {
+// score reads q and checks the histories against it, and that at least
+// minAcked records were acknowledged: a scenario whose producer got
+// nothing through would pass with nothing to lose.
+func score(t *testing.T, c *testcluster.Cluster, minAcked int, hs ...*testcluster.History) testcluster.Score {
 	t.Helper()
 	s := c.Score("q", hs...)
 	t.Logf("score: %s", s)
-	s.Check(t)
+	s.Check(t, minAcked)
 	return s
 }
+
+// minAcked is what a 1,000 records/s workload acknowledges at the least:
+// each scenario lets it run 2 s on a healthy cluster before the first
+// fault, and more after the last.
+const minAcked = 1000
 
 // 1. Kill -9 the leader of the hot partition every 5-10 s and restart it,
 // while a Java producer sends 200,000 records (1M with TRIBUTARY_TEST_LONG).
@@ -128,12 +135,9 @@ func TestFaultLeaderKillLoop(t *testing.T) {
 		t.Logf("killed and restarted leader %d: acknowledgements resumed after %v (%d acked so far)", l, d.Round(time.Millisecond), j.Acks())
 	}
 	h := j.Wait(t)
-	s := score(t, c, h)
+	score(t, c, n*9/10, h)
 	if len(recoveries) < 2 {
 		t.Errorf("only %d leader kills during the run, want at least 2", len(recoveries))
-	}
-	if s.Acknowledged < n*9/10 {
-		t.Errorf("%d of %d records acknowledged", s.Acknowledged, n)
 	}
 	sort.Slice(recoveries, func(i, j int) bool { return recoveries[i] < recoveries[j] })
 	t.Logf("%d kills; time to the next acknowledgement: median %v, max %v", len(recoveries), recoveries[len(recoveries)/2], recoveries[len(recoveries)-1])
@@ -165,7 +169,7 @@ func TestFaultPausedLeader(t *testing.T) {
 	}
 	waitISR(t, c, "q", 3)
 	time.Sleep(time.Second)
-	score(t, c, w.Stop())
+	score(t, c, minAcked, w.Stop())
 	checkReplicas(t, c)
 }
 
@@ -187,7 +191,7 @@ func TestFaultDoubleFailover(t *testing.T) {
 	if _, ok := w.AwaitAck(time.Now(), 15*time.Second); !ok {
 		t.Fatal("nothing acknowledged after both brokers came back")
 	}
-	score(t, c, w.Stop())
+	score(t, c, minAcked, w.Stop())
 	checkReplicas(t, c)
 }
 
@@ -205,7 +209,7 @@ func TestFaultUncleanFollowerRestart(t *testing.T) {
 	c.Node(f).Restart()
 	waitISR(t, c, "q", 3)
 	time.Sleep(time.Second)
-	score(t, c, w.Stop())
+	score(t, c, minAcked, w.Stop())
 	checkReplicas(t, c)
 }
 
@@ -307,7 +311,7 @@ func TestFaultMinISR(t *testing.T) {
 	if _, ok := w.AwaitAck(time.Now(), 15*time.Second); !ok {
 		t.Fatal("nothing acknowledged after the followers came back")
 	}
-	score(t, c, w.Stop())
+	score(t, c, minAcked/2, w.Stop()) // 500 records/s
 }
 
 // 6. Kill the active controller: another is elected within seconds, the
@@ -338,7 +342,7 @@ func TestFaultControllerLoss(t *testing.T) {
 	c.Node(ctrl).Restart()
 	waitISRAll(t, c, "q", 3)
 	time.Sleep(time.Second)
-	score(t, c, w.Stop())
+	score(t, c, minAcked, w.Stop())
 }
 
 // 8. After a leader kill, produce resumes within the session timeout plus
@@ -356,7 +360,7 @@ func TestFaultLiveness(t *testing.T) {
 	}
 	t.Logf("leader %d killed; acknowledgements resumed after %v", l, d.Round(time.Millisecond))
 	time.Sleep(time.Second)
-	score(t, c, w.Stop())
+	score(t, c, minAcked, w.Stop())
 }
 
 // waitISRAll waits until every partition of topic has an ISR of n.
@@ -458,7 +462,7 @@ func TestFaultReassignment(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Second)
-	score(t, c, w.Stop())
+	score(t, c, minAcked, w.Stop())
 	checkReplicas(t, c)
 }
 

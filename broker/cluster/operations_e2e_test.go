@@ -52,5 +52,5 @@ func TestControlledShutdownAndPreferredElection(t *testing.T) {
 	if _, ok := w.AwaitAck(time.Now(), 15*time.Second); !ok {
 		t.Fatal("nothing acknowledged after the preferred election")
 	}
-	score(t, c, w.Stop())
+	score(t, c, minAcked, w.Stop())
 }

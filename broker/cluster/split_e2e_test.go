@@ -89,7 +89,7 @@ func TestReplicationSplitRoles(t *testing.T) {
 	if _, ok := w.AwaitAck(time.Now(), 10*time.Second); !ok {
 		t.Fatal("nothing acknowledged after the nodes came back")
 	}
-	score(t, c, w.Stop())
+	score(t, c, minAcked, w.Stop())
 	checkReplicas(t, c)
 	checkUnregister(t, c)
 }
@@ -247,7 +247,7 @@ func TestReplicationEligibleLeaderAfterUncleanRestart(t *testing.T) {
 	if _, ok := w.AwaitAck(time.Now(), 15*time.Second); !ok {
 		t.Fatal("nothing acknowledged after the brokers came back")
 	}
-	s := score(t, c, w.Stop())
+	s := score(t, c, minAcked, w.Stop())
 	if s.Acknowledged < int(acked) || acked < 1000 {
 		t.Errorf("%d acknowledged before the ISR fell below min.insync.replicas, %d in all", acked, s.Acknowledged)
 	}

@@ -53,7 +53,8 @@ as TRIBUTARY_ and the name in capitals with dots as underscores
 (TRIBUTARY_LOG_RETENTION_HOURS), and the flags, of which --set name=value
 takes any property. An unknown property or a bad value stops the start with a
 message naming it.`,
-		Example: `  # A single node on the defaults; metrics at http://127.0.0.1:9644/metrics.
+		Example: `  # A single node on the defaults; metrics at http://127.0.0.1:9644/metrics
+  # (the admin port is the first listener's + 552 unless --admin-listen says).
   tributary broker
 
   # Another port and data directory, one-hour retention.
@@ -88,6 +89,13 @@ message naming it.`,
 				printBrokerCheck(cmd.OutOrStdout(), cfg)
 				return nil
 			}
+			if !setByUser(cmd, "admin-listen") {
+				// Left unset: derived from the first listener, so that
+				// nodes on one host each get their own.
+				if ls, err := cfg.Listeners(); err == nil && len(ls) > 0 {
+					adminListen = admin.BrokerAddr(ls[0].Port)
+				}
+			}
 			return runBroker(cmd.Context(), cfg, noSendfile, adminListen, pprof)
 		},
 	}
@@ -98,7 +106,8 @@ message naming it.`,
 	f.StringVar(&logDirs, "log-dirs", "./tributary-data", "log.dirs: comma-separated data directories")
 	f.StringArrayVar(&sets, "set", nil, "any broker property as name=value (repeatable)")
 	f.BoolVar(&noSendfile, "no-sendfile", false, "copy fetched records through user space instead of sendfile(2)")
-	f.StringVar(&adminListen, "admin-listen", "127.0.0.1:9644", "address of /metrics, /healthz, /readyz, /loglevel and /debug/pprof; empty to turn off")
+	f.StringVar(&adminListen, "admin-listen", admin.BrokerDefault, "address of /metrics, /healthz, /readyz, /loglevel and /debug/pprof; empty to turn off. "+
+		"Left unset, 127.0.0.1 at the first listener's port + 552 (9644 for 9092), so that nodes on one host do not collide")
 	addAdminPprofFlag(f, &pprof)
 	addCheckConfigFlag(f, &checkConfig)
 	return cmd
@@ -188,6 +197,10 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 			}
 			return s.Ready()
 		}, slog.Default(), adminOptions(pprof)...)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--admin-listen %s: %w: another process (another node on this host?) has it; "+
+				"set --admin-listen to a free address, or to \"\" to turn the admin endpoint off", adminListen, err)
+		}
 		if err != nil {
 			return fmt.Errorf("--admin-listen %s: %w", adminListen, err)
 		}

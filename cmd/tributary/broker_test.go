@@ -64,3 +64,33 @@ func TestBrokerRefusesBadProperties(t *testing.T) {
 		}
 	}
 }
+
+// --admin-listen given anywhere (flag, file, environment) is the user's;
+// only when it is nowhere does the broker derive it from its listener.
+func TestAdminListenSetByUser(t *testing.T) {
+	newCmd := func() *cobra.Command {
+		cmd := &cobra.Command{}
+		cmd.Flags().String("admin-listen", "127.0.0.1:9644", "")
+		return cmd
+	}
+	cmd := newCmd()
+	if err := newConfig().load(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if setByUser(cmd, "admin-listen") {
+		t.Error("setByUser with no flag, file or environment")
+	}
+	cmd = newCmd()
+	cmd.Flags().Set("admin-listen", "127.0.0.1:9644")
+	if !setByUser(cmd, "admin-listen") {
+		t.Error("not setByUser with the flag given its default value")
+	}
+	t.Setenv("TRIBUTARY_ADMIN_LISTEN", "127.0.0.1:9644")
+	cmd = newCmd()
+	if err := newConfig().load(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if !setByUser(cmd, "admin-listen") {
+		t.Error("not setByUser with TRIBUTARY_ADMIN_LISTEN")
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/internal/kafkacli"
 )
 
@@ -320,54 +321,49 @@ type batchInfo struct {
 	Corrupt bool
 }
 
-// Byte layout of the fields read from a batch. Magic 2 (Kafka 0.11+):
+// Batches of magic 2 are read by broker/record. Magic 0 and 1 (a message
+// set entry, which Tributary never writes but a Kafka cluster's older
+// segments may hold) are read here:
 //
-//	0 baseOffset int64 | 8 batchLength int32 | 12 partitionLeaderEpoch int32
-//	16 magic int8 | 17 crc uint32 (CRC-32C of bytes 21..end) | 21 attributes int16
-//	23 lastOffsetDelta int32 | ... (61 bytes of header in all)
+//	0 offset int64 | 8 size int32 | 12 crc uint32 (CRC-32 IEEE of bytes 16..end)
+//	16 magic int8 | ...
 //
-// Magic 0 and 1 (a message set entry): 0 offset int64 | 8 size int32 |
-// 12 crc uint32 (CRC-32 IEEE of bytes 16..end) | 16 magic int8 | ... ; a
-// compressed wrapper's offset is that of its last inner message.
+// a compressed wrapper's offset is that of its last inner message.
 const (
-	batchLogOverhead = 12 // offset and length, before the length counts
-	batchV2Header    = 61
-	legacyMinSize    = 14 // crc, magic, attributes, key and value lengths
+	legacyMinSize = 14 // crc, magic, attributes, key and value lengths
+	offMagic      = 16 // the same in every format
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // parseBatchHeaders reads the complete batches of a Fetch response's
 // records; a partial batch at the end (the broker cuts at max bytes) is
 // ignored, as every consumer does.
 func parseBatchHeaders(b []byte) ([]batchInfo, error) {
 	var out []batchInfo
-	for len(b) >= batchLogOverhead {
+	for len(b) >= record.LogOverhead {
 		base := int64(binary.BigEndian.Uint64(b[0:]))
 		length := int32(binary.BigEndian.Uint32(b[8:]))
 		if length < legacyMinSize {
 			return out, fmt.Errorf("corrupt batch at offset %d: length %d", base, length)
 		}
-		size := batchLogOverhead + int(length)
-		if len(b) < size || size < 17 {
+		size := record.LogOverhead + int(length)
+		if len(b) < size {
 			break
 		}
-		batch := b[:size]
-		b = b[size:]
 		var info batchInfo
-		switch magic := batch[16]; magic {
-		case 2:
-			if size < batchV2Header {
+		switch magic := int8(b[offMagic]); magic {
+		case record.Magic:
+			batch, _, ok := record.Split(b)
+			if !ok {
 				return out, fmt.Errorf("corrupt batch at offset %d: %d bytes, less than a header", base, size)
 			}
-			info = batchInfo{Base: base, Last: base + int64(int32(binary.BigEndian.Uint32(batch[23:]))), CRC: binary.BigEndian.Uint32(batch[17:])}
-			info.Corrupt = crc32.Checksum(batch[21:], castagnoli) != info.CRC
+			info = batchInfo{Base: base, Last: batch.LastOffset(), CRC: batch.CRC(), Corrupt: batch.ComputeCRC() != batch.CRC()}
 		case 0, 1:
-			info = batchInfo{Base: base, Last: base, CRC: binary.BigEndian.Uint32(batch[12:])}
-			info.Corrupt = crc32.ChecksumIEEE(batch[16:]) != info.CRC
+			info = batchInfo{Base: base, Last: base, CRC: binary.BigEndian.Uint32(b[12:])}
+			info.Corrupt = crc32.ChecksumIEEE(b[offMagic:size]) != info.CRC
 		default:
 			return out, fmt.Errorf("batch at offset %d: unknown magic %d", base, magic)
 		}
+		b = b[size:]
 		out = append(out, info)
 	}
 	return out, nil

@@ -9,20 +9,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
-// v2Batch is a magic-2 record batch of n records from base whose records
-// section is payload, with a correct CRC.
+// v2Batch is a magic-2 record batch of n records from base, each with
+// value payload, as broker/record builds it (correct CRC).
 func v2Batch(base int64, n int32, payload string) []byte {
-	b := make([]byte, batchV2Header+len(payload))
-	binary.BigEndian.PutUint64(b[0:], uint64(base))
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batchLogOverhead))
-	b[16] = 2
-	binary.BigEndian.PutUint32(b[23:], uint32(n-1))
-	binary.BigEndian.PutUint32(b[57:], uint32(n))
-	copy(b[batchV2Header:], payload)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	kvs := make([]record.KV, n)
+	for i := range kvs {
+		kvs[i].Value = []byte(payload)
+	}
+	b, err := record.Build(record.DefaultBuildOptions(), record.NewRecords(kvs...))
+	if err != nil {
+		panic(err)
+	}
+	b.SetBaseOffset(base)
 	return b
 }
 

@@ -48,6 +48,17 @@ func env(key string) string {
 	return envPrefix + "_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
 }
 
+// fromConfigAnnotation marks a flag that load set from the file or the
+// environment.
+const fromConfigAnnotation = "tributary-from-config"
+
+// setByUser is whether the flag was given on the command line, in the
+// config file or in the environment.
+func setByUser(cmd *cobra.Command, name string) bool {
+	f := cmd.Flags().Lookup(name)
+	return f != nil && (f.Changed || len(f.Annotations[fromConfigAnnotation]) > 0)
+}
+
 // load reads the config file, if one is named, and applies the environment
 // and the file to every flag of cmd not set on the command line.
 func (c *config) load(cmd *cobra.Command) error {
@@ -76,6 +87,9 @@ func (c *config) load(cmd *cobra.Command) error {
 		} else {
 			err = f.Value.Set(c.v.GetString(k))
 		}
+		// Not Changed (that is the command line's), but set: a default
+		// derived from other settings must not override it (setByUser).
+		cmd.Flags().SetAnnotation(f.Name, fromConfigAnnotation, []string{"true"})
 		if err != nil {
 			from := "config file " + file
 			if _, ok := os.LookupEnv(env(k)); ok {

@@ -180,3 +180,20 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestBrokerAddr(t *testing.T) {
+	for _, tc := range []struct {
+		port int
+		want string
+	}{
+		{9092, BrokerDefault},
+		{9192, "127.0.0.1:9744"},
+		{9193, "127.0.0.1:9745"},
+		{0, "127.0.0.1:0"},
+		{65000, "127.0.0.1:0"},
+	} {
+		if got := BrokerAddr(tc.port); got != tc.want {
+			t.Errorf("BrokerAddr(%d) = %s, want %s", tc.port, got, tc.want)
+		}
+	}
+}

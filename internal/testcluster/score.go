@@ -69,9 +69,19 @@ func (s Score) String() string {
 }
 
 // Check fails the test if the run has any anomaly, showing up to 10
-// examples of each kind.
-func (s Score) Check(t testing.TB) {
+// examples of each kind, or if fewer than minAcked records were
+// acknowledged: a scenario whose producer was refused throughout has
+// nothing to lose, and its perfect score would prove nothing. minAcked
+// must be at least 1.
+func (s Score) Check(t testing.TB, minAcked int) {
 	t.Helper()
+	if minAcked < 1 {
+		t.Errorf("Score.Check with minAcked %d: a run must acknowledge something", minAcked)
+		minAcked = 1
+	}
+	if s.Acknowledged < minAcked {
+		t.Errorf("queue workload: %d records acknowledged, want at least %d: %s", s.Acknowledged, minAcked, s)
+	}
 	if s.Ok() {
 		return
 	}

@@ -165,7 +165,7 @@ func TestScoreCheck(t *testing.T) {
 	reads = append(reads, Read{0, 15, "z-1"})
 
 	rec := &recordingTB{TB: t}
-	Evaluate(reads, h).Check(rec)
+	Evaluate(reads, h).Check(rec, 30)
 	if len(rec.errs) != 1 {
 		t.Fatalf("Check reported %d errors, want 1: %q", len(rec.errs), rec.errs)
 	}
@@ -185,9 +185,28 @@ func TestScoreCheck(t *testing.T) {
 	}
 
 	rec = &recordingTB{TB: t}
-	Evaluate(reads[:15], history("a", 15, map[string]Ack{"a-3": {0, 3}})).Check(rec)
+	Evaluate(reads[:15], history("a", 15, map[string]Ack{"a-3": {0, 3}})).Check(rec, 1)
 	if len(rec.errs) != 0 {
 		t.Errorf("Check of a clean run: %q", rec.errs)
+	}
+
+	// A clean run that acknowledged too little, or nothing, fails.
+	for _, tc := range []struct {
+		acked, min int
+		want       string
+	}{
+		{1, 2, "1 records acknowledged, want at least 2"},
+		{0, 1, "0 records acknowledged, want at least 1"},
+	} {
+		acks := map[string]Ack{}
+		for i := range tc.acked {
+			acks[fmt.Sprintf("a-%d", i)] = Ack{0, int64(i)}
+		}
+		rec = &recordingTB{TB: t}
+		Evaluate(reads[:tc.acked], history("a", 15, acks)).Check(rec, tc.min)
+		if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], tc.want) {
+			t.Errorf("Check(%d) of a run with %d acknowledged: %q, want one error with %q", tc.min, tc.acked, rec.errs, tc.want)
+		}
 	}
 }
 

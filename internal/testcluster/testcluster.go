@@ -3,7 +3,11 @@
 // broker and a voter of the controller quorum (combined mode, Start), or
 // controller-only voters beside broker-only nodes (StartSplit). A test
 // kills (-9), pauses, restarts nodes and waits for the controller or for
-// partition leaders, and the cluster is killed when the test ends.
+// partition leaders. When the test ends every node still running is stopped
+// with SIGTERM, all at once, and must exit with status 0; the logs of every
+// node and every incarnation (a node killed with -9 and restarted) are
+// scanned for data races, panics and fatal errors, any of which fails the
+// test (testbroker.Broker.Finish).
 package testcluster
 
 import (
@@ -116,6 +120,10 @@ func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
 	if t.Failed() {
 		t.FailNow()
 	}
+	// Registered after the nodes' own cleanups, so it runs before them: a
+	// node stopped alone would wait out controlled shutdown against a
+	// quorum its peers already took down with them.
+	t.Cleanup(c.stop)
 	return c
 }
 
@@ -127,6 +135,22 @@ func (c *Cluster) BrokerOnlyConfig(id int32) testbroker.Config {
 	return testbroker.Config{Dir: c.t.TempDir(), Port: port,
 		Listeners: fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrl),
 		Props:     append([]string{"process.roles=broker", fmt.Sprintf("node.id=%d", id)}, c.base...)}
+}
+
+// stop stops the nodes still running, broker-only nodes first and then the
+// controllers (as Kafka's operators are told to), each group at once, and
+// checks what every node left behind.
+func (c *Cluster) stop() {
+	c.t.Helper()
+	var brokers, controllers []*testbroker.Broker
+	for _, n := range c.Nodes {
+		if n.IsController {
+			controllers = append(controllers, n.Broker)
+		} else {
+			brokers = append(brokers, n.Broker)
+		}
+	}
+	testbroker.FinishAll(c.t, brokers, controllers)
 }
 
 // Brokers are the nodes with the broker role.

@@ -57,7 +57,7 @@ func TestQueueWorkloadSmoke(t *testing.T) {
 
 	s := c.Score(topic, hg, hj)
 	t.Logf("score: %s", s)
-	s.Check(t)
+	s.Check(t, 40000)
 	if s.Attempted != 40000 || s.Acknowledged != 40000 || s.Read != 40000 {
 		t.Errorf("want 40000 attempted, acknowledged and read: %s", s)
 	}
