@@ -54,7 +54,7 @@ func ParseVoters(list []string) ([]Voter, error) {
 // its image in the same order.
 type quorum struct {
 	raft   *raft.Raft
-	store  *raftboltdb.BoltStore
+	store  *stableStore
 	trans  *raft.NetworkTransport
 	logger *slog.Logger
 }
@@ -122,14 +122,15 @@ func openQuorum(dir string, self int32, conns *RaftConns, voters []Voter, timing
 			return nil, err
 		}
 	}
-	r, err := raft.NewRaft(conf, fsm, store, store, snaps, trans)
+	stable := &stableStore{StableStore: store, close: store.Close}
+	r, err := raft.NewRaft(conf, fsm, store, stable, snaps, trans)
 	if err != nil {
 		trans.Close()
 		store.Close()
 		return nil, err
 	}
 	logger.Info("controller quorum", "node_id", self, "voter", voter, "voters", len(voters), "dir", dir, "recovered", has)
-	return &quorum{raft: r, store: store, trans: trans, logger: logger}, nil
+	return &quorum{raft: r, store: stable, trans: trans, logger: logger}, nil
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
