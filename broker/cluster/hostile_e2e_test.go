@@ -367,17 +367,24 @@ func partitionLeaders(t *testing.T, adm *kadm.Client) map[string]int32 {
 
 func partitionOf(t *testing.T, c *testcluster.Cluster, topic string, p int32) kmsg.MetadataResponseTopicPartition {
 	t.Helper()
-	m, err := metadataAt(c.Node(1).Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mt := range m.Topics {
-		if mt.Topic != nil && *mt.Topic == topic && int(p) < len(mt.Partitions) {
-			return mt.Partitions[p]
+	// Node 1 applies the metadata log in its own time: the leaders the
+	// admin client saw may not have reached it yet.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		m, err := metadataAt(c.Node(1).Addr())
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, mt := range m.Topics {
+			if mt.Topic != nil && *mt.Topic == topic && int(p) < len(mt.Partitions) && mt.Partitions[p].Leader >= 0 {
+				return mt.Partitions[p]
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no partition %s-%d with a leader in node 1's Metadata after 15s", topic, p)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("no partition %s-%d in Metadata", topic, p)
-	return kmsg.MetadataResponseTopicPartition{}
 }
 
 func topicID(t *testing.T, c *testcluster.Cluster, topic string) [16]byte {
