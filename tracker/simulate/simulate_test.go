@@ -51,8 +51,14 @@ func TestTrafficIsValidActivity(t *testing.T) {
 	if n < 1000 || n > 2500 {
 		t.Fatalf("%d events in 2 s at 1000/s", n)
 	}
-	if got := int64(len(sink.events)); got != n {
-		t.Fatalf("the tracker took %d events, the simulator counted %d", got, n)
+	// The batch in flight when the run ended was cancelled on the client's
+	// side, and the tracker may have taken it all the same: wait for its
+	// handler, then allow that one batch (50 events) beyond the count.
+	ts.Close()
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if got := int64(len(sink.events)); got < n || got > n+50 {
+		t.Fatalf("the tracker took %d events, the simulator counted %d (one cancelled batch of 50 may be taken uncounted)", got, n)
 	}
 	kinds := map[string]int{}
 	visitors := map[string]bool{}
