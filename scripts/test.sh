@@ -51,7 +51,10 @@ trap 'rm -rf "$tmp"' EXIT
 echo "--- $GO test -race ${pkgs[*]}"
 # -json keeps each test's end and skip reason machine-readable; testsummary
 # prints what a plain go test would, and the summary line at the end.
-"$GO" test -race -json "${pkgs[@]}" 2>&1 | "$tmp/testsummary" -summary "$tmp/summary"
+# -timeout is per package: the loader's (HDFS, pyarrow reading the lake
+# back) takes 6-11 minutes on 2 cores shared with the cluster tests, past
+# go test's default of 10.
+"$GO" test -race -timeout 25m -json "${pkgs[@]}" 2>&1 | "$tmp/testsummary" -summary "$tmp/summary"
 status=$?
 
 if ((status == 0)); then
