@@ -57,6 +57,9 @@ type Controller struct {
 	mu  sync.Mutex
 	log *metaLog // single node
 	q   *quorum  // quorum; nil on a single node
+	// opened is q, stored once openQuorum has set it, for the FSM's
+	// goroutine (see activeID).
+	opened atomic.Pointer[quorum]
 	// ahead is the image with every change handed to the log, while some
 	// are in flight (not yet applied here); nil when none are. mu
 	ahead *Image
@@ -344,9 +347,16 @@ func (c *Controller) setControllerID(id int32) {
 }
 
 // activeID is the node id of the active controller, -1 during an election.
+// Raft replays the log through the FSM, which publishes and so asks this,
+// before openQuorum has set c.q: the FSM's goroutine reads the quorum from
+// opened, which openQuorum stores once c.q is whole, and answers -1 until
+// then (c.voters is set before Raft starts).
 func (c *Controller) activeID() int32 {
-	if c.q != nil {
-		return c.q.leader()
+	if q := c.opened.Load(); q != nil {
+		return q.leader()
+	}
+	if c.voters != nil {
+		return -1
 	}
 	return c.nodeID
 }

@@ -125,6 +125,7 @@ func (c *Controller) openQuorum(dir, clusterID string, conns *RaftConns) error {
 	if c.q, err = openQuorum(filepath.Join(dir, QuorumDir), c.nodeID, conns, voters, timing, fsm{c}, c.logger); err != nil {
 		return err
 	}
+	c.opened.Store(c.q)
 	obs := make(chan raft.Observation, 16)
 	c.q.raft.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
