@@ -257,11 +257,15 @@ func parseRecord(body []byte) (f recordFields, why string) {
 	return f, ""
 }
 
-// shortVarint is varint32 with the one-byte case, most of a record's
-// fields, inline.
+// shortVarint is varint32 with the one- and two-byte cases inline: nearly
+// every field of an event record (lengths up to 8 KiB, deltas up to 8191).
 func shortVarint(b []byte) (int32, int) {
 	if len(b) > 0 && b[0] < 0x80 {
 		return int32(b[0]>>1) ^ -int32(b[0]&1), 1
+	}
+	if len(b) > 1 && b[1] < 0x80 {
+		u := uint32(b[0]&0x7f) | uint32(b[1])<<7
+		return int32(u>>1) ^ -int32(u&1), 2
 	}
 	return varint32(b)
 }
@@ -530,7 +534,7 @@ func (w *walker) byte(end int) (byte, bool) {
 
 func (w *walker) varint(end int) (int32, bool) {
 	w.fill(5)
-	v, n := varint32(w.buf)
+	v, n := shortVarint(w.buf)
 	if n <= 0 || n > end-w.off {
 		return 0, false
 	}
