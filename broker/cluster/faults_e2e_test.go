@@ -268,7 +268,7 @@ func TestFaultMinISR(t *testing.T) {
 	c.Controller(15 * time.Second)
 	adm := c.Admin()
 	waitBrokers(t, adm, 5)
-	createAssigned(t, c, "q", []int32{1, 2, 3}, "min.insync.replicas", "2")
+	createAssigned(t, c, "q", [][]int32{{1, 2, 3}}, "min.insync.replicas", "2")
 	c.Leaders("q", 10*time.Second)
 	w := testcluster.StartWorkload(t, c.Bootstrap(), testcluster.WorkloadConfig{Topic: "q", Rate: 500, Key: "hot"})
 	time.Sleep(2 * time.Second)
@@ -378,8 +378,8 @@ func waitISRAll(t *testing.T, c *testcluster.Cluster, topic string, n int) {
 	t.Fatalf("not every partition of %s has %d in-sync replicas after 30 s", topic, n)
 }
 
-// createAssigned creates topic with one partition on the given replicas.
-func createAssigned(t *testing.T, c *testcluster.Cluster, topic string, replicas []int32, configs ...string) {
+// createAssigned creates topic with partition p on the replicas assign[p].
+func createAssigned(t *testing.T, c *testcluster.Cluster, topic string, assign [][]int32, configs ...string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...))
 	if err != nil {
@@ -390,9 +390,11 @@ func createAssigned(t *testing.T, c *testcluster.Cluster, topic string, replicas
 	req.TimeoutMillis = 10000
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	a.Partition, a.Replicas = 0, replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	for p, replicas := range assign {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
 	for i := 0; i+1 < len(configs); i += 2 {
 		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
 		cfg.Name, cfg.Value = configs[i], kmsg.StringPtr(configs[i+1])
@@ -406,7 +408,7 @@ func createAssigned(t *testing.T, c *testcluster.Cluster, topic string, replicas
 		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 	}
 	if err != nil {
-		t.Fatalf("creating %s on %v: %v", topic, replicas, err)
+		t.Fatalf("creating %s on %v: %v", topic, assign, err)
 	}
 }
 
@@ -418,7 +420,7 @@ func TestFaultReassignment(t *testing.T) {
 	c.Controller(15 * time.Second)
 	adm := c.Admin()
 	waitBrokers(t, adm, 4)
-	createAssigned(t, c, "q", []int32{1, 2, 3}, "min.insync.replicas", "2")
+	createAssigned(t, c, "q", [][]int32{{1, 2, 3}}, "min.insync.replicas", "2")
 	c.Leaders("q", 10*time.Second)
 	w := testcluster.StartWorkload(t, c.Bootstrap(), testcluster.WorkloadConfig{Topic: "q", Rate: 1000, Key: "hot"})
 	time.Sleep(3 * time.Second)

@@ -48,7 +48,7 @@ func TestHostileClients(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 6, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "h"); err != nil {
 		t.Fatal(err)
 	}
-	createAssigned(t, c, "two", []int32{1, 2}) // broker 3 is no replica of it
+	createAssigned(t, c, "two", [][]int32{{1, 2}}) // broker 3 is no replica of it
 	c.Leaders("h", 15*time.Second)
 	c.Leaders("two", 15*time.Second)
 	waitISR(t, c, "two", 2)
@@ -203,7 +203,7 @@ func TestHostileClients(t *testing.T) {
 			}{secret, p.LeaderEpoch - 1, kerr.FencedLeaderEpoch})
 		}
 		for _, tc := range cases {
-			r := replicaFetch(t, leader.Addr(), 3, tc.secret, "two", tc.epoch)
+			r := replicaFetch{addr: leader.Addr(), version: 12, id: 3, secret: tc.secret, topic: "two", leaderEpoch: tc.epoch}.send(t)
 			code := r.ErrorCode
 			var records int
 			if code == 0 && len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
@@ -265,7 +265,7 @@ func TestHostileClients(t *testing.T) {
 	}
 	// A replica fetch (v15, KIP-903) from broker 4's previous incarnation
 	// moves nothing; from the current one it is served.
-	createAssigned(t, c, "four", []int32{1, 4})
+	createAssigned(t, c, "four", [][]int32{{1, 4}})
 	c.Leaders("four", 15*time.Second)
 	p := partitionOf(t, c, "four", 0)
 	secret := clusterSecret(t, c.Node(1).DataDir())
@@ -273,7 +273,7 @@ func TestHostileClients(t *testing.T) {
 		epoch int64
 		want  *kerr.Error
 	}{{epoch4, kerr.NotLeaderForPartition}, {loggedEpoch(t, b4.Log()), nil}} {
-		r := replicaFetchV15(t, c.Node(p.Leader).Addr(), 4, tc.epoch, secret, topicID(t, c, "four"), p.LeaderEpoch)
+		r := replicaFetch{addr: c.Node(p.Leader).Addr(), version: 15, id: 4, brokerEpoch: tc.epoch, secret: secret, topicID: topicID(t, c, "four"), leaderEpoch: p.LeaderEpoch}.send(t)
 		code := r.ErrorCode
 		if code == 0 && len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
 			code = r.Topics[0].Partitions[0].ErrorCode
@@ -447,49 +447,45 @@ func clusterSecret(t *testing.T, dir string) string {
 	return ""
 }
 
-// replicaFetch fetches partition 0 of topic as replica id, with the
-// inter-broker secret when it is not empty.
-func replicaFetch(t *testing.T, addr string, id int32, secret, topic string, leaderEpoch int32) *kmsg.FetchResponse {
-	t.Helper()
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = id, 1<<20, 0
-	if secret != "" {
-		req.UnknownTags.Set(replica.SecretTag, []byte(secret))
-	}
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.PartitionMaxBytes = 0, leaderEpoch, 0, 1<<20
-	rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := roundTrip(addr, req)
-	if err != nil {
-		t.Fatalf("replica fetch: %v", err)
-	}
-	return resp.(*kmsg.FetchResponse)
+// replicaFetch fetches partition 0 of a topic as replica id, with the
+// inter-broker secret when it is not empty. v12 names the replica in
+// ReplicaID and the topic by name; v15 (KIP-903) in ReplicaState, with its
+// broker epoch, and the topic by id.
+type replicaFetch struct {
+	addr        string
+	version     int16
+	id          int32
+	brokerEpoch int64 // v15
+	secret      string
+	topic       string   // v12
+	topicID     [16]byte // v15
+	leaderEpoch int32
 }
 
-// replicaFetchV15 fetches partition 0 of a topic (by id) as replica id of
-// broker epoch epoch (ReplicaState, KIP-903), with the secret.
-func replicaFetchV15(t *testing.T, addr string, id int32, epoch int64, secret string, topic [16]byte, leaderEpoch int32) *kmsg.FetchResponse {
+func (f replicaFetch) send(t *testing.T) *kmsg.FetchResponse {
 	t.Helper()
 	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(15)
-	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 1<<20, 0
-	req.ReplicaState.ID, req.ReplicaState.Epoch = id, epoch
-	req.UnknownTags.Set(replica.SecretTag, []byte(secret))
+	req.SetVersion(f.version)
+	req.MaxBytes, req.MaxWaitMillis = 1<<20, 0
+	if f.version >= 15 {
+		req.ReplicaID = -1
+		req.ReplicaState.ID, req.ReplicaState.Epoch = f.id, f.brokerEpoch
+	} else {
+		req.ReplicaID = f.id
+	}
+	if f.secret != "" {
+		req.UnknownTags.Set(replica.SecretTag, []byte(f.secret))
+	}
 	rt := kmsg.NewFetchRequestTopic()
-	rt.TopicID = topic
+	rt.Topic, rt.TopicID = f.topic, f.topicID
 	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.PartitionMaxBytes = 0, leaderEpoch, 0, 1<<20
+	rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.PartitionMaxBytes = 0, f.leaderEpoch, 0, 1<<20
 	rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := roundTrip(addr, req)
+	resp, err := roundTrip(f.addr, req)
 	if err != nil {
-		t.Fatalf("replica fetch v15: %v", err)
+		t.Fatalf("replica fetch v%d: %v", f.version, err)
 	}
 	return resp.(*kmsg.FetchResponse)
 }

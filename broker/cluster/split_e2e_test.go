@@ -217,7 +217,7 @@ func TestReplicationEligibleLeaderAfterUncleanRestart(t *testing.T) {
 	c := testcluster.StartSplit(t, 3, 3)
 	c.Controller(15 * time.Second)
 	waitBrokers(t, c.Admin(), 3)
-	createAssigned(t, c, "q", []int32{4, 5, 6}, "min.insync.replicas", "2")
+	createAssigned(t, c, "q", [][]int32{{4, 5, 6}}, "min.insync.replicas", "2")
 	c.Leaders("q", 10*time.Second)
 	w := testcluster.StartWorkload(t, c.Bootstrap(), testcluster.WorkloadConfig{Topic: "q", Rate: 1000, Key: "hot"})
 	time.Sleep(2 * time.Second)
