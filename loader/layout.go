@@ -65,6 +65,22 @@ func newRunID(job string, now time.Time) string {
 // runTimeLayout keeps every digit, so that names sort as times do.
 const runTimeLayout = "20060102T150405.000000000Z"
 
+// runTime is the planning time a run id carries, in either layout: runs
+// planned before ids kept nanoseconds have whole seconds.
+func runTime(run string) (time.Time, bool) {
+	i := strings.LastIndexByte(run, '-')
+	j := strings.LastIndexByte(run[:max(i, 0)], '-')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	for _, layout := range []string{runTimeLayout, "20060102T150405Z"} {
+		if t, err := time.Parse(layout, run[j+1:i]); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // runJob is the job of a run id; ok is false for a name that is not one.
 func runJob(run string) (string, bool) {
 	i := strings.LastIndexByte(run, '-')

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +38,22 @@ func TestRunIDsSortInPlanOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		prev = run
+	}
+
+	// A run named in the older layout, whole seconds, still goes first.
+	old := "job-1-20270101T000000Z-abcdef"
+	if err := fs.WriteFileAtomic(planPath(old), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := l.nextRunID("job-1", now)
+	if err != nil || run <= old {
+		t.Fatalf("after %s: %s %v", old, run, err)
+	}
+	// A name with no time in it is refused, not spun on.
+	if err := fs.WriteFileAtomic(planPath("job-1-zzz-abcdef"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.nextRunID("job-1", now); err == nil || !strings.Contains(err.Error(), "job-1-zzz-abcdef") {
+		t.Fatalf("a plan named job-1-zzz-abcdef: %v", err)
 	}
 }

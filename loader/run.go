@@ -217,9 +217,23 @@ func (l *Loader) nextRunID(job string, now time.Time) (string, time.Time, error)
 	if err != nil {
 		return "", now, err
 	}
+	if len(runs) == 0 {
+		return newRunID(job, now), now, nil
+	}
+	// A clock behind the last run's planner moves to just after it, in one
+	// step: stepping a millisecond at a time took an hour's worth of
+	// millions of names for a clock an hour behind.
+	last := runs[len(runs)-1]
+	t, ok := runTime(last)
+	if !ok {
+		return "", now, fmt.Errorf("%s/%s: %s.json is not a plan this loader wrote (no time in its name); move it away", l.FS, plansDir, last)
+	}
+	if !now.After(t) {
+		now = t.Add(time.Nanosecond)
+	}
 	id := newRunID(job, now)
-	for len(runs) > 0 && id <= runs[len(runs)-1] {
-		now = now.Add(time.Millisecond)
+	for id <= last { // last has whole seconds, and "." sorts before "Z"
+		now = now.Add(time.Second)
 		id = newRunID(job, now)
 	}
 	return id, now, nil
