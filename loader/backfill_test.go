@@ -14,6 +14,7 @@ import (
 // same names; every other file is left untouched, and the lake still holds
 // each offset once.
 func TestLoadBackfill(t *testing.T) {
+	t.Parallel()
 	b := testbroker.Start(t)
 	testbroker.CreateTopic(t, b.Addr(), "events", 2)
 	var want produced

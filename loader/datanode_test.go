@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
@@ -34,18 +35,19 @@ func (b *syncBuffer) String() string {
 }
 
 // Issue 7, "the DataNode dies mid-write": the only DataNode of a private
-// HDFS is killed (SIGKILL) while a load streams Parquet into it. The load
+// HDFS is killed (SIGKILL) while a load (sized) streams Parquet into it. The load
 // fails with HDFS's error and commits nothing; once a DataNode is back,
 // the rerun resumes the plan and every offset is in the lake once.
 func TestDataNodeDiesMidWrite(t *testing.T) {
+	t.Parallel()
 	h := testhdfs.StartPrivate(t)
 	b := testbroker.Start(t)
 	testbroker.CreateTopic(t, b.Addr(), "events", 2)
 	var want produced
-	produce(t, b.Addr(), "events", 0, 100_000, 0, &want)
+	produce(t, b.Addr(), "events", 0, sized(100_000), 0, &want)
 	target := "hdfs://" + h.NameNode + "/tmp/lake"
 	args := append([]string{"load", "run", "-b", b.Addr(), "--topics", "events", "--schema", activitySchema, "--time-field", "timestamp",
-		"--target", target, "--parallelism", "1", "--max-records-per-unit", "10000", "--target-file-size", "256KiB"}, hdfsArgs(t)...)
+		"--target", target, "--parallelism", "1", "--max-records-per-unit", fmt.Sprint(sized(10_000)), "--target-file-size", fmt.Sprint(sized(256 << 10))}, hdfsArgs(t)...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

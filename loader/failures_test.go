@@ -30,6 +30,7 @@ func closedAddr(t *testing.T) string {
 // The bad situations of issue 7 that need no HDFS fault: each is a clear
 // error, a non-zero exit, and nothing committed.
 func TestLoadFailsClearly(t *testing.T) {
+	t.Parallel()
 	b := testbroker.Start(t)
 	testbroker.CreateTopic(t, b.Addr(), "events", 2)
 	var want produced
@@ -70,6 +71,7 @@ func TestLoadFailsClearly(t *testing.T) {
 // offset still available; with --allow-gaps it continues from there and
 // the manifest records the gap.
 func TestLoadRetentionGap(t *testing.T) {
+	t.Parallel()
 	b := testbroker.Start(t)
 	testbroker.CreateTopic(t, b.Addr(), "events", 1)
 	var want produced
@@ -120,6 +122,7 @@ func TestLoadRetentionGap(t *testing.T) {
 // A topic the job loaded and that was deleted since is reported with the
 // offsets the job had committed, not silently dropped.
 func TestLoadDeletedTopic(t *testing.T) {
+	t.Parallel()
 	b := testbroker.Start(t)
 	testbroker.CreateTopic(t, b.Addr(), "gone", 1)
 	var want produced

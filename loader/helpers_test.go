@@ -23,6 +23,18 @@ import (
 
 func TestMain(m *testing.M) { testhdfs.Main(m) }
 
+// sized is a test's record count: the count its issue names under `make
+// test-long` (TRIBUTARY_TEST_LONG=1), a fifth of it in `make test`, where
+// the race-built loader writes about 2,000 records a second and the full
+// counts took most of the package's 12 minutes. Unit sizes scale with it,
+// so that a run has as many units, and crash points as many steps, in both.
+func sized(full int) int {
+	if os.Getenv("TRIBUTARY_TEST_LONG") != "" {
+		return full
+	}
+	return full / 5
+}
+
 // activitySchema is the standard activity schema the loads use.
 var activitySchema = filepath.Join(testbroker.RepoRoot(), "formats", "schema", "activity.yaml")
 

@@ -21,20 +21,21 @@ func hdfsTarget(t *testing.T) string {
 
 func hdfsArgs(t *testing.T) []string { return []string{"--hdfs-user", testhdfs.Get(t).User} }
 
-// Issue 7, tests 1, 3 and 4: 300,000 activity events over 6 partitions
-// loaded into HDFS by 4 workers, read back by pyarrow: every offset once,
+// Issue 7, tests 1, 3 and 4: 300,000 activity events (a fifth in make
+// test, see sized) over 6 partitions loaded into HDFS by 4 workers, read back by pyarrow: every offset once,
 // every value as produced, every file in the hour of its events. Then an
 // incremental load writes only the new offsets, and the same data loaded by
 // 3 worker processes gives the same rows.
 func TestLoadHDFS(t *testing.T) {
+	t.Parallel()
 	b := testbroker.Start(t)
 	target := hdfsTarget(t)
 	testbroker.CreateTopic(t, b.Addr(), "events", 6)
 	var want produced
-	produce(t, b.Addr(), "events", 0, 300_000, 0, &want)
+	produce(t, b.Addr(), "events", 0, sized(300_000), 0, &want)
 
 	common := append([]string{"-b", b.Addr(), "--topics", "events", "--schema", activitySchema, "--time-field", "timestamp",
-		"--max-records-per-unit", "40000"}, hdfsArgs(t)...)
+		"--max-records-per-unit", fmt.Sprint(sized(40_000))}, hdfsArgs(t)...)
 	out := mustLoad(t, append([]string{"--target", target, "--parallelism", "4"}, common...)...)
 	t.Log(out)
 	first := readLake(t, target, "events")
@@ -43,7 +44,7 @@ func TestLoadHDFS(t *testing.T) {
 
 	// Incremental: only the new offsets are written.
 	hwm := testbroker.HighWatermarks(t, b.Addr(), "events")
-	produce(t, b.Addr(), "events", 300_000, 30_000, 0, &want)
+	produce(t, b.Addr(), "events", sized(300_000), sized(30_000), 0, &want)
 	mustLoad(t, append([]string{"--target", target, "--parallelism", "4"}, common...)...)
 	second := readLake(t, target, "events")
 	checkExactlyOnce(t, second, &want, testbroker.HighWatermarks(t, b.Addr(), "events"))
@@ -62,8 +63,8 @@ func TestLoadHDFS(t *testing.T) {
 			t.Errorf("the incremental run wrote %s, which starts below the previous high watermark %d", f.Path, hwm[f.Partition])
 		}
 	}
-	if m.Rows != 30_000 {
-		t.Errorf("the incremental run wrote %d rows, want 30000", m.Rows)
+	if m.Rows != int64(sized(30_000)) {
+		t.Errorf("the incremental run wrote %d rows, want %d", m.Rows, sized(30_000))
 	}
 	after := files(t, second.dir)
 	for _, f := range before {
@@ -113,6 +114,7 @@ func TestLoadHDFS(t *testing.T) {
 // malformed (half not JSON, half breaking the schema). They land in
 // _errors with their offsets and reasons; the rest load.
 func TestLoadFileTargetWithBadRecords(t *testing.T) {
+	t.Parallel()
 	b := testbroker.Start(t)
 	target := "file://" + t.TempDir()
 	testbroker.CreateTopic(t, b.Addr(), "web", 3)
@@ -160,13 +162,14 @@ func TestLoadFileTargetWithBadRecords(t *testing.T) {
 // committing, and at random moments; rerun each time. Every offset still
 // lands once, and a successful run leaves nothing in staging.
 func TestLoadCrashLoop(t *testing.T) {
+	t.Parallel()
 	b := testbroker.Start(t)
 	target := hdfsTarget(t)
 	testbroker.CreateTopic(t, b.Addr(), "clicks", 4)
 	var want produced
-	produce(t, b.Addr(), "clicks", 0, 60_000, 0, &want)
+	produce(t, b.Addr(), "clicks", 0, sized(60_000), 0, &want)
 	args := append([]string{"load", "run", "-b", b.Addr(), "--topics", "clicks", "--schema", activitySchema, "--time-field", "timestamp",
-		"--target", target, "--max-records-per-unit", "5000", "--parallelism", "2"}, hdfsArgs(t)...)
+		"--target", target, "--max-records-per-unit", fmt.Sprint(sized(5000)), "--parallelism", "2"}, hdfsArgs(t)...)
 
 	// Each crash point is an edge of the commit protocol (loader/crash.go).
 	crashes := []string{"planned", "unit-written#3", "unit-done#5", "moved#7", "committed", "finished"}
@@ -179,11 +182,11 @@ func TestLoadCrashLoop(t *testing.T) {
 		if i == 2 {
 			// New records while a run is open: the resumed run keeps its
 			// ranges, the next one takes them.
-			produce(t, b.Addr(), "clicks", 60_000, 10_000, 0, &want)
+			produce(t, b.Addr(), "clicks", sized(60_000), sized(10_000), 0, &want)
 		}
 	}
 	// kill -9 from outside at moments spread over a run.
-	produce(t, b.Addr(), "clicks", 70_000, 20_000, 0, &want)
+	produce(t, b.Addr(), "clicks", sized(70_000), sized(20_000), 0, &want)
 	for _, after := range []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 600 * time.Millisecond} {
 		killAfter(t, after, args...)
 	}
