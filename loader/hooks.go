@@ -25,6 +25,9 @@ type Hooks struct {
 
 func (l *Loader) fence(ctx context.Context) error {
 	if l.Hooks.Fence == nil {
+		if l.Lease != nil {
+			return l.Lease.Check(ctx)
+		}
 		return nil
 	}
 	return l.Hooks.Fence(ctx)

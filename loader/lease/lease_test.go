@@ -1,4 +1,4 @@
-package jobs
+package lease
 
 import (
 	"errors"
@@ -17,17 +17,17 @@ func leaseFS(t *testing.T) sink.FS {
 	return fs
 }
 
-func conf(owner string, ttl time.Duration) leaseConf {
-	return leaseConf{ttl: ttl, skew: 0, owner: owner, now: time.Now}
+func conf(owner string, ttl time.Duration) Config {
+	return Config{TTL: ttl, Owner: owner}
 }
 
 func TestLeaseExclusiveAndReleased(t *testing.T) {
 	fs := leaseFS(t)
-	a, err := acquire(fs, "j", "run-a", conf("a", 30*time.Second))
+	a, err := Acquire(fs, "j", "run-a", conf("a", 30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = acquire(fs, "j", "run-b", conf("b", 30*time.Second))
+	_, err = Acquire(fs, "j", "run-b", conf("b", 30*time.Second))
 	var busy *BusyError
 	if !errors.As(err, &busy) || busy.Holder.Owner != "a" || busy.Holder.Run != "run-a" {
 		t.Fatalf("second acquire: %v, want busy, held by a", err)
@@ -41,7 +41,7 @@ func TestLeaseExclusiveAndReleased(t *testing.T) {
 	if a.Check(nil) == nil {
 		t.Fatal("a released lease still checks")
 	}
-	b, err := acquire(fs, "j", "run-b", conf("b", 30*time.Second))
+	b, err := Acquire(fs, "j", "run-b", conf("b", 30*time.Second))
 	if err != nil {
 		t.Fatalf("after a release: %v", err)
 	}
@@ -49,7 +49,7 @@ func TestLeaseExclusiveAndReleased(t *testing.T) {
 	if b.Info().Generation != 2 || !b.Previous.Released || b.Previous.Owner != "a" {
 		t.Fatalf("b holds %+v after %+v", b.Info(), b.Previous)
 	}
-	if gens, _ := listGenerations(fs, leaseDir("j")); len(gens) != 1 || gens[0] != 2 {
+	if gens, _ := listGenerations(fs, Dir("j")); len(gens) != 1 || gens[0] != 2 {
 		t.Fatalf("generations left: %v (older ones are removed by the new holder)", gens)
 	}
 }
@@ -59,13 +59,13 @@ func TestLeaseExclusiveAndReleased(t *testing.T) {
 func TestLeaseTakeoverAfterExpiry(t *testing.T) {
 	fs := leaseFS(t)
 	ttl := 3 * time.Second
-	a, err := acquire(fs, "j", "run-a", conf("a", ttl))
+	a, err := Acquire(fs, "j", "run-a", conf("a", ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
 	close(a.stop) // a hangs: no more renewals, no release
 	<-a.stopped
-	if _, err := acquire(fs, "j", "x", conf("early", ttl)); !errors.Is(err, ErrBusy) {
+	if _, err := Acquire(fs, "j", "x", conf("early", ttl)); !errors.Is(err, ErrBusy) {
 		t.Fatalf("taken before the expiry: %v", err)
 	}
 	time.Sleep(ttl + 100*time.Millisecond)
@@ -79,7 +79,7 @@ func TestLeaseTakeoverAfterExpiry(t *testing.T) {
 	)
 	for i := range 8 {
 		wg.Go(func() {
-			l, err := acquire(fs, "j", "run", conf(string(rune('b'+i)), ttl))
+			l, err := Acquire(fs, "j", "run", conf(string(rune('b'+i)), ttl))
 			if err == nil {
 				mu.Lock()
 				winners = append(winners, l)
@@ -105,7 +105,7 @@ func TestLeaseTakeoverAfterExpiry(t *testing.T) {
 func TestLeaseRenewalSeesTakeover(t *testing.T) {
 	fs := leaseFS(t)
 	ttl := 3 * time.Second
-	a, err := acquire(fs, "j", "run-a", conf("a", ttl))
+	a, err := Acquire(fs, "j", "run-a", conf("a", ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestLeaseRenewalSeesTakeover(t *testing.T) {
 	if err := a.Check(nil); err != nil {
 		t.Fatalf("a renewed lease: %v", err)
 	}
-	w, _ := fs.Create(genPath(leaseDir("j"), 2)) // a taker that (wrongly) believed it expired
+	w, _ := fs.Create(genPath(Dir("j"), 2)) // a taker that (wrongly) believed it expired
 	w.Write([]byte(`{"job":"j","generation":2,"owner":"z"}`))
 	w.Close()
 	select {
@@ -126,7 +126,7 @@ func TestLeaseRenewalSeesTakeover(t *testing.T) {
 		t.Fatalf("check after takeover: %v", err)
 	}
 	a.Release()
-	if b, _ := readLease(fs, leaseDir("j"), 2, ttl); b.Owner != "z" {
+	if b, _ := readLease(fs, Dir("j"), 2, ttl); b.Owner != "z" {
 		t.Fatalf("the release of a lost lease touched the new one: %+v", b)
 	}
 }
@@ -135,9 +135,9 @@ func TestLeaseRenewalSeesTakeover(t *testing.T) {
 // held until its modification time plus the TTL.
 func TestLeaseBeingWritten(t *testing.T) {
 	fs := leaseFS(t)
-	w, _ := fs.Create(genPath(leaseDir("j"), 1))
+	w, _ := fs.Create(genPath(Dir("j"), 1))
 	w.Close()
-	if _, err := acquire(fs, "j", "r", conf("b", 30*time.Second)); !errors.Is(err, ErrBusy) {
+	if _, err := Acquire(fs, "j", "r", conf("b", 30*time.Second)); !errors.Is(err, ErrBusy) {
 		t.Fatalf("acquire over an empty generation file: %v", err)
 	}
 }
