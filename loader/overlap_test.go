@@ -147,6 +147,7 @@ func checkBusy(t *testing.T, out string, status int, holder lease.Info) {
 // holds every offset once.
 func TestLoadRunsOverlap(t *testing.T) {
 	t.Parallel()
+	began := time.Now()
 	b := testbroker.Start(t)
 	target := hdfsTarget(t)
 	testbroker.CreateTopic(t, b.Addr(), "visits", 3)
@@ -160,6 +161,7 @@ func TestLoadRunsOverlap(t *testing.T) {
 	args := append([]string{"load", "run", "-b", b.Addr(), "--topics", "visits", "--schema", activitySchema, "--time-field", "timestamp",
 		"--target", target, "--max-records-per-unit", "500", "--parallelism", "2", "--lease-ttl", "3s", "--max-clock-skew", "0s"}, hdfsArgs(t)...)
 	waiting := append(append([]string(nil), args...), "--wait", "2m")
+	t.Logf("%.1fs: broker, HDFS and data ready", time.Since(began).Seconds())
 
 	// Three at once. The first is stopped (SIGSTOP) once it holds the lease,
 	// for less than its TTL, so that the others surely overlap it.
@@ -177,6 +179,7 @@ func TestLoadRunsOverlap(t *testing.T) {
 		t.Fatalf("the run that waited exited %d, or loaded something:\n%s", status, out)
 	}
 	checkHistory(t, fs, loader.DefaultJob, testbroker.HighWatermarks(t, b.Addr(), "visits"))
+	t.Logf("%.1fs: three overlapping runs done", time.Since(began).Seconds())
 
 	// The holder killed at points of the protocol while two others wait.
 	crashes := []string{"unit-done#2", "moved#2", "committed"}
@@ -217,6 +220,7 @@ func TestLoadRunsOverlap(t *testing.T) {
 			t.Fatalf("crash at %s: an open plan is left (%v): %+v", at, err, open)
 		}
 		checkHistory(t, fs, loader.DefaultJob, testbroker.HighWatermarks(t, b.Addr(), "visits"))
+		t.Logf("%.1fs: holder killed at %s, taken over %.1fs after the kill", time.Since(began).Seconds(), at, time.Since(killed).Seconds())
 	}
 	checkExactlyOnce(t, readLake(t, target, "visits"), &want, testbroker.HighWatermarks(t, b.Addr(), "visits"))
 	if ents, err := fs.ReadDir("_tributary/staging"); err == nil && len(ents) > 0 {
