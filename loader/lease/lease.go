@@ -143,6 +143,9 @@ type Lease struct {
 	ttl   time.Duration
 	clock func() time.Time
 
+	// wmu serializes the holder's writes of its file (renewals, SetPlan,
+	// Release), so that none undoes what another wrote. Taken before mu.
+	wmu      sync.Mutex
 	mu       sync.Mutex
 	deadline time.Time // monotonic; mu
 	lost     error     // mu
@@ -388,6 +391,8 @@ func (l *Lease) renewLoop() {
 
 // renew extends the lease, then confirms that nobody took it over.
 func (l *Lease) renew() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	if err := l.Check(context.Background()); err != nil {
 		return err
 	}
@@ -407,12 +412,16 @@ func (l *Lease) renew() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(gens) == 0 || gens[len(gens)-1] != info.Generation {
+	if len(gens) == 0 {
+		l.loseLocked(fmt.Errorf("%w: its file is gone", ErrLeaseLost))
+		return l.lost
+	}
+	if gens[len(gens)-1] != info.Generation {
 		l.loseLocked(fmt.Errorf("%w: taken over (generation %d)", ErrLeaseLost, gens[len(gens)-1]))
 		return l.lost
 	}
 	if l.lost == nil {
-		l.info = info
+		l.info.Renewed, l.info.Expires = info.Renewed, info.Expires
 		l.deadline = start.Add(l.ttl - l.ttl/10)
 	}
 	return l.lost
@@ -429,6 +438,8 @@ func (l *Lease) Release() error {
 	}
 	close(l.stop)
 	<-l.stopped
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	l.mu.Lock()
 	lost := l.lost
 	info := l.info
@@ -447,6 +458,8 @@ func (l *Lease) Release() error {
 // that `load worker` processes of that plan know they work under it. It
 // fails once the lease is lost.
 func (l *Lease) SetPlan(plan string) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	if err := l.Check(context.Background()); err != nil {
 		return err
 	}

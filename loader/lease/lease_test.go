@@ -2,6 +2,9 @@ package lease
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,5 +142,43 @@ func TestLeaseBeingWritten(t *testing.T) {
 	w.Close()
 	if _, err := Acquire(fs, "j", "r", conf("b", 30*time.Second)); !errors.Is(err, ErrBusy) {
 		t.Fatalf("acquire over an empty generation file: %v", err)
+	}
+}
+
+// The plan a holder names stays in its file across renewals, and a busy
+// message names the holder: host, pid, run, plan and since when.
+func TestLeaseNamesPlanAcrossRenewals(t *testing.T) {
+	fs := leaseFS(t)
+	ttl := 3 * time.Second
+	a, err := Acquire(fs, "j", "run-a", conf("a", ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	if err := a.SetPlan("j-plan-1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl/3 + 300*time.Millisecond) // a renewal
+	info, live, err := Current(fs, "j", ttl, 0)
+	if err != nil || !live || info.Plan != "j-plan-1" || !info.Renewed.After(info.Acquired) {
+		t.Fatalf("after a renewal: %+v, live %v, %v", info, live, err)
+	}
+	if err := Worker(fs, "j", "j-plan-1", ttl, 0); err != nil {
+		t.Fatalf("a worker of the holder's plan: %v", err)
+	}
+	err = Worker(fs, "j", "j-plan-0", ttl, 0)
+	var busy *BusyError
+	if !errors.As(err, &busy) || !errors.Is(err, ErrNotPlanHolder) {
+		t.Fatalf("a worker of another plan: %v", err)
+	}
+	host, _ := os.Hostname()
+	for _, want := range []string{"host " + host, fmt.Sprintf("pid %d", os.Getpid()), "run run-a", "plan j-plan-1", "since "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("%q does not say %q", err, want)
+		}
+	}
+	a.Release()
+	if err := Worker(fs, "j", "j-plan-0", ttl, 0); err != nil {
+		t.Fatalf("a worker while nobody holds the job: %v", err)
 	}
 }
