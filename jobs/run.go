@@ -260,9 +260,28 @@ func (s *Scheduler) refreshLag(ctx context.Context, st *jobState, j *Job, l *loa
 // markInterrupted closes the record of a run whose scheduler died (or lost
 // its lease) while it held the lease: this run resumes its plan.
 func (s *Scheduler) markInterrupted(fs sink.FS, job string, prev LeaseInfo) {
+	marked, err := MarkInterrupted(fs, job, prev)
+	if err != nil {
+		s.log.Warn("marking an interrupted run", "job", job, "run", prev.Run, "err", err)
+		return
+	}
+	if marked {
+		s.metrics.runs.WithLabelValues(job, Interrupted).Inc()
+		s.log.Warn("an earlier run was interrupted; resuming its plan", "job", job, "run", prev.Run, "owner", prev.Owner)
+	}
+}
+
+// MarkInterrupted closes the history record of the run that held the lease
+// generation prev, if it is a scheduler's run still marked running: its
+// holder died, and whoever took the lease over (a scheduler, or `load run`)
+// resumes its plan. It says whether there was such a record.
+func MarkInterrupted(fs sink.FS, job string, prev LeaseInfo) (bool, error) {
+	if prev.Run == "" || prev.Released {
+		return false, nil
+	}
 	r, err := readRecord(fs, job, prev.Run)
 	if err != nil || (r.Outcome != Running && r.Outcome != Retrying) {
-		return
+		return false, nil
 	}
 	r.Outcome = Interrupted
 	r.Ended = prev.Expires
@@ -271,11 +290,9 @@ func (s *Scheduler) markInterrupted(fs sink.FS, job string, prev LeaseInfo) {
 		r.Attempts[n-1].Ended, r.Attempts[n-1].Error = prev.Expires, "interrupted"
 	}
 	if err := writeRecord(fs, r); err != nil {
-		s.log.Warn("marking an interrupted run", "job", job, "run", prev.Run, "err", err)
-		return
+		return false, err
 	}
-	s.metrics.runs.WithLabelValues(job, Interrupted).Inc()
-	s.log.Warn("an earlier run was interrupted; resuming its plan", "job", job, "run", prev.Run, "owner", prev.Owner)
+	return true, nil
 }
 
 // persist writes a record (and any that could not be written before) to

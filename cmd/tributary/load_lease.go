@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tributary-io/tributary/jobs"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/lease"
 	"github.com/tributary-io/tributary/loader/sink"
@@ -68,6 +69,10 @@ func (f *leaseFlags) hold(ctx context.Context, l *loader.Loader, job, what strin
 	if prev := held.Previous; prev.Generation > 0 && !prev.Released {
 		slog.Warn("took over the job's lease from a holder that stopped renewing it; resuming its plan if it left one open",
 			"job", job, "holder", prev.Holder(), "generation", prev.Generation, "expired", prev.Expires)
+		// A scheduler's run that died keeps no "running" record behind.
+		if _, err := jobs.MarkInterrupted(l.FS, job, prev); err != nil {
+			slog.Warn("marking the dead holder's run interrupted in the jobs history", "job", job, "run", prev.Run, "err", err)
+		}
 	}
 	l.Lease = held
 	ctx, cancel := context.WithCancel(ctx)
