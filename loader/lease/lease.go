@@ -69,8 +69,17 @@ import (
 // the margin (a tenth of the TTL) is what covers that step. A paused process
 // (SIGSTOP, a VM freeze) longer than the margin in the middle of that step
 // is the classic case no lease without fencing tokens can exclude; the
-// loader's idempotent steps keep the lake exact in every interleaving but
-// one taker planning from a state the other is about to replace.
+// loader's idempotent steps keep the lake exact in every interleaving, and
+// a plan made from offsets that another holder committed meanwhile commits
+// nothing (loader: a superseded plan), so even then no range is loaded or
+// counted twice.
+//
+// Workers. `load worker` processes take no lease: they work for the run
+// whose lease names their plan (Info.Plan, set by SetPlan before the run
+// executes it), or while nobody holds the job, and stop when a run of
+// another plan holds it (Worker). A unit's result is the only thing a
+// worker writes outside its own attempt directory, and it checks before
+// writing it.
 const leaseDirName = "lease"
 
 // Info is the content of a lease generation file.
