@@ -168,7 +168,7 @@ func TestLoadCrashLoop(t *testing.T) {
 	args := append([]string{"load", "run", "-b", b.Addr(), "--topics", "clicks", "--schema", activitySchema, "--time-field", "timestamp",
 		"--target", target, "--max-records-per-unit", "5000", "--parallelism", "2",
 		// Each run waits out the lease of the run killed before it.
-		"--lease-ttl", "2s", "--max-clock-skew", "0s", "--wait", "1m"}, hdfsArgs(t)...)
+		"--lease-ttl", "3s", "--max-clock-skew", "0s", "--wait", "1m"}, hdfsArgs(t)...)
 
 	// Each crash point is an edge of the commit protocol (loader/crash.go).
 	crashes := []string{"planned", "unit-written#3", "unit-done#5", "moved#7", "committed", "finished"}

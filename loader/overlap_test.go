@@ -159,7 +159,7 @@ func TestLoadRunsOverlap(t *testing.T) {
 	}
 	defer fs.Close()
 	args := append([]string{"load", "run", "-b", b.Addr(), "--topics", "visits", "--schema", activitySchema, "--time-field", "timestamp",
-		"--target", target, "--max-records-per-unit", "500", "--parallelism", "2", "--lease-ttl", "3s", "--max-clock-skew", "0s"}, hdfsArgs(t)...)
+		"--target", target, "--max-records-per-unit", "500", "--parallelism", "2", "--lease-ttl", "4s", "--max-clock-skew", "0s"}, hdfsArgs(t)...)
 	waiting := append(append([]string(nil), args...), "--wait", "2m")
 	t.Logf("%.1fs: broker, HDFS and data ready", time.Since(began).Seconds())
 

@@ -45,8 +45,10 @@ func (f *leaseFlags) config(what string) lease.Config {
 }
 
 func (f *leaseFlags) validate() error {
-	if f.ttl < time.Second {
-		return fmt.Errorf("--lease-ttl %v: want at least 1s", f.ttl)
+	if f.ttl < 3*time.Second {
+		// As lease_ttl of `tributary jobs`: renewed every third of it, a
+		// shorter lease is lost to one slow write.
+		return fmt.Errorf("--lease-ttl %v: want at least 3s (it is renewed every third of it)", f.ttl)
 	}
 	if f.skew < 0 || f.wait < 0 {
 		return errors.New("--max-clock-skew and --wait must not be negative")
