@@ -100,6 +100,9 @@ type Load struct {
 	Files   int     `json:"files"`
 	Bad     int64   `json:"bad"`
 	Gaps    int     `json:"gaps,omitempty"`
+	// Superseded names the run that had already committed this run's
+	// ranges: it loaded nothing, and its ranges are not counted here.
+	Superseded string `json:"superseded,omitempty"`
 }
 
 // Range is a partition's offsets [From, To) loaded by a run.
@@ -118,8 +121,9 @@ func newRecordID(t time.Time) string {
 // addLoad adds a committed loader run to the record, with the ranges of its
 // plan (one per partition: a partition's units are contiguous).
 func (r *Record) addLoad(m *loader.Manifest, p *loader.Plan) {
-	ld := Load{Run: m.Run, Planned: m.Planned.UTC().Format(time.RFC3339), Records: m.Records, Rows: m.Rows, Bytes: m.Bytes, Files: len(m.Files), Bad: m.Bad, Gaps: len(m.Gaps)}
-	if p != nil {
+	ld := Load{Run: m.Run, Planned: m.Planned.UTC().Format(time.RFC3339), Records: m.Records, Rows: m.Rows, Bytes: m.Bytes, Files: len(m.Files), Bad: m.Bad, Gaps: len(m.Gaps),
+		Superseded: m.Superseded}
+	if p != nil && m.Superseded == "" {
 		ld.Units = len(p.Units)
 		idx := map[[2]any]int{}
 		for _, u := range p.Units {

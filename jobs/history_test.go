@@ -3,6 +3,8 @@ package jobs
 import (
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // Old records expire by count and by age; the newest always stays.
@@ -35,4 +37,12 @@ func TestHistoryExpiry(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Job != "j" {
 		t.Fatalf("history: %v %v", recs, err)
 	}
+}
+
+func leaseFS(t *testing.T) sink.FS {
+	fs, err := sink.Open("file://"+t.TempDir(), sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/lease"
 	"github.com/tributary-io/tributary/loader/sink"
 )
 
@@ -116,7 +117,7 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 	if err == nil && mark != nil && trigger == "schedule" {
 		return errPaused
 	}
-	lease, err := acquire(fs, j.Name, rec.ID, leaseConf{ttl: cfg.LeaseTTL, skew: cfg.ClockSkew, owner: s.opts.Owner, now: time.Now})
+	held, err := lease.Acquire(fs, j.Name, rec.ID, lease.Config{TTL: cfg.LeaseTTL, Skew: cfg.ClockSkew, Owner: s.opts.Owner})
 	if err != nil {
 		var busy *BusyError
 		if errors.As(err, &busy) {
@@ -124,9 +125,9 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 		}
 		return s.failAttempt(j, rec, a, err)
 	}
-	a.Lease = lease.Info().Generation
-	defer lease.Release() // after endAttempt's, a no-op
-	if prev := lease.Previous; prev.Run != "" && !prev.Released && prev.Run != rec.ID {
+	a.Lease = held.Info().Generation
+	defer held.Release() // after endAttempt's, a no-op
+	if prev := held.Previous; prev.Run != "" && !prev.Released && prev.Run != rec.ID {
 		s.markInterrupted(fs, j.Name, prev)
 	}
 
@@ -138,7 +139,7 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 	}
 	go func() {
 		select {
-		case <-lease.Done():
+		case <-held.Done():
 			cancel()
 		case <-ctx.Done():
 		}
@@ -147,7 +148,7 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 	if bootstrap == "" {
 		bootstrap = s.opts.Bootstrap
 	}
-	l := &loader.Loader{FS: fs, Bootstrap: bootstrap, Log: s.log.With("job", j.Name)}
+	l := &loader.Loader{FS: fs, Bootstrap: bootstrap, Log: s.log.With("job", j.Name), Lease: held}
 	open, err := l.OpenPlan(j.Name)
 	if err != nil {
 		return s.failAttempt(j, rec, a, err)
@@ -163,12 +164,12 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 
 	cl, err := kafkacli.Connect(ctx, bootstrap)
 	if err != nil {
-		return s.endAttempt(st, j, rec, lease, err)
+		return s.endAttempt(st, j, rec, held, err)
 	}
 	defer cl.Close()
 	l.Cluster = cl
 	l.Hooks = loader.Hooks{
-		Fence: lease.Check,
+		Fence: held.Check,
 		Phase: func(run, phase string, d time.Duration) {
 			s.mu.Lock()
 			if rec.Phases == nil {
@@ -201,14 +202,14 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 	if runErr == nil {
 		s.refreshLag(ctx, st, j, l, rec)
 	}
-	if lerr := lease.Err(); runErr != nil && lerr != nil {
+	if lerr := held.Err(); runErr != nil && lerr != nil {
 		runErr = fmt.Errorf("%w (%v)", lerr, runErr)
 	}
-	return s.endAttempt(st, j, rec, lease, runErr)
+	return s.endAttempt(st, j, rec, held, runErr)
 }
 
 // endAttempt closes the attempt in the record and releases the lease.
-func (s *Scheduler) endAttempt(st *jobState, j *Job, rec *Record, lease *Lease, err error) error {
+func (s *Scheduler) endAttempt(st *jobState, j *Job, rec *Record, held *lease.Lease, err error) error {
 	s.mu.Lock()
 	a := &rec.Attempts[len(rec.Attempts)-1]
 	a.Ended = time.Now().UTC()
@@ -216,7 +217,7 @@ func (s *Scheduler) endAttempt(st *jobState, j *Job, rec *Record, lease *Lease, 
 		a.Error = err.Error()
 	}
 	s.mu.Unlock()
-	if rerr := lease.Release(); rerr != nil {
+	if rerr := held.Release(); rerr != nil {
 		s.log.Warn("releasing the lease (the next run waits for it to expire)", "job", j.Name, "err", rerr)
 	}
 	if err != nil {
@@ -259,9 +260,28 @@ func (s *Scheduler) refreshLag(ctx context.Context, st *jobState, j *Job, l *loa
 // markInterrupted closes the record of a run whose scheduler died (or lost
 // its lease) while it held the lease: this run resumes its plan.
 func (s *Scheduler) markInterrupted(fs sink.FS, job string, prev LeaseInfo) {
+	marked, err := MarkInterrupted(fs, job, prev)
+	if err != nil {
+		s.log.Warn("marking an interrupted run", "job", job, "run", prev.Run, "err", err)
+		return
+	}
+	if marked {
+		s.metrics.runs.WithLabelValues(job, Interrupted).Inc()
+		s.log.Warn("an earlier run was interrupted; resuming its plan", "job", job, "run", prev.Run, "owner", prev.Owner)
+	}
+}
+
+// MarkInterrupted closes the history record of the run that held the lease
+// generation prev, if it is a scheduler's run still marked running: its
+// holder died, and whoever took the lease over (a scheduler, or `load run`)
+// resumes its plan. It says whether there was such a record.
+func MarkInterrupted(fs sink.FS, job string, prev LeaseInfo) (bool, error) {
+	if prev.Run == "" || prev.Released {
+		return false, nil
+	}
 	r, err := readRecord(fs, job, prev.Run)
 	if err != nil || (r.Outcome != Running && r.Outcome != Retrying) {
-		return
+		return false, nil
 	}
 	r.Outcome = Interrupted
 	r.Ended = prev.Expires
@@ -270,11 +290,9 @@ func (s *Scheduler) markInterrupted(fs sink.FS, job string, prev LeaseInfo) {
 		r.Attempts[n-1].Ended, r.Attempts[n-1].Error = prev.Expires, "interrupted"
 	}
 	if err := writeRecord(fs, r); err != nil {
-		s.log.Warn("marking an interrupted run", "job", job, "run", prev.Run, "err", err)
-		return
+		return false, err
 	}
-	s.metrics.runs.WithLabelValues(job, Interrupted).Inc()
-	s.log.Warn("an earlier run was interrupted; resuming its plan", "job", job, "run", prev.Run, "owner", prev.Owner)
+	return true, nil
 }
 
 // persist writes a record (and any that could not be written before) to

@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -15,20 +16,25 @@ import (
 // be repeated after a crash: files are moved by name, the state is replaced
 // whole, markers are created once.
 func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
+	state, err := ReadState(l.FS, p.Job)
+	if err != nil {
+		return nil, err
+	}
+	if state.Run != p.Run {
+		if by, stale := p.superseded(state); stale {
+			return l.closeSuperseded(ctx, p, state, by)
+		}
+	}
 	results := make([]*UnitResult, len(p.Units))
 	for i := range p.Units {
 		r, err := l.unitResult(p.Run, i)
 		if err != nil {
 			if isNotExist(err) {
-				return nil, fmt.Errorf("run %s: unit %d has not completed; run its worker, or `tributary load run`", p.Run, i)
+				return nil, fmt.Errorf("run %s: unit %d has not completed: %w", p.Run, i, errUnitOpen)
 			}
 			return nil, err
 		}
 		results[i] = r
-	}
-	state, err := ReadState(l.FS, p.Job)
-	if err != nil {
-		return nil, err
 	}
 	m := &Manifest{Run: p.Run, Job: p.Job, Kind: p.Kind, Planned: p.Created, Gaps: p.Gaps}
 	written := map[string]bool{}
@@ -121,6 +127,75 @@ func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
 		return nil, err
 	}
 	crashPoint("finished")
+	if err := l.FS.RemoveAll(stagingRun(p.Run)); err != nil {
+		l.log().Warn("removing the staging directory; the next run retries", "run", p.Run, "err", err)
+	}
+	return m, nil
+}
+
+// errUnitOpen says a unit of the plan has no complete result yet.
+var errUnitOpen = errors.New("no attempt of it has finished")
+
+// superseded says whether a load plan's ranges no longer start at the job's
+// committed offsets: another run committed them (or part of them) after it
+// was planned, so committing it would load them twice, and move the offsets
+// back. The lease excludes this; the check makes it harmless if a holder's
+// lease lapsed at the wrong moment (a paused process) all the same. by is
+// the run that committed the state.
+func (p *Plan) superseded(state *State) (by string, stale bool) {
+	if p.Kind != "load" {
+		return "", false
+	}
+	for t, parts := range p.starts() {
+		for part, from := range parts {
+			if cur, ok := state.Offsets[t][part]; ok && cur != from {
+				return state.Run, true
+			}
+		}
+	}
+	return "", false
+}
+
+// starts are the committed offsets a load plan was planned from, per topic
+// and partition: where its gap or first unit begins, else its Next.
+func (p *Plan) starts() map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	for t, parts := range p.Next {
+		for part, next := range parts {
+			setOffset(out, t, part, next)
+		}
+	}
+	seen := map[[2]any]bool{}
+	for _, g := range p.Gaps {
+		setOffset(out, g.Topic, g.Partition, g.From)
+		seen[[2]any{g.Topic, g.Partition}] = true
+	}
+	for _, u := range p.Units {
+		if k := [2]any{u.Topic, u.Partition}; !seen[k] {
+			setOffset(out, u.Topic, u.Partition, u.From)
+			seen[k] = true
+		}
+	}
+	return out
+}
+
+// closeSuperseded ends a plan whose ranges another run committed: nothing
+// is moved and nothing counted, its staging goes, and its manifest says
+// which run did the work, so that the history counts every range once.
+func (l *Loader) closeSuperseded(ctx context.Context, p *Plan, state *State, by string) (*Manifest, error) {
+	if err := l.fence(ctx); err != nil {
+		return nil, err
+	}
+	m := &Manifest{Run: p.Run, Job: p.Job, Kind: p.Kind, Planned: p.Created, Committed: l.now().UTC(),
+		Offsets: state.Offsets, Superseded: by}
+	l.log().Warn("the run's ranges were committed by another run; closing it with nothing loaded", "run", p.Run, "committedBy", by)
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := l.FS.WriteFileAtomic(runDir(p.Run)+"/manifest.json", b); err != nil {
+		return nil, err
+	}
+	if err := l.createMarker(runDir(p.Run) + "/" + successTag); err != nil {
+		return nil, err
+	}
 	if err := l.FS.RemoveAll(stagingRun(p.Run)); err != nil {
 		l.log().Warn("removing the staging directory; the next run retries", "run", p.Run, "err", err)
 	}

@@ -47,7 +47,10 @@ func TestDataNodeDiesMidWrite(t *testing.T) {
 	produce(t, b.Addr(), "events", 0, sized(100_000), 0, &want)
 	target := "hdfs://" + h.NameNode + "/tmp/lake"
 	args := append([]string{"load", "run", "-b", b.Addr(), "--topics", "events", "--schema", activitySchema, "--time-field", "timestamp",
-		"--target", target, "--parallelism", "1", "--max-records-per-unit", fmt.Sprint(sized(10_000)), "--target-file-size", fmt.Sprint(sized(256 << 10))}, hdfsArgs(t)...)
+		"--target", target, "--parallelism", "1", "--max-records-per-unit", fmt.Sprint(sized(10_000)), "--target-file-size", fmt.Sprint(sized(256 << 10)),
+		// The failed run cannot release its lease without a DataNode: the
+		// rerun waits for it to expire.
+		"--lease-ttl", "5s", "--max-clock-skew", "0s", "--wait", "1m"}, hdfsArgs(t)...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -9,8 +9,8 @@ import (
 // Every hook is optional; with none set, a run behaves as it always has.
 type Hooks struct {
 	// Fence is called just before each step a loader must not take once it
-	// has lost the right to run the job (its lease): saving a new plan, and
-	// the commit point. An error stops the run there. Two loaders of one job
+	// has lost the right to run the job (its lease): saving a new plan,
+	// recording a unit's result, and the commit point. An error stops the run there. Two loaders of one job
 	// at once are otherwise unprotected (see doc.go).
 	Fence func(ctx context.Context) error
 	// Execute, if set, runs a saved plan's units instead of this process's
@@ -25,6 +25,9 @@ type Hooks struct {
 
 func (l *Loader) fence(ctx context.Context) error {
 	if l.Hooks.Fence == nil {
+		if l.Lease != nil {
+			return l.Lease.Check(ctx)
+		}
 		return nil
 	}
 	return l.Hooks.Fence(ctx)

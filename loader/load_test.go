@@ -169,7 +169,9 @@ func TestLoadCrashLoop(t *testing.T) {
 	var want produced
 	produce(t, b.Addr(), "clicks", 0, sized(60_000), 0, &want)
 	args := append([]string{"load", "run", "-b", b.Addr(), "--topics", "clicks", "--schema", activitySchema, "--time-field", "timestamp",
-		"--target", target, "--max-records-per-unit", fmt.Sprint(sized(5000)), "--parallelism", "2"}, hdfsArgs(t)...)
+		"--target", target, "--max-records-per-unit", fmt.Sprint(sized(5000)), "--parallelism", "2",
+		// Each run waits out the lease of the run killed before it.
+		"--lease-ttl", "3s", "--max-clock-skew", "0s", "--wait", "1m"}, hdfsArgs(t)...)
 
 	// Each crash point is an edge of the commit protocol (loader/crash.go).
 	crashes := []string{"planned", "unit-written#3", "unit-done#5", "moved#7", "committed", "finished"}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/internal/kafkacli"
+	"github.com/tributary-io/tributary/loader/lease"
 	"github.com/tributary-io/tributary/loader/sink"
 )
 
@@ -21,6 +22,10 @@ type Loader struct {
 	Now func() time.Time
 	// Hooks guard and watch runs (the jobs scheduler's lease); see hooks.go.
 	Hooks Hooks
+	// Lease, if set, is the job's lease the run holds: steps that must be
+	// fenced check it (unless Hooks.Fence is set), and it is told which
+	// plan the run executes, for the plan's `load worker` processes.
+	Lease *lease.Lease
 }
 
 func (l *Loader) now() time.Time {

@@ -82,13 +82,24 @@ func (l *Loader) SavePlan(ctx context.Context, spec Spec) (*Plan, error) {
 
 // Complete executes the units of a saved plan that are not done yet, then
 // commits it; on a plan already committed it only repeats the finishing
-// steps.
+// steps. A load plan whose ranges another run committed meanwhile is closed
+// with nothing loaded (Manifest.Superseded).
 func (l *Loader) Complete(ctx context.Context, p *Plan, parallelism int) (*Manifest, error) {
 	state, err := ReadState(l.FS, p.Job)
 	if err != nil {
 		return nil, err
 	}
 	if state.Run != p.Run {
+		if by, stale := p.superseded(state); stale {
+			return l.closeSuperseded(ctx, p, state, by)
+		}
+		if l.Lease != nil {
+			// Workers of this plan (`load worker`) work under our lease
+			// once it names the plan.
+			if err := l.Lease.SetPlan(p.Run); err != nil {
+				return nil, err
+			}
+		}
 		start := time.Now()
 		if err := l.executeUnits(ctx, p, parallelism); err != nil {
 			return nil, err
@@ -97,6 +108,16 @@ func (l *Loader) Complete(ctx context.Context, p *Plan, parallelism int) (*Manif
 	}
 	start := time.Now()
 	m, err := l.Commit(ctx, p)
+	if errors.Is(err, errUnitOpen) {
+		// Executed, yet a unit has no result: its workers lost it (an
+		// executor that reported success too early). This run is the way to
+		// finish it, so it runs what is missing itself, once.
+		l.log().Warn("a unit has no result after its execution; running the missing units here", "run", p.Run, "err", err)
+		if err := l.Execute(ctx, p, parallelism); err != nil {
+			return nil, err
+		}
+		m, err = l.Commit(ctx, p)
+	}
 	if err == nil {
 		l.phase(p.Run, "commit", start)
 	}

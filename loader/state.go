@@ -118,6 +118,10 @@ type Manifest struct {
 	// BrokerCommit is the error of committing the offsets to the broker's
 	// group, if it failed (the next run retries it).
 	BrokerCommit string `json:"brokerCommitError,omitempty"`
+	// Superseded is set on a load run that found its ranges already
+	// committed by another run (the one named): it moved nothing, counts
+	// nothing, and only closed its plan.
+	Superseded string `json:"superseded,omitempty"`
 }
 
 // ReadManifest reads a committed run's manifest.

@@ -41,6 +41,12 @@ func (l *Loader) RunUnit(ctx context.Context, p *Plan, index int) (*UnitResult, 
 		return nil, fmt.Errorf("%v: %w", u, err)
 	}
 	crashPoint("unit-written")
+	// A result is what the commit trusts: only a worker that still runs
+	// under the job's lease may write one.
+	if err := l.fence(ctx); err != nil {
+		l.FS.RemoveAll(dir)
+		return nil, fmt.Errorf("%v: %w", u, err)
+	}
 	res.Unit, res.Attempt, res.Duration = index, attempt, Duration(time.Since(start))
 	b, _ := json.MarshalIndent(res, "", "  ")
 	w, err := l.FS.Create(unitDone(p.Run, index, attempt))

@@ -30,6 +30,7 @@ type loadFlags struct {
 	parallelism            int
 	hdfs                   sink.Options
 	hdfsBlock              byteSize
+	lease                  leaseFlags
 }
 
 func (f *loadFlags) addTarget(fs *pflag.FlagSet) {
@@ -158,15 +159,27 @@ offsets are also committed to the broker as the consumer group
 tributary-loader.<job>, so "tributary group describe" shows the lag.
 
 On a terminal a progress line shows records, MB/s and the ETA; otherwise
-progress goes to the structured log.`,
+progress goes to the structured log.
+
+A run holds the job's lease (the one "tributary jobs" takes) from start to
+end. If another run holds it, "load run" exits at once with status 75
+(EX_TEMPFAIL) and names the holder, or waits up to --wait for it. A holder
+that died is taken over once its lease expires (--lease-ttl plus
+--max-clock-skew), and its open plan resumed.`,
 		Example: `  tributary load run --topics events --target file:///tmp/lake --time-field timestamp
   tributary load run --topics-regex 'web\..*' --target hdfs://127.0.0.1:8020/lake --parallelism 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withLoader(cmd, true, func(ctx context.Context, l *loader.Loader, spec loader.Spec) error {
+				ctx, release, err := f.lease.hold(ctx, l, spec.Job, "load run")
+				if err != nil {
+					return err
+				}
+				defer release()
 				l.Progress = &loader.Progress{}
 				done := showProgress(cmd.ErrOrStderr(), l.Progress)
 				ms, err := l.Run(ctx, spec, f.parallelism)
+				err = leaseErr(l, err)
 				done()
 				for _, m := range ms {
 					printManifest(cmd.OutOrStdout(), l.FS.String(), m)
@@ -180,6 +193,7 @@ progress goes to the structured log.`,
 	}
 	f.addTarget(cmd.Flags())
 	f.addSpec(cmd.Flags())
+	f.lease.add(cmd.Flags())
 	cmd.Flags().IntVarP(&f.parallelism, "parallelism", "p", 2, "units loaded at once")
 	return cmd
 }
@@ -208,7 +222,14 @@ processes (a Kubernetes Indexed Job, YARN containers) to execute. A later
 				var p *loader.Plan
 				var err error
 				if save {
+					// Saving takes the lease for a moment, so that a plan is
+					// never saved beside a running one.
+					var release func()
+					if ctx, release, err = f.lease.hold(ctx, l, spec.Job, "load plan --save"); err != nil {
+						return err
+					}
 					p, err = l.SavePlan(ctx, spec)
+					release()
 				} else {
 					p, err = l.Plan(ctx, spec)
 				}
@@ -225,6 +246,7 @@ processes (a Kubernetes Indexed Job, YARN containers) to execute. A later
 	}
 	f.addTarget(cmd.Flags())
 	f.addSpec(cmd.Flags())
+	f.lease.add(cmd.Flags())
 	cmd.Flags().BoolVar(&save, "save", false, "save the plan for workers and print its URI")
 	return cmd
 }
@@ -243,7 +265,13 @@ func newLoadWorkerCommand() *cobra.Command {
 runs one unit; --index I --count K runs units I, I+K, I+2K, ... (K workers
 share the plan). Without either, the index comes from JOB_COMPLETION_INDEX,
 as a Kubernetes Indexed Job sets it. A unit already done is skipped, so a
-worker can be retried freely. The run is committed by "tributary load run".`,
+worker can be retried freely. The run is committed by "tributary load run".
+
+Workers take no lease of their own: they are part of the run whose lease
+names their plan (a "load run" or "jobs" run executing it), and they also
+run while no run holds the job (a plan saved with "load plan --save"). If
+another run holds the job, a worker exits with status 75, or waits up to
+--wait; it checks again before it records each unit's result.`,
 		Example: `  tributary load worker --plan file:///tmp/lake/_tributary/plans/default-20261130T120000.418226351Z-a1b2c3.json --unit 0
   tributary load worker --plan hdfs://nn:8020/lake/_tributary/plans/<run>.json --index 2 --count 8`,
 		Args: cobra.NoArgs,
@@ -278,6 +306,11 @@ worker can be retried freely. The run is committed by "tributary load run".`,
 			if err != nil {
 				return err
 			}
+			fence, err := f.lease.workerFence(ctx, fs, p)
+			if err != nil {
+				return err
+			}
+			l.Hooks.Fence = fence
 			for _, u := range units {
 				r, err := l.RunUnit(ctx, p, u)
 				if err != nil {
@@ -294,6 +327,7 @@ worker can be retried freely. The run is committed by "tributary load run".`,
 	cmd.Flags().IntVar(&index, "index", -1, "this worker's index among --count workers")
 	cmd.Flags().IntVar(&count, "count", 1, "how many workers share the plan")
 	cmd.Flags().StringVar(&f.hdfs.User, "hdfs-user", "", "HDFS user to write as (default $HADOOP_USER_NAME, else the OS user)")
+	f.lease.add(cmd.Flags())
 	cmd.MarkFlagRequired("plan")
 	return cmd
 }
@@ -368,15 +402,21 @@ loaded, and replace the files that held them: the range grows to cover
 those files whole, the same names are written again, and files it no
 longer writes are removed at commit. Every other file is left alone, and
 the job's committed offsets do not move. --to is the offset after the last
-one, as Kafka's end offsets are.`,
+one, as Kafka's end offsets are. It holds the job's lease, as "load run"
+does (--wait, exit status 75 when busy).`,
 		Example: `  tributary load backfill --target file:///tmp/lake --topic events --partition 3 --from 1000 --to 2000`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.topics = []string{topic}
 			return f.withLoader(cmd, true, func(ctx context.Context, l *loader.Loader, spec loader.Spec) error {
-				m, err := l.Backfill(ctx, spec, loader.BackfillRange{Topic: topic, Partition: part, From: from, To: to}, f.parallelism)
+				ctx, release, err := f.lease.hold(ctx, l, spec.Job, "load backfill")
 				if err != nil {
 					return err
+				}
+				defer release()
+				m, err := l.Backfill(ctx, spec, loader.BackfillRange{Topic: topic, Partition: part, From: from, To: to}, f.parallelism)
+				if err != nil {
+					return leaseErr(l, err)
 				}
 				printManifest(cmd.OutOrStdout(), l.FS.String(), m)
 				return nil
@@ -386,6 +426,7 @@ one, as Kafka's end offsets are.`,
 	f.addTarget(cmd.Flags())
 	f.addSpec(cmd.Flags())
 	cmd.Flags().IntVarP(&f.parallelism, "parallelism", "p", 2, "units loaded at once")
+	f.lease.add(cmd.Flags())
 	cmd.Flags().StringVar(&topic, "topic", "", "topic to reload (required)")
 	cmd.Flags().Int32Var(&part, "partition", 0, "partition to reload")
 	cmd.Flags().Int64Var(&from, "from", 0, "first offset to reload")

@@ -12,6 +12,10 @@ import (
 )
 
 func printManifest(w io.Writer, target string, m *loader.Manifest) {
+	if m.Superseded != "" {
+		fmt.Fprintf(w, "run %s (%s): 0 records: its ranges were already committed by run %s; closed with nothing loaded\n", m.Run, m.Kind, m.Superseded)
+		return
+	}
 	fmt.Fprintf(w, "run %s (%s): %d records, %d rows in %d files (%s), %d bad records, committed %s\n",
 		m.Run, m.Kind, m.Records, m.Rows, len(m.Files), humanBytes(m.Bytes), m.Bad, m.Committed.Format(time.RFC3339))
 	for _, e := range m.Errors {

@@ -7,14 +7,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+
+	"github.com/tributary-io/tributary/loader/lease"
 )
 
 func main() {
 	root := newRootCommand()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "tributary: %v\n", err)
+		var busy *lease.BusyError
+		if errors.As(err, &busy) {
+			os.Exit(exitBusy)
+		}
 		os.Exit(1)
 	}
 }

@@ -1,7 +1,10 @@
-package jobs
+package lease
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,17 +20,17 @@ func leaseFS(t *testing.T) sink.FS {
 	return fs
 }
 
-func conf(owner string, ttl time.Duration) leaseConf {
-	return leaseConf{ttl: ttl, skew: 0, owner: owner, now: time.Now}
+func conf(owner string, ttl time.Duration) Config {
+	return Config{TTL: ttl, Owner: owner}
 }
 
 func TestLeaseExclusiveAndReleased(t *testing.T) {
 	fs := leaseFS(t)
-	a, err := acquire(fs, "j", "run-a", conf("a", 30*time.Second))
+	a, err := Acquire(fs, "j", "run-a", conf("a", 30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = acquire(fs, "j", "run-b", conf("b", 30*time.Second))
+	_, err = Acquire(fs, "j", "run-b", conf("b", 30*time.Second))
 	var busy *BusyError
 	if !errors.As(err, &busy) || busy.Holder.Owner != "a" || busy.Holder.Run != "run-a" {
 		t.Fatalf("second acquire: %v, want busy, held by a", err)
@@ -41,7 +44,7 @@ func TestLeaseExclusiveAndReleased(t *testing.T) {
 	if a.Check(nil) == nil {
 		t.Fatal("a released lease still checks")
 	}
-	b, err := acquire(fs, "j", "run-b", conf("b", 30*time.Second))
+	b, err := Acquire(fs, "j", "run-b", conf("b", 30*time.Second))
 	if err != nil {
 		t.Fatalf("after a release: %v", err)
 	}
@@ -49,7 +52,7 @@ func TestLeaseExclusiveAndReleased(t *testing.T) {
 	if b.Info().Generation != 2 || !b.Previous.Released || b.Previous.Owner != "a" {
 		t.Fatalf("b holds %+v after %+v", b.Info(), b.Previous)
 	}
-	if gens, _ := listGenerations(fs, leaseDir("j")); len(gens) != 1 || gens[0] != 2 {
+	if gens, _ := listGenerations(fs, Dir("j")); len(gens) != 1 || gens[0] != 2 {
 		t.Fatalf("generations left: %v (older ones are removed by the new holder)", gens)
 	}
 }
@@ -59,13 +62,13 @@ func TestLeaseExclusiveAndReleased(t *testing.T) {
 func TestLeaseTakeoverAfterExpiry(t *testing.T) {
 	fs := leaseFS(t)
 	ttl := 3 * time.Second
-	a, err := acquire(fs, "j", "run-a", conf("a", ttl))
+	a, err := Acquire(fs, "j", "run-a", conf("a", ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
 	close(a.stop) // a hangs: no more renewals, no release
 	<-a.stopped
-	if _, err := acquire(fs, "j", "x", conf("early", ttl)); !errors.Is(err, ErrBusy) {
+	if _, err := Acquire(fs, "j", "x", conf("early", ttl)); !errors.Is(err, ErrBusy) {
 		t.Fatalf("taken before the expiry: %v", err)
 	}
 	time.Sleep(ttl + 100*time.Millisecond)
@@ -79,7 +82,7 @@ func TestLeaseTakeoverAfterExpiry(t *testing.T) {
 	)
 	for i := range 8 {
 		wg.Go(func() {
-			l, err := acquire(fs, "j", "run", conf(string(rune('b'+i)), ttl))
+			l, err := Acquire(fs, "j", "run", conf(string(rune('b'+i)), ttl))
 			if err == nil {
 				mu.Lock()
 				winners = append(winners, l)
@@ -105,7 +108,7 @@ func TestLeaseTakeoverAfterExpiry(t *testing.T) {
 func TestLeaseRenewalSeesTakeover(t *testing.T) {
 	fs := leaseFS(t)
 	ttl := 3 * time.Second
-	a, err := acquire(fs, "j", "run-a", conf("a", ttl))
+	a, err := Acquire(fs, "j", "run-a", conf("a", ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +117,7 @@ func TestLeaseRenewalSeesTakeover(t *testing.T) {
 	if err := a.Check(nil); err != nil {
 		t.Fatalf("a renewed lease: %v", err)
 	}
-	w, _ := fs.Create(genPath(leaseDir("j"), 2)) // a taker that (wrongly) believed it expired
+	w, _ := fs.Create(genPath(Dir("j"), 2)) // a taker that (wrongly) believed it expired
 	w.Write([]byte(`{"job":"j","generation":2,"owner":"z"}`))
 	w.Close()
 	select {
@@ -126,7 +129,7 @@ func TestLeaseRenewalSeesTakeover(t *testing.T) {
 		t.Fatalf("check after takeover: %v", err)
 	}
 	a.Release()
-	if b, _ := readLease(fs, leaseDir("j"), 2, ttl); b.Owner != "z" {
+	if b, _ := readLease(fs, Dir("j"), 2, ttl); b.Owner != "z" {
 		t.Fatalf("the release of a lost lease touched the new one: %+v", b)
 	}
 }
@@ -135,9 +138,47 @@ func TestLeaseRenewalSeesTakeover(t *testing.T) {
 // held until its modification time plus the TTL.
 func TestLeaseBeingWritten(t *testing.T) {
 	fs := leaseFS(t)
-	w, _ := fs.Create(genPath(leaseDir("j"), 1))
+	w, _ := fs.Create(genPath(Dir("j"), 1))
 	w.Close()
-	if _, err := acquire(fs, "j", "r", conf("b", 30*time.Second)); !errors.Is(err, ErrBusy) {
+	if _, err := Acquire(fs, "j", "r", conf("b", 30*time.Second)); !errors.Is(err, ErrBusy) {
 		t.Fatalf("acquire over an empty generation file: %v", err)
+	}
+}
+
+// The plan a holder names stays in its file across renewals, and a busy
+// message names the holder: host, pid, run, plan and since when.
+func TestLeaseNamesPlanAcrossRenewals(t *testing.T) {
+	fs := leaseFS(t)
+	ttl := 3 * time.Second
+	a, err := Acquire(fs, "j", "run-a", conf("a", ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	if err := a.SetPlan("j-plan-1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl/3 + 300*time.Millisecond) // a renewal
+	info, live, err := Current(fs, "j", ttl, 0)
+	if err != nil || !live || info.Plan != "j-plan-1" || !info.Renewed.After(info.Acquired) {
+		t.Fatalf("after a renewal: %+v, live %v, %v", info, live, err)
+	}
+	if err := Worker(fs, "j", "j-plan-1", ttl, 0); err != nil {
+		t.Fatalf("a worker of the holder's plan: %v", err)
+	}
+	err = Worker(fs, "j", "j-plan-0", ttl, 0)
+	var busy *BusyError
+	if !errors.As(err, &busy) || !errors.Is(err, ErrNotPlanHolder) {
+		t.Fatalf("a worker of another plan: %v", err)
+	}
+	host, _ := os.Hostname()
+	for _, want := range []string{"host " + host, fmt.Sprintf("pid %d", os.Getpid()), "run run-a", "plan j-plan-1", "since "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("%q does not say %q", err, want)
+		}
+	}
+	a.Release()
+	if err := Worker(fs, "j", "j-plan-0", ttl, 0); err != nil {
+		t.Fatalf("a worker while nobody holds the job: %v", err)
 	}
 }
