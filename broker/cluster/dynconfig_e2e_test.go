@@ -95,10 +95,8 @@ func TestDynamicConfigsAndThrottledReassignment(t *testing.T) {
 				t.Errorf("describe --all broker %d: no %q in\n%s", other, want, out)
 			}
 		}
-		out, err := tool(t, configCommand, append(broker(other), "--alter", "--add-config", "num.partitions=3")...)
-		if err == nil || !strings.Contains(out, "Cannot update these configs dynamically: Set(num.partitions)") {
-			t.Errorf("a static property altered (err %v):\n%s", err, out)
-		}
+		// A static property refused is broker/server's TestAlterConfigsErrors:
+		// a JVM start is dear in make test.
 	})
 
 	t.Run("reassign-throttle", func(t *testing.T) {
