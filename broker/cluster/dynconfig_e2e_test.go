@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,6 +106,10 @@ func TestDynamicConfigsAndThrottledReassignment(t *testing.T) {
 			size, rate = 200<<20, 1_000_000
 		}
 		throttledMove(t, c, mustTool, reassignCommand, size, rate)
+	})
+
+	t.Run("tributary-reassign-throttle", func(t *testing.T) {
+		tributaryThrottledMove(t, c, adm)
 	})
 
 	t.Run("failover-and-restart", func(t *testing.T) {
@@ -322,4 +327,59 @@ func logSize(t *testing.T, ctx context.Context, cl *kgo.Client, id int32, topic 
 		}
 	}
 	return size
+}
+
+// tributaryThrottledMove moves the partition throttledMove made back with
+// tributary cluster reassign execute --throttle (fast: what is checked is
+// which throttles it sets), then verify, which removes them.
+func tributaryThrottledMove(t *testing.T, c *testcluster.Cluster, adm *kadm.Client) {
+	const topic = "moved"
+	plan := filepath.Join(t.TempDir(), "back.json")
+	if err := os.WriteFile(plan, []byte(`{"version":1,"partitions":[{"topic":"`+topic+`","partition":0,"replicas":[3,1]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(testbroker.Binary(t), append([]string{"cluster", "reassign", "--bootstrap", c.Bootstrap()}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("execute", "--file", plan, "--throttle", "50000000")
+	if err != nil || !strings.Contains(out, "The inter-broker throttle limit was set to 50000000 B/s") {
+		t.Fatalf("execute --throttle: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := map[string]string{}
+	for _, cfg := range tcs[0].Configs {
+		lists[cfg.Key] = cfg.MaybeValue()
+	}
+	// From [2,3] to [3,1]: 2 and 3 may lead, 1 is the new follower.
+	if l, f := lists["leader.replication.throttled.replicas"], lists["follower.replication.throttled.replicas"]; l != "0:2,0:3" || f != "0:1" {
+		t.Errorf("throttled replicas: leader %q follower %q, want \"0:2,0:3\" and \"0:1\"", l, f)
+	}
+	waitBrokerConfig(t, adm, 1, "follower.replication.throttled.rate", "50000000", kmsg.ConfigSourceDynamicBrokerConfig)
+	for deadline := time.Now().Add(time.Minute); ; {
+		if out, err = run("verify", "--file", plan); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("verify: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(out, "Throttles removed from brokers 1,2,3 and topics "+topic) {
+		t.Errorf("verify:\n%s", out)
+	}
+	rcs, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range rcs[0].Configs {
+		if strings.HasSuffix(cfg.Key, ".replication.throttled.rate") {
+			t.Errorf("after verify broker 1 still has %s=%s", cfg.Key, cfg.MaybeValue())
+		}
+	}
 }
