@@ -127,7 +127,17 @@ func TestDynamicConfigsAndThrottledReassignment(t *testing.T) {
 		if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "producer.id.expiration.ms", Value: kadm.StringPtr("600000")}}, other); err != nil {
 			t.Fatal(err)
 		}
-		waitBrokerConfig(t, adm, other, "producer.id.expiration.ms", "600000", kmsg.ConfigSourceDynamicBrokerConfig)
+		// At once: the broker that forwarded the change answers only once
+		// its own metadata shows it.
+		rcs, err := adm.DescribeBrokerConfigs(ctx, other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := rcs.On(fmt.Sprint(other), nil); err != nil {
+			t.Fatal(err)
+		} else if cfg, ok := findConfig(v.Configs, "producer.id.expiration.ms"); !ok || cfg.MaybeValue() != "600000" || cfg.Source != kmsg.ConfigSourceDynamicBrokerConfig {
+			t.Errorf("right after the alter broker %d describes producer.id.expiration.ms as %s (%s)", other, cfg.MaybeValue(), cfg.Source)
+		}
 		waitBrokerConfig(t, adm, other, "log.cleaner.threads", "2", kmsg.ConfigSourceDynamicBrokerConfig)
 		waitBrokerConfig(t, adm, other, "log.retention.ms", "7200000", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 		t.Logf("controller %d killed, %d took over", ctrl, next)
@@ -382,4 +392,13 @@ func tributaryThrottledMove(t *testing.T, c *testcluster.Cluster, adm *kadm.Clie
 			t.Errorf("after verify broker 1 still has %s=%s", cfg.Key, cfg.MaybeValue())
 		}
 	}
+}
+
+func findConfig(cfgs []kadm.Config, key string) (kadm.Config, bool) {
+	for _, c := range cfgs {
+		if c.Key == key {
+			return c, true
+		}
+	}
+	return kadm.Config{}, false
 }
