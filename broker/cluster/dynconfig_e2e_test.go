@@ -122,22 +122,24 @@ func TestDynamicConfigsAndThrottledReassignment(t *testing.T) {
 		waitBrokerConfig(t, adm, ctrl, "log.cleaner.threads", "3", kmsg.ConfigSourceDynamicBrokerConfig)
 		c.Node(ctrl).Kill()
 		next := c.Controller(15 * time.Second)
-		// The new controller changes the same resource from what it
-		// holds: both the old and the new value are there.
-		if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "producer.id.expiration.ms", Value: kadm.StringPtr("600000")}}, other); err != nil {
+		// A change through the broker that is neither: forwarded to the
+		// new controller, and answered only once the forwarding broker's
+		// own metadata shows it.
+		target := 6 - ctrl - next
+		if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "producer.id.expiration.ms", Value: kadm.StringPtr("600000")}}, target); err != nil {
 			t.Fatal(err)
 		}
-		// At once: the broker that forwarded the change answers only once
-		// its own metadata shows it.
-		rcs, err := adm.DescribeBrokerConfigs(ctx, other)
+		rcs, err := adm.DescribeBrokerConfigs(ctx, target)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, err := rcs.On(fmt.Sprint(other), nil); err != nil {
+		if v, err := rcs.On(fmt.Sprint(target), nil); err != nil {
 			t.Fatal(err)
 		} else if cfg, ok := findConfig(v.Configs, "producer.id.expiration.ms"); !ok || cfg.MaybeValue() != "600000" || cfg.Source != kmsg.ConfigSourceDynamicBrokerConfig {
-			t.Errorf("right after the alter broker %d describes producer.id.expiration.ms as %s (%s)", other, cfg.MaybeValue(), cfg.Source)
+			t.Errorf("right after the alter broker %d describes producer.id.expiration.ms as %s (%s)", target, cfg.MaybeValue(), cfg.Source)
 		}
+		// What the old controller committed, the new one holds.
+		waitBrokerConfig(t, adm, next, "log.retention.ms", "7200000", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 		waitBrokerConfig(t, adm, other, "log.cleaner.threads", "2", kmsg.ConfigSourceDynamicBrokerConfig)
 		waitBrokerConfig(t, adm, other, "log.retention.ms", "7200000", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 		t.Logf("controller %d killed, %d took over", ctrl, next)
@@ -247,7 +249,7 @@ func throttledMove(t *testing.T, c *testcluster.Cluster, tool func(*testing.T, s
 			t90, s90 = now, got
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the copy grows by a fetch (1 MiB) at a time
 	}
 	measured := float64(s90-s20) / t90.Sub(t20).Seconds()
 	t.Logf("follower catch-up: %.0f B/s under a throttle of %d B/s (%.0f%%), %d bytes in %v",
