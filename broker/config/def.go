@@ -3,8 +3,10 @@
 // topic-to-broker synonyms that DescribeConfigs reports, and the resolution
 // of a topic's effective settings into a broker/log.Config.
 //
-// Definitions are immutable tables; a Set is a value and safe to share once
-// built.
+// Definitions are immutable tables. A Broker is safe to share once built:
+// its static values never change, and its dynamic configs (KIP-226,
+// dynamic.go) are swapped whole through an atomic pointer by the metadata
+// publisher, so that readers never lock.
 package config
 
 import (
