@@ -121,4 +121,11 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 	if got := s.cfg.Int("message.max.bytes"); got != 500000 {
 		t.Errorf("after a restart the broker runs with message.max.bytes=%d, want 500000", got)
 	}
+
+	// The legacy AlterConfigs replaces a resource's dynamic configs.
+	sr := admSend[*kmsg.AlterConfigsResponse](t, s, alterConfigsReq(false, alterResource{kmsg.ConfigResourceTypeBroker, "", [][2]*string{cfgKV("log.cleaner.threads", "2")}}), 2).Resources[0]
+	admWantCode(t, "legacy alter of the cluster default", sr.ErrorCode, sr.ErrorMessage, nil)
+	want("cluster default after a legacy alter", describe(""), map[string]string{
+		"log.cleaner.threads": `log.cleaner.threads="2" source=DYNAMIC_DEFAULT_BROKER_CONFIG read_only=false sensitive=false type=INT synonyms=[log.cleaner.threads="2" DYNAMIC_DEFAULT_BROKER_CONFIG]`,
+	})
 }
