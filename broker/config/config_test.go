@@ -194,9 +194,7 @@ var brokerDefaultDifferences = map[string]string{
 var notDynamic = map[string]string{
 	"listeners":                        "a listener is bound once, at start",
 	"listener.security.protocol.map":   "a listener is bound once, at start",
-	"max.connections":                  "the listeners read the connection limits once, at start",
-	"max.connections.per.ip":           "the listeners read the connection limits once, at start",
-	"max.connections.per.ip.overrides": "the listeners read the connection limits once, at start",
+	"max.connections.per.ip.overrides": "its host names are resolved once, at start",
 }
 
 // brokerOnly are broker properties Kafka 4.4 does not have.

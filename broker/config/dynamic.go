@@ -24,10 +24,10 @@ import (
 
 // dynamicProps are the broker properties Kafka lets the admin APIs change
 // at run time (DynamicBrokerConfig.AllDynamicConfigs) that Tributary has
-// and applies without a restart. Left out on purpose: listeners,
-// advertised.listeners and listener.security.protocol.map (Tributary
-// cannot rebind a listener yet), and the connection limits, which the
-// listeners read once at start.
+// and applies without a restart. Left out on purpose: listeners and
+// listener.security.protocol.map (Tributary cannot rebind a listener yet),
+// and max.connections.per.ip.overrides, whose host names are resolved once
+// at start.
 var dynamicProps = []string{
 	// The broker synonyms of topic properties (DynamicLogConfig): a
 	// change is applied to every hosted partition without an override.
@@ -42,6 +42,8 @@ var dynamicProps = []string{
 	"log.cleaner.threads", "log.cleaner.backoff.ms", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
 	// Producer state.
 	"producer.id.expiration.ms",
+	// Connection limits, checked at each accept.
+	"max.connections", "max.connections.per.ip",
 }
 
 // quotaDefs are the replication quotas (KIP-73), which Kafka defines only

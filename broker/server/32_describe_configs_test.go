@@ -209,7 +209,7 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 		// Defaults that differ on purpose (broker/config's brokerDefaultDifferences).
 		"log.dir": "", "queued.max.request.bytes": "", "socket.receive.buffer.bytes": "",
 		// Dynamic in Kafka, read once at start here (docs/cluster.md).
-		"max.connections": "", "max.connections.per.ip": "", "max.connections.per.ip.overrides": "",
+		"max.connections.per.ip.overrides": "",
 	}
 	compared := 0
 	for name, want := range kafka {
