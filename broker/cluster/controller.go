@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,6 +125,7 @@ func OpenController(dir string, cfg *config.Broker, clusterID string, advertised
 	}
 	c.log = ml
 	img.ControllerID = c.nodeID
+	c.cfg.SetDynamic(img.DynamicConfigs(c.nodeID))
 	c.img.Store(img)
 	// Registration is recorded so that a restart with other listeners is
 	// visible in the log, as a KRaft broker re-registers.
@@ -323,6 +326,9 @@ func (c *Controller) publish(rs []Record, base *Image) error {
 		return nil
 	}
 	next.ControllerID = c.activeID()
+	// The dynamic broker configs take effect before anyone sees the image
+	// that holds them: the subscribers apply them to the logs.
+	c.cfg.SetDynamic(next.DynamicConfigs(c.nodeID))
 	c.img.Store(next)
 	for _, fn := range c.subs {
 		fn(prev, next)
@@ -662,6 +668,65 @@ func (c *Controller) AlterTopicConfigs(name string, changes []ConfigChange, repl
 		return nil
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Config.Name < rs[j].Config.Name })
+	return c.commit(rs)
+}
+
+// AlterBrokerConfigs applies changes to the dynamic configs of a broker
+// resource: a node id, or "" for the cluster-wide defaults. With replace,
+// dynamic configs not named are removed (AlterConfigs). Removing a config
+// that is not set, or that this version does not know, does nothing, so
+// that kafka-reassign-partitions --verify can clear the throttles of any
+// broker.
+//
+// The node id is checked only for its form, as Kafka's controller does:
+// the broker that received the request checked that it named itself,
+// and a config stored for a node that is not (yet) registered waits for it.
+func (c *Controller) AlterBrokerConfigs(resource string, changes []ConfigChange, replace, validateOnly bool) error {
+	if resource != "" {
+		id, err := strconv.ParseInt(resource, 10, 32)
+		if err != nil {
+			return errorf(kerr.InvalidRequest, "Unable to parse broker name as a base 10 number.")
+		}
+		if id < 0 {
+			return errorf(kerr.InvalidRequest, "Invalid negative broker ID.")
+		}
+	}
+	cur := c.Image().BrokerConfigs[resource]
+	next := map[string]string{}
+	if !replace {
+		maps.Copy(next, cur)
+	}
+	for _, ch := range changes {
+		if ch.Value == nil {
+			delete(next, ch.Name)
+		} else {
+			next[ch.Name] = *ch.Value
+		}
+	}
+	if err := config.ValidateDynamic(next); err != nil {
+		// INVALID_REQUEST rather than INVALID_CONFIG, as Kafka answers
+		// (KAFKA-13609).
+		return errorf(kerr.InvalidRequest, "%s", err.Error())
+	}
+	if validateOnly {
+		return nil
+	}
+	var rs []Record
+	for k := range cur {
+		if _, keep := next[k]; !keep {
+			rs = append(rs, Record{BrokerConfig: &BrokerConfigRecord{Broker: resource, Name: k}})
+		}
+	}
+	for k, v := range next {
+		if old, had := cur[k]; !had || old != v {
+			v := v
+			rs = append(rs, Record{BrokerConfig: &BrokerConfigRecord{Broker: resource, Name: k, Value: &v}})
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].BrokerConfig.Name < rs[j].BrokerConfig.Name })
 	return c.commit(rs)
 }
 

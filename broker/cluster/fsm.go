@@ -83,6 +83,22 @@ func (img *Image) records() []Record {
 	if img.NextProducerID > 0 {
 		rs = append(rs, Record{ProducerIDs: &ProducerIDsRecord{Next: img.NextProducerID}})
 	}
+	resources := make([]string, 0, len(img.BrokerConfigs))
+	for r := range img.BrokerConfigs {
+		resources = append(resources, r)
+	}
+	sort.Strings(resources)
+	for _, r := range resources {
+		names := make([]string, 0, len(img.BrokerConfigs[r]))
+		for k := range img.BrokerConfigs[r] {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			v := img.BrokerConfigs[r][k]
+			rs = append(rs, Record{BrokerConfig: &BrokerConfigRecord{Broker: r, Name: k, Value: &v}})
+		}
+	}
 	return rs
 }
 

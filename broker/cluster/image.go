@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tributary-io/tributary/broker/config"
@@ -120,6 +121,16 @@ type Image struct {
 	// replica fetches carry it (see broker/replica), clients never see it.
 	// The first active controller makes it.
 	Secret string
+	// BrokerConfigs are the dynamic broker configs (KIP-226), by broker
+	// resource name: a node id, or "" for the cluster-wide defaults.
+	// Never modified in place: a change replaces the maps it touches.
+	BrokerConfigs map[string]map[string]string `json:",omitempty"`
+}
+
+// DynamicConfigs are the cluster-wide and the per-broker dynamic configs
+// of broker id.
+func (img *Image) DynamicConfigs(id int32) (clusterDefault, perBroker map[string]string) {
+	return img.BrokerConfigs[""], img.BrokerConfigs[strconv.Itoa(int(id))]
 }
 
 func emptyImage(clusterID string) *Image {

@@ -19,6 +19,17 @@ type Record struct {
 	RemoveTopic      *RemoveTopicRecord `json:"remove_topic,omitempty"`
 	ProducerIDs      *ProducerIDsRecord `json:"producer_ids,omitempty"`
 	Secret           *SecretRecord      `json:"secret,omitempty"`
+	// BrokerConfig sets or removes a dynamic broker config (KIP-226).
+	BrokerConfig *BrokerConfigRecord `json:"broker_config,omitempty"`
+}
+
+// BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
+// config of Broker: a node id, or "" for the cluster-wide default, as
+// Kafka's BROKER config resource names them.
+type BrokerConfigRecord struct {
+	Broker string  `json:"broker"`
+	Name   string  `json:"name"`
+	Value  *string `json:"value"`
 }
 
 // TopicRecord creates a topic with no partitions; PartitionRecords follow.
@@ -121,6 +132,27 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		n.NextProducerID = r.ProducerIDs.Next
 	case r.Secret != nil:
 		n.Secret = r.Secret.Value
+	case r.BrokerConfig != nil:
+		// Copied on write: the published image's maps stay as they are.
+		bc := r.BrokerConfig
+		n.BrokerConfigs = maps.Clone(n.BrokerConfigs)
+		if n.BrokerConfigs == nil {
+			n.BrokerConfigs = map[string]map[string]string{}
+		}
+		m := maps.Clone(n.BrokerConfigs[bc.Broker])
+		if m == nil {
+			m = map[string]string{}
+		}
+		if bc.Value == nil {
+			delete(m, bc.Name)
+		} else {
+			m[bc.Name] = *bc.Value
+		}
+		if len(m) == 0 {
+			delete(n.BrokerConfigs, bc.Broker)
+		} else {
+			n.BrokerConfigs[bc.Broker] = m
+		}
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")
 	}

@@ -62,20 +62,18 @@ var kafkaSourceNames = map[Source]string{
 // kafkaMissingTopicConfigs are Kafka 4.4 topic configs Tributary does not
 // define (yet), so CreateTopics and AlterConfigs refuse them.
 var kafkaMissingTopicConfigs = map[string]string{
-	"compression.gzip.level":                  "compression.type other than producer is not implemented (KIP-390)",
-	"compression.lz4.level":                   "compression.type other than producer is not implemented (KIP-390)",
-	"compression.zstd.level":                  "compression.type other than producer is not implemented (KIP-390)",
-	"errors.deadletterqueue.group.enable":     "share groups (KIP-932) are not implemented",
-	"follower.replication.throttled.replicas": "replication quotas are not implemented",
-	"leader.replication.throttled.replicas":   "replication quotas are not implemented",
-	"local.retention.bytes":                   "tiered storage (KIP-405) is not implemented",
-	"local.retention.ms":                      "tiered storage (KIP-405) is not implemented",
-	"max.decompressed.message.bytes":          "batches are stored as sent, never decompressed",
-	"remote.copy.lag.bytes":                   "tiered storage (KIP-405) is not implemented",
-	"remote.copy.lag.ms":                      "tiered storage (KIP-405) is not implemented",
-	"remote.log.copy.disable":                 "tiered storage (KIP-405) is not implemented",
-	"remote.log.delete.on.disable":            "tiered storage (KIP-405) is not implemented",
-	"remote.storage.enable":                   "tiered storage (KIP-405) is not implemented",
+	"compression.gzip.level":              "compression.type other than producer is not implemented (KIP-390)",
+	"compression.lz4.level":               "compression.type other than producer is not implemented (KIP-390)",
+	"compression.zstd.level":              "compression.type other than producer is not implemented (KIP-390)",
+	"errors.deadletterqueue.group.enable": "share groups (KIP-932) are not implemented",
+	"local.retention.bytes":               "tiered storage (KIP-405) is not implemented",
+	"local.retention.ms":                  "tiered storage (KIP-405) is not implemented",
+	"max.decompressed.message.bytes":      "batches are stored as sent, never decompressed",
+	"remote.copy.lag.bytes":               "tiered storage (KIP-405) is not implemented",
+	"remote.copy.lag.ms":                  "tiered storage (KIP-405) is not implemented",
+	"remote.log.copy.disable":             "tiered storage (KIP-405) is not implemented",
+	"remote.log.delete.on.disable":        "tiered storage (KIP-405) is not implemented",
+	"remote.storage.enable":               "tiered storage (KIP-405) is not implemented",
 }
 
 // kafkaDynamicDefaults are configs whose value in the capture comes from a
@@ -191,6 +189,14 @@ var brokerDefaultDifferences = map[string]string{
 	"queued.max.request.bytes":       "512 MiB rather than unbounded, so that clients cannot make the broker allocate what they like (docs/operations.md)",
 }
 
+// notDynamic are the properties Kafka 4.4 changes at run time (KIP-226)
+// and Tributary does not.
+var notDynamic = map[string]string{
+	"listeners":                        "a listener is bound once, at start",
+	"listener.security.protocol.map":   "a listener is bound once, at start",
+	"max.connections.per.ip.overrides": "its host names are resolved once, at start",
+}
+
 // brokerOnly are broker properties Kafka 4.4 does not have.
 var brokerOnly = map[string]string{
 	"cluster.id": "Kafka reads it only from meta.properties (kafka-storage format); Tributary also takes it as a property",
@@ -203,11 +209,20 @@ func TestBrokerDefaultsMatchKafka(t *testing.T) {
 	kafka := loadKafka(t, "kafka-4.4-broker-configs.json")
 	for name, d := range BrokerDefs {
 		k, ok := kafka[name]
+		if d.DynamicOnly {
+			if ok {
+				t.Errorf("%s: Kafka 4.4 lists it, so it is not dynamic-only", name)
+			}
+			continue
+		}
 		if !ok {
 			if _, allowed := brokerOnly[name]; !allowed {
 				t.Errorf("%s: Kafka 4.4 has no broker config of that name", name)
 			}
 			continue
+		}
+		if _, allowed := notDynamic[name]; !allowed && d.Dynamic == k.ReadOnly {
+			t.Errorf("%s: dynamic %v, Kafka's %v", name, d.Dynamic, !k.ReadOnly)
 		}
 		if _, allowed := brokerDefaultDifferences[name]; allowed {
 			continue

@@ -3,8 +3,10 @@
 // topic-to-broker synonyms that DescribeConfigs reports, and the resolution
 // of a topic's effective settings into a broker/log.Config.
 //
-// Definitions are immutable tables; a Set is a value and safe to share once
-// built.
+// Definitions are immutable tables. A Broker is safe to share once built:
+// its static values never change, and its dynamic configs (KIP-226,
+// dynamic.go) are swapped whole through an atomic pointer by the metadata
+// publisher, so that readers never lock.
 package config
 
 import (
@@ -35,9 +37,12 @@ type Source int8
 
 const (
 	SourceTopic         Source = 1 // a topic override
-	SourceDynamicBroker Source = 2
-	SourceStaticBroker  Source = 4 // the broker's config file, env or flags
-	SourceDefault       Source = 5
+	SourceDynamicBroker Source = 2 // a dynamic config of this broker (KIP-226)
+	// SourceDynamicDefaultBroker is a dynamic config of every broker of
+	// the cluster (kafka-configs --entity-default).
+	SourceDynamicDefaultBroker Source = 3
+	SourceStaticBroker         Source = 4 // the broker's config file, env or flags
+	SourceDefault              Source = 5
 )
 
 // Def defines one property.
@@ -60,6 +65,15 @@ type Def struct {
 	Scale []int64
 	// Sensitive values are never shown.
 	Sensitive bool
+	// Dynamic broker properties may be changed at run time through the
+	// admin APIs (KIP-226), per broker or as the cluster's default, and
+	// take effect without a restart: Kafka's set of dynamically updatable
+	// properties, as far as Tributary has them (docs/cluster.md).
+	Dynamic bool
+	// DynamicOnly properties are not part of Kafka's KafkaConfig (the
+	// replication quotas): DescribeConfigs lists them only when set, with
+	// no type and read-only, as Kafka does.
+	DynamicOnly bool
 }
 
 // parse checks that v is a valid value of d's type and passes d.Check.

@@ -51,6 +51,10 @@ var TopicDefs = defs(
 		Scale: []int64{1, msPerHour}, Doc: "Accepted; Tributary does not jitter rolls."},
 	Def{Name: "segment.ms", Type: Long, Check: atLeast(1), Synonyms: []string{"log.roll.ms", "log.roll.hours"},
 		Scale: []int64{1, msPerHour}, Doc: "Roll a segment this old."},
+	Def{Name: "leader.replication.throttled.replicas", Type: List, Default: "", Check: throttledReplicas,
+		Doc: "Replicas whose leader throttles what it serves to followers out of the ISR, to leader.replication.throttled.rate: partition:broker,... naming the leaders, or * for every replica of the topic. kafka-reassign-partitions --throttle sets it and --verify removes it."},
+	Def{Name: "follower.replication.throttled.replicas", Type: List, Default: "", Check: throttledReplicas,
+		Doc: "Replicas whose follower throttles its fetching while out of the ISR, to follower.replication.throttled.rate: partition:broker,... naming the followers, or * for every replica of the topic."},
 	Def{Name: "unclean.leader.election.enable", Type: Bool, Synonyms: []string{"unclean.leader.election.enable"},
 		Doc: "Allow an out-of-sync replica to become leader, losing data."},
 )

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tributary-io/tributary/broker/log"
@@ -20,6 +21,7 @@ var ErrInvalid = errors.New("broker/config: invalid configuration")
 // the definitions that give everything else a default.
 type Broker struct {
 	set map[string]string
+	dyn atomic.Pointer[dynamicLayer] // see dynamic.go
 }
 
 // ParseBroker validates broker properties by Kafka name. Unknown names and
@@ -81,6 +83,14 @@ func (b *Broker) crossChecks() []string {
 // Get returns a property's value and where it came from; ok is false for an
 // unset property without a default.
 func (b *Broker) Get(name string) (value string, src Source, ok bool) {
+	if l := b.dyn.Load(); l != nil {
+		if v, set := l.perBroker[name]; set {
+			return v, SourceDynamicBroker, true
+		}
+		if v, set := l.clusterDefault[name]; set {
+			return v, SourceDynamicDefaultBroker, true
+		}
+	}
 	if v, set := b.set[name]; set {
 		return v, SourceStaticBroker, true
 	}
@@ -91,8 +101,12 @@ func (b *Broker) Get(name string) (value string, src Source, ok bool) {
 	return d.Default, SourceDefault, true
 }
 
-// IsSet reports whether name was given explicitly.
-func (b *Broker) IsSet(name string) bool { _, ok := b.set[name]; return ok }
+// IsSet reports whether name was given explicitly: in the config file,
+// environment or flags, or as a dynamic config.
+func (b *Broker) IsSet(name string) bool {
+	_, src, ok := b.Get(name)
+	return ok && src != SourceDefault
+}
 
 func (b *Broker) String(name string) string { v, _, _ := b.Get(name); return v }
 
@@ -126,6 +140,9 @@ func (b *Broker) Values() []Value {
 	out := make([]Value, 0, len(BrokerDefs))
 	for name, d := range BrokerDefs {
 		v, src, ok := b.Get(name)
+		if d.DynamicOnly && (!ok || src == SourceDefault) {
+			continue // as Kafka, which lists them only once set
+		}
 		out = append(out, Value{Def: d, Value: v, Null: !ok, Source: src})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Def.Name < out[j].Def.Name })
@@ -205,6 +222,12 @@ func (b *Broker) resolveTopic(d Def, overrides map[string]string) Value {
 	}
 	if len(val.Synonyms) > 0 {
 		val.Value, val.Source = val.Synonyms[0].Value, SourceDefault
+		return val
+	}
+	if len(d.Synonyms) == 0 && !d.NoDefault {
+		// A topic property no broker property stands for
+		// (leader.replication.throttled.replicas): its own default.
+		val.Value, val.Source = d.Default, SourceDefault
 		return val
 	}
 	val.Null = true

@@ -49,6 +49,8 @@
 //	Partition.snapMu     producer snapshots (files)
 //	  Partition.appendMu appends and the producer state
 //	    Partition.stateMu replication state: leader, ISR, followers, high watermark
+//	quota.mu             a replication quota (throttle.go), a leaf: taken
+//	                     after Partition.stateMu is released, never with it
 //
 // No lock of this package is held while waiting for the network: an
 // acks=all produce waits on Partition.HWChanged (WaitCommitted) with no lock,

@@ -278,9 +278,20 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 		return t
 	})
 	asked := byTP{}
+	throttled := map[*Partition]bool{}
+	var quotaWait time.Duration // until the follower quota allows the partitions left out
 	for p, st := range parts {
 		if !st.truncated {
 			continue
+		}
+		if th, wait := f.m.followerThrottled(p); th {
+			if wait > 0 {
+				if quotaWait == 0 || wait < quotaWait {
+					quotaWait = wait
+				}
+				continue
+			}
+			throttled[p] = true
 		}
 		rt := topics.Slot(p.TP.Topic)
 		rp := kmsg.NewFetchRequestTopicPartition()
@@ -291,6 +302,18 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 		asked.add(p)
 	}
 	if len(req.Topics) == 0 {
+		if quotaWait > 0 {
+			// Every partition waits for the quota: sleep until it allows
+			// one, not the idle backoff, so that the rate is the one set.
+			t := time.NewTimer(min(quotaWait, tr.MaxWait))
+			defer t.Stop()
+			select {
+			case <-f.stop:
+			case <-f.changed:
+			case <-t.C:
+			}
+			return true, nil
+		}
 		return false, nil
 	}
 	start := time.Now()
@@ -331,6 +354,9 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 				continue // NOT_LEADER, FENCED_LEADER_EPOCH...: wait for the metadata
 			}
 			batches := wholeBatches(rp.RecordBatches)
+			if throttled[p] {
+				f.m.recordFollowerThrottled(int64(len(batches)))
+			}
 			if err := p.AppendFetched(batches, rp.HighWatermark, rp.LogStartOffset); err != nil {
 				return false, fmt.Errorf("appending to %s: %w", p.TP, err)
 			}

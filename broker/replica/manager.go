@@ -49,6 +49,9 @@ type Manager struct {
 	stopped bool                                 // StopReplication was called: nothing more is applied or retried; applyMu
 	failMu  sync.Mutex                           // a leaf: Failures reads failed without waiting for an apply
 	offline offlineSet                           // replicas in failed log dirs (offline.go)
+
+	// The replication quotas of this broker (throttle.go).
+	leaderQuota, followerQuota quota
 }
 
 // ApplyFailure is a partition whose metadata could not be applied here (its
@@ -123,16 +126,23 @@ func (m *Manager) Apply(prev, next *cluster.Image) error {
 		prev = m.latest
 	}
 	m.latest = next
+	// A change of this broker's dynamic configs (or the cluster's
+	// defaults) may change every topic's effective config: message.max.bytes,
+	// log.retention.ms... The config already holds them (the controller
+	// sets them before it publishes).
+	pd, pb := prev.DynamicConfigs(m.nodeID)
+	nd, nb := next.DynamicConfigs(m.nodeID)
+	brokerChanged := !maps.Equal(pd, nd) || !maps.Equal(pb, nb)
 	var errs []error
 	for name, t := range next.Topics {
 		old := prev.Topics[name]
-		if old == t {
+		if old == t && !brokerChanged {
 			continue
 		}
 		if old != nil && old.ID != t.ID {
 			old = nil // deleted and recreated under the same name
 		}
-		configChanged := old == nil || !maps.Equal(old.Configs, t.Configs)
+		configChanged := old == nil || !maps.Equal(old.Configs, t.Configs) || brokerChanged
 		for _, p := range t.Partitions {
 			tp := log.TopicPartition{Topic: t.Name, Partition: p.Index}
 			if !configChanged && int(p.Index) < len(old.Partitions) && samePartition(old.Partitions[p.Index], p) && m.failed[tp] == nil {
@@ -186,6 +196,7 @@ func (m *Manager) applyPartition(t *cluster.Topic, p cluster.Partition, configCh
 	}
 	m.follow(part, part.applyMeta(p, m.minISR(t)))
 	if configChanged {
+		part.setThrottles(throttlesOf(t, p.Index, m.nodeID))
 		return part.Log.SetConfig(m.cfg.LogConfig(t.Configs))
 	}
 	return nil
@@ -367,6 +378,7 @@ func (m *Manager) create(tp log.TopicPartition, t *cluster.Topic, p cluster.Part
 	if err != nil {
 		return err
 	}
+	part.setThrottles(throttlesOf(t, p.Index, m.nodeID))
 	rc := part.applyMeta(p, m.minISR(t))
 	m.mu.Lock()
 	m.parts[tp] = part

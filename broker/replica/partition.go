@@ -31,6 +31,10 @@ type Partition struct {
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
 
+	// Whether replication of this partition is throttled here, from the
+	// topic's throttled-replicas lists (throttle.go).
+	leaderThrottled, followerThrottled atomic.Bool
+
 	// Replication state, from the metadata and the followers' fetches.
 	stateMu   sync.Mutex
 	meta      cluster.Partition   // as last applied; stateMu

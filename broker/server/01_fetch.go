@@ -150,9 +150,25 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 					upTo = part.HighWatermark()
 					res.wake = append(res.wake, part.HWChanged())
 				}
+				throttled := false
+				if replicaID >= 0 {
+					var wait time.Duration
+					if throttled, wait = s.parts.LeaderThrottled(part, replicaID); wait > 0 {
+						// The leader's replication quota is spent: no
+						// records for this follower until it is not, which
+						// is when the fetch wakes to read again (KIP-73).
+						hw := part.HighWatermark()
+						sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, part.Log.LogStartOffset()
+						res.wake = append(res.wake, after(wait))
+						break
+					}
+				}
 				n, err := s.readPartition(part, rp, &sp, maxBytes-res.bytes, res.bytes == 0, res.files, upTo)
 				if err != nil {
 					sp.ErrorCode = kafkaCode(err)
+				}
+				if throttled {
+					s.parts.RecordLeaderThrottled(n)
 				}
 				res.bytes += n
 				sent += n
@@ -251,4 +267,11 @@ func waitAny(chans []<-chan struct{}, d time.Duration) bool {
 	}
 	i, _, _ := reflect.Select(cases)
 	return i > 0
+}
+
+// after is a channel closed once d has passed.
+func after(d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	time.AfterFunc(d, func() { close(ch) })
+	return ch
 }

@@ -17,9 +17,10 @@ import (
 // could have come from, shaped as Kafka's ConfigHelper shapes them so that
 // kafka-configs.sh, kadm and the AdminClient print what they print for Kafka.
 //
-// Differences from Kafka, on purpose: every broker property is reported
-// read-only, because dynamic broker configs are not supported (AlterConfigs
-// refuses them), and the documentation is Tributary's own.
+// A broker property is read-only unless it is one of the dynamic broker
+// configs (KIP-226) Tributary applies at run time; the replication quota
+// rates are listed only once set, without a type and read-only, as Kafka
+// lists them. The documentation is Tributary's own.
 func (s *Server) handleDescribeConfigs(c *conn, req *kmsg.DescribeConfigsRequest) (*kmsg.DescribeConfigsResponse, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := s.ctrl.Image()
@@ -70,9 +71,7 @@ func (s *Server) describeResource(img *cluster.Image, rr kmsg.DescribeConfigsReq
 		return s.topicConfigEntries(t.Configs), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if rr.ResourceName == "" {
-			// The cluster-wide dynamic defaults: there are none, since
-			// dynamic broker configs are not supported.
-			return nil, nil
+			return s.clusterDefaultEntries(), nil
 		}
 		if err := s.checkBrokerResource(rr.ResourceName); err != nil {
 			return nil, err
@@ -97,8 +96,9 @@ func (s *Server) topicConfigEntries(overrides map[string]string) []kmsg.Describe
 
 // kafkaTopicSynonyms is the synonym list Kafka reports for a topic
 // property: the topic override, then the broker properties of its fallback
-// chain that are set, then those with a default, each group in chain order,
-// with everything before the chain's first property dropped (Kafka's
+// chain, grouped by source (this broker's dynamic values, the cluster's
+// dynamic defaults, the config file, the defaults), each group in chain
+// order, with everything before the chain's first property dropped (Kafka's
 // ConfigHelper.configSynonyms). The values are the broker properties' own,
 // unscaled (log.retention.hours=168, not 604800000).
 //
@@ -115,40 +115,55 @@ func kafkaTopicSynonyms(cfg *config.Broker, d config.Def, overrides map[string]s
 	if len(d.Synonyms) == 0 {
 		return out
 	}
-	var chain []config.Synonym
-	for _, name := range d.Synonyms {
-		if cfg.IsSet(name) {
-			chain = append(chain, config.Synonym{Name: name, Value: cfg.String(name), Source: config.SourceStaticBroker})
-		}
-	}
-	for _, name := range d.Synonyms {
-		if bd, ok := config.BrokerDefs[name]; ok && !bd.NoDefault {
-			chain = append(chain, config.Synonym{Name: name, Value: bd.Default, Source: config.SourceDefault})
-		}
-	}
+	chain := cfg.SynonymsOf(d.Synonyms)
 	for len(chain) > 0 && chain[0].Name != d.Synonyms[0] {
 		chain = chain[1:]
 	}
 	return append(out, chain...)
 }
 
-// brokerConfigEntries describes every broker property, sorted by name.
-// A property's synonyms are itself as set in the config file, then its
-// default, as Kafka reports a property without dynamic values.
+// brokerConfigEntries describes every broker property, sorted by name,
+// with the synonyms Kafka gives it (config.Broker.BrokerSynonyms).
 func (s *Server) brokerConfigEntries() []kmsg.DescribeConfigsResponseResourceConfig {
 	vals := s.cfg.Values()
 	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(vals))
 	for _, v := range vals {
-		var syns []config.Synonym
-		if s.cfg.IsSet(v.Def.Name) {
-			syns = append(syns, config.Synonym{Name: v.Def.Name, Value: v.Value, Source: config.SourceStaticBroker})
-		}
-		if !v.Def.NoDefault {
-			syns = append(syns, config.Synonym{Name: v.Def.Name, Value: v.Def.Default, Source: config.SourceDefault})
-		}
-		out = append(out, configEntry(v.Def, v.Value, v.Null, syns, true))
+		out = append(out, brokerEntry(v.Def, v.Value, v.Null, s.cfg.BrokerSynonyms(v.Def.Name)))
 	}
 	return out
+}
+
+// clusterDefaultEntries describes the cluster-wide dynamic configs (the
+// BROKER resource ""): only those set, each with its dynamic default as
+// its only synonym, as Kafka describes them.
+func (s *Server) clusterDefaultEntries() []kmsg.DescribeConfigsResponseResourceConfig {
+	defaults := s.cfg.ClusterDefaults()
+	names := make([]string, 0, len(defaults))
+	for n := range defaults {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(names))
+	for _, n := range names {
+		var syns []config.Synonym
+		for _, syn := range s.cfg.BrokerSynonyms(n) {
+			if syn.Source == config.SourceDynamicDefaultBroker {
+				syns = append(syns, syn)
+			}
+		}
+		out = append(out, brokerEntry(config.BrokerDefs[n], defaults[n], false, syns))
+	}
+	return out
+}
+
+// brokerEntry is one broker property's entry: read-only unless dynamic,
+// and without a type for the properties Kafka's KafkaConfig lacks.
+func brokerEntry(d config.Def, value string, null bool, syns []config.Synonym) kmsg.DescribeConfigsResponseResourceConfig {
+	e := configEntry(d, value, null, syns, !d.Dynamic || d.DynamicOnly)
+	if d.DynamicOnly {
+		e.ConfigType = kmsg.ConfigTypeUnknown
+	}
+	return e
 }
 
 // configEntry builds one DescribeConfigs entry. Its source is its first

@@ -33,7 +33,7 @@ func (s *Server) handleIncrementalAlterConfigs(c *conn, req *kmsg.IncrementalAlt
 		if dup[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 			err = errDuplicateResource
 		} else {
-			err = s.incrementalAlterConfigs(rr, req.ValidateOnly)
+			err = s.incrementalAlterConfigs(c, rr, req.ValidateOnly)
 		}
 		sr.ErrorCode, sr.ErrorMessage = kafkaCode(err), adminMessage(err)
 		resp.Resources = append(resp.Resources, sr)
@@ -41,7 +41,7 @@ func (s *Server) handleIncrementalAlterConfigs(c *conn, req *kmsg.IncrementalAlt
 	return resp, nil
 }
 
-func (s *Server) incrementalAlterConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+func (s *Server) incrementalAlterConfigs(c *conn, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
 	names := make([]string, 0, len(rr.Configs))
 	var nulls []string
 	for _, cfg := range rr.Configs {
@@ -79,7 +79,11 @@ func (s *Server) incrementalAlterConfigs(rr kmsg.IncrementalAlterConfigsRequestR
 		s.logAlter(rr.ResourceName, names, validateOnly, err)
 		return err
 	case kmsg.ConfigResourceTypeBroker:
-		return s.alterBrokerConfigs(rr.ResourceName, names)
+		changes, err := s.brokerChanges(rr.ResourceName, rr.Configs)
+		if err != nil {
+			return err
+		}
+		return s.alterBrokerConfigs(c, rr.ResourceName, changes, false, validateOnly)
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return apiErrorf(kerr.InvalidRequest, "changing log levels (BROKER_LOGGER) is not supported")
 	default:
@@ -109,6 +113,47 @@ func (s *Server) topicChanges(t *cluster.Topic, ops []kmsg.IncrementalAlterConfi
 				current = s.cfg.Topic(t.Configs)
 			}
 			list := config.SplitList(current[op.Name].Value)
+			for _, item := range config.SplitList(*op.Value) {
+				i := slices.Index(list, item)
+				switch {
+				case op.Op == kmsg.IncrementalAlterConfigOpAppend && i < 0:
+					list = append(list, item)
+				case op.Op == kmsg.IncrementalAlterConfigOpSubtract && i >= 0:
+					list = slices.Delete(list, i, i+1)
+				}
+			}
+			v := strings.Join(list, ",")
+			changes = append(changes, cluster.ConfigChange{Name: op.Name, Value: &v})
+		}
+	}
+	return changes, nil
+}
+
+// brokerChanges turns the operations on a broker resource into dynamic
+// configs to set or remove. APPEND and SUBTRACT start from the resource's
+// dynamic value, else the value in force here, as Kafka's
+// prepareIncrementalConfigs starts from the stored value, else the default.
+func (s *Server) brokerChanges(resource string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) ([]cluster.ConfigChange, error) {
+	changes := make([]cluster.ConfigChange, 0, len(ops))
+	for _, op := range ops {
+		switch op.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			changes = append(changes, cluster.ConfigChange{Name: op.Name, Value: op.Value})
+		case kmsg.IncrementalAlterConfigOpDelete:
+			changes = append(changes, cluster.ConfigChange{Name: op.Name})
+		default: // APPEND, SUBTRACT
+			d, ok := config.BrokerDefs[op.Name]
+			if !ok {
+				return nil, apiErrorf(kerr.InvalidConfig, "Unknown config name: %s", op.Name)
+			}
+			if d.Type != config.List {
+				return nil, apiErrorf(kerr.InvalidConfig, "Config value %s is not allowed for config key: %s", strings.ToLower(op.Op.String()), op.Name)
+			}
+			cur, ok := s.ctrl.Image().BrokerConfigs[resource][op.Name]
+			if !ok {
+				cur = s.cfg.String(op.Name)
+			}
+			list := config.SplitList(cur)
 			for _, item := range config.SplitList(*op.Value) {
 				i := slices.Index(list, item)
 				switch {

@@ -108,8 +108,10 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 		{"key twice", kmsg.ConfigResourceTypeTopic, "t", []incrementalOp{setOp("retention.ms", "1"), setOp("retention.ms", "2")}, kerr.InvalidRequest, []string{"more than once"}},
 		// One bad change fails the whole resource.
 		{"one bad of two", kmsg.ConfigResourceTypeTopic, "t", []incrementalOp{setOp("retention.ms", "5"), setOp("segment.bytes", "1")}, kerr.InvalidConfig, []string{"segment.bytes"}},
+		{"bad throttled replicas", kmsg.ConfigResourceTypeTopic, "t", []incrementalOp{setOp("leader.replication.throttled.replicas", "0-1")}, kerr.InvalidConfig, []string{"leader.replication.throttled.replicas", "[partitionId]:[brokerId]"}},
 		{"unknown topic", kmsg.ConfigResourceTypeTopic, "missing", []incrementalOp{setOp("retention.ms", "1")}, kerr.UnknownTopicOrPartition, nil},
-		{"broker config", kmsg.ConfigResourceTypeBroker, "1", []incrementalOp{setOp("log.retention.hours", "1")}, kerr.InvalidRequest, []string{"not supported", "log.retention.hours"}},
+		{"broker config", kmsg.ConfigResourceTypeBroker, "1", []incrementalOp{setOp("log.retention.hours", "1")}, kerr.InvalidRequest, []string{"Cannot update these configs dynamically", "log.retention.hours"}},
+		{"append to a non-list broker config", kmsg.ConfigResourceTypeBroker, "1", []incrementalOp{{"message.max.bytes", kmsg.IncrementalAlterConfigOpAppend, strPtr("1")}}, kerr.InvalidConfig, []string{"message.max.bytes"}},
 		{"other broker", kmsg.ConfigResourceTypeBroker, "2", []incrementalOp{setOp("log.retention.hours", "1")}, kerr.InvalidRequest, []string{"expected 1"}},
 		{"log levels", kmsg.ConfigResourceTypeBrokerLogger, "1", []incrementalOp{setOp("kafka", "DEBUG")}, kerr.InvalidRequest, []string{"BROKER_LOGGER"}},
 		{"unknown resource type", 3, "x", nil, kerr.InvalidRequest, []string{"resource type 3"}},

@@ -21,8 +21,11 @@ import (
 // counted in max.connections, as Kafka exempts it, but is in the per-IP
 // limit.
 type connLimits struct {
-	max, perIP int
-	overrides  map[string]int // by IP address, as net.IP.String spells it
+	// cfg gives max.connections and max.connections.per.ip at each
+	// accept: both are dynamic broker configs, and a new value applies to
+	// the connections accepted after it (open ones stay, as in Kafka).
+	cfg       *config.Broker
+	overrides map[string]int // by IP address, as net.IP.String spells it
 	exempt     map[string]bool
 	uncounted  map[string]bool // in max.connections
 
@@ -40,8 +43,7 @@ const (
 
 func newConnLimits(cfg *config.Broker) (*connLimits, error) {
 	l := &connLimits{
-		max: int(cfg.Int("max.connections")), perIP: int(cfg.Int("max.connections.per.ip")),
-		overrides: map[string]int{}, exempt: map[string]bool{}, uncounted: map[string]bool{},
+		cfg: cfg, overrides: map[string]int{}, exempt: map[string]bool{}, uncounted: map[string]bool{},
 		byIP: map[string]int{},
 	}
 	for _, n := range cfg.List("controller.listener.names") {
@@ -81,14 +83,15 @@ func (l *connLimits) admit(listener, ip string) (done func(), refused string) {
 	counted := !l.uncounted[listener]
 	limit, ok := l.overrides[ip]
 	if !ok {
-		limit = l.perIP
+		limit = int(l.cfg.Int("max.connections.per.ip"))
 	}
+	maxConns := int(l.cfg.Int("max.connections"))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case l.byIP[ip] >= limit:
 		return nil, refusedPerIP
-	case counted && l.total >= l.max:
+	case counted && l.total >= maxConns:
 		return nil, refusedMax
 	}
 	l.byIP[ip]++

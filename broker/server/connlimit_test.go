@@ -49,4 +49,12 @@ func TestConnLimitsSpareControllerAndReplicationListeners(t *testing.T) {
 	admit("PLAINTEXT", "10.0.0.3", refusedMax)
 	first()
 	admit("PLAINTEXT", "10.0.0.3", "")
+
+	// Dynamic configs (KIP-226) apply from the next accept.
+	admit("PLAINTEXT", "10.0.0.4", refusedMax)
+	cfg.SetDynamic(nil, map[string]string{"max.connections": "3"})
+	admit("PLAINTEXT", "10.0.0.4", "")
+	cfg.SetDynamic(map[string]string{"max.connections.per.ip": "1"}, map[string]string{"max.connections": "4"})
+	admit("PLAINTEXT", "10.0.0.2", refusedPerIP)
+	admit("PLAINTEXT", "10.0.0.5", "")
 }

@@ -63,7 +63,7 @@ func (s *Server) forward(c *conn, req kmsg.Request, local handler) (kmsg.Respons
 		return local.fn(c, req)
 	}
 	s.metrics.forwarded.WithLabelValues(kmsg.NameForKey(req.Key())).Inc()
-	s.awaitForwarded(resp)
+	s.awaitForwarded(req, resp)
 	return resp, nil
 }
 
@@ -72,10 +72,49 @@ func (s *Server) forward(c *conn, req kmsg.Request, local handler) (kmsg.Respons
 const forwardedVisible = 10 * time.Second
 
 // awaitForwarded waits until the topics a forwarded request created,
-// deleted or grew look that way here.
-func (s *Server) awaitForwarded(resp kmsg.Response) {
+// deleted or grew, and the configs it set or removed, look that way here.
+func (s *Server) awaitForwarded(req kmsg.Request, resp kmsg.Response) {
 	var done func(*cluster.Image) bool
 	switch r := resp.(type) {
+	case *kmsg.IncrementalAlterConfigsResponse:
+		q := req.(*kmsg.IncrementalAlterConfigsRequest)
+		if q.ValidateOnly {
+			return
+		}
+		want := map[configResource][]configWant{}
+		for _, rr := range q.Resources {
+			for _, c := range rr.Configs {
+				switch c.Op {
+				case kmsg.IncrementalAlterConfigOpSet:
+					want[configResource{rr.ResourceType, rr.ResourceName}] = append(want[configResource{rr.ResourceType, rr.ResourceName}], configWant{c.Name, c.Value})
+				case kmsg.IncrementalAlterConfigOpDelete:
+					want[configResource{rr.ResourceType, rr.ResourceName}] = append(want[configResource{rr.ResourceType, rr.ResourceName}], configWant{c.Name, nil})
+				}
+			}
+		}
+		for _, rr := range r.Resources {
+			if rr.ErrorCode != 0 {
+				delete(want, configResource{rr.ResourceType, rr.ResourceName})
+			}
+		}
+		done = func(img *cluster.Image) bool { return configsLookSo(img, want) }
+	case *kmsg.AlterConfigsResponse:
+		q := req.(*kmsg.AlterConfigsRequest)
+		if q.ValidateOnly {
+			return
+		}
+		want := map[configResource][]configWant{}
+		for _, rr := range q.Resources {
+			for _, c := range rr.Configs {
+				want[configResource{rr.ResourceType, rr.ResourceName}] = append(want[configResource{rr.ResourceType, rr.ResourceName}], configWant{c.Name, c.Value})
+			}
+		}
+		for _, rr := range r.Resources {
+			if rr.ErrorCode != 0 {
+				delete(want, configResource{rr.ResourceType, rr.ResourceName})
+			}
+		}
+		done = func(img *cluster.Image) bool { return configsLookSo(img, want) }
 	case *kmsg.CreateTopicsResponse:
 		done = func(img *cluster.Image) bool {
 			for _, t := range r.Topics {
@@ -117,4 +156,37 @@ func (s *Server) controllerIDForClients(img *cluster.Image) int32 {
 		return s.nodeID
 	}
 	return img.ControllerID
+}
+
+// configWant is a config a forwarded alter set (value) or removed (nil).
+type configWant struct {
+	name  string
+	value *string
+}
+
+// configsLookSo reports whether img holds the topic and broker configs
+// wanted. A topic that is gone has nothing more to wait for.
+func configsLookSo(img *cluster.Image, want map[configResource][]configWant) bool {
+	for r, ws := range want {
+		var have map[string]string
+		switch r.typ {
+		case kmsg.ConfigResourceTypeTopic:
+			t, ok := img.Topics[r.name]
+			if !ok {
+				continue
+			}
+			have = t.Configs
+		case kmsg.ConfigResourceTypeBroker:
+			have = img.BrokerConfigs[r.name]
+		default:
+			continue
+		}
+		for _, w := range ws {
+			v, ok := have[w.name]
+			if w.value == nil && ok || w.value != nil && (!ok || v != *w.value) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -61,7 +61,8 @@ kafka-reassign-partitions.sh does, with the same JSON plan format:
 
 A plan is {"version":1,"partitions":[{"topic":"orders","partition":0,
 "replicas":[1,2,3]}, ...]}; the first replica is the preferred leader.
-Replication throttles (--throttle) are not supported yet.`,
+execute --throttle caps the copying at so many bytes per second (Kafka's
+replication throttles); verify removes the throttles once the move is done.`,
 		Example: `  tributary cluster reassign generate --topics orders,payments --brokers 1,2,3,4 > out.txt
   # copy the proposed plan from out.txt into plan.json, then
   tributary cluster reassign execute --file plan.json
@@ -164,7 +165,8 @@ func planCommand(bootstrap *string, cmd *cobra.Command, run func(ctx context.Con
 }
 
 func newReassignExecuteCommand(bootstrap *string) *cobra.Command {
-	return planCommand(bootstrap, &cobra.Command{
+	var throttle int64
+	cmd := planCommand(bootstrap, &cobra.Command{
 		Use:   "execute",
 		Short: "Start moving replicas as a plan file says",
 		Long: `Read a plan (Kafka's reassignment JSON, as "reassign generate" prints
@@ -174,7 +176,14 @@ rollback), then send the plan to the controller
 (AlterPartitionReassignments). The move runs in the background: new
 replicas catch up, join the ISR, then the old ones are dropped. Follow it
 with "reassign verify". Prints each partition's answer and fails if the
-controller refused any.`,
+controller refused any.
+
+--throttle B caps the copying at B bytes per second, as
+kafka-reassign-partitions --throttle does: the topics' throttled-replicas
+lists name the partitions' current and new replicas, and every broker of
+the move gets B as its leader and follower replication rates. Only
+replicas out of the ISR are throttled. "reassign verify" removes the
+throttles once every partition is complete.`,
 		Example: `  tributary cluster reassign execute --file plan.json | tee rollback.txt
 
   # Roll back: the JSON line printed under "Save this to roll back".
@@ -196,12 +205,82 @@ controller refused any.`,
 		}
 		w := cmd.OutOrStdout()
 		fmt.Fprintf(w, "Save this to roll back (reassign execute --file with it):\n%s\n\n", reassign.JSON(cur))
+		if throttle >= 0 {
+			if err := setThrottles(ctx, adm, reassign.PlanThrottles(cur, plan), throttle); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "The inter-broker throttle limit was set to %d B/s\n", throttle)
+		}
 		res, err := adm.AlterPartitionAssignments(ctx, req)
 		if err != nil {
 			return apiError("AlterPartitionReassignments", kmsg.AlterPartitionAssignments.Int16(), err)
 		}
 		return reportReassignStart(w, plan, res)
 	})
+	cmd.Flags().Int64Var(&throttle, "throttle", -1, "cap the copying at this many bytes per second (replication throttles, removed by verify); -1 for none")
+	return cmd
+}
+
+// setThrottles sets a move's replication throttles: the topics' lists,
+// then the brokers' rates.
+func setThrottles(ctx context.Context, adm *kadm.Client, th reassign.Throttles, rate int64) error {
+	for topic, tt := range th.Topics {
+		res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: reassign.LeaderThrottledReplicas, Value: kadm.StringPtr(tt.Leader)},
+			{Op: kadm.SetConfig, Name: reassign.FollowerThrottledReplicas, Value: kadm.StringPtr(tt.Follower)},
+		}, topic)
+		if err = alterErr(res, err); err != nil {
+			return fmt.Errorf("throttling topic %s: %w", topic, err)
+		}
+	}
+	if len(th.Brokers) == 0 {
+		return nil
+	}
+	v := kadm.StringPtr(strconv.FormatInt(rate, 10))
+	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: reassign.LeaderThrottledRate, Value: v},
+		{Op: kadm.SetConfig, Name: reassign.FollowerThrottledRate, Value: v},
+	}, th.Brokers...)
+	if err = alterErr(res, err); err != nil {
+		return fmt.Errorf("throttling brokers %s: %w", joinInts(th.Brokers), err)
+	}
+	return nil
+}
+
+// clearThrottles removes the replication throttles from topics and brokers.
+func clearThrottles(ctx context.Context, w io.Writer, adm *kadm.Client, topics []string, brokers []int32) error {
+	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: reassign.LeaderThrottledRate},
+		{Op: kadm.DeleteConfig, Name: reassign.FollowerThrottledRate},
+	}, brokers...)
+	if err = alterErr(res, err); err != nil {
+		return fmt.Errorf("removing the throttles of brokers %s: %w", joinInts(brokers), err)
+	}
+	res, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: reassign.LeaderThrottledReplicas},
+		{Op: kadm.DeleteConfig, Name: reassign.FollowerThrottledReplicas},
+	}, topics...)
+	if err = alterErr(res, err); err != nil {
+		return fmt.Errorf("removing the throttles of topics %s: %w", strings.Join(topics, ","), err)
+	}
+	fmt.Fprintf(w, "Throttles removed from brokers %s and topics %s\n", joinInts(brokers), strings.Join(topics, ","))
+	return nil
+}
+
+// alterErr is the first failure of an alter-configs call.
+func alterErr(res kadm.AlterConfigsResponses, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			if r.ErrMessage != "" {
+				return fmt.Errorf("%s: %w: %s", r.Name, r.Err, r.ErrMessage)
+			}
+			return fmt.Errorf("%s: %w", r.Name, r.Err)
+		}
+	}
+	return nil
 }
 
 // reportReassignStart prints the controller's answer for each partition
@@ -241,7 +320,11 @@ func newReassignVerifyCommand(bootstrap *string) *cobra.Command {
                (the plan was not executed, was cancelled or was replaced).
 
 The exit status is nonzero while any partition is not complete, so a
-script can wait with: until tributary cluster reassign verify ...; do sleep 10; done`,
+script can wait with: until tributary cluster reassign verify ...; do sleep 10; done
+
+Once every partition is complete, the replication throttles are removed
+from every broker and from the plan's topics (as kafka-reassign-partitions
+--verify does), whether or not execute set them.`,
 		Example: `  tributary cluster reassign verify --file plan.json
 
   # Wait for the move to finish.
@@ -259,7 +342,10 @@ script can wait with: until tributary cluster reassign verify ...; do sleep 10; 
 		if err != nil {
 			return err
 		}
-		return reportVerify(cmd.OutOrStdout(), plan, md, ongoing)
+		if err := reportVerify(cmd.OutOrStdout(), plan, md, ongoing); err != nil {
+			return err
+		}
+		return clearThrottles(ctx, cmd.OutOrStdout(), adm, reassign.Topics(plan), md.Brokers.NodeIDs())
 	})
 }
 

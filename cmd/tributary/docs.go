@@ -78,12 +78,19 @@ underscores), and flags. Commented examples are in ` + "`deploy/config/`" + `;
 the YAML file (` + "`log.retention.hours: 24`" + `, or nested), as
 ` + "`TRIBUTARY_LOG_RETENTION_HOURS`" + `, or as ` + "`--set log.retention.hours=24`" + `. An
 unknown name or a bad value stops the start with a message naming it.
+Those marked *dynamic* can also be changed at run time, per broker or for
+the whole cluster, with ` + "`kafka-configs --entity-type brokers`" + ` or any Admin
+client ([dynamic broker configs](cluster.md#dynamic-broker-configs)).
 
 | property | type | default | description |
 |---|---|---|---|
 `)
 	for _, d := range sortedDefs(brokercfg.BrokerDefs) {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, typeNames[d.Type], defaultCell(d), cell(d.Doc))
+		typ := typeNames[d.Type]
+		if d.Dynamic {
+			typ += ", dynamic" // changeable at run time (docs/cluster.md#dynamic-broker-configs)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, typ, defaultCell(d), cell(d.Doc))
 	}
 	b.WriteString(`
 ## Topic properties
