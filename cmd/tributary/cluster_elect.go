@@ -155,7 +155,9 @@ kafka-leader-election.sh does.
 --type preferred (the default) makes each partition's first replica, its
 preferred replica, the leader again if it is in sync: run it after a
 broker restart to spread leadership back. A partition whose preferred
-replica already leads is reported as "not needed", not as an error.
+replica already leads is reported as "not needed", not as an error;
+without --topic, as Kafka's controller answers, only the partitions whose
+leader changed (or failed to) are listed.
 --type unclean elects any live replica for partitions that have no leader
 because no in-sync replica is alive: records the new leader never
 received are lost, so use it only to bring an offline partition back.
