@@ -594,7 +594,8 @@ func diffThreeNodes(t *testing.T, d *differ) {
 	}
 	gen.known = "the proposed assignment starts at a random broker, in Kafka as in Tributary: only the current one is compared"
 	d.step(t, gen)
-	plan := `{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[2,3]},{"topic":"moved","partition":1,"replicas":[3,1]},{"topic":"moved","partition":2,"replicas":[1,2]}]}`
+	plan := `{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[2,3],"log_dirs":["any","any"]},` +
+		`{"topic":"moved","partition":1,"replicas":[3,1]},{"topic":"moved","partition":2,"replicas":[1,2]}]}`
 	exec := reassign("--execute", "--reassignment-json-file", "{dir}/plan.json")
 	exec.files = map[string]string{"plan.json": plan}
 	d.step(t, exec)
@@ -613,6 +614,13 @@ func diffThreeNodes(t *testing.T, d *differ) {
 	d.step(t, elr(topics("--describe", "--topic", "moved")))
 	d.step(t, with("GetOffsetShell", getOffsetShellClass, "--topic", "moved", "--time", "-1"))
 	d.step(t, with("LogDirsCommand", "org.apache.kafka.tools.LogDirsCommand", "--describe", "--broker-list", "1,2,3", "--topic-list", "moved"))
+
+	// A throttled move: the tool sets the throttles before it moves.
+	d.step(t, topics("--create", "--topic", "throttled", "--replica-assignment", "1"))
+	throttled := reassign("--execute", "--reassignment-json-file", "{dir}/throttled.json", "--throttle", "1000000")
+	throttled.files = map[string]string{"throttled.json": `{"version":1,"partitions":[{"topic":"throttled","partition":0,"replicas":[2]}]}`}
+	throttled.pending = "--throttle sets leader/follower.replication.throttled.rate as broker configs; " + pendingDynCfg
+	d.step(t, throttled)
 }
 
 // diffReassigned waits until no reassignment is in progress.
