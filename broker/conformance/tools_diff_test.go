@@ -520,6 +520,7 @@ func diffSingleNode(t *testing.T, d *differ) {
 	d.step(t, with("LogDirsCommand", "org.apache.kafka.tools.LogDirsCommand", "--describe", "--topic-list", "data"))
 	d.step(t, diffStep{tool: "DumpLogSegments", class: "org.apache.kafka.tools.DumpLogSegments",
 		args: []string{"--deep-iteration", "--print-data-log", "--files", "{logdir}/data-1/00000000000000000000.log"}})
+	d.logDumpSame(t, "{logdir}/data-1/00000000000000000000.log")
 	d.step(t, diffStep{tool: "DumpLogSegments", class: "org.apache.kafka.tools.DumpLogSegments",
 		args:    []string{"--files", "{logdir}/data-1/00000000000000000000.index,{logdir}/data-1/00000000000000000000.timeindex"},
 		differs: "Kafka preallocates an active segment's index files (zeros, which the tool reads as an entry at offset 0); Tributary's hold only the entries written"})
@@ -621,6 +622,25 @@ func diffThreeNodes(t *testing.T, d *differ) {
 	throttled.files = map[string]string{"throttled.json": `{"version":1,"partitions":[{"topic":"throttled","partition":0,"replicas":[2]}]}`}
 	throttled.pending = "--throttle sets leader/follower.replication.throttled.rate as broker configs; " + pendingDynCfg
 	d.step(t, throttled)
+}
+
+// logDumpSame runs Kafka's DumpLogSegments and "tributary log dump", with
+// the same (Kafka's) flags, on the same segment of Tributary's, and wants
+// the same output: a kafka-dump-log.sh line of a runbook works unchanged.
+func (d *differ) logDumpSame(t *testing.T, file string) {
+	t.Helper()
+	args := d.expand(d.trib, []string{"--deep-iteration", "--print-data-log", "--files", file})
+	kafka, err := d.jvm.run(diffToolTimeout, "org.apache.kafka.tools.DumpLogSegments", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(testbroker.Binary(t), append([]string{"log", "dump"}, args...)...).Output()
+	if err != nil || kafka.code != 0 || string(out) != kafka.stdout {
+		t.Errorf("tributary log dump %s (%v) and DumpLogSegments (status %d) print differently:\n%s\nKafka's:\n%s", strings.Join(args, " "), err, kafka.code, out, kafka.stdout)
+	}
+	d.mu.Lock()
+	d.rows = append(d.rows, diffRow{"tributary log dump", "--deep-iteration --print-data-log --files " + file, "same as DumpLogSegments on the same file", 1})
+	d.mu.Unlock()
 }
 
 // diffReassigned waits until no reassignment is in progress.
