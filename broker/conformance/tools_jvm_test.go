@@ -225,3 +225,26 @@ func (j *toolJVM) interceptExit(t *testing.T) bool {
 	}
 	return r.code == 0
 }
+
+// toolExitError is a tool's non-zero exit status, as *exec.ExitError is a
+// process's.
+type toolExitError struct{ code int }
+
+func (e toolExitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// runTool runs class with stdin (may be empty) as a process would run:
+// stdout, stderr, and an error for a non-zero exit status.
+func (j *toolJVM) runTool(timeout time.Duration, stdin, class string, args ...string) (stdout, stderr string, err error) {
+	if stdin != "" {
+		args = append([]string{class}, args...)
+		class = "@stdin=" + base64.StdEncoding.EncodeToString([]byte(stdin))
+	}
+	r, err := j.run(timeout, class, args...)
+	if err != nil {
+		return "", "", err
+	}
+	if r.code != 0 {
+		err = toolExitError{r.code}
+	}
+	return r.stdout, r.stderr, err
+}

@@ -26,6 +26,7 @@ import kafka.server.KafkaRaftServer;
  *
  * Requests come on stdin, one a line, fields separated by tabs:
  *   ID  CLASS  ARG...       run CLASS.main(ARG...)
+ *   ID  @stdin=BASE64  CLASS  ARG...   the same, reading BASE64 as System.in
  *   ID  @kafka CLUSTER-ID PROPS...  format each server.properties and start
  *                            a KafkaRaftServer on each, together
  *   ID  @intercept-exit     intercept System.exit too (status 0) if it can
@@ -55,6 +56,9 @@ public class ToolRunner {
     static final class Run {
         final ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
         volatile Integer exit;
+        java.io.InputStream in = java.io.InputStream.nullInputStream();
+        /** Exit.addShutdownHook's hooks, run when the tool ends, as at a process's exit. */
+        final List<Runnable> hooks = new ArrayList<>();
     }
 
     static final InheritableThreadLocal<Run> RUN = new InheritableThreadLocal<>();
@@ -105,6 +109,29 @@ public class ToolRunner {
 
     static PrintStream answers;
 
+    /** System.in of the calling thread's tool run (empty outside one). */
+    static final class RoutedIn extends java.io.InputStream {
+        java.io.InputStream target() {
+            Run r = RUN.get();
+            return r == null ? java.io.InputStream.nullInputStream() : r.in;
+        }
+
+        @Override
+        public int read() throws java.io.IOException {
+            return target().read();
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws java.io.IOException {
+            return target().read(b, off, len);
+        }
+
+        @Override
+        public int available() throws java.io.IOException {
+            return target().available();
+        }
+    }
+
     public static void main(String[] argv) throws Exception {
         answers = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, "UTF-8");
         PrintStream realErr = System.err;
@@ -119,13 +146,23 @@ public class ToolRunner {
             }
             throw new ToolExit(code);
         });
-        Exit.setShutdownHookAdder((name, hook) -> { });
+        // ConsoleProducer, for one, closes its producer (sending what is
+        // still buffered) only in such a hook.
+        Exit.setShutdownHookAdder((name, hook) -> {
+            Run r = RUN.get();
+            if (r != null) {
+                synchronized (r.hooks) {
+                    r.hooks.add(hook);
+                }
+            }
+        });
         Exit.setHaltProcedure((code, msg) -> {
             new Throwable("Exit.halt(" + code + ", " + msg + ")").printStackTrace(realErr);
             halting = true;
             Runtime.getRuntime().halt(code);
         });
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        System.setIn(new RoutedIn());
         String line;
         while ((line = in.readLine()) != null) {
             String[] f = line.split("\t", -1);
@@ -141,7 +178,17 @@ public class ToolRunner {
                 }
                 continue;
             }
-            Thread th = new Thread(() -> run(f[0], f[1], Arrays.copyOfRange(f, 2, f.length)), "tool-" + f[0]);
+            byte[] stdin = new byte[0];
+            String[] req = f;
+            if (f[1].startsWith("@stdin=")) {
+                stdin = Base64.getDecoder().decode(f[1].substring("@stdin=".length()));
+                req = new String[f.length - 1];
+                req[0] = f[0];
+                System.arraycopy(f, 2, req, 1, f.length - 2);
+            }
+            String[] r = req;
+            byte[] input = stdin;
+            Thread th = new Thread(() -> run(r[0], r[1], Arrays.copyOfRange(r, 2, r.length), input), "tool-" + f[0]);
             th.setDaemon(true);
             th.start();
         }
@@ -192,8 +239,9 @@ public class ToolRunner {
         }
     }
 
-    static void run(String id, String cls, String[] args) {
+    static void run(String id, String cls, String[] args, byte[] stdin) {
         Run run = new Run();
+        run.in = new java.io.ByteArrayInputStream(stdin);
         RUN.set(run);
         ByteArrayOutputStream out = run.out, err = run.err;
         int code = 0;
@@ -213,6 +261,17 @@ public class ToolRunner {
             } else if (run.exit == null) {
                 code = 99;
                 c.printStackTrace(System.err);
+            }
+        }
+        List<Runnable> hooks;
+        synchronized (run.hooks) {
+            hooks = new ArrayList<>(run.hooks);
+        }
+        for (Runnable h : hooks) {
+            try {
+                h.run();
+            } catch (Throwable t) {
+                t.printStackTrace(System.err);
             }
         }
         if (run.exit != null) {
