@@ -56,6 +56,7 @@ func groupsToolTable(out string) []map[string]string {
 // there is one; --members and --state agree.
 func TestGroupsKafkaTool(t *testing.T) {
 	k := javaSetup(t)
+	jvm := startToolJVM(t, k) // every tool run in one JVM
 	b := groupsStart(t)
 	const topic, active, lagging = "groups-tools", "tools-active", "tools-lagging"
 	bs := b.Addr()
@@ -122,7 +123,7 @@ func TestGroupsKafkaTool(t *testing.T) {
 	tool := func(noMembers string, args ...string) string {
 		t.Helper()
 		began := time.Now()
-		stdout, stderr, err := k.run(t, toolTimeout, k.classpath(), nil, consumerGroupCommandClass, append([]string{"--bootstrap-server", bs}, args...)...)
+		stdout, stderr, err := jvm.runTool(toolTimeout, "", consumerGroupCommandClass, append([]string{"--bootstrap-server", bs}, args...)...)
 		t.Logf("ConsumerGroupCommand %s: %v\n%s", strings.Join(args, " "), time.Since(began).Round(time.Millisecond), stdout)
 		if err != nil {
 			t.Fatalf("ConsumerGroupCommand %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)

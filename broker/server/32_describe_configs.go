@@ -66,7 +66,7 @@ func (s *Server) describeResource(img *cluster.Image, rr kmsg.DescribeConfigsReq
 		}
 		t, ok := img.Topics[rr.ResourceName]
 		if !ok {
-			return nil, apiErrorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", rr.ResourceName)
+			return nil, apiErrorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", rr.ResourceName) // Kafka's words
 		}
 		return s.topicConfigEntries(t.Configs), nil
 	case kmsg.ConfigResourceTypeBroker:

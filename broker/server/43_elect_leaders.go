@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/internal/kwire"
@@ -29,6 +30,13 @@ func (s *Server) handleElectLeaders(c *conn, req *kmsg.ElectLeadersRequest) (*km
 		return rt
 	})
 	for _, r := range results {
+		// Asked for every partition, Kafka's controller leaves out those
+		// whose preferred leader already leads (ReplicationControlManager),
+		// and kafka-leader-election --all-topic-partitions prints nothing
+		// for them.
+		if req.Topics == nil && r.Err != nil && r.Err.Code == kerr.ElectionNotNeeded {
+			continue
+		}
 		rt := topics.Slot(r.Topic)
 		rp := kmsg.NewElectLeadersResponseTopicPartition()
 		rp.Partition = r.Partition

@@ -66,7 +66,7 @@ func (s *Server) incrementalAlterConfigs(c *conn, rr kmsg.IncrementalAlterConfig
 		}
 		t, ok := s.ctrl.Image().Topics[rr.ResourceName]
 		if !ok {
-			return apiErrorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", rr.ResourceName)
+			return apiErrorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", rr.ResourceName) // Kafka's words
 		}
 		changes, err := s.topicChanges(t, rr.Configs)
 		if err != nil {

@@ -54,7 +54,7 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.Heartbeat.Int16():      {min: 0, max: 4, fn: typed(s.handleHeartbeat)},
 		kmsg.LeaveGroup.Int16():     {min: 0, max: 5, fn: typed(s.handleLeaveGroup)},
 		kmsg.SyncGroup.Int16():      {min: 0, max: 5, fn: typed(s.handleSyncGroup)},
-		kmsg.DescribeGroups.Int16(): {min: 0, max: 5, fn: typed(s.handleDescribeGroups)},
+		kmsg.DescribeGroups.Int16(): {min: 0, max: 6, fn: typed(s.handleDescribeGroups)},
 		kmsg.ListGroups.Int16():     {min: 0, max: 5, fn: typed(s.handleListGroups)},
 		kmsg.DeleteGroups.Int16():   {min: 0, max: 2, fn: typed(s.handleDeleteGroups)},
 		kmsg.OffsetDelete.Int16():   {min: 0, max: 0, fn: typed(s.handleOffsetDelete)},

@@ -116,7 +116,7 @@ func (t *resultTable) close(failure string) error {
 // ambiguous with several).
 func electTargets(topics []string, partitions []int32, how string) (kadm.ElectLeadersHow, error) {
 	var h kadm.ElectLeadersHow
-	switch how {
+	switch strings.ToLower(how) {
 	case "preferred":
 		h = kadm.ElectPreferredReplica
 	case "unclean":
@@ -155,7 +155,9 @@ kafka-leader-election.sh does.
 --type preferred (the default) makes each partition's first replica, its
 preferred replica, the leader again if it is in sync: run it after a
 broker restart to spread leadership back. A partition whose preferred
-replica already leads is reported as "not needed", not as an error.
+replica already leads is reported as "not needed", not as an error;
+without --topic, as Kafka's controller answers, only the partitions whose
+leader changed (or failed to) are listed.
 --type unclean elects any live replica for partitions that have no leader
 because no in-sync replica is alive: records the new leader never
 received are lost, so use it only to bring an offline partition back.
@@ -197,6 +199,16 @@ any election failed.`,
 	f.StringArrayVarP(&topics, "topic", "t", nil, "only partitions of this topic (repeatable)")
 	f.Int32SliceVarP(&partitions, "partition", "p", nil, "only this partition of the one --topic (repeatable or comma-separated)")
 	f.StringVar(&how, "type", "preferred", "election type: preferred or unclean")
+	var all bool
+	f.BoolVar(&all, "all-topic-partitions", false, "every partition of the cluster, the default without --topic (Kafka's tool requires it or --topic)")
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if all && len(topics) > 0 {
+			return errors.New("--all-topic-partitions and --topic: give one of them")
+		}
+		return run(cmd, args)
+	}
+	mirrorKafka(cmd, "kafka-leader-election.sh", map[string]string{"election-type": "type", "topic": "topic", "partition": "partition"})
 	return cmd
 }
 

@@ -142,6 +142,7 @@ spread evenly. Every --brokers id must be a broker of the cluster.`,
 	}
 	cmd.Flags().StringSliceVar(&topics, "topics", nil, "topics to move (comma-separated or repeated)")
 	cmd.Flags().StringVar(&brokers, "brokers", "", "broker ids to place the replicas on, e.g. 1,2,3")
+	mirrorKafka(cmd, "kafka-reassign-partitions.sh --generate", map[string]string{"broker-list": "brokers"})
 	return cmd
 }
 
@@ -161,6 +162,7 @@ func planCommand(bootstrap *string, cmd *cobra.Command, run func(ctx context.Con
 		})
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the plan, Kafka's reassignment JSON")
+	mirrorKafka(cmd, "kafka-reassign-partitions.sh --"+cmd.Name(), map[string]string{"reassignment-json-file": "file"})
 	return cmd
 }
 

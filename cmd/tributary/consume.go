@@ -155,11 +155,14 @@ A summary ("consumed N records") goes to stderr at the end.`,
 	f := cmd.Flags()
 	addBootstrapFlag(f, &bootstrap)
 	f.BoolVar(&fromBeginning, "from-beginning", false, "start at the oldest record of each partition")
-	f.StringVarP(&offset, "offset", "o", "", "start at this offset; negative: this many records before the end")
+	f.StringVarP(&offset, "offset", "o", "", "start at this offset; negative: this many records before the end; earliest or latest as Kafka's tool")
 	f.StringVar(&timestamp, "timestamp", "", "start at the first record at or after this time (RFC 3339 or Unix ms)")
 	f.IntSliceVarP(&partitions, "partition", "p", nil, "partitions to read (repeatable or comma-separated); default all")
 	f.Int64VarP(&count, "count", "c", 0, "exit after this many records; 0: follow until Ctrl-C")
 	f.StringVarP(&format, "format", "f", "", `output template, as kcat -f (see above); default '%s\n'`)
+	kafkaArgFlag(cmd, "topic", "the topic to read", true)
+	mirrorKafka(cmd, "kafka-console-consumer.sh", map[string]string{"max-messages": "count",
+		"from-beginning": "from-beginning", "partition": "partition", "offset": "offset", "topic": "topic"})
 	return cmd
 }
 
@@ -177,6 +180,10 @@ func parseStart(fromBeginning bool, offset, timestamp string) (kafkacli.Start, e
 	switch {
 	case fromBeginning:
 		return kafkacli.Start{Kind: kafkacli.StartBeginning}, nil
+	case offset == "earliest": // kafka-console-consumer.sh's names
+		return kafkacli.Start{Kind: kafkacli.StartBeginning}, nil
+	case offset == "latest":
+		return kafkacli.Start{Kind: kafkacli.StartEnd}, nil
 	case offset != "":
 		n, err := strconv.ParseInt(offset, 10, 64)
 		if err != nil {

@@ -99,6 +99,7 @@ comma-separated, case-insensitive), as kafka-consumer-groups.sh --list
 		},
 	}
 	cmd.Flags().StringSliceVarP(&states, "state", "s", nil, "only groups in these states (repeatable or comma-separated)")
+	mirrorKafka(cmd, "kafka-consumer-groups.sh --list", map[string]string{"state": "state"})
 	return cmd
 }
 
@@ -131,6 +132,8 @@ Rows are sorted by topic and partition. An unknown group is an error.`,
 			})
 		},
 	}
+	kafkaArgFlag(cmd, "group", "the group to describe", false)
+	mirrorKafka(cmd, "kafka-consumer-groups.sh --describe", map[string]string{"group": "group"})
 	return cmd
 }
 
@@ -316,6 +319,10 @@ group that does not exist yet is created with the new offsets.`,
 	f.Int64Var(&shiftBy, "shift-by", 0, "move the committed offset by this many records (negative: back)")
 	f.BoolVar(&execute, "execute", false, "commit the new offsets (default: only print the plan)")
 	f.BoolVar(&dryRun, "dry-run", false, "only print the plan (the default)")
+	kafkaArgFlag(cmd, "group", "the group whose offsets to reset", false)
+	mirrorKafka(cmd, "kafka-consumer-groups.sh --reset-offsets", map[string]string{"group": "group", "topic": "topic",
+		"to-earliest": "to-earliest", "to-latest": "to-latest", "to-datetime": "to-datetime", "to-offset": "to-offset",
+		"shift-by": "shift-by", "execute": "execute", "dry-run": "dry-run"})
 	return cmd
 }
 
@@ -374,6 +381,8 @@ group could not be deleted (an unknown group included).`,
 			})
 		},
 	}
+	kafkaArgFlag(cmd, "group", "a group to delete", false)
+	mirrorKafka(cmd, "kafka-consumer-groups.sh --delete", map[string]string{"group": "group"})
 	return cmd
 }
 

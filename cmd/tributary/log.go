@@ -71,9 +71,18 @@ record, index, timeindex, note, problem) and "file".`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&opts.Deep, "deep", false, "decode each batch and print its records (Kafka's --deep-iteration)")
-	f.BoolVar(&opts.PrintData, "print-data", false, "print record keys and values; implies --deep (Kafka's --print-data-log)")
+	f.BoolVar(&opts.Deep, "deep", false, "decode each batch and print its records")
+	f.BoolVar(&opts.PrintData, "print-data", false, "print record keys and values; implies --deep")
 	f.BoolVar(&opts.Verify, "verify", false, "check indexes and batches against the log; exit 1 on any problem")
 	f.BoolVar(&opts.JSON, "json", false, "print JSON Lines instead of text")
+	// kafka-dump-log.sh --files takes a comma-separated list.
+	var files []string
+	f.StringSliceVar(&files, "files", nil, "files to dump, comma-separated (Kafka's name for PATH)")
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		return cobra.MinimumNArgs(1)(cmd, append(args, files...))
+	}
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return run(cmd, append(args, files...)) }
+	mirrorKafka(cmd, "kafka-dump-log.sh", map[string]string{"deep-iteration": "deep", "print-data-log": "print-data", "files": "files"})
 	return cmd
 }

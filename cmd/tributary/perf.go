@@ -150,6 +150,8 @@ with an error.`,
 	f.DurationVar(&linger, "linger", kafkacli.DefaultLinger, "how long a batch waits to fill before it is sent (linger.ms)")
 	f.DurationVar(&interval, "report-interval", 5*time.Second, "how often a progress line goes to stderr")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	mirrorKafka(cmd, "kafka-producer-perf-test.sh", map[string]string{"topic": "topic", "num-records": "records",
+		"record-size": "record-size", "throughput": "throughput"})
 	return cmd
 }
 
@@ -229,5 +231,6 @@ of what was read is printed and the command fails.`,
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "give up when no record arrives for this long")
 	f.DurationVar(&interval, "report-interval", 5*time.Second, "how often a progress line goes to stderr")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	mirrorKafka(cmd, "kafka-consumer-perf-test.sh", map[string]string{"topic": "topic", "messages": "records", "num-records": "records"})
 	return cmd
 }

@@ -102,6 +102,9 @@ or zstd. The topic must exist: "tributary topic create" makes one.`,
 	f.IntVarP(&partition, "partition", "p", -1, "partition to write to; -1: murmur2 of the key, round-robin without one")
 	f.StringVar(&acks, "acks", "all", "acknowledgements to wait for: all (-1), 1 or 0")
 	f.StringVarP(&compression, "compression", "z", "none", "compression codec: none, gzip, snappy, lz4 or zstd")
+	kafkaArgFlag(cmd, "topic", "the topic to write to", true)
+	mirrorKafka(cmd, "kafka-console-producer.sh", map[string]string{"topic": "topic",
+		"compression-codec": "compression", "request-required-acks": "acks"})
 	return cmd
 }
 

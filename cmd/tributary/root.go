@@ -69,5 +69,6 @@ file, which wins over the defaults.`,
 		newAdminCommand(),
 		newDocsCommand(),
 	)
+	acceptBootstrapServer(root)
 	return root
 }

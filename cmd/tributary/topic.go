@@ -24,7 +24,7 @@ const adminTimeout = 60 * time.Second
 // a cluster (topic, produce, consume, perf); TRIBUTARY_BOOTSTRAP or
 // "bootstrap:" in the config file set it too.
 func addBootstrapFlag(fs *pflag.FlagSet, p *string) {
-	fs.StringVarP(p, "bootstrap", "b", kafkacli.DefaultBootstrap, "brokers to connect to first, host:port[,host:port...] (env TRIBUTARY_BOOTSTRAP)")
+	fs.StringVarP(p, "bootstrap", "b", kafkacli.DefaultBootstrap, "brokers to connect to first, host:port[,host:port...] (env TRIBUTARY_BOOTSTRAP)"+kafkaBootstrapNote)
 }
 
 func newTopicCommand() *cobra.Command {
@@ -159,6 +159,9 @@ could not be created; a topic that already exists is such a failure.`,
 	f.IntVarP(&partitions, "partitions", "p", -1, "number of partitions; -1: the broker's num.partitions")
 	f.IntVarP(&replication, "replication-factor", "r", -1, "replicas of each partition; -1: the broker's default.replication.factor")
 	f.StringArrayVarP(&configs, "topic-config", "c", nil, "topic config as name=value (repeatable)")
+	kafkaArgFlag(cmd, "topic", "a topic to create", true)
+	mirrorKafka(cmd, "kafka-topics.sh --create", map[string]string{"topic": "topic",
+		"partitions": "partitions", "replication-factor": "replication-factor"})
 	return cmd
 }
 
@@ -201,6 +204,7 @@ __consumer_offsets are hidden unless --internal is given.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&internal, "internal", "i", false, "include internal topics (__consumer_offsets, ...)")
+	mirrorKafka(cmd, "kafka-topics.sh --list", nil)
 	return cmd
 }
 
@@ -227,6 +231,8 @@ could not be deleted (an unknown topic included).`,
 			})
 		},
 	}
+	kafkaArgFlag(cmd, "topic", "a topic to delete", true)
+	mirrorKafka(cmd, "kafka-topics.sh --delete", map[string]string{"topic": "topic"})
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -63,6 +64,22 @@ unknown config, a bad value) and fails if any topic was not changed.
 	f := cmd.Flags()
 	f.StringArrayVar(&sets, "set", nil, "config to set, name=value (repeatable)")
 	f.StringArrayVar(&deletes, "delete", nil, "config to revert to its default, by name (repeatable)")
+	// kafka-configs.sh --alter --entity-type topics --entity-name T
+	// --add-config a=1,b=[x,y] --delete-config c,d: lists of the same.
+	var adds, dels []string
+	f.StringArrayVar(&adds, "add-config", nil, "configs to set, comma-separated name=value, a list value in [] (Kafka's form of --set)")
+	f.StringSliceVar(&dels, "delete-config", nil, "configs to revert, comma-separated (Kafka's form of --delete)")
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, names []string) error {
+		for _, a := range adds {
+			sets = append(sets, splitKafkaConfigs(a)...)
+		}
+		deletes = append(deletes, dels...)
+		return run(cmd, names)
+	}
+	kafkaArgFlag(cmd, "entity-name", "a topic to change", true)
+	mirrorKafka(cmd, "kafka-configs.sh --alter --entity-type topics", map[string]string{"entity-name": "entity-name",
+		"add-config": "add-config", "delete-config": "delete-config"})
 	return cmd
 }
 
@@ -129,5 +146,35 @@ adding partitions moves where new records of a key go.`,
 	f := cmd.Flags()
 	f.IntVar(&count, "count", 0, "number of partitions to add to each topic")
 	f.IntVar(&total, "total", 0, "number of partitions each topic should have in all")
+	kafkaArgFlag(cmd, "topic", "a topic to add partitions to", true)
+	mirrorKafka(cmd, "kafka-topics.sh --alter", map[string]string{"topic": "topic", "partitions": "total"})
 	return cmd
+}
+
+// splitKafkaConfigs splits kafka-configs.sh's --add-config value at the
+// commas outside square brackets, and drops the brackets of a list value
+// (cleanup.policy=[compact,delete] is cleanup.policy=compact,delete).
+func splitKafkaConfigs(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	out = append(out, s[start:])
+	for i, kv := range out {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]") {
+			out[i] = k + "=" + v[1:len(v)-1]
+		}
+	}
+	return out
 }

@@ -55,6 +55,8 @@ is described. Internal topics only with --internal.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&internal, "internal", "i", false, "include internal topics (__consumer_offsets, ...)")
+	kafkaArgFlag(cmd, "topic", "a topic (a regular expression) to describe", true)
+	mirrorKafka(cmd, "kafka-topics.sh --describe", map[string]string{"topic": "topic"})
 	return cmd
 }
 
