@@ -29,6 +29,13 @@ func ParseBroker(props map[string]string) (*Broker, error) {
 	set := make(map[string]string, len(props))
 	for name, v := range props {
 		d, ok := BrokerDefs[name]
+		if ld, err, prefixed := listenerProperty(name); prefixed {
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			d, ok = ld, true
+		}
 		if !ok {
 			errs = append(errs, fmt.Sprintf("unknown property %s", name))
 			continue
@@ -75,6 +82,7 @@ func (b *Broker) crossChecks() []string {
 	if _, err := b.ConnectionsPerIPOverrides(); err != nil {
 		errs = append(errs, err.Error())
 	}
+	errs = append(errs, b.securityChecks()...)
 	return errs
 }
 
