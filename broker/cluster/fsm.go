@@ -83,6 +83,7 @@ func (img *Image) records() []Record {
 	if img.NextProducerID > 0 {
 		rs = append(rs, Record{ProducerIDs: &ProducerIDsRecord{Next: img.NextProducerID}})
 	}
+	rs = append(rs, img.scramRecords()...)
 	return rs
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/config"
 )
 
@@ -120,6 +121,9 @@ type Image struct {
 	// replica fetches carry it (see broker/replica), clients never see it.
 	// The first active controller makes it.
 	Secret string
+	// Scram are the SCRAM credentials, by user and mechanism (scram.go);
+	// shared between images, copied when changed.
+	Scram map[string]map[string]auth.ScramCredential
 }
 
 func emptyImage(clusterID string) *Image {

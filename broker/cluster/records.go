@@ -19,6 +19,8 @@ type Record struct {
 	RemoveTopic      *RemoveTopicRecord `json:"remove_topic,omitempty"`
 	ProducerIDs      *ProducerIDsRecord `json:"producer_ids,omitempty"`
 	Secret           *SecretRecord      `json:"secret,omitempty"`
+	// Scram is a SCRAM credential (scram.go).
+	Scram *ScramRecord `json:"scram,omitempty"`
 }
 
 // TopicRecord creates a topic with no partitions; PartitionRecords follow.
@@ -121,6 +123,10 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		n.NextProducerID = r.ProducerIDs.Next
 	case r.Secret != nil:
 		n.Secret = r.Secret.Value
+	case r.Scram != nil:
+		if err := n.applyScram(r.Scram); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")
 	}

@@ -73,6 +73,12 @@ type Server struct {
 	// max.connections and max.connections.per.ip (connlimit.go).
 	pool   *requestPool
 	limits *connLimits
+	// security is each listener's protocol, TLS and SASL settings
+	// (security.go), by listener name; read-only once started.
+	security       map[string]*listenerSecurity
+	saslMaxReceive int32
+	scramFakeKey   [32]byte
+	authFailures   *prometheus.CounterVec
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // by listener name
@@ -130,7 +136,9 @@ func New(cfg *config.Broker, opt Options) *Server {
 	}
 	rand.Read(s.incarnation[:])
 	s.apis = s.handlers()
+	maps.Copy(s.apis, s.securityHandlers())
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
+	s.authFailures = newAuthMetrics(opt.Registry)
 	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics)
 	s.metrics.watchPool(s.pool)
 	return s
@@ -145,6 +153,9 @@ func (s *Server) Start() error {
 	}
 	var err error
 	if s.limits, err = newConnLimits(s.cfg); err != nil {
+		return err
+	}
+	if err := s.setupSecurity(); err != nil {
 		return err
 	}
 	paths := s.cfg.LogDirs()
@@ -459,6 +470,7 @@ func (s *Server) accept(name string, ln net.Listener) {
 				tc.SetReadBuffer(int(n))
 			}
 		}
+		nc = s.secure(name, nc)
 		c := &conn{s: s, nc: nc, r: bufio.NewReaderSize(nc, 64<<10), listener: name,
 			logger: s.logger.With("remote", nc.RemoteAddr().String(), "listener", name)}
 		s.mu.Lock()
