@@ -69,6 +69,16 @@ func ParsePlainJAAS(s string) (Users, error) {
 	return users, nil
 }
 
+// ParseJAAS reads a sasl.jaas.config value: the login module class and
+// its options. Clients use it for username and password.
+func ParseJAAS(s string) (module string, opts map[string]string, err error) {
+	opts, err = parseJAAS(s)
+	if err != nil {
+		return "", nil, err
+	}
+	return strings.Fields(s)[0], opts, nil
+}
+
 // parseJAAS reads "<class> <flag> key=value ... ;" with values quoted
 // ("...", backslash escapes) or bare.
 func parseJAAS(s string) (map[string]string, error) {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -294,6 +295,37 @@ func TestSecurityListeners(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		waitLog(t, s.b, "reloaded TLS certificate")
+	})
+	// The CLI takes Kafka's client properties: -X, or a --command-config
+	// file as Kafka's tools take it.
+	t.Run("cli", func(t *testing.T) {
+		dir := t.TempDir()
+		ca := filepath.Join(dir, "ca.pem")
+		os.WriteFile(ca, s.ca.PEM, 0o644)
+		props := filepath.Join(dir, "client.properties")
+		os.WriteFile(props, []byte("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"+
+			"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n  username=\"alice\" password=\"alice-secret\";\n"+
+			"ssl.truststore.type=PEM\nssl.truststore.location="+ca+"\n"), 0o644)
+		for _, c := range []struct {
+			name string
+			args []string
+			ok   bool
+		}{
+			{"command-config", []string{"--command-config", props}, true},
+			{"-X", []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=carol", "-X", "sasl.password=carol-secret", "-X", "ssl.ca.location=" + ca}, true},
+			{"wrong password", []string{"--command-config", props, "-X", "sasl.username=alice", "-X", "sasl.jaas.config=", "-X", "sasl.password=nope"}, false},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				args := append([]string{"topic", "create", "cli-" + strings.ReplaceAll(c.name, " ", "-"), "-b", s.saslSSL}, c.args...)
+				out, err := exec.Command(testbroker.Binary(t), args...).CombinedOutput()
+				if c.ok != (err == nil) {
+					t.Fatalf("%v: %v\n%s", args, err, out)
+				}
+				if !c.ok && !strings.Contains(string(out), "SASL") {
+					t.Errorf("the refusal does not say SASL:\n%s", out)
+				}
+			})
+		}
 	})
 	t.Logf("took %v", time.Since(start))
 }
