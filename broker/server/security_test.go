@@ -38,6 +38,9 @@ type securedBroker struct {
 	caPool                         *x509.CertPool
 	keystore                       string
 	client                         tls.Certificate
+	// clientKeystore is the client certificate's key and chain, as
+	// Kafka's PEM keystores read it; caFile the CA's certificate.
+	clientKeystore, caFile string
 }
 
 func startSecured(t *testing.T) *securedBroker {
@@ -66,6 +69,10 @@ func startSecured(t *testing.T) *securedBroker {
 		plain: fmt.Sprintf("127.0.0.1:%d", ports[0]), ssl: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		saslSSL: fmt.Sprintf("127.0.0.1:%d", ports[2]), saslPlain: fmt.Sprintf("127.0.0.1:%d", ports[3])}
 	s.caPool.AddCert(ca.Cert)
+	s.caFile, s.clientKeystore = truststore, filepath.Join(dir, "client.pem")
+	os.WriteFile(s.clientKeystore, cli.Keystore, 0o600)
+	s.caFile, s.clientKeystore = truststore, filepath.Join(dir, "client.pem")
+	os.WriteFile(s.clientKeystore, cli.Keystore, 0o600)
 	s.client, err = tls.X509KeyPair(cli.CertPEM, cli.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -327,6 +334,7 @@ func TestSecurityListeners(t *testing.T) {
 			})
 		}
 	})
+	t.Run("java", func(t *testing.T) { javaSecurity(t, s) })
 	t.Logf("took %v", time.Since(start))
 }
 
