@@ -98,3 +98,19 @@ func javaSecurity(t *testing.T, s *securedBroker) {
 		}
 	})
 }
+
+// rdkafkaSecurity runs librdkafka (Python confluent-kafka) over SASL_SSL
+// with PLAIN and both SCRAMs, and with wrong passwords
+// (testdata/security_rdkafka.py).
+func rdkafkaSecurity(t *testing.T, s *securedBroker) {
+	py := testbroker.Python(t, "confluent_kafka")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	script := filepath.Join(testbroker.RepoRoot(), "broker", "server", "testdata", "security_rdkafka.py")
+	began := time.Now()
+	out, err := exec.CommandContext(ctx, py, script, s.saslSSL, s.caFile).CombinedOutput()
+	t.Logf("security_rdkafka.py: %v\n%s", time.Since(began).Round(time.Millisecond), out)
+	if err != nil || !strings.Contains(string(out), "SECURITY OK") {
+		t.Fatalf("librdkafka: %v", err)
+	}
+}

@@ -89,6 +89,8 @@ func startSecured(t *testing.T) *securedBroker {
 			`listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_carol="carol-secret";`,
 			"listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-256",
 			"sasl.server.max.receive.size=1024",
+			// Groups of the client tests form at once.
+			"group.initial.rebalance.delay.ms=0",
 		},
 	})
 	return s
@@ -334,7 +336,10 @@ func TestSecurityListeners(t *testing.T) {
 			})
 		}
 	})
-	t.Run("java", func(t *testing.T) { javaSecurity(t, s) })
+	t.Run("clients", func(t *testing.T) {
+		t.Run("java", func(t *testing.T) { t.Parallel(); javaSecurity(t, s) })
+		t.Run("librdkafka", func(t *testing.T) { t.Parallel(); rdkafkaSecurity(t, s) })
+	})
 	t.Logf("took %v", time.Since(start))
 }
 
