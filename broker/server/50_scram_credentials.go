@@ -181,3 +181,42 @@ func scramApplied(img *cluster.Image, changes []cluster.ScramChange, ok map[stri
 	}
 	return true
 }
+
+// addBootstrapScram creates the --add-scram users the metadata lacks. Only
+// the active controller can; a controller that is not keeps trying while
+// the users are missing, so whichever controller is active applies them.
+func (s *Server) addBootstrapScram() {
+	defer s.wg.Done()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		img := s.ctrl.Image()
+		missing := false
+		for _, ch := range s.bootstrapScram {
+			if _, ok := img.ScramCredential(ch.User, ch.Mechanism); !ok {
+				missing = true
+			}
+		}
+		if !missing {
+			return
+		}
+		if !s.ctrl.Quorum() || s.ctrl.IsActive() {
+			errs, _, err := s.ctrl.AlterScram(s.bootstrapScram)
+			if err == nil {
+				for u, e := range errs {
+					if e != nil {
+						s.logger.Error("bootstrap SCRAM user refused", "user", u, "err", e)
+					}
+				}
+				s.logger.Info("bootstrap SCRAM users in place", "users", len(s.bootstrapScram))
+				return
+			}
+			s.logger.Debug("creating bootstrap SCRAM users", "err", err)
+		}
+		select {
+		case <-s.stopping:
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -92,6 +92,9 @@ func startSecured(t *testing.T) *securedBroker {
 			// Groups of the client tests form at once.
 			"group.initial.rebalance.delay.ms=0",
 		},
+		// erin exists from the first start (KIP-900), with both
+		// mechanisms.
+		Args: []string{"--add-scram", "SCRAM-SHA-256=[name=erin,password=erin-secret]", "--add-scram", "SCRAM-SHA-512=[name=erin,password=erin-secret,iterations=8192]"},
 	})
 	return s
 }
@@ -166,8 +169,8 @@ func TestSecurityListeners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := described["alice"]; len(d.CredInfos) != 2 || len(described) != 1 {
-		t.Errorf("described %+v, want alice with two mechanisms", described)
+	if d := described["alice"]; len(d.CredInfos) != 2 || len(described) != 2 || len(described["erin"].CredInfos) != 2 {
+		t.Errorf("described %+v, want alice and erin (--add-scram) with two mechanisms each", described)
 	}
 	if d, _ := adm.DescribeUserSCRAMs(ctx, "nobody"); !errors.Is(d["nobody"].Err, kerr.ResourceNotFound) {
 		t.Errorf("describing an unknown user: %+v", d)
@@ -182,6 +185,7 @@ func TestSecurityListeners(t *testing.T) {
 			{"scram-sha-256 over TLS", s.saslSSL, []kgo.Opt{kgo.DialTLSConfig(s.tlsConfig()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())}},
 			{"scram-sha-512 over TLS", s.saslSSL, []kgo.Opt{kgo.DialTLSConfig(s.tlsConfig()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())}},
 			{"plain over TLS", s.saslSSL, []kgo.Opt{kgo.DialTLSConfig(s.tlsConfig()), kgo.SASL(plain.Auth{User: "carol", Pass: "carol-secret"}.AsMechanism())}},
+			{"bootstrap user", s.saslSSL, []kgo.Opt{kgo.DialTLSConfig(s.tlsConfig()), kgo.SASL(scram.Auth{User: "erin", Pass: "erin-secret"}.AsSha512Mechanism())}},
 			{"scram-sha-256 without TLS", s.saslPlain, []kgo.Opt{kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())}},
 			{"client certificate", s.ssl, []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: s.caPool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{s.client}})}},
 		} {

@@ -79,6 +79,7 @@ type Server struct {
 	saslMaxReceive int32
 	scramFakeKey   [32]byte
 	authFailures   *prometheus.CounterVec
+	bootstrapScram []cluster.ScramChange
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // by listener name
@@ -106,6 +107,9 @@ type Options struct {
 	// NoSendfile copies fetched records through user space instead of
 	// sendfile(2), for comparison.
 	NoSendfile bool
+	// BootstrapScram are SCRAM users to create if the cluster does not
+	// have them (tributary broker --add-scram, KIP-900).
+	BootstrapScram []cluster.ScramChange
 }
 
 // New prepares a broker; Start opens its storage and listeners.
@@ -139,6 +143,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 	maps.Copy(s.apis, s.securityHandlers())
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
 	s.authFailures = newAuthMetrics(opt.Registry)
+	s.bootstrapScram = opt.BootstrapScram
 	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics)
 	s.metrics.watchPool(s.pool)
 	return s
@@ -249,6 +254,10 @@ func (s *Server) Start() error {
 	s.metrics.started(s, names)
 	s.wg.Add(1)
 	go s.maintain()
+	if s.controller && len(s.bootstrapScram) > 0 {
+		s.wg.Add(1)
+		go s.addBootstrapScram()
+	}
 	if !s.broker {
 		s.logger.Info("controller ready", "node_id", s.nodeID, "cluster_id", clusterID, "listeners", addrs)
 		return nil
