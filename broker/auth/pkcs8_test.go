@@ -1,4 +1,4 @@
-package auth
+package auth_test
 
 import (
 	"encoding/pem"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/internal/devcerts"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
@@ -40,17 +41,17 @@ func TestEncryptedKeystore(t *testing.T) {
 			}
 			ks := filepath.Join(dir, c.cipher+"-keystore.pem")
 			os.WriteFile(ks, append(key, leaf.CertPEM...), 0o600)
-			cert, err := LoadKeystore(ks, "s3cret")
+			cert, err := auth.LoadKeystore(ks, "s3cret")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if cert.Leaf == nil || cert.Leaf.Subject.CommonName != "broker" {
 				t.Errorf("loaded %+v", cert.Leaf)
 			}
-			if _, err := LoadKeystore(ks, "wrong"); err == nil || !strings.Contains(err.Error(), "ssl.key.password") {
+			if _, err := auth.LoadKeystore(ks, "wrong"); err == nil || !strings.Contains(err.Error(), "ssl.key.password") {
 				t.Errorf("a wrong password: %v", err)
 			}
-			if _, err := LoadKeystore(ks, ""); err == nil || !strings.Contains(err.Error(), "set ssl.key.password") {
+			if _, err := auth.LoadKeystore(ks, ""); err == nil || !strings.Contains(err.Error(), "set ssl.key.password") {
 				t.Errorf("no password: %v", err)
 			}
 		})
