@@ -140,6 +140,12 @@ func (b *Broker) securityChecks() []string {
 	}
 	if n := b.String("inter.broker.listener.name"); n != "" {
 		internal[strings.ToUpper(n)] = true
+	} else if b.IsSet("controller.quorum.voters") {
+		// Unset, brokers reach each other at the first advertised
+		// listener.
+		if adv, err := b.AdvertisedListeners(); err == nil && len(adv) > 0 && adv[0].Protocol != "PLAINTEXT" {
+			errs = append(errs, fmt.Sprintf("listener %s (%s) is the first advertised listener, which brokers use between them when inter.broker.listener.name is unset: set inter.broker.listener.name to a PLAINTEXT listener, since brokers do not secure their own connections yet", adv[0].Name, adv[0].Protocol))
+		}
 	}
 	for _, l := range ls {
 		if l.Protocol == "PLAINTEXT" {

@@ -115,6 +115,7 @@ func (s *Server) handleAlterUserScramCredentials(c *conn, req *kmsg.AlterUserSCR
 			if werr := s.ctrl.WaitApplied(offset, scramVisible); werr != nil {
 				c.logger.Warn("SCRAM credentials committed but not yet applied here", "err", werr)
 			}
+			s.awaitBrokers(c, offset)
 		}
 	}
 	for _, u := range order {
@@ -217,6 +218,44 @@ func (s *Server) addBootstrapScram() {
 		case <-s.stopping:
 			return
 		case <-tick.C:
+		}
+	}
+}
+
+// awaitBrokers waits, on the active controller of a cluster, until every
+// live broker has reported in a heartbeat that its metadata reached
+// offset, so that a SCRAM user exists on every broker when the Alter call
+// returns (what users of Kafka miss, and KIP-900 works around at format
+// time). A broker that does not report within two heartbeats and a second
+// is logged and not waited for: it is slow or about to be fenced, and
+// learns the credential when it catches up.
+func (s *Server) awaitBrokers(c *conn, offset int64) {
+	if !s.ctrl.Quorum() {
+		return
+	}
+	interval := time.Duration(s.cfg.Int("broker.heartbeat.interval.ms")) * time.Millisecond
+	deadline := time.Now().Add(2*interval + time.Second)
+	for {
+		var behind []int32
+		for _, b := range s.ctrl.Image().LiveBrokers() {
+			if b.ID == s.nodeID {
+				continue // its own image was waited for
+			}
+			if v, ok := s.metaOffsets.Load(b.ID); !ok || v.(int64) < offset {
+				behind = append(behind, b.ID)
+			}
+		}
+		if len(behind) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.logger.Warn("SCRAM credentials committed; brokers have not reported them applied yet", "brokers", behind, "offset", offset)
+			return
+		}
+		select {
+		case <-s.stopping:
+			return
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

@@ -80,6 +80,9 @@ type Server struct {
 	scramFakeKey   [32]byte
 	authFailures   *prometheus.CounterVec
 	bootstrapScram []cluster.ScramChange
+	// metaOffsets are the metadata offsets brokers reported in their last
+	// heartbeats, by id, on the active controller (see awaitBrokers).
+	metaOffsets sync.Map
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // by listener name
