@@ -344,6 +344,17 @@ func TestSecurityListeners(t *testing.T) {
 		t.Run("java", func(t *testing.T) { t.Parallel(); javaSecurity(t, s) })
 		t.Run("librdkafka", func(t *testing.T) { t.Parallel(); rdkafkaSecurity(t, s) })
 	})
+
+	// Credentials are metadata: a restarted broker still has them, and its
+	// listeners come back secured.
+	t.Run("restart", func(t *testing.T) {
+		s.b.Stop()
+		s.b.Restart()
+		if err := roundTrip(t, s.saslSSL, "after-restart", kgo.DialTLSConfig(s.tlsConfig()),
+			kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Logf("took %v", time.Since(start))
 }
 
