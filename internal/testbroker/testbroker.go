@@ -102,7 +102,7 @@ type Broker struct {
 	listeners string // --listeners; PLAINTEXT on port when empty
 	props     []string
 	args      []string // more flags of `tributary broker` (Config.Args)
-	noAdmin   bool // no --admin-listen flag (Config.NoAdminListen)
+	noAdmin   bool     // no --admin-listen flag (Config.NoAdminListen)
 	cmd       *exec.Cmd
 	done      chan struct{}
 
