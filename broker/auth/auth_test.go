@@ -194,3 +194,21 @@ func FuzzScram(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConfigParsers feeds arbitrary JAAS configs and mapping rules, which
+// come from operators' files: an error, never a panic, and a rule set that
+// parses maps names without panicking.
+func FuzzConfigParsers(f *testing.F) {
+	f.Add(`org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b\"c" user_d=e;`, `RULE:^CN=(.*?),OU=x$/$1/L,DEFAULT`)
+	f.Add(`x required a="`, `RULE:\/a\/b/c/U, RULE:(/$1/`)
+	f.Add(`x optional =;`, `DEFAULT,`)
+	f.Fuzz(func(t *testing.T, jaas, rules string) {
+		if users, err := ParsePlainJAAS(jaas); err == nil && len(users) == 0 {
+			t.Fatal("no users and no error")
+		}
+		if m, err := ParseMappingRules(rules); err == nil {
+			m.Map("CN=alice,O=Example")
+			m.Map(jaas)
+		}
+	})
+}
