@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -196,6 +197,49 @@ func TestSecurityListeners(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
+		}
+	})
+
+	// Fetch answers larger than the copy threshold go out with
+	// sendfile(2) on PLAINTEXT; under TLS they must be copied through the
+	// TLS stream instead, byte-exact.
+	t.Run("large fetch over TLS", func(t *testing.T) {
+		opts := []kgo.Opt{kgo.SeedBrokers(s.saslSSL), kgo.DialTLSConfig(s.tlsConfig()),
+			kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		p, err := kgo.NewClient(append(opts, kgo.AllowAutoTopicCreation(), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		const n = 2000
+		value := func(i int) []byte { return []byte(fmt.Sprintf("%04d-%s", i, strings.Repeat("x", 1020))) }
+		var rs []*kgo.Record
+		for i := range n {
+			rs = append(rs, &kgo.Record{Topic: "tls-large", Value: value(i)})
+		}
+		if err := p.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := kgo.NewClient(append(opts, kgo.ConsumeTopics("tls-large"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMinBytes(1<<20), kgo.FetchMaxWait(500*time.Millisecond))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		got := 0
+		for got < n {
+			fs := c.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				t.Fatalf("after %d records: %v", got, err)
+			}
+			for _, r := range fs.Records() {
+				if !bytes.Equal(r.Value, value(int(r.Offset))) {
+					t.Fatalf("record %d differs", r.Offset)
+				}
+				got++
+			}
 		}
 	})
 
