@@ -387,6 +387,7 @@ func TestSecurityListeners(t *testing.T) {
 	t.Run("clients", func(t *testing.T) {
 		t.Run("java", func(t *testing.T) { t.Parallel(); javaSecurity(t, s) })
 		t.Run("librdkafka", func(t *testing.T) { t.Parallel(); rdkafkaSecurity(t, s) })
+		t.Run("sarama", func(t *testing.T) { t.Parallel(); saramaSecurity(t, s) })
 	})
 
 	// Credentials are metadata: a restarted broker still has them, and its
