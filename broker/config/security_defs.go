@@ -91,6 +91,11 @@ func listenerProperty(name string) (def Def, err error, ok bool) {
 	if !found || l == "" {
 		return Def{}, fmt.Errorf("%s is not listener.name.<listener>.<property>", name), true
 	}
+	if l != strings.ToLower(l) {
+		// Kafka matches the lower-case form only; an upper-case one
+		// would silently do nothing there.
+		return Def{}, fmt.Errorf("%s: write the listener name in lower case, listener.name.%s.%s, as Kafka reads it", name, strings.ToLower(l), prop), true
+	}
 	d, known := listenerDefs[prop]
 	if !known {
 		d, known = listenerOnlyDefs[prop]
@@ -134,6 +139,17 @@ func (b *Broker) securityChecks() []string {
 		return nil // reported by crossChecks
 	}
 	var errs []string
+	names := map[string]bool{}
+	for _, l := range ls {
+		names[strings.ToLower(l.Name)] = true
+	}
+	for name := range b.set {
+		if rest, ok := strings.CutPrefix(name, "listener.name."); ok {
+			if l, _, _ := strings.Cut(rest, "."); !names[l] {
+				errs = append(errs, fmt.Sprintf("%s names no listener of listeners (%s)", name, strings.Join(b.List("listeners"), ",")))
+			}
+		}
+	}
 	internal := map[string]bool{}
 	for _, n := range b.List("controller.listener.names") {
 		internal[strings.ToUpper(n)] = true

@@ -44,6 +44,8 @@ func TestListenerSecuritySettings(t *testing.T) {
 		{map[string]string{"listeners": "PLAINTEXT://:9092,SSL://:9093", "ssl.keystore.location": "/k.pem", "inter.broker.listener.name": "SSL"}, "must map to PLAINTEXT"},
 		{map[string]string{"listeners": "X://:9092", "listener.security.protocol.map": "X:TLS"}, "not a security protocol"},
 		{map[string]string{"plain.sasl.jaas.config": "x"}, "unknown property plain.sasl.jaas.config"},
+		{map[string]string{"listener.name.SSL.ssl.client.auth": "required"}, "write the listener name in lower case"},
+		{map[string]string{"listener.name.sasl_sll.ssl.client.auth": "required"}, "listener.name.sasl_sll.ssl.client.auth names no listener"},
 	} {
 		_, err := ParseBroker(c.props)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
