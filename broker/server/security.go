@@ -96,8 +96,21 @@ func (s *Server) setupSecurity() error {
 			}
 		}
 		s.security[l.Name] = sec
+		if l.Protocol == "PLAINTEXT" && !s.controllerNames[l.Name] && !loopback(l.Host) {
+			s.logger.Warn("listener "+l.Name+" accepts unauthenticated PLAINTEXT connections from the network: anyone who reaches "+l.Addr()+
+				" can read, write and delete every topic; use SSL, SASL_SSL or a firewall (docs/security.md)", "listener", l.Name)
+		}
 	}
 	return nil
+}
+
+// loopback is whether a listener host binds the loopback interface only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // secure wraps an accepted connection for its listener: TLS on SSL and
