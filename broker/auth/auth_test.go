@@ -99,11 +99,11 @@ func TestPlain(t *testing.T) {
 	t.Parallel()
 	users, err := ParsePlainJAAS(`org.apache.kafka.common.security.plain.PlainLoginModule required
 		username="admin" password="admin-secret"
-		user_admin="admin-secret" user_alice="al\"ice";`)
+		user_admin="admin-secret" user_alice="al\"ice" user_bob='b"b';`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(users) != 2 || users["alice"] != `al"ice` {
+	if len(users) != 3 || users["alice"] != `al"ice` || users["bob"] != `b"b` {
 		t.Fatalf("users %v", users)
 	}
 	if err := run(t, plain.Auth{User: "alice", Pass: `al"ice`}.AsMechanism(), NewPlain(users)); err != nil {

@@ -80,7 +80,7 @@ func ParseJAAS(s string) (module string, opts map[string]string, err error) {
 }
 
 // parseJAAS reads "<class> <flag> key=value ... ;" with values quoted
-// ("...", backslash escapes) or bare.
+// ("..." or '...', backslash escapes) or bare, as Kafka's JaasConfig.
 func parseJAAS(s string) (map[string]string, error) {
 	s = strings.TrimSpace(s)
 	if !strings.HasSuffix(s, ";") {
@@ -96,7 +96,10 @@ func parseJAAS(s string) (map[string]string, error) {
 	default:
 		return nil, fmt.Errorf("sasl.jaas.config: %q is not a control flag (required, requisite, sufficient, optional)", fields[1])
 	}
-	rest := strings.TrimSpace(s[strings.Index(s, fields[1])+len(fields[1]):])
+	// The options start after the class and the flag (the class name may
+	// contain the flag's word).
+	afterClass := strings.Index(s, fields[0]) + len(fields[0])
+	rest := strings.TrimSpace(s[afterClass+strings.Index(s[afterClass:], fields[1])+len(fields[1]):])
 	opts := map[string]string{}
 	for rest != "" {
 		k, after, ok := strings.Cut(rest, "=")
@@ -106,7 +109,7 @@ func parseJAAS(s string) (map[string]string, error) {
 		}
 		after = strings.TrimLeft(after, " \t\n")
 		var v strings.Builder
-		if strings.HasPrefix(after, `"`) {
+		if q := after[:min(1, len(after))]; q == `"` || q == "'" {
 			i, closed := 1, false
 			for ; i < len(after); i++ {
 				c := after[i]
@@ -115,7 +118,7 @@ func parseJAAS(s string) (map[string]string, error) {
 					v.WriteByte(after[i])
 					continue
 				}
-				if c == '"' {
+				if c == q[0] {
 					closed = true
 					break
 				}
