@@ -99,6 +99,7 @@ func (img *Image) records() []Record {
 			rs = append(rs, Record{BrokerConfig: &BrokerConfigRecord{Broker: r, Name: k, Value: &v}})
 		}
 	}
+	rs = append(rs, img.scramRecords()...)
 	return rs
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/config"
 )
 
@@ -125,6 +126,9 @@ type Image struct {
 	// resource name: a node id, or "" for the cluster-wide defaults.
 	// Never modified in place: a change replaces the maps it touches.
 	BrokerConfigs map[string]map[string]string `json:",omitempty"`
+	// Scram are the SCRAM credentials, by user and mechanism (scram.go);
+	// shared between images, copied when changed.
+	Scram map[string]map[string]auth.ScramCredential
 }
 
 // DynamicConfigs are the cluster-wide and the per-broker dynamic configs

@@ -21,6 +21,8 @@ type Record struct {
 	Secret           *SecretRecord      `json:"secret,omitempty"`
 	// BrokerConfig sets or removes a dynamic broker config (KIP-226).
 	BrokerConfig *BrokerConfigRecord `json:"broker_config,omitempty"`
+	// Scram is a SCRAM credential (scram.go).
+	Scram *ScramRecord `json:"scram,omitempty"`
 }
 
 // BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
@@ -152,6 +154,10 @@ func (img *Image) Apply(r Record) (*Image, error) {
 			delete(n.BrokerConfigs, bc.Broker)
 		} else {
 			n.BrokerConfigs[bc.Broker] = m
+		}
+	case r.Scram != nil:
+		if err := n.applyScram(r.Scram); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")

@@ -186,6 +186,9 @@ var brokerDefaultDifferences = map[string]string{
 	"listener.security.protocol.map": "adds CONTROLLER:PLAINTEXT so a combined node needs no map; a list, as Kafka parses it",
 	"controller.quorum.voters":       "null rather than an empty list: unset means a single-node quorum",
 	"socket.receive.buffer.bytes":    "the kernel's autotuning rather than a fixed 100 KiB window, faster for produce (docs/broker.md)",
+	"ssl.keystore.type":              "PEM is the only keystore Tributary reads (docs/security.md)",
+	"ssl.truststore.type":            "PEM is the only truststore Tributary reads",
+	"sasl.enabled.mechanisms":        "GSSAPI is not offered; SCRAM needs no setup beyond its users",
 	"queued.max.request.bytes":       "512 MiB rather than unbounded, so that clients cannot make the broker allocate what they like (docs/operations.md)",
 }
 

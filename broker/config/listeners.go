@@ -52,8 +52,10 @@ func ParseListeners(list []string, protocolMap []string) ([]Listener, error) {
 		if !ok {
 			return nil, fmt.Errorf("listener %q: %s is not in listener.security.protocol.map", s, name)
 		}
-		if proto != "PLAINTEXT" {
-			return nil, fmt.Errorf("listener %q: security protocol %s is not supported yet; use PLAINTEXT", s, proto)
+		switch proto {
+		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+		default:
+			return nil, fmt.Errorf("listener %q: %s maps to %s, which is not a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", s, name, proto)
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("listener name %s appears twice", name)

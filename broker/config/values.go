@@ -31,6 +31,13 @@ func ParseBroker(props map[string]string) (*Broker, error) {
 	set := make(map[string]string, len(props))
 	for name, v := range props {
 		d, ok := BrokerDefs[name]
+		if ld, err, prefixed := listenerProperty(name); prefixed {
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			d, ok = ld, true
+		}
 		if !ok {
 			errs = append(errs, fmt.Sprintf("unknown property %s", name))
 			continue
@@ -77,6 +84,7 @@ func (b *Broker) crossChecks() []string {
 	if _, err := b.ConnectionsPerIPOverrides(); err != nil {
 		errs = append(errs, err.Error())
 	}
+	errs = append(errs, b.securityChecks()...)
 	return errs
 }
 

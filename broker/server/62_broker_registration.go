@@ -68,6 +68,7 @@ func (s *Server) handleBrokerHeartbeat(c *conn, req *kmsg.BrokerHeartbeatRequest
 		resp.ErrorCode = kafkaCode(err)
 		return resp, nil
 	}
+	s.metaOffsets.Store(req.BrokerID, req.CurrentMetadataOffset)
 	resp.IsCaughtUp, resp.ShouldShutdown = true, shutDown
 	return resp, nil
 }

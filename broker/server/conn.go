@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/auth"
 )
 
 // conn is one client connection.
@@ -32,6 +34,16 @@ type conn struct {
 	// request pool, until freeBody.
 	body []byte
 	held int64
+
+	// principal is who the connection authenticated as; saslPending
+	// that it has not yet, on a SASL listener, and exchange the SASL
+	// exchange under way (security.go). closeAfter ends the connection
+	// once the current response is written (a failed authentication).
+	principal   auth.Principal
+	saslPending bool
+	exchange    auth.Exchange
+	mechanism   string
+	closeAfter  bool
 
 	// out is the last response's buffer, kept for the next: responses are
 	// written one at a time, and a caught-up consumer's thousands of small
@@ -54,6 +66,9 @@ var errClose = errors.New("broker/server: closing connection")
 
 func (c *conn) serve() {
 	defer c.nc.Close()
+	if err := c.authenticate(); err != nil {
+		return
+	}
 	for {
 		if c.s.closing.Load() {
 			return
@@ -98,9 +113,12 @@ func (c *conn) readFrame() (body []byte, held int64, err error) {
 		return nil, 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
-	if n < 8 || n > c.s.maxRequestBytes {
+	if limit := c.frameLimit(); n < 8 || n > limit {
 		c.s.metrics.rejectedFrames.Inc()
-		return nil, 0, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, c.s.maxRequestBytes)
+		if c.saslPending {
+			return nil, 0, fmt.Errorf("request of %d bytes before authentication is outside [8, sasl.server.max.receive.size=%d]", n, limit)
+		}
+		return nil, 0, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, limit)
 	}
 	body, held, ok := c.s.pool.get(int(n), c.s.stopping)
 	if !ok {
@@ -168,6 +186,9 @@ func (c *conn) serveRequest(body []byte) error {
 	if !known || req == nil {
 		return fmt.Errorf("unknown API key %d", c.hdr.key)
 	}
+	if err := c.checkPreAuth(c.hdr.key); err != nil {
+		return err
+	}
 	// Peers and clients apart, as Kafka's listeners are: a controller
 	// listener serves only what brokers ask of a controller (and, on a
 	// broker-only node, nothing: it is there for Raft), and a client
@@ -220,7 +241,10 @@ func (c *conn) serveRequest(body []byte) error {
 		return nil // acks=0
 	}
 	resp.SetVersion(c.hdr.version)
-	return c.write(resp, nil)
+	if err := c.write(resp, nil); err != nil || !c.closeAfter {
+		return err
+	}
+	return errClose
 }
 
 func skipTags(r *kbin.Reader) {

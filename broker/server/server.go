@@ -73,6 +73,16 @@ type Server struct {
 	// max.connections and max.connections.per.ip (connlimit.go).
 	pool   *requestPool
 	limits *connLimits
+	// security is each listener's protocol, TLS and SASL settings
+	// (security.go), by listener name; read-only once started.
+	security       map[string]*listenerSecurity
+	saslMaxReceive int32
+	scramFakeKey   [32]byte
+	authFailures   *prometheus.CounterVec
+	bootstrapScram []cluster.ScramChange
+	// metaOffsets are the metadata offsets brokers reported in their last
+	// heartbeats, by id, on the active controller (see awaitBrokers).
+	metaOffsets sync.Map
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // by listener name
@@ -100,6 +110,9 @@ type Options struct {
 	// NoSendfile copies fetched records through user space instead of
 	// sendfile(2), for comparison.
 	NoSendfile bool
+	// BootstrapScram are SCRAM users to create if the cluster does not
+	// have them (tributary broker --add-scram, KIP-900).
+	BootstrapScram []cluster.ScramChange
 }
 
 // New prepares a broker; Start opens its storage and listeners.
@@ -130,7 +143,10 @@ func New(cfg *config.Broker, opt Options) *Server {
 	}
 	rand.Read(s.incarnation[:])
 	s.apis = s.handlers()
+	maps.Copy(s.apis, s.securityHandlers())
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
+	s.authFailures = newAuthMetrics(opt.Registry)
+	s.bootstrapScram = opt.BootstrapScram
 	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics)
 	s.metrics.watchPool(s.pool)
 	return s
@@ -145,6 +161,9 @@ func (s *Server) Start() error {
 	}
 	var err error
 	if s.limits, err = newConnLimits(s.cfg); err != nil {
+		return err
+	}
+	if err := s.setupSecurity(); err != nil {
 		return err
 	}
 	paths := s.cfg.LogDirs()
@@ -238,6 +257,10 @@ func (s *Server) Start() error {
 	s.metrics.started(s, names)
 	s.wg.Add(1)
 	go s.maintain()
+	if s.controller && len(s.bootstrapScram) > 0 {
+		s.wg.Add(1)
+		go s.addBootstrapScram()
+	}
 	if !s.broker {
 		s.logger.Info("controller ready", "node_id", s.nodeID, "cluster_id", clusterID, "listeners", addrs)
 		return nil
@@ -459,6 +482,7 @@ func (s *Server) accept(name string, ln net.Listener) {
 				tc.SetReadBuffer(int(n))
 			}
 		}
+		nc = s.secure(name, nc)
 		c := &conn{s: s, nc: nc, r: bufio.NewReaderSize(nc, 64<<10), listener: name,
 			logger: s.logger.With("remote", nc.RemoteAddr().String(), "listener", name)}
 		s.mu.Lock()

@@ -110,6 +110,7 @@ message naming it.`,
 		"Left unset, 127.0.0.1 at the first listener's port + 552 (9644 for 9092), so that nodes on one host do not collide")
 	addAdminPprofFlag(f, &pprof)
 	addCheckConfigFlag(f, &checkConfig)
+	addScramFlag(f)
 	return cmd
 }
 
@@ -188,7 +189,11 @@ func flatten(prefix string, v any, out map[string]string) {
 func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, adminListen string, pprof bool) error {
 	raiseHeapFloor()
 	reg := admin.NewRegistry()
-	s := server.New(cfg, server.Options{Logger: slog.Default(), NoSendfile: noSendfile, Registry: reg})
+	scram, err := parseAddScram(addScram)
+	if err != nil {
+		return err
+	}
+	s := server.New(cfg, server.Options{Logger: slog.Default(), NoSendfile: noSendfile, Registry: reg, BootstrapScram: scram})
 	var ready atomic.Bool
 	if adminListen != "" {
 		a, err := admin.Listen(adminListen, reg, func() error {

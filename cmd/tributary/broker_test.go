@@ -49,7 +49,9 @@ func TestBrokerRefusesBadProperties(t *testing.T) {
 		{[]string{"--set", "log.retension.hours=1"}, "unknown property log.retension.hours"},
 		{[]string{"--set", "num.partitions=many"}, `invalid value "many" for num.partitions`},
 		{[]string{"--set", "message.max.bytes=2000000", "--set", "replica.fetch.max.bytes=1000000"}, "replica.fetch.max.bytes=1000000 must be at least message.max.bytes=2000000"},
-		{[]string{"--listeners", "SSL://127.0.0.1:9093"}, "not supported yet"},
+		{[]string{"--listeners", "SSL://127.0.0.1:9093"}, "listener SSL is SSL and needs listener.name.ssl.ssl.keystore.location"},
+		{[]string{"--set", "listener.name.ssl.ssl.client.auth=maybe"}, `invalid value "maybe" for listener.name.ssl.ssl.client.auth`},
+		{[]string{"--set", "listener.name.ssl.log.dirs=/x"}, "log.dirs cannot be set per listener"},
 		{[]string{"--set", "novalue"}, `--set "novalue": want name=value`},
 	} {
 		dir := t.TempDir()

@@ -30,14 +30,18 @@ func withKadm(cmd *cobra.Command, bootstrap string, timeout time.Duration, fn fu
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(
+	security, err := kafkacli.ClientOpts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID(kafkacli.ClientID),
-		kgo.DialTimeout(10*time.Second),
+		kgo.DialTimeout(10 * time.Second),
 		// A command is interactive: give up on a dead address after a
 		// few seconds, not kgo's default of retrying for 30s per request.
-		kgo.RetryTimeout(10*time.Second),
-	)
+		kgo.RetryTimeout(10 * time.Second),
+	}, security...)...)
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,7 @@ committed offsets are all in --data-dir).`,
 	f.BoolVar(&o.generate, "generate", false, "send simulated web traffic through the tracker")
 	f.Float64Var(&o.rate, "rate", 200, "events per second of --generate")
 	f.DurationVar(&o.loadEvery, "load-every", time.Minute, "how often the events are loaded into the lake")
+	cmd.AddCommand(newDevCertsCommand())
 	return cmd
 }
 

@@ -46,11 +46,12 @@ file, which wins over the defaults.`,
 			}
 			processLevel.Set(level)
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: &processLevel})))
-			return nil
+			return applyClientProps(cmd)
 		},
 	}
 	root.PersistentFlags().StringVar(&cfg.file, "config", "", "YAML config file (env TRIBUTARY_CONFIG)")
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addClientPropsFlags(root)
 	root.AddCommand(
 		newVersionCommand(),
 		newLogCommand(),

@@ -77,6 +77,9 @@ func Connect(ctx context.Context, bootstrap string) (*Cluster, error) {
 		ClientID:    ClientID,
 		DialTimeout: 10 * time.Second,
 	}
+	if err := secureTransport(tr); err != nil {
+		return nil, err
+	}
 	c := &Cluster{
 		Brokers:   brokers,
 		Transport: tr,

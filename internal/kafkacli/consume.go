@@ -136,12 +136,16 @@ func (c *Cluster) Consume(ctx context.Context, cfg ConsumeConfig, fn func(*kafka
 	sort.Ints(partitions)
 	readers := make([]*kafka.Reader, 0, len(partitions))
 	var wg sync.WaitGroup
+	dialer, err := Dialer()
+	if err != nil {
+		return err
+	}
 	for _, p := range partitions {
 		r := kafka.NewReader(kafka.ReaderConfig{
 			Brokers:     c.Brokers,
 			Topic:       cfg.Topic,
 			Partition:   p,
-			Dialer:      &kafka.Dialer{ClientID: ClientID, Timeout: 10 * time.Second, DualStack: true},
+			Dialer:      dialer,
 			MinBytes:    1,
 			MaxBytes:    maxBytes,
 			MaxWait:     maxWait,

@@ -101,7 +101,8 @@ type Broker struct {
 	port      int
 	listeners string // --listeners; PLAINTEXT on port when empty
 	props     []string
-	noAdmin   bool // no --admin-listen flag (Config.NoAdminListen)
+	args      []string // more flags of `tributary broker` (Config.Args)
+	noAdmin   bool     // no --admin-listen flag (Config.NoAdminListen)
 	cmd       *exec.Cmd
 	done      chan struct{}
 
@@ -146,6 +147,8 @@ type Config struct {
 	// NoAdminListen leaves --admin-listen unset, as a user would, so the
 	// broker derives its admin address; otherwise it is 127.0.0.1:0.
 	NoAdminListen bool
+	// Args are more flags of `tributary broker`, such as --add-scram.
+	Args []string
 }
 
 // StartConfig runs `tributary broker` as cfg says and waits until it is
@@ -153,7 +156,7 @@ type Config struct {
 // cluster stops its nodes itself first, all at once (testcluster).
 func StartConfig(t testing.TB, cfg Config) *Broker {
 	t.Helper()
-	b := &Broker{t: t, dir: cfg.Dir, port: cfg.Port, listeners: cfg.Listeners, props: cfg.Props, noAdmin: cfg.NoAdminListen}
+	b := &Broker{t: t, dir: cfg.Dir, port: cfg.Port, listeners: cfg.Listeners, props: cfg.Props, noAdmin: cfg.NoAdminListen, args: cfg.Args}
 	b.start()
 	t.Cleanup(b.Finish)
 	return b
@@ -176,6 +179,7 @@ func (b *Broker) start() {
 	for _, p := range b.props {
 		args = append(args, "--set", p)
 	}
+	args = append(args, b.args...)
 	b.cmd = exec.Command(Binary(b.t), args...)
 	b.done = make(chan struct{})
 	b.killed, b.stopped = false, false

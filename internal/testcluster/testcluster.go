@@ -50,7 +50,14 @@ type Node struct {
 // timeout defaults to 3 s, so that fencing is quick in tests.
 func Start(t testing.TB, n int, props ...string) *Cluster {
 	t.Helper()
-	return start(t, n, 0, props)
+	return start(t, n, 0, props, nil)
+}
+
+// StartCustom is Start with each node's configuration passed to customize
+// before the node starts, to add listeners or flags.
+func StartCustom(t testing.TB, n int, customize func(n *Node, cfg *testbroker.Config), props ...string) *Cluster {
+	t.Helper()
+	return start(t, n, 0, props, customize)
 }
 
 // StartSplit starts controllers controller-only nodes (ids 1 to
@@ -58,12 +65,12 @@ func Start(t testing.TB, n int, props ...string) *Cluster {
 // after them), as a production cluster is laid out.
 func StartSplit(t testing.TB, controllers, brokers int, props ...string) *Cluster {
 	t.Helper()
-	return start(t, controllers, brokers, props)
+	return start(t, controllers, brokers, props, nil)
 }
 
 // start starts voters nodes with the controller role (also brokers when
 // brokersOnly is 0: combined mode) and brokersOnly broker-only nodes.
-func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
+func start(t testing.TB, voters, brokersOnly int, props []string, customize func(*Node, *testbroker.Config)) *Cluster {
 	t.Helper()
 	n := voters + brokersOnly
 	combined := brokersOnly == 0
@@ -108,6 +115,9 @@ func start(t testing.TB, voters, brokersOnly int, props []string) *Cluster {
 			cfg.Props = []string{"process.roles=broker"}
 		}
 		cfg.Props = append(append(cfg.Props, fmt.Sprintf("node.id=%d", i+1)), base...)
+		if customize != nil {
+			customize(node, &cfg)
+		}
 		wg.Add(1)
 		// Together: a node waits for a quorum before it calls itself ready.
 		go func() {

@@ -1,0 +1,196 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// listenerDefs are the security properties that a listener may override
+// with Kafka's prefix, listener.name.<listener>.<property> (lower-case
+// listener name, as Kafka writes it); the unprefixed form is the broker
+// default. Mechanism-scoped SASL settings take the mechanism too:
+// listener.name.sasl_ssl.plain.sasl.jaas.config.
+var listenerDefs = defs(
+	Def{Name: "ssl.keystore.type", Type: String, Default: "PEM", Check: oneOf("PEM"),
+		Doc: "The format of ssl.keystore.location. Tributary reads PEM only (Kafka's default is JKS): a file holding the private key and the certificate chain, leaf first."},
+	Def{Name: "ssl.keystore.location", Type: String, NoDefault: true,
+		Doc: "The PEM file of the listener's private key (PKCS#8, PKCS#1 or SEC 1; encrypted PKCS#8 with ssl.key.password) and certificate chain. Re-read when it changes: new connections get the new certificate without a restart."},
+	Def{Name: "ssl.keystore.certificate.chain", Type: Password, NoDefault: true, Sensitive: true,
+		Doc: "Not supported: put the chain in the file at ssl.keystore.location."},
+	Def{Name: "ssl.key.password", Type: Password, NoDefault: true, Sensitive: true,
+		Doc: "The password of an encrypted PKCS#8 private key (-----BEGIN ENCRYPTED PRIVATE KEY-----, PBES2 with PBKDF2 and AES-CBC, what openssl pkcs8 -topk8 -v2 aes-256-cbc writes)."},
+	Def{Name: "ssl.keystore.password", Type: Password, NoDefault: true, Sensitive: true,
+		Doc: "Accepted for Kafka's PEM keystores, where it is unused; see ssl.key.password."},
+	Def{Name: "ssl.truststore.type", Type: String, Default: "PEM", Check: oneOf("PEM"),
+		Doc: "The format of ssl.truststore.location: PEM certificates (Kafka's default is JKS)."},
+	Def{Name: "ssl.truststore.location", Type: String, NoDefault: true,
+		Doc: "PEM CA certificates that client certificates must chain to when ssl.client.auth is requested or required. Re-read when it changes."},
+	Def{Name: "ssl.truststore.password", Type: Password, NoDefault: true, Sensitive: true,
+		Doc: "Accepted for Kafka's PEM truststores, where it is unused."},
+	Def{Name: "ssl.enabled.protocols", Type: List, Default: "TLSv1.2,TLSv1.3", Check: listOf("TLSv1.2", "TLSv1.3"),
+		Doc: "The TLS versions a listener accepts."},
+	Def{Name: "ssl.protocol", Type: String, Default: "TLSv1.3", Check: oneOf("TLS", "TLSv1.2", "TLSv1.3"),
+		Doc: "Accepted for compatibility; ssl.enabled.protocols decides."},
+	Def{Name: "ssl.cipher.suites", Type: List, Default: "",
+		Doc: "Accepted; Go's TLS 1.2 defaults (ECDHE with AES-GCM or ChaCha20-Poly1305) apply, and TLS 1.3 suites are not configurable."},
+	Def{Name: "ssl.client.auth", Type: String, Default: "none", Check: oneOf("none", "requested", "required"),
+		Doc: "Whether the listener asks clients for a certificate: none, requested (verified against the truststore when given) or required. A verified certificate names the principal (ssl.principal.mapping.rules)."},
+	Def{Name: "ssl.principal.mapping.rules", Type: String, Default: "DEFAULT",
+		Doc: "Kafka's rules mapping a client certificate's distinguished name (RFC 2253, e.g. CN=alice,O=Example) to a principal name: RULE:pattern/replacement/[LU], ..., DEFAULT (the whole name). The first matching rule wins."},
+	Def{Name: "ssl.endpoint.identification.algorithm", Type: String, Default: "https",
+		Doc: "Accepted; a broker does not check its clients' host names."},
+	Def{Name: "sasl.enabled.mechanisms", Type: List, Default: "SCRAM-SHA-256,SCRAM-SHA-512",
+		Check: listOf("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+		Doc:   "The SASL mechanisms a SASL_PLAINTEXT or SASL_SSL listener offers. Kafka's default is GSSAPI, which Tributary does not offer; PLAIN needs users in plain.sasl.jaas.config."},
+)
+
+// listenerOnlyDefs exist only with the listener prefix, as in Kafka: a
+// JAAS config names the listener and mechanism it is for.
+var listenerOnlyDefs = defs(
+	Def{Name: "plain.sasl.jaas.config", Type: Password, NoDefault: true, Sensitive: true,
+		Doc: "The PLAIN users, in Kafka's form: org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-secret\" user_bob=\"bob-secret\"; (the username and password options, the broker's own client identity in Kafka, are accepted and ignored). Usually per listener: listener.name.sasl_ssl.plain.sasl.jaas.config."},
+	Def{Name: "scram-sha-256.sasl.jaas.config", Type: Password, NoDefault: true, Sensitive: true,
+		Doc: "Accepted for Kafka's configs; SCRAM users live in the metadata log (AlterUserScramCredentials, tributary broker --add-scram)."},
+	Def{Name: "scram-sha-512.sasl.jaas.config", Type: Password, NoDefault: true, Sensitive: true,
+		Doc: "Accepted for Kafka's configs; SCRAM users live in the metadata log (AlterUserScramCredentials, tributary broker --add-scram)."},
+)
+
+// securityDefs are broker-wide only.
+var securityDefs = []Def{
+	{Name: "sasl.server.max.receive.size", Type: Int, Default: "524288", Check: atLeast(64),
+		Doc: "The largest frame a connection may send before it has authenticated (SASL listeners); a larger one closes it."},
+	{Name: "sasl.mechanism.inter.broker.protocol", Type: String, Default: "GSSAPI",
+		Doc: "Accepted for compatibility; the inter-broker and controller listeners must be PLAINTEXT for now."},
+	{Name: "security.inter.broker.protocol", Type: String, Default: "PLAINTEXT", Check: oneOf("PLAINTEXT"),
+		Doc: "The inter-broker security protocol when inter.broker.listener.name is unset; only PLAINTEXT for now."},
+}
+
+func init() {
+	for _, d := range listenerDefs {
+		if _, dup := BrokerDefs[d.Name]; dup {
+			panic("config: " + d.Name + " defined twice")
+		}
+		BrokerDefs[d.Name] = d
+	}
+	for _, d := range securityDefs {
+		if _, dup := BrokerDefs[d.Name]; dup {
+			panic("config: " + d.Name + " defined twice")
+		}
+		BrokerDefs[d.Name] = d
+	}
+}
+
+// listenerProperty resolves a listener.name.<l>.<property> name to the
+// definition of its property; ok is false for a name without the prefix.
+func listenerProperty(name string) (def Def, err error, ok bool) {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return Def{}, nil, false
+	}
+	l, prop, found := strings.Cut(rest, ".")
+	if !found || l == "" {
+		return Def{}, fmt.Errorf("%s is not listener.name.<listener>.<property>", name), true
+	}
+	if l != strings.ToLower(l) {
+		// Kafka matches the lower-case form only; an upper-case one
+		// would silently do nothing there.
+		return Def{}, fmt.Errorf("%s: write the listener name in lower case, listener.name.%s.%s, as Kafka reads it", name, strings.ToLower(l), prop), true
+	}
+	d, known := listenerDefs[prop]
+	if !known {
+		d, known = listenerOnlyDefs[prop]
+	}
+	if !known {
+		return Def{}, fmt.Errorf("%s: %s cannot be set per listener (the listener.name. prefix takes ssl.* and sasl properties)", name, prop), true
+	}
+	d.Name = name
+	return d, nil, true
+}
+
+// ListenerString is a security property of one listener: its
+// listener.name.<listener>.<name> override when set, else the broker-wide
+// value or default.
+func (b *Broker) ListenerString(listener, name string) string {
+	if v, ok := b.set["listener.name."+strings.ToLower(listener)+"."+name]; ok {
+		return v
+	}
+	return b.String(name)
+}
+
+// ListenerIsSet is whether a listener has name, either as its own override
+// or broker-wide.
+func (b *Broker) ListenerIsSet(listener, name string) bool {
+	_, own := b.set["listener.name."+strings.ToLower(listener)+"."+name]
+	return own || b.IsSet(name)
+}
+
+// ListenerList is ListenerString split as a list.
+func (b *Broker) ListenerList(listener, name string) []string {
+	return SplitList(b.ListenerString(listener, name))
+}
+
+// securityChecks refuses what the listeners cannot honour: a TLS listener
+// without a keystore, a SASL listener without a usable mechanism, and
+// security on the listeners brokers use between them, which this version
+// does not secure yet.
+func (b *Broker) securityChecks() []string {
+	ls, err := b.Listeners()
+	if err != nil {
+		return nil // reported by crossChecks
+	}
+	var errs []string
+	names := map[string]bool{}
+	for _, l := range ls {
+		names[strings.ToLower(l.Name)] = true
+	}
+	for name := range b.set {
+		if rest, ok := strings.CutPrefix(name, "listener.name."); ok {
+			if l, _, _ := strings.Cut(rest, "."); !names[l] {
+				errs = append(errs, fmt.Sprintf("%s names no listener of listeners (%s)", name, strings.Join(b.List("listeners"), ",")))
+			}
+		}
+	}
+	internal := map[string]bool{}
+	for _, n := range b.List("controller.listener.names") {
+		internal[strings.ToUpper(n)] = true
+	}
+	if n := b.String("inter.broker.listener.name"); n != "" {
+		internal[strings.ToUpper(n)] = true
+	} else if b.IsSet("controller.quorum.voters") {
+		// Unset, brokers reach each other at the first advertised
+		// listener.
+		if adv, err := b.AdvertisedListeners(); err == nil && len(adv) > 0 && adv[0].Protocol != "PLAINTEXT" {
+			errs = append(errs, fmt.Sprintf("listener %s (%s) is the first advertised listener, which brokers use between them when inter.broker.listener.name is unset: set inter.broker.listener.name to a PLAINTEXT listener, since brokers do not secure their own connections yet", adv[0].Name, adv[0].Protocol))
+		}
+	}
+	for _, l := range ls {
+		if l.Protocol == "PLAINTEXT" {
+			continue
+		}
+		if internal[l.Name] {
+			errs = append(errs, fmt.Sprintf("listener %s is a controller or inter-broker listener and maps to %s: brokers do not secure their own connections yet, so it must map to PLAINTEXT (docs/security.md)", l.Name, l.Protocol))
+			continue
+		}
+		if l.TLS() && !b.ListenerIsSet(l.Name, "ssl.keystore.location") {
+			errs = append(errs, fmt.Sprintf("listener %s is %s and needs listener.name.%s.ssl.keystore.location (or ssl.keystore.location): the PEM file of its key and certificate", l.Name, l.Protocol, strings.ToLower(l.Name)))
+		}
+		if l.SASL() {
+			mechs := b.ListenerList(l.Name, "sasl.enabled.mechanisms")
+			if len(mechs) == 0 {
+				errs = append(errs, fmt.Sprintf("listener %s is %s but listener.name.%s.sasl.enabled.mechanisms is empty", l.Name, l.Protocol, strings.ToLower(l.Name)))
+			}
+			for _, m := range mechs {
+				if m == "PLAIN" && !b.ListenerIsSet(l.Name, "plain.sasl.jaas.config") {
+					errs = append(errs, fmt.Sprintf("listener %s enables PLAIN but has no users: set listener.name.%s.plain.sasl.jaas.config", l.Name, strings.ToLower(l.Name)))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// TLS is whether the listener's protocol is SSL or SASL_SSL.
+func (l Listener) TLS() bool { return l.Protocol == "SSL" || l.Protocol == "SASL_SSL" }
+
+// SASL is whether the listener's protocol is SASL_PLAINTEXT or SASL_SSL.
+func (l Listener) SASL() bool { return l.Protocol == "SASL_PLAINTEXT" || l.Protocol == "SASL_SSL" }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/cluster"
+)
+
+// addScram is `tributary broker --add-scram`, KIP-900's bootstrap SCRAM
+// users (kafka-storage format --add-scram): users that exist from the
+// cluster's first start, so that no client needs a PLAINTEXT listener to
+// create the first one.
+var addScram []string
+
+func addScramFlag(f *pflag.FlagSet) {
+	f.StringArrayVar(&addScram, "add-scram", nil, "a SCRAM user created when the cluster does not have it yet, as kafka-storage format --add-scram takes it: "+
+		"'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default; repeatable). Give it to every controller; an existing user is never reset")
+}
+
+// parseAddScram reads KIP-900's form: MECHANISM=[name=...,password=...,iterations=...]
+// or with salt=<base64> and saltedpassword=<base64> instead of password.
+func parseAddScram(specs []string) ([]cluster.ScramChange, error) {
+	var out []cluster.ScramChange
+	for _, spec := range specs {
+		mechName, rest, ok := strings.Cut(spec, "=")
+		m, known := auth.ScramMechanismByName(strings.ToUpper(strings.TrimSpace(mechName)))
+		if !ok || !known {
+			return nil, fmt.Errorf("--add-scram %q: want SCRAM-SHA-256=[name=...,password=...] or SCRAM-SHA-512=[...]", spec)
+		}
+		rest = strings.TrimSpace(rest)
+		if !strings.HasPrefix(rest, "[") || !strings.HasSuffix(rest, "]") {
+			return nil, fmt.Errorf("--add-scram %q: the settings go in brackets: %s=[name=...,password=...]", spec, m.Name)
+		}
+		kv := map[string]string{}
+		for _, p := range strings.Split(rest[1:len(rest)-1], ",") {
+			k, v, ok := strings.Cut(p, "=")
+			if !ok {
+				return nil, fmt.Errorf("--add-scram %q: %q is not key=value", spec, p)
+			}
+			kv[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
+		}
+		ch := cluster.ScramChange{User: kv["name"], Mechanism: m, Iterations: auth.ScramMinIterations, IfAbsent: true}
+		if ch.User == "" {
+			return nil, fmt.Errorf("--add-scram %q: name= is missing", spec)
+		}
+		if it, ok := kv["iterations"]; ok {
+			n, err := strconv.Atoi(it)
+			if err != nil || n < auth.ScramMinIterations || n > auth.ScramMaxIterations {
+				return nil, fmt.Errorf("--add-scram %q: iterations must be %d to %d", spec, auth.ScramMinIterations, auth.ScramMaxIterations)
+			}
+			ch.Iterations = int32(n)
+		}
+		switch pw, salted := kv["password"], kv["saltedpassword"]; {
+		case pw != "":
+			ch.Salt = make([]byte, 24)
+			rand.Read(ch.Salt)
+			if s, ok := kv["salt"]; ok {
+				var err error
+				if ch.Salt, err = base64.StdEncoding.DecodeString(s); err != nil {
+					return nil, fmt.Errorf("--add-scram %q: salt is not base64", spec)
+				}
+			}
+			ch.SaltedPassword = m.SaltPassword(pw, ch.Salt, int(ch.Iterations))
+		case salted != "":
+			var err error
+			if ch.SaltedPassword, err = base64.StdEncoding.DecodeString(salted); err != nil {
+				return nil, fmt.Errorf("--add-scram %q: saltedpassword is not base64", spec)
+			}
+			if ch.Salt, err = base64.StdEncoding.DecodeString(kv["salt"]); err != nil || len(ch.Salt) == 0 {
+				return nil, fmt.Errorf("--add-scram %q: saltedpassword needs salt=<base64>", spec)
+			}
+		default:
+			return nil, fmt.Errorf("--add-scram %q: password= (or salt= and saltedpassword=) is missing", spec)
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
