@@ -209,6 +209,16 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 	if err := s.Start(); err != nil {
 		return err
 	}
+	sr, err := startRegistry(ctx, cfg)
+	if err != nil {
+		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s.Shutdown(stop)
+		return err
+	}
+	if sr != nil {
+		defer sr.Close(context.Background())
+	}
 	ready.Store(true)
 	defer ready.Store(false)
 	sig := make(chan os.Signal, 1)

@@ -30,11 +30,11 @@ import (
 
 // devOptions are `tributary dev`'s flags.
 type devOptions struct {
-	dataDir, brokerListen, trackerListen, jobsListen, adminListen string
-	target, writeKey                                              string
-	generate                                                      bool
-	rate                                                          float64
-	loadEvery                                                     time.Duration
+	dataDir, brokerListen, registryListen, trackerListen, jobsListen, adminListen string
+	target, writeKey                                                              string
+	generate                                                                      bool
+	rate                                                                          float64
+	loadEvery                                                                     time.Duration
 }
 
 func newDevCommand() *cobra.Command {
@@ -67,6 +67,7 @@ committed offsets are all in --data-dir).`,
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data-dir", "./tributary-data", "where the broker's log, the tracker's spool, the jobs file and the lake live")
 	f.StringVar(&o.brokerListen, "broker-listen", "127.0.0.1:9092", "the broker's client listener")
+	f.StringVar(&o.registryListen, "registry-listen", "127.0.0.1:8081", "the schema registry's HTTP API (schema.registry.listeners); empty to turn it off")
 	f.StringVar(&o.trackerListen, "tracker-listen", "127.0.0.1:8080", "the tracker's HTTP API")
 	f.StringVar(&o.jobsListen, "jobs-listen", "127.0.0.1:9646", "the jobs API")
 	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9644", "/metrics (broker, tracker and jobs together), /healthz, /readyz, /loglevel")
@@ -98,6 +99,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 		"listeners":                    "PLAINTEXT://" + o.brokerListen,
 		"num.partitions":               "3",
 		"offsets.topic.num.partitions": "3",
+		"schema.registry.listeners":    o.registryListen,
 	})
 	if err != nil {
 		return err
@@ -114,6 +116,13 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	}()
 	if err := ensureDevTopic(ctx, o.brokerListen); err != nil {
 		return err
+	}
+	sr, err := startRegistry(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if sr != nil {
+		defer sr.Close(context.Background())
 	}
 
 	// The tracker.

@@ -1,0 +1,242 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/tributary-io/tributary/internal/testbroker"
+)
+
+// startWithRegistry runs the real broker binary with the registry
+// listener on and waits until the registry answers.
+func startWithRegistry(t *testing.T) (*testbroker.Broker, string) {
+	t.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d", testbroker.FreePort(t))
+	b := testbroker.Start(t, "schema.registry.listeners="+url)
+	waitRegistry(t, url)
+	return b, url
+}
+
+func waitRegistry(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/subjects")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("registry at %s not answering: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func record(fields string) sr.Schema {
+	return sr.Schema{Schema: `{"type":"record","name":"Click","namespace":"web","fields":[` + fields + `]}`}
+}
+
+func code(err error) int {
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		return re.ErrorCode
+	}
+	return 0
+}
+
+// TestFranzSR drives the registry through franz-go's sr client, as a Go
+// producer would, then restarts the broker: ids and versions survive.
+func TestFranzSR(t *testing.T) {
+	t.Parallel()
+	b, url := startWithRegistry(t)
+	ctx := context.Background()
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := record(`{"name":"url","type":"string"}`)
+	v2 := record(`{"name":"url","type":"string"},{"name":"n","type":"long","default":0}`)
+	bad := record(`{"name":"url","type":"string"},{"name":"n","type":"long"},{"name":"x","type":"int"}`)
+	var id1, id2 int
+
+	t.Run("register", func(t *testing.T) {
+		s1, err := cl.CreateSchema(ctx, "clicks-value", v1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s1.Version != 1 || s1.ID < 1 {
+			t.Fatalf("first registration: %+v", s1)
+		}
+		id1 = s1.ID
+		// The same schema, pretty-printed, under another subject: one id.
+		pretty := sr.Schema{Schema: strings.ReplaceAll(v1.Schema, ",", ",\n  ")}
+		s, err := cl.CreateSchema(ctx, "other-value", pretty)
+		if err != nil || s.ID != id1 || s.Version != 1 {
+			t.Fatalf("same schema in another subject: %+v %v, want id %d", s, err, id1)
+		}
+		again, err := cl.RegisterSchema(ctx, "clicks-value", v1, -1, -1)
+		if err != nil || again != id1 {
+			t.Fatalf("registering again: %d %v, want %d", again, err, id1)
+		}
+		s2, err := cl.CreateSchema(ctx, "clicks-value", v2)
+		if err != nil || s2.Version != 2 || s2.ID == id1 {
+			t.Fatalf("compatible v2: %+v %v", s2, err)
+		}
+		id2 = s2.ID
+	})
+
+	t.Run("incompatible", func(t *testing.T) {
+		_, err := cl.CreateSchema(ctx, "clicks-value", bad)
+		if code(err) != 409 || !strings.Contains(err.Error(), "incompatible") {
+			t.Fatalf("BACKWARD-incompatible v3: %v, want 409", err)
+		}
+		res, err := cl.CheckCompatibility(ctx, "clicks-value", -1, bad)
+		if err != nil || res.Is || len(res.Messages) == 0 {
+			t.Fatalf("check against latest: %+v %v", res, err)
+		}
+		res, err = cl.CheckCompatibility(ctx, "clicks-value", -2, v2)
+		if err != nil || !res.Is {
+			t.Fatalf("check of v2 against all: %+v %v", res, err)
+		}
+		if _, err := cl.CreateSchema(ctx, "clicks-value", sr.Schema{Schema: `{"type":"recrd"}`}); code(err) != 42201 {
+			t.Fatalf("invalid schema: %v, want 42201", err)
+		}
+	})
+
+	t.Run("read", func(t *testing.T) {
+		s, err := cl.SchemaByID(ctx, id1)
+		if err != nil || !strings.Contains(s.Schema, `"name":"url"`) {
+			t.Fatalf("by id: %+v %v", s, err)
+		}
+		subs, err := cl.SubjectsByID(ctx, id1)
+		if err != nil || !slices.Equal(subs, []string{"clicks-value", "other-value"}) {
+			t.Fatalf("subjects of id %d: %v %v", id1, subs, err)
+		}
+		vs, err := cl.SubjectVersions(ctx, "clicks-value")
+		if err != nil || !slices.Equal(vs, []int{1, 2}) {
+			t.Fatalf("versions: %v %v", vs, err)
+		}
+		all, err := cl.AllSchemas(ctx) // GET /schemas
+		if err != nil || len(all) != 3 {
+			t.Fatalf("GET /schemas: %d %v", len(all), err)
+		}
+		latest, err := cl.SchemaByVersion(ctx, "clicks-value", -1)
+		if err != nil || latest.ID != id2 || latest.Version != 2 {
+			t.Fatalf("latest: %+v %v", latest, err)
+		}
+		got, err := cl.LookupSchema(ctx, "clicks-value", v1)
+		if err != nil || got.ID != id1 || got.Version != 1 {
+			t.Fatalf("lookup: %+v %v", got, err)
+		}
+		if _, err := cl.SchemaByID(ctx, 99999); code(err) != 40403 {
+			t.Fatalf("unknown id: %v, want 40403", err)
+		}
+		if _, err := cl.SchemaByVersion(ctx, "nope", 1); code(err) != 40401 {
+			t.Fatalf("unknown subject: %v, want 40401", err)
+		}
+		if _, err := cl.SchemaByVersion(ctx, "clicks-value", 9); code(err) != 40402 {
+			t.Fatalf("unknown version: %v, want 40402", err)
+		}
+		resp, err := http.Get(url + "/schemas/types")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "application/vnd.schemaregistry.v1+json" {
+			t.Fatalf("content type %q", ct)
+		}
+	})
+
+	t.Run("config and mode", func(t *testing.T) {
+		if r := cl.Compatibility(ctx); r[0].Err != nil || r[0].Level != sr.CompatBackward {
+			t.Fatalf("global default: %+v", r[0])
+		}
+		if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "clicks-value"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		if r := cl.Compatibility(ctx, "clicks-value"); r[0].Err != nil || r[0].Level != sr.CompatNone {
+			t.Fatalf("subject level: %+v", r[0])
+		}
+		s3, err := cl.CreateSchema(ctx, "clicks-value", bad)
+		if err != nil || s3.Version != 3 {
+			t.Fatalf("v3 under NONE: %+v %v", s3, err)
+		}
+		if r := cl.ResetCompatibility(ctx, "clicks-value"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		if r := cl.Compatibility(ctx, "clicks-value"); code(r[0].Err) != 40408 {
+			t.Fatalf("after reset: %+v, want 40408", r[0])
+		}
+		if r := cl.SetMode(ctx, sr.ModeReadOnly, "other-value"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		if _, err := cl.CreateSchema(ctx, "other-value", v2); code(err) != 42205 {
+			t.Fatalf("register in READONLY: %v, want 42205", err)
+		}
+		if r := cl.Mode(ctx); r[0].Err != nil || r[0].Mode != sr.ModeReadWrite {
+			t.Fatalf("global mode: %+v", r[0])
+		}
+		if r := cl.ResetMode(ctx, "other-value"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		if err := cl.DeleteSchema(ctx, "clicks-value", 3, sr.HardDelete); code(err) != 40407 {
+			t.Fatalf("hard delete before soft: %v, want 40407", err)
+		}
+		if err := cl.DeleteSchema(ctx, "clicks-value", 3, sr.SoftDelete); err != nil {
+			t.Fatal(err)
+		}
+		vs, _ := cl.SubjectVersions(ctx, "clicks-value")
+		if !slices.Equal(vs, []int{1, 2}) {
+			t.Fatalf("after soft delete of v3: %v", vs)
+		}
+		if err := cl.DeleteSchema(ctx, "clicks-value", 3, sr.HardDelete); err != nil {
+			t.Fatal(err)
+		}
+		gone, err := cl.DeleteSubject(ctx, "other-value", sr.SoftDelete)
+		if err != nil || !slices.Equal(gone, []int{1}) {
+			t.Fatalf("soft delete of the subject: %v %v", gone, err)
+		}
+		subs, _ := cl.Subjects(ctx)
+		if !slices.Equal(subs, []string{"clicks-value"}) {
+			t.Fatalf("subjects after delete: %v", subs)
+		}
+		if _, err := cl.DeleteSubject(ctx, "other-value", sr.HardDelete); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.DeleteSubject(ctx, "other-value", sr.SoftDelete); code(err) != 40401 {
+			t.Fatalf("deleting it again: %v, want 40401", err)
+		}
+	})
+
+	t.Run("restart keeps ids", func(t *testing.T) {
+		b.Stop()
+		b.Restart()
+		waitRegistry(t, url)
+		s, err := cl.SchemaByVersion(ctx, "clicks-value", 2)
+		if err != nil || s.ID != id2 {
+			t.Fatalf("v2 after restart: %+v %v, want id %d", s, err, id2)
+		}
+		again, err := cl.RegisterSchema(ctx, "clicks-value", v2, -1, -1)
+		if err != nil || again != id2 {
+			t.Fatalf("v2 registered again after restart: %d %v, want %d", again, err, id2)
+		}
+		n, err := cl.CreateSchema(ctx, "new-value", sr.Schema{Schema: `"string"`})
+		if err != nil || n.ID <= id2 {
+			t.Fatalf("a new schema after restart: %+v %v, want an id above %d", n, err, id2)
+		}
+	})
+}
