@@ -1,0 +1,64 @@
+package registry
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func val(subject string, version, id int, schema string) []byte {
+	b, _ := json.Marshal(schemaValue{Subject: subject, Version: version, ID: id, Schema: schema})
+	return b
+}
+
+// Two registries raced: every reader keeps the record at the lower offset,
+// and the loser's repair record leaves the state (and, after compaction,
+// the topic) as the winner wrote it.
+func TestStateConflicts(t *testing.T) {
+	t.Parallel()
+	s := newState()
+	steps := []struct {
+		key, value []byte
+		applied    bool
+	}{
+		{schemaKey("a", 1), val("a", 1, 1, `"int"`), true},
+		// Node B also wrote a version 1, with its own next id.
+		{schemaKey("a", 1), val("a", 1, 2, `"long"`), false},
+		// Node C gave id 1 to another schema in another subject.
+		{schemaKey("b", 1), val("b", 1, 1, `"string"`), false},
+		// Node D gave "int" a new id: identical schemas share one.
+		{schemaKey("c", 1), val("c", 1, 3, `"int"`), false},
+		// B's repair: the winner's value again under the key.
+		{schemaKey("a", 1), val("a", 1, 1, `"int"`), true},
+		// C's repair: a tombstone of its own key, a no-op here.
+		{schemaKey("b", 1), nil, true},
+		{schemaKey("c", 1), val("c", 1, 1, `"int"`), true},
+		// A soft delete keeps the id.
+		{schemaKey("a", 1), func() []byte {
+			b, _ := json.Marshal(schemaValue{Subject: "a", Version: 1, ID: 1, Schema: `"int"`, Deleted: true})
+			return b
+		}(), true},
+	}
+	for i, st := range steps {
+		if got := s.apply(st.key, st.value); got != st.applied {
+			t.Fatalf("step %d (%s): applied %v, want %v", i, st.key, got, st.applied)
+		}
+	}
+	if v := s.subjects["a"][1]; v == nil || v.ID != 1 || !v.Deleted {
+		t.Fatalf("a/1: %+v", v)
+	}
+	if _, ok := s.subjects["b"]; ok {
+		t.Fatal("subject b exists")
+	}
+	if got := s.subjectNames(false); len(got) != 1 || got[0] != "c" {
+		t.Fatalf("live subjects %v, want [c]", got)
+	}
+	if s.maxID != 1 || s.nextVersion("a") != 2 {
+		t.Fatalf("maxID %d, next version of a %d", s.maxID, s.nextVersion("a"))
+	}
+	// Malformed and unknown records are skipped, never fatal.
+	for _, k := range []string{`{`, `{"keytype":"NOOP","magic":0}`} {
+		if s.apply([]byte(k), []byte(`{}`)) {
+			t.Fatalf("%s applied", k)
+		}
+	}
+}
