@@ -192,6 +192,40 @@ func TestFranzSR(t *testing.T) {
 		}
 	})
 
+	t.Run("json schema", func(t *testing.T) {
+		js := func(props, required string) sr.Schema {
+			return sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","properties":{` + props + `},"required":[` + required + `]}`}
+		}
+		v1, err := cl.CreateSchema(ctx, "signup-value", js(`"user":{"type":"string"}`, `"user"`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.CreateSchema(ctx, "signup-value", js(`"user":{"type":"string"},"plan":{"type":"string"}`, `"user","plan"`)); code(err) != 409 {
+			t.Fatalf("a required property added: %v, want 409", err)
+		}
+		v2, err := cl.CreateSchema(ctx, "signup-value", js(`"user":{"type":"string"},"plan":{"type":"string"}`, `"user"`))
+		if err != nil || v2.Version != 2 || v2.ID == v1.ID || v2.Type != sr.TypeJSON {
+			t.Fatalf("an optional property added: %+v %v", v2, err)
+		}
+	})
+
+	t.Run("import", func(t *testing.T) {
+		if r := cl.SetMode(ctx, sr.ModeImport, "imported-value"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		s, err := cl.CreateSchemaWithIDAndVersion(ctx, "imported-value", sr.Schema{Schema: `"bytes"`}, 100, 5)
+		if err != nil || s.ID != 100 || s.Version != 5 {
+			t.Fatalf("import with id 100 version 5: %+v %v", s, err)
+		}
+		if r := cl.ResetMode(ctx, "imported-value"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		n, err := cl.CreateSchema(ctx, "after-import-value", sr.Schema{Schema: `"double"`})
+		if err != nil || n.ID != 101 {
+			t.Fatalf("after an import of id 100: %+v %v, want id 101", n, err)
+		}
+	})
+
 	t.Run("delete", func(t *testing.T) {
 		if err := cl.DeleteSchema(ctx, "clicks-value", 3, sr.HardDelete); code(err) != 40407 {
 			t.Fatalf("hard delete before soft: %v, want 40407", err)
@@ -211,7 +245,7 @@ func TestFranzSR(t *testing.T) {
 			t.Fatalf("soft delete of the subject: %v %v", gone, err)
 		}
 		subs, _ := cl.Subjects(ctx)
-		if !slices.Equal(subs, []string{"clicks-value"}) {
+		if !slices.Equal(subs, []string{"after-import-value", "clicks-value", "imported-value", "signup-value"}) {
 			t.Fatalf("subjects after delete: %v", subs)
 		}
 		if _, err := cl.DeleteSubject(ctx, "other-value", sr.HardDelete); err != nil {
@@ -235,8 +269,8 @@ func TestFranzSR(t *testing.T) {
 			t.Fatalf("v2 registered again after restart: %d %v, want %d", again, err, id2)
 		}
 		n, err := cl.CreateSchema(ctx, "new-value", sr.Schema{Schema: `"string"`})
-		if err != nil || n.ID <= id2 {
-			t.Fatalf("a new schema after restart: %+v %v, want an id above %d", n, err, id2)
+		if err != nil || n.ID != 102 {
+			t.Fatalf("a new schema after restart: %+v %v, want id 102", n, err)
 		}
 	})
 }
