@@ -242,8 +242,12 @@ jobs:
 
 func printDevBanner(w io.Writer, o devOptions, data, trackerAddr, jobsAddr string) {
 	lake := filepath.Join(data, "lake")
+	registry := ""
+	if o.registryListen != "" {
+		registry = ", schema registry http://" + o.registryListen
+	}
 	fmt.Fprintf(w, `
-Tributary is running: broker %[1]s, tracker http://%[2]s, jobs http://%[3]s
+Tributary is running: broker %[1]s, tracker http://%[2]s, jobs http://%[3]s%[10]s
 Events load into %[4]s every %[5]s.
 
 Try next, in another terminal:
@@ -256,5 +260,5 @@ Try next, in another terminal:
   curl -s http://%[9]s/metrics | grep ^tributary_ | head         # broker, tracker and jobs metrics
 
 Ctrl-C stops everything; starting again continues where it stopped.
-`, o.brokerListen, trackerAddr, jobsAddr, o.target, o.loadEvery, o.writeKey, devTopic, lake, o.adminListen)
+`, o.brokerListen, trackerAddr, jobsAddr, o.target, o.loadEvery, o.writeKey, devTopic, lake, o.adminListen, registry)
 }
