@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,6 +258,45 @@ func TestFranzSR(t *testing.T) {
 		}
 	})
 
+	t.Run("second registry", func(t *testing.T) {
+		// `tributary registry` against the same cluster reads the same
+		// topic: same ids, and what one registers the other serves.
+		url2 := fmt.Sprintf("http://127.0.0.1:%d", testbroker.FreePort(t))
+		cmd := exec.Command(testbroker.Binary(t), "registry", "-b", b.Addr(), "--listen", strings.TrimPrefix(url2, "http://"))
+		var logs strings.Builder
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("tributary registry: %v\n%s", err, logs.String())
+			}
+		}()
+		waitRegistry(t, url2)
+		cl2, _ := sr.NewClient(sr.URLs(url2))
+		s, err := cl2.SchemaByVersion(ctx, "clicks-value", 2)
+		if err != nil || s.ID != id2 {
+			t.Fatalf("v2 on the second registry: %+v %v, want id %d", s, err, id2)
+		}
+		n, err := cl2.CreateSchema(ctx, "second-value", sr.Schema{Schema: `"float"`})
+		if err != nil || n.ID != 102 {
+			t.Fatalf("registered on the second registry: %+v %v, want id 102", n, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := cl.SchemaByVersion(ctx, "second-value", 1)
+			if err == nil && got.ID == n.ID {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the first registry never served it: %+v %v", got, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
 	t.Run("restart keeps ids", func(t *testing.T) {
 		b.Stop()
 		b.Restart()
@@ -269,8 +310,8 @@ func TestFranzSR(t *testing.T) {
 			t.Fatalf("v2 registered again after restart: %d %v, want %d", again, err, id2)
 		}
 		n, err := cl.CreateSchema(ctx, "new-value", sr.Schema{Schema: `"string"`})
-		if err != nil || n.ID != 102 {
-			t.Fatalf("a new schema after restart: %+v %v, want id 102", n, err)
+		if err != nil || n.ID != 103 {
+			t.Fatalf("a new schema after restart: %+v %v, want id 103", n, err)
 		}
 	})
 }

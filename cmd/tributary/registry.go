@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	brokercfg "github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/registry"
@@ -36,4 +41,47 @@ func startRegistry(ctx context.Context, cfg *brokercfg.Broker) (*registry.Regist
 		Listen:  listen,
 		Logger:  slog.Default(),
 	})
+}
+
+// newRegistryCommand runs the schema registry on its own, against any
+// cluster: the same server `tributary broker` runs in-process.
+func newRegistryCommand() *cobra.Command {
+	var bootstrap, listen, topic string
+	cmd := &cobra.Command{
+		Use:   "registry",
+		Short: "Run the Confluent-compatible schema registry against a cluster",
+		Long: `Serve the Confluent Schema Registry API (subjects, versions, ids, compatibility,
+config, mode) on --listen, storing everything in the compacted topic --topic
+of the cluster at --bootstrap. Any number may run against one cluster:
+each reads the topic and serves the same ids (docs/registry.md).
+` + "`tributary broker --set schema.registry.listeners=http://host:port`" + ` runs the
+same server inside the broker.
+
+Example:
+  tributary registry -b 127.0.0.1:9092 --listen 127.0.0.1:8081
+  curl -s -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
+    -d '{"schema":"{\"type\":\"string\"}"}' http://127.0.0.1:8081/subjects/demo-value/versions`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			brokers := splitList(bootstrap)
+			if len(brokers) == 0 {
+				return fmt.Errorf("--bootstrap is required")
+			}
+			sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			r, err := registry.Start(sctx, registry.Config{Brokers: brokers, Listen: strings.TrimPrefix(listen, "http://"), Topic: topic, Logger: slog.Default()})
+			cancel()
+			if err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return r.Close(context.Background())
+		},
+	}
+	f := cmd.Flags()
+	addBootstrapFlag(f, &bootstrap)
+	f.StringVar(&listen, "listen", "127.0.0.1:8081", "the API's address, host:port")
+	f.StringVar(&topic, "topic", registry.DefaultTopic, "the compacted topic holding the schemas (Confluent's kafkastore.topic)")
+	return cmd
 }
