@@ -78,6 +78,10 @@ func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern string, f handlerFunc) { mux.Handle(pattern, r.wrap(f)) }
 	h("GET /{$}", func(http.ResponseWriter, *http.Request) (any, error) { return map[string]any{}, nil })
+	// Consoles and clients parse every answer as JSON, a 404 too.
+	h("/", func(_ http.ResponseWriter, req *http.Request) (any, error) {
+		return nil, errf(404, "HTTP 404 Not Found: %s %s", req.Method, req.URL.Path)
+	})
 	h("GET /subjects", r.getSubjects)
 	h("POST /subjects/{subject}", r.lookup)
 	h("POST /subjects/{subject}/{$}", r.lookup)

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -60,5 +61,22 @@ func TestStateConflicts(t *testing.T) {
 		if s.apply([]byte(k), []byte(`{}`)) {
 			t.Fatalf("%s applied", k)
 		}
+	}
+}
+
+// The API answers in JSON even for a path it does not know.
+func TestUnknownPathIsJSON(t *testing.T) {
+	t.Parallel()
+	r := &Registry{st: newState()}
+	rec := httptest.NewRecorder()
+	r.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/nope/nope", nil))
+	var e apiError
+	if rec.Code != 404 || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Code != 404 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	r.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/subjects/a/versions/0", nil))
+	if json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Code != 42202 || rec.Code != 422 {
+		t.Fatalf("version 0: %d %s", rec.Code, rec.Body)
 	}
 }
