@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -263,8 +264,8 @@ func TestFranzSR(t *testing.T) {
 		// topic: same ids, and what one registers the other serves.
 		url2 := fmt.Sprintf("http://127.0.0.1:%d", testbroker.FreePort(t))
 		cmd := exec.Command(testbroker.Binary(t), "registry", "-b", b.Addr(), "--listen", strings.TrimPrefix(url2, "http://"))
-		var logs strings.Builder
-		cmd.Stderr = &logs
+		logs := &lockedBuffer{}
+		cmd.Stderr = logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -284,6 +285,81 @@ func TestFranzSR(t *testing.T) {
 		if err != nil || n.ID != 102 {
 			t.Fatalf("registered on the second registry: %+v %v, want id 102", n, err)
 		}
+		// Both registries write at once: the records that lose a race are
+		// ignored by every reader and retried, so every registration
+		// succeeds once, with one id per schema, and both agree.
+		for _, r := range cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "race-value", "race2-value") {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		const races = 12
+		ids := make([]int, 2*races)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range 2 * races {
+			c := cl
+			if i%2 == 1 {
+				c = cl2
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Pairs (2k, 2k+1) register one schema through both
+				// registries, under two subjects: one id for the two.
+				schema := sr.Schema{Schema: fmt.Sprintf(`{"type":"enum","name":"E","symbols":["S%d"]}`, i/2)}
+				subject := "race-value"
+				if i%2 == 1 {
+					subject = "race2-value"
+				}
+				id, err := c.RegisterSchema(ctx, subject, schema, -1, -1)
+				if err != nil {
+					t.Errorf("registration %d: %v", i, err)
+				}
+				ids[i] = id
+			}()
+		}
+		wg.Wait()
+		seen := map[int]int{}
+		for i := 0; i < 2*races; i += 2 {
+			if ids[i] != ids[i+1] {
+				t.Errorf("schema %d got ids %d and %d", i/2, ids[i], ids[i+1])
+			}
+			if other, dup := seen[ids[i]]; dup {
+				t.Errorf("schemas %d and %d share id %d", other, i/2, ids[i])
+			}
+			seen[ids[i]] = i / 2
+		}
+		for _, c := range []*sr.Client{cl, cl2} {
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				all, err := c.AllSchemas(ctx)
+				got := 0
+				for _, s := range all {
+					if strings.HasPrefix(s.Subject, "race") {
+						got++
+					}
+				}
+				if err == nil && got == 2*races {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("a registry serves %d of the %d race registrations: %v", got, 2*races, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		t.Logf("%d registrations through two registries in %v; races lost: in-process registry %d, tributary registry %d",
+			2*races, time.Since(start).Round(time.Millisecond),
+			strings.Count(b.Log(), "lost a write race"), strings.Count(logs.String(), "lost a write race"))
+		for _, subject := range []string{"race-value", "race2-value"} {
+			a, _ := cl.Schemas(ctx, subject)
+			b, _ := cl2.Schemas(ctx, subject)
+			if fmt.Sprint(a) != fmt.Sprint(b) || len(a) != races {
+				t.Fatalf("%s: the registries disagree or miss versions:\n%v\n%v", subject, a, b)
+			}
+		}
+
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			got, err := cl.SchemaByVersion(ctx, "second-value", 1)
@@ -310,8 +386,26 @@ func TestFranzSR(t *testing.T) {
 			t.Fatalf("v2 registered again after restart: %d %v, want %d", again, err, id2)
 		}
 		n, err := cl.CreateSchema(ctx, "new-value", sr.Schema{Schema: `"string"`})
-		if err != nil || n.ID != 103 {
-			t.Fatalf("a new schema after restart: %+v %v, want id 103", n, err)
+		if err != nil || n.ID != 103+12 {
+			t.Fatalf("a new schema after restart: %+v %v, want id %d", n, err, 103+12)
 		}
 	})
+}
+
+// lockedBuffer collects a child process's stderr while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

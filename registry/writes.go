@@ -173,12 +173,13 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 		if won {
 			return out(&v), nil
 		}
+		r.log.Info("registry: lost a write race to another registry; retrying", "subject", subject, "version", version, "id", id, "attempt", attempt+1)
 		// We lost: put the key back to what every reader decided, so that
 		// compaction keeping the last record of the key keeps the winner.
 		if err := r.produce(req.Context(), key, repair); err != nil {
 			return nil, errf(50001, "Error while registering schema: %v", err)
 		}
-		if attempt == 4 {
+		if attempt == 9 {
 			return nil, errf(50001, "Error while registering schema: lost %d races with other writers", attempt+1)
 		}
 	}
