@@ -80,3 +80,28 @@ func TestUnknownPathIsJSON(t *testing.T) {
 		t.Fatalf("version 0: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// FuzzApply: whatever another writer (or a corrupt record) put in
+// `_schemas`, applying it never panics and never leaves a version without
+// its id.
+func FuzzApply(f *testing.F) {
+	f.Add(schemaKey("a", 1), val("a", 1, 1, `"int"`))
+	f.Add(subjectKey(keyConfig, ""), []byte(`{"compatibilityLevel":"FULL"}`))
+	f.Add(subjectKey(keyMode, "a"), []byte(`{"mode":"IMPORT"}`))
+	f.Add([]byte(`{"keytype":"DELETE_SUBJECT","subject":"a","magic":0}`), []byte(`{"subject":"a","version":9}`))
+	f.Add([]byte(`{"keytype":"SCHEMA","subject":null,"version":-1}`), []byte(`{"id":-5}`))
+	f.Add([]byte(`{"keytype":"SCHEMA","subject":"a","version":1,"magic":1}`), []byte(nil))
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		s := newState()
+		s.apply(schemaKey("a", 1), val("a", 1, 1, `"int"`))
+		s.apply(key, value)
+		s.apply(key, nil)
+		for name, vs := range s.subjects {
+			for ver, v := range vs {
+				if v.ID <= 0 || v.Subject != name || v.Version != ver || s.ids[v.ID] == nil {
+					t.Fatalf("%s/%d: %+v", name, ver, v)
+				}
+			}
+		}
+	})
+}
