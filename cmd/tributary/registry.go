@@ -55,10 +55,8 @@ config, mode) on --listen, storing everything in the compacted topic --topic
 of the cluster at --bootstrap. Any number may run against one cluster:
 each reads the topic and serves the same ids (docs/registry.md).
 ` + "`tributary broker --set schema.registry.listeners=http://host:port`" + ` runs the
-same server inside the broker.
-
-Example:
-  tributary registry -b 127.0.0.1:9092 --listen 127.0.0.1:8081
+same server inside the broker.`,
+		Example: `  tributary registry -b 127.0.0.1:9092 --listen 127.0.0.1:8081
   curl -s -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
     -d '{"schema":"{\"type\":\"string\"}"}' http://127.0.0.1:8081/subjects/demo-value/versions`,
 		Args: cobra.NoArgs,
