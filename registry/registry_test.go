@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/tributary-io/tributary/formats/compat"
+	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
@@ -158,6 +160,34 @@ func TestFranzSR(t *testing.T) {
 		resp.Body.Close()
 		if ct := resp.Header.Get("Content-Type"); ct != "application/vnd.schemaregistry.v1+json" {
 			t.Fatalf("content type %q", ct)
+		}
+	})
+
+	t.Run("formats client", func(t *testing.T) {
+		// The client the loader and the tracker will use.
+		c := srclient.New(url)
+		s, err := c.SchemaByID(ctx, id1)
+		if err != nil || s.Type != "AVRO" || !strings.Contains(s.Text, `"url"`) {
+			t.Fatalf("by id: %+v %v", s, err)
+		}
+		l, err := c.Latest(ctx, "clicks-value")
+		if err != nil || l.ID != id2 || l.Version != 2 {
+			t.Fatalf("latest: %+v %v", l, err)
+		}
+		id, err := c.Register(ctx, "clicks-value", compat.Schema{Text: v2.Schema})
+		if err != nil || id != id2 {
+			t.Fatalf("register v2 again: %d %v, want %d", id, err, id2)
+		}
+		var e *srclient.Error
+		if _, err := c.SchemaByID(ctx, 424242); !errors.As(err, &e) || e.Code != 40403 || e.Status != 404 {
+			t.Fatalf("unknown id: %v, want 40403", err)
+		}
+		frame := []byte{0, 0, 0, 1, 2, 'x'}
+		if fid, body, err := srclient.Frame(frame); err != nil || fid != 258 || string(body) != "x" {
+			t.Fatalf("frame: %d %q %v", fid, body, err)
+		}
+		if _, _, err := srclient.Frame([]byte{1, 0, 0, 0, 1}); err == nil {
+			t.Fatal("magic byte 1 accepted")
 		}
 	})
 
