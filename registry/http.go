@@ -56,6 +56,12 @@ type handlerFunc func(w http.ResponseWriter, req *http.Request) (any, error)
 
 func (r *Registry) wrap(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case <-r.ready:
+		default:
+			writeErr(w, errf(50002, "The schema registry is still reading %s", r.cfg.Topic))
+			return
+		}
 		v, err := h(w, req)
 		if err != nil {
 			writeErr(w, err)

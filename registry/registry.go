@@ -57,15 +57,19 @@ type Registry struct {
 
 	writeMu sync.Mutex // one write at a time in this process
 
+	ready    chan struct{} // closed once the topic is read
 	srv      *http.Server
 	ln       net.Listener
 	cancel   context.CancelFunc
 	tailDone chan struct{}
 }
 
-// Start creates the topic if needed, reads it to its end, starts tailing
-// it and serves HTTP on cfg.Listen. ctx bounds the start only.
-func Start(ctx context.Context, cfg Config) (*Registry, error) {
+// Start listens on cfg.Listen, and returns at once an error there (a port
+// in use). Then, in the background, it creates the topic if needed (the
+// cluster may still be forming: it retries until Close), reads it to its
+// end and tails it. Until it has read the topic every request answers
+// 50002; Ready is closed then.
+func Start(cfg Config) (*Registry, error) {
 	cfg.defaults()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -78,33 +82,40 @@ func Start(ctx context.Context, cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{cfg: cfg, cl: cl, log: cfg.Logger, st: newState(), advance: make(chan struct{}), tailDone: make(chan struct{})}
-	end, err := r.ensureTopic(ctx)
-	if err != nil {
-		cl.Close()
-		return nil, err
-	}
-	tctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go r.tail(tctx)
-	if err := r.waitApplied(ctx, end); err != nil {
-		r.Close(context.Background())
-		return nil, fmt.Errorf("registry: reading %s: %w", cfg.Topic, err)
-	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		r.Close(context.Background())
+		cl.Close()
 		return nil, fmt.Errorf("registry: schema.registry.listeners %s: %w", cfg.Listen, err)
 	}
-	r.ln = ln
+	r := &Registry{cfg: cfg, cl: cl, log: cfg.Logger, st: newState(), advance: make(chan struct{}),
+		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
 	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go r.srv.Serve(ln)
-	r.mu.Lock()
-	n := len(r.st.subjects)
-	r.mu.Unlock()
-	r.log.Info("schema registry ready", "listen", ln.Addr().String(), "topic", cfg.Topic, "subjects", n, "end_offset", end)
+	go func() {
+		defer close(r.tailDone)
+		end, err := r.ensureTopic(ctx)
+		if err != nil {
+			return // closed before the cluster answered
+		}
+		go func() {
+			if r.waitApplied(ctx, end) != nil {
+				return
+			}
+			r.mu.Lock()
+			n := len(r.st.subjects)
+			r.mu.Unlock()
+			close(r.ready)
+			r.log.Info("schema registry ready", "listen", ln.Addr().String(), "topic", cfg.Topic, "subjects", n, "end_offset", end)
+		}()
+		r.tail(ctx)
+	}()
 	return r, nil
 }
+
+// Ready is closed once the registry has read its topic and serves.
+func (r *Registry) Ready() <-chan struct{} { return r.ready }
 
 // Addr is the address the API listens on.
 func (r *Registry) Addr() string { return r.ln.Addr().String() }
@@ -115,10 +126,8 @@ func (r *Registry) Close(ctx context.Context) error {
 	if r.srv != nil {
 		err = r.srv.Shutdown(ctx)
 	}
-	if r.cancel != nil {
-		r.cancel()
-		<-r.tailDone
-	}
+	r.cancel()
+	<-r.tailDone
 	r.cl.Close()
 	return err
 }
@@ -175,7 +184,6 @@ func (r *Registry) tryEnsureTopic(ctx context.Context, adm *kadm.Client) (int64,
 
 // tail is the only goroutine that changes the state.
 func (r *Registry) tail(ctx context.Context) {
-	defer close(r.tailDone)
 	for {
 		fs := r.cl.PollFetches(ctx)
 		if ctx.Err() != nil {

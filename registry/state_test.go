@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -67,8 +68,14 @@ func TestStateConflicts(t *testing.T) {
 // The API answers in JSON even for a path it does not know.
 func TestUnknownPathIsJSON(t *testing.T) {
 	t.Parallel()
-	r := &Registry{st: newState()}
+	r := &Registry{st: newState(), ready: make(chan struct{})}
 	rec := httptest.NewRecorder()
+	r.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/subjects", nil))
+	if rec.Code != 500 || !strings.Contains(rec.Body.String(), "50002") {
+		t.Fatalf("before the topic is read: %d %s", rec.Code, rec.Body)
+	}
+	close(r.ready)
+	rec = httptest.NewRecorder()
 	r.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/nope/nope", nil))
 	var e apiError
 	if rec.Code != 404 || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Code != 404 {

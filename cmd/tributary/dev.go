@@ -117,7 +117,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	if err := ensureDevTopic(ctx, o.brokerListen); err != nil {
 		return err
 	}
-	sr, err := startRegistry(ctx, cfg)
+	sr, err := startRegistry(cfg)
 	if err != nil {
 		return err
 	}

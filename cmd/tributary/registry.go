@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +18,10 @@ import (
 
 // startRegistry runs the schema registry in-process when
 // schema.registry.listeners is set; it speaks to this broker through its
-// first client listener, like any client (nil, nil when off).
-func startRegistry(ctx context.Context, cfg *brokercfg.Broker) (*registry.Registry, error) {
+// first client listener, like any client (nil, nil when off). It returns
+// once it listens: it reads _schemas in the background, since in a
+// cluster that is still forming the topic may not be writable yet.
+func startRegistry(cfg *brokercfg.Broker) (*registry.Registry, error) {
 	ls := cfg.List("schema.registry.listeners")
 	if len(ls) == 0 {
 		return nil, nil
@@ -34,9 +35,7 @@ func startRegistry(ctx context.Context, cfg *brokercfg.Broker) (*registry.Regist
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	return registry.Start(ctx, registry.Config{
+	return registry.Start(registry.Config{
 		Brokers: []string{net.JoinHostPort(host, fmt.Sprint(bls[0].Port))},
 		Listen:  listen,
 		Logger:  slog.Default(),
@@ -67,9 +66,7 @@ same server inside the broker.`,
 			if len(brokers) == 0 {
 				return fmt.Errorf("--bootstrap is required")
 			}
-			sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-			r, err := registry.Start(sctx, registry.Config{Brokers: brokers, Listen: strings.TrimPrefix(listen, "http://"), Topic: topic, Logger: slog.Default()})
-			cancel()
+			r, err := registry.Start(registry.Config{Brokers: brokers, Listen: strings.TrimPrefix(listen, "http://"), Topic: topic, Logger: slog.Default()})
 			if err != nil {
 				return err
 			}
