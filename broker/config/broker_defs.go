@@ -31,6 +31,8 @@ var BrokerDefs = defs(
 		Doc: "How often a broker heartbeats to the active controller."},
 	Def{Name: "initial.broker.registration.timeout.ms", Type: Int, Default: "60000", Check: atLeast(1),
 		Doc: "How long a starting broker refused because another live broker has its node.id (DUPLICATE_BROKER_REGISTRATION) goes on trying before it exits. A broker that reaches no controller says ready after at most 30 s and goes on trying in the background."},
+	Def{Name: "schema.registry.listeners", Type: List, Default: "",
+		Doc: "Where the broker serves the Confluent-compatible schema registry API, as http://host:port (Confluent's listeners format; the first is used). Empty turns it off; `tributary dev` serves it on 127.0.0.1:8081. Its state is in the compacted _schemas topic (docs/registry.md)."},
 	Def{Name: "inter.broker.listener.name", Type: String, NoDefault: true, Doc: "The listener brokers use to reach each other."},
 	Def{Name: "socket.request.max.bytes", Type: Int, Default: "104857600", Check: atLeast(1),
 		Doc: "The largest request frame; a larger one closes the connection before anything is allocated."},

@@ -202,7 +202,8 @@ var notDynamic = map[string]string{
 
 // brokerOnly are broker properties Kafka 4.4 does not have.
 var brokerOnly = map[string]string{
-	"cluster.id": "Kafka reads it only from meta.properties (kafka-storage format); Tributary also takes it as a property",
+	"cluster.id":                "Kafka reads it only from meta.properties (kafka-storage format); Tributary also takes it as a property",
+	"schema.registry.listeners": "the in-process schema registry (registry/); Confluent's registry calls it listeners",
 }
 
 // TestBrokerDefaultsMatchKafka checks every broker property's default and

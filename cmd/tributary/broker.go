@@ -214,6 +214,20 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 	if err := s.Start(); err != nil {
 		return err
 	}
+	sr, err := startRegistry(cfg)
+	if err != nil {
+		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s.Shutdown(stop)
+		return err
+	}
+	// The registry is a client of this broker: it stops first, or the
+	// broker's shutdown would wait out its long-polling fetch.
+	stopRegistry := func() {
+		if sr != nil {
+			sr.Close(context.Background())
+		}
+	}
 	ready.Store(true)
 	defer ready.Store(false)
 	sig := make(chan os.Signal, 1)
@@ -225,11 +239,13 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 	case <-ctx.Done():
 	case <-s.Failed():
 		// Every log dir failed: nothing left to serve (as Kafka halts).
+		stopRegistry()
 		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		s.Shutdown(stop)
 		return s.FailedErr()
 	}
+	stopRegistry()
 	stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return s.Shutdown(stop)

@@ -30,11 +30,11 @@ import (
 
 // devOptions are `tributary dev`'s flags.
 type devOptions struct {
-	dataDir, brokerListen, trackerListen, jobsListen, adminListen string
-	target, writeKey                                              string
-	generate                                                      bool
-	rate                                                          float64
-	loadEvery                                                     time.Duration
+	dataDir, brokerListen, registryListen, trackerListen, jobsListen, adminListen string
+	target, writeKey                                                              string
+	generate                                                                      bool
+	rate                                                                          float64
+	loadEvery                                                                     time.Duration
 }
 
 func newDevCommand() *cobra.Command {
@@ -67,6 +67,7 @@ committed offsets are all in --data-dir).`,
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data-dir", "./tributary-data", "where the broker's log, the tracker's spool, the jobs file and the lake live")
 	f.StringVar(&o.brokerListen, "broker-listen", "127.0.0.1:9092", "the broker's client listener")
+	f.StringVar(&o.registryListen, "registry-listen", "127.0.0.1:8081", "the schema registry's HTTP API (schema.registry.listeners); empty to turn it off")
 	f.StringVar(&o.trackerListen, "tracker-listen", "127.0.0.1:8080", "the tracker's HTTP API")
 	f.StringVar(&o.jobsListen, "jobs-listen", "127.0.0.1:9646", "the jobs API")
 	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9644", "/metrics (broker, tracker and jobs together), /healthz, /readyz, /loglevel")
@@ -99,6 +100,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 		"listeners":                    "PLAINTEXT://" + o.brokerListen,
 		"num.partitions":               "3",
 		"offsets.topic.num.partitions": "3",
+		"schema.registry.listeners":    o.registryListen,
 	})
 	if err != nil {
 		return err
@@ -115,6 +117,13 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	}()
 	if err := ensureDevTopic(ctx, o.brokerListen); err != nil {
 		return err
+	}
+	sr, err := startRegistry(cfg)
+	if err != nil {
+		return err
+	}
+	if sr != nil {
+		defer sr.Close(context.Background())
 	}
 
 	// The tracker.
@@ -234,8 +243,12 @@ jobs:
 
 func printDevBanner(w io.Writer, o devOptions, data, trackerAddr, jobsAddr string) {
 	lake := filepath.Join(data, "lake")
+	registry := ""
+	if o.registryListen != "" {
+		registry = ", schema registry http://" + o.registryListen
+	}
 	fmt.Fprintf(w, `
-Tributary is running: broker %[1]s, tracker http://%[2]s, jobs http://%[3]s
+Tributary is running: broker %[1]s, tracker http://%[2]s, jobs http://%[3]s%[10]s
 Events load into %[4]s every %[5]s.
 
 Try next, in another terminal:
@@ -248,5 +261,5 @@ Try next, in another terminal:
   curl -s http://%[9]s/metrics | grep ^tributary_ | head         # broker, tracker and jobs metrics
 
 Ctrl-C stops everything; starting again continues where it stopped.
-`, o.brokerListen, trackerAddr, jobsAddr, o.target, o.loadEvery, o.writeKey, devTopic, lake, o.adminListen)
+`, o.brokerListen, trackerAddr, jobsAddr, o.target, o.loadEvery, o.writeKey, devTopic, lake, o.adminListen, registry)
 }

@@ -38,7 +38,7 @@ func TestDevEndToEnd(t *testing.T) {
 	broker, jobsAddr := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(testbroker.Binary(t), "dev", "--generate", "--rate", "400", "--load-every", "5s",
 		"--data-dir", data, "--broker-listen", broker, "--tracker-listen", freeAddr(t),
-		"--jobs-listen", jobsAddr, "--admin-listen", freeAddr(t))
+		"--jobs-listen", jobsAddr, "--admin-listen", freeAddr(t), "--registry-listen", freeAddr(t))
 	stdout, _ := cmd.StdoutPipe()
 	var logs strings.Builder
 	cmd.Stderr = &logs

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	brokercfg "github.com/tributary-io/tributary/broker/config"
+	"github.com/tributary-io/tributary/registry"
+)
+
+// startRegistry runs the schema registry in-process when
+// schema.registry.listeners is set; it speaks to this broker through its
+// first client listener, like any client (nil, nil when off). It returns
+// once it listens: it reads _schemas in the background, since in a
+// cluster that is still forming the topic may not be writable yet.
+func startRegistry(cfg *brokercfg.Broker) (*registry.Registry, error) {
+	ls := cfg.List("schema.registry.listeners")
+	if len(ls) == 0 {
+		return nil, nil
+	}
+	listen := strings.TrimPrefix(strings.TrimPrefix(ls[0], "http://"), "HTTP://")
+	bls, err := cfg.AdvertisedListeners()
+	if err != nil || len(bls) == 0 {
+		return nil, fmt.Errorf("schema.registry.listeners: no client listener to reach the broker: %v", err)
+	}
+	host := bls[0].Host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return registry.Start(registry.Config{
+		Brokers: []string{net.JoinHostPort(host, fmt.Sprint(bls[0].Port))},
+		Listen:  listen,
+		Logger:  slog.Default(),
+	})
+}
+
+// newRegistryCommand runs the schema registry on its own, against any
+// cluster: the same server `tributary broker` runs in-process.
+func newRegistryCommand() *cobra.Command {
+	var bootstrap, listen, topic string
+	cmd := &cobra.Command{
+		Use:   "registry",
+		Short: "Run the Confluent-compatible schema registry against a cluster",
+		Long: `Serve the Confluent Schema Registry API (subjects, versions, ids, compatibility,
+config, mode) on --listen, storing everything in the compacted topic --topic
+of the cluster at --bootstrap. Any number may run against one cluster:
+each reads the topic and serves the same ids (docs/registry.md).
+` + "`tributary broker --set schema.registry.listeners=http://host:port`" + ` runs the
+same server inside the broker.`,
+		Example: `  tributary registry -b 127.0.0.1:9092 --listen 127.0.0.1:8081
+  curl -s -H 'Content-Type: application/vnd.schemaregistry.v1+json' \
+    -d '{"schema":"{\"type\":\"string\"}"}' http://127.0.0.1:8081/subjects/demo-value/versions`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			brokers := splitList(bootstrap)
+			if len(brokers) == 0 {
+				return fmt.Errorf("--bootstrap is required")
+			}
+			r, err := registry.Start(registry.Config{Brokers: brokers, Listen: strings.TrimPrefix(listen, "http://"), Topic: topic, Logger: slog.Default()})
+			if err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return r.Close(context.Background())
+		},
+	}
+	f := cmd.Flags()
+	addBootstrapFlag(f, &bootstrap)
+	f.StringVar(&listen, "listen", "127.0.0.1:8081", "the API's address, host:port")
+	f.StringVar(&topic, "topic", registry.DefaultTopic, "the compacted topic holding the schemas (Confluent's kafkastore.topic)")
+	return cmd
+}

@@ -1,0 +1,168 @@
+// Package compat decides whether a new version of a schema may follow the
+// versions already registered under a subject, with the Confluent schema
+// registry's levels (BACKWARD, FORWARD, FULL, each _TRANSITIVE, NONE), for
+// Avro (Avro's schema resolution rules) and JSON Schema (the common cases,
+// see json.go). The registry (registry/), the loader and the tracker share
+// it. Every function is pure and safe for concurrent use.
+package compat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hamba/avro/v2"
+)
+
+// Schema types, as the registry's schemaType field names them.
+const (
+	Avro     = "AVRO"
+	JSON     = "JSON"
+	Protobuf = "PROTOBUF"
+)
+
+// Level is a compatibility level.
+type Level string
+
+const (
+	None               Level = "NONE"
+	Backward           Level = "BACKWARD"
+	BackwardTransitive Level = "BACKWARD_TRANSITIVE"
+	Forward            Level = "FORWARD"
+	ForwardTransitive  Level = "FORWARD_TRANSITIVE"
+	Full               Level = "FULL"
+	FullTransitive     Level = "FULL_TRANSITIVE"
+)
+
+// ParseLevel accepts a level name in any case.
+func ParseLevel(s string) (Level, bool) {
+	l := Level(strings.ToUpper(s))
+	switch l {
+	case None, Backward, BackwardTransitive, Forward, ForwardTransitive, Full, FullTransitive:
+		return l, true
+	}
+	return "", false
+}
+
+// ErrUnsupported is returned for a schema type this package cannot parse.
+var ErrUnsupported = errors.New("formats/compat: unsupported schema type")
+
+// Schema is one registered schema: its type (empty means AVRO, as in the
+// registry's API) and text.
+type Schema struct {
+	Type string
+	Text string
+}
+
+func (s Schema) typ() string {
+	if s.Type == "" {
+		return Avro
+	}
+	return strings.ToUpper(s.Type)
+}
+
+// Canonical checks that s parses and returns the form the registry stores
+// and compares: the JSON text without insignificant white space, so that
+// the same schema sent twice, pretty-printed or not, gets one id.
+func Canonical(s Schema) (string, error) {
+	switch s.typ() {
+	case Avro:
+		if _, err := parseAvro(s.Text); err != nil {
+			return "", err
+		}
+	case JSON:
+		if _, err := parseJSON(s.Text); err != nil {
+			return "", err
+		}
+	default:
+		return "", fmt.Errorf("%w %s", ErrUnsupported, s.Type)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s.Text)); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func parseAvro(text string) (avro.Schema, error) {
+	// A cache per parse: the default cache is global and keyed by full
+	// name, so two versions of one record would see each other.
+	return avro.ParseWithCache(text, "", &avro.SchemaCache{})
+}
+
+// Check returns why candidate may not follow previous (oldest first) at
+// level; nil when it may. Non-transitive levels look at the latest
+// previous version only, as Confluent's do.
+func Check(level Level, candidate Schema, previous []Schema) ([]string, error) {
+	if level == None || len(previous) == 0 {
+		return nil, nil
+	}
+	against := previous
+	if !strings.HasSuffix(string(level), "_TRANSITIVE") {
+		against = previous[len(previous)-1:]
+	}
+	base := Level(strings.TrimSuffix(string(level), "_TRANSITIVE"))
+	var msgs []string
+	// Newest first, as Confluent reports them.
+	for i := len(against) - 1; i >= 0; i-- {
+		old := against[i]
+		if old.typ() != candidate.typ() {
+			msgs = append(msgs, fmt.Sprintf("Incompatible because of different schema type: %s and %s", old.typ(), candidate.typ()))
+			continue
+		}
+		if base == Backward || base == Full {
+			m, err := readable(candidate, old)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, prefix("BACKWARD", m)...)
+		}
+		if base == Forward || base == Full {
+			m, err := readable(old, candidate)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, prefix("FORWARD", m)...)
+		}
+	}
+	return msgs, nil
+}
+
+func prefix(dir string, msgs []string) []string {
+	for i, m := range msgs {
+		msgs[i] = dir + ": " + m
+	}
+	return msgs
+}
+
+// readable says why data written with writer cannot be read with reader.
+func readable(reader, writer Schema) ([]string, error) {
+	switch reader.typ() {
+	case Avro:
+		r, err := parseAvro(reader.Text)
+		if err != nil {
+			return nil, err
+		}
+		w, err := parseAvro(writer.Text)
+		if err != nil {
+			return nil, err
+		}
+		if err := avro.NewSchemaCompatibility().Compatible(r, w); err != nil {
+			return []string{"reader cannot read data written with the writer's schema: " + err.Error()}, nil
+		}
+		return nil, nil
+	case JSON:
+		r, err := parseJSON(reader.Text)
+		if err != nil {
+			return nil, err
+		}
+		w, err := parseJSON(writer.Text)
+		if err != nil {
+			return nil, err
+		}
+		return jsonReadable(r, w, "#"), nil
+	}
+	return nil, fmt.Errorf("%w %s", ErrUnsupported, reader.Type)
+}

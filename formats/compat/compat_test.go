@@ -1,0 +1,102 @@
+package compat
+
+import (
+	"strings"
+	"testing"
+)
+
+func rec(fields string) Schema {
+	return Schema{Text: `{"type":"record","name":"E","namespace":"t","fields":[` + fields + `]}`}
+}
+
+func TestAvro(t *testing.T) {
+	t.Parallel()
+	v1 := rec(`{"name":"a","type":"int"}`)
+	cases := []struct {
+		name          string
+		old, new      Schema
+		backward, fwd bool
+	}{
+		{"field added with default", v1, rec(`{"name":"a","type":"int"},{"name":"b","type":"string","default":"x"}`), true, true},
+		{"field added without default", v1, rec(`{"name":"a","type":"int"},{"name":"b","type":"string"}`), false, true},
+		{"field removed", rec(`{"name":"a","type":"int"},{"name":"b","type":"string"}`), v1, true, false},
+		{"int to long", v1, rec(`{"name":"a","type":"long"}`), true, false},
+		{"long to double", rec(`{"name":"a","type":"long"}`), rec(`{"name":"a","type":"double"}`), true, false},
+		{"int to string", v1, rec(`{"name":"a","type":"string"}`), false, false},
+		{"string to bytes", rec(`{"name":"a","type":"string"}`), rec(`{"name":"a","type":"bytes"}`), true, true},
+		{"made nullable", v1, rec(`{"name":"a","type":["null","int"]}`), true, false},
+		{"enum symbol added", rec(`{"name":"a","type":{"type":"enum","name":"S","symbols":["X","Y"]}}`),
+			rec(`{"name":"a","type":{"type":"enum","name":"S","symbols":["X","Y","Z"]}}`), true, false},
+		{"record renamed", v1, Schema{Text: `{"type":"record","name":"F","namespace":"t","fields":[{"name":"a","type":"int"}]}`}, false, false},
+	}
+	for _, c := range cases {
+		for _, lv := range []struct {
+			l    Level
+			want bool
+		}{{Backward, c.backward}, {Forward, c.fwd}, {Full, c.backward && c.fwd}, {None, true}} {
+			msgs, err := Check(lv.l, c.new, []Schema{c.old})
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.name, lv.l, err)
+			}
+			if (len(msgs) == 0) != lv.want {
+				t.Errorf("%s at %s: compatible=%v, want %v (%v)", c.name, lv.l, len(msgs) == 0, lv.want, msgs)
+			}
+		}
+	}
+}
+
+func TestTransitive(t *testing.T) {
+	t.Parallel()
+	// v1 has b without default; v2 drops it; v3 adds it back without a
+	// default: v3 reads v2's data? no (b missing, no default). Use a
+	// chain where only the oldest disagrees: v1 a:int, v2 a:long, v3 a:int.
+	v1 := rec(`{"name":"a","type":"long"}`)
+	v2 := rec(`{"name":"a","type":"long"},{"name":"b","type":"int","default":0}`)
+	v3 := rec(`{"name":"a","type":"long"},{"name":"b","type":"int"}`) // b without default: cannot read v1
+	msgs, _ := Check(Backward, v3, []Schema{v1, v2})
+	if len(msgs) != 0 {
+		t.Fatalf("BACKWARD against v2 only: %v", msgs)
+	}
+	msgs, _ = Check(BackwardTransitive, v3, []Schema{v1, v2})
+	if len(msgs) != 1 || !strings.HasPrefix(msgs[0], "BACKWARD:") {
+		t.Fatalf("BACKWARD_TRANSITIVE: %v, want one message about v1", msgs)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	t.Parallel()
+	base := Schema{Type: JSON, Text: `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}`}
+	cases := []struct {
+		name          string
+		new           string
+		backward, fwd bool
+	}{
+		{"optional property added", `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"]}`, true, true},
+		{"required property added", `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a","b"]}`, false, true},
+		{"integer widened to number", `{"type":"object","properties":{"a":{"type":"number"}},"required":["a"]}`, true, false},
+		{"type changed", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, false, false},
+		{"closed", `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`, false, true},
+	}
+	for _, c := range cases {
+		n := Schema{Type: JSON, Text: c.new}
+		b, _ := Check(Backward, n, []Schema{base})
+		f, _ := Check(Forward, n, []Schema{base})
+		if (len(b) == 0) != c.backward || (len(f) == 0) != c.fwd {
+			t.Errorf("%s: backward %v forward %v, want %v %v", c.name, b, f, c.backward, c.fwd)
+		}
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	t.Parallel()
+	a, err := Canonical(Schema{Text: "{ \"type\": \"string\" }"})
+	if err != nil || a != `{"type":"string"}` {
+		t.Fatalf("%q %v", a, err)
+	}
+	if _, err := Canonical(Schema{Text: `{"type":"record","name":"x"}`}); err == nil {
+		t.Fatal("a record without fields parsed")
+	}
+	if _, err := Canonical(Schema{Type: "PROTOBUF", Text: "syntax"}); err == nil {
+		t.Fatal("protobuf accepted")
+	}
+}

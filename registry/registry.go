@@ -1,0 +1,239 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config configures a Registry.
+type Config struct {
+	// Brokers are the bootstrap servers of the cluster holding Topic.
+	Brokers []string
+	// Topic holds the state; Confluent's default name.
+	Topic string
+	// Listen is the HTTP address, host:port.
+	Listen string
+	// WriteTimeout bounds how long a write waits for its record to be
+	// produced and read back.
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// DefaultTopic is kafkastore.topic's default in Confluent's registry.
+const DefaultTopic = "_schemas"
+
+func (c *Config) defaults() {
+	if c.Topic == "" {
+		c.Topic = DefaultTopic
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Registry serves the API from the state it reads in `_schemas`.
+type Registry struct {
+	cfg Config
+	cl  *kgo.Client
+	log *slog.Logger
+
+	mu      sync.Mutex
+	st      *state // mu must be held
+	applied int64  // offset after the last record applied; mu must be held
+	advance chan struct{}
+
+	writeMu sync.Mutex // one write at a time in this process
+
+	ready    chan struct{} // closed once the topic is read
+	srv      *http.Server
+	ln       net.Listener
+	cancel   context.CancelFunc
+	tailDone chan struct{}
+}
+
+// Start listens on cfg.Listen, and returns at once an error there (a port
+// in use). Then, in the background, it creates the topic if needed (the
+// cluster may still be forming: it retries until Close), reads it to its
+// end and tails it. Until it has read the topic every request answers
+// 50002; Ready is closed then.
+func Start(cfg Config) (*Registry, error) {
+	cfg.defaults()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("registry: schema.registry.listeners %s: %w", cfg.Listen, err)
+	}
+	r := &Registry{cfg: cfg, cl: cl, log: cfg.Logger, st: newState(), advance: make(chan struct{}),
+		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go r.srv.Serve(ln)
+	go func() {
+		defer close(r.tailDone)
+		end, err := r.ensureTopic(ctx)
+		if err != nil {
+			return // closed before the cluster answered
+		}
+		go func() {
+			if r.waitApplied(ctx, end) != nil {
+				return
+			}
+			r.mu.Lock()
+			n := len(r.st.subjects)
+			r.mu.Unlock()
+			close(r.ready)
+			r.log.Info("schema registry ready", "listen", ln.Addr().String(), "topic", cfg.Topic, "subjects", n, "end_offset", end)
+		}()
+		r.tail(ctx)
+	}()
+	return r, nil
+}
+
+// Ready is closed once the registry has read its topic and serves.
+func (r *Registry) Ready() <-chan struct{} { return r.ready }
+
+// Addr is the address the API listens on.
+func (r *Registry) Addr() string { return r.ln.Addr().String() }
+
+// Close stops serving and tailing.
+func (r *Registry) Close(ctx context.Context) error {
+	var err error
+	if r.srv != nil {
+		err = r.srv.Shutdown(ctx)
+	}
+	r.cancel()
+	<-r.tailDone
+	r.cl.Close()
+	return err
+}
+
+// ensureTopic creates the compacted topic (one partition: one order of
+// writes for every reader) and returns its end offset. The broker may
+// still be electing leaders as the registry starts, so retriable errors
+// are retried until ctx ends.
+func (r *Registry) ensureTopic(ctx context.Context) (int64, error) {
+	adm := kadm.NewClient(r.cl)
+	for {
+		end, err := r.tryEnsureTopic(ctx, adm)
+		if err == nil {
+			return end, nil
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("registry: topic %s: %w (last error: %v)", r.cfg.Topic, ctx.Err(), err)
+		}
+		r.log.Debug("registry: topic not ready", "topic", r.cfg.Topic, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Registry) tryEnsureTopic(ctx context.Context, adm *kadm.Client) (int64, error) {
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return 0, err
+	}
+	rf := int16(min(3, len(meta.Brokers)))
+	compact := "compact"
+	res, err := adm.CreateTopic(ctx, 1, rf, map[string]*string{"cleanup.policy": &compact}, r.cfg.Topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return 0, err
+	}
+	if res.Err != nil && !errors.Is(res.Err, kerr.TopicAlreadyExists) {
+		return 0, res.Err
+	}
+	ends, err := adm.ListEndOffsets(ctx, r.cfg.Topic)
+	if err != nil {
+		return 0, err
+	}
+	o, ok := ends.Lookup(r.cfg.Topic, 0)
+	if !ok {
+		return 0, fmt.Errorf("no partition 0")
+	}
+	if o.Err != nil {
+		return 0, o.Err
+	}
+	return o.Offset, nil
+}
+
+// tail is the only goroutine that changes the state.
+func (r *Registry) tail(ctx context.Context) {
+	for {
+		fs := r.cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			r.log.Warn("registry: fetching", "topic", t, "partition", p, "err", err)
+		})
+		var last int64 = -1
+		r.mu.Lock()
+		fs.EachRecord(func(rec *kgo.Record) {
+			if !r.st.apply(rec.Key, rec.Value) {
+				r.log.Debug("registry: record ignored", "offset", rec.Offset, "key", string(rec.Key))
+			}
+			last = rec.Offset
+		})
+		if last >= 0 {
+			r.applied = last + 1
+			close(r.advance)
+			r.advance = make(chan struct{})
+		}
+		r.mu.Unlock()
+	}
+}
+
+// waitApplied waits until every record before offset has been applied.
+func (r *Registry) waitApplied(ctx context.Context, offset int64) error {
+	for {
+		r.mu.Lock()
+		done, ch := r.applied >= offset, r.advance
+		r.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// produce writes one record and waits until tail has applied it.
+func (r *Registry) produce(ctx context.Context, key, value []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
+	defer cancel()
+	rec := &kgo.Record{Key: key, Value: value, Partition: 0}
+	res := r.cl.ProduceSync(ctx, rec)
+	if err := res.FirstErr(); err != nil {
+		return err
+	}
+	return r.waitApplied(ctx, rec.Offset+1)
+}
