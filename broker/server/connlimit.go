@@ -26,8 +26,8 @@ type connLimits struct {
 	// the connections accepted after it (open ones stay, as in Kafka).
 	cfg       *config.Broker
 	overrides map[string]int // by IP address, as net.IP.String spells it
-	exempt     map[string]bool
-	uncounted  map[string]bool // in max.connections
+	exempt    map[string]bool
+	uncounted map[string]bool // in max.connections
 
 	mu    sync.Mutex
 	total int
