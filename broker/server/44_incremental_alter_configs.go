@@ -112,17 +112,7 @@ func (s *Server) topicChanges(t *cluster.Topic, ops []kmsg.IncrementalAlterConfi
 			if current == nil {
 				current = s.cfg.Topic(t.Configs)
 			}
-			list := config.SplitList(current[op.Name].Value)
-			for _, item := range config.SplitList(*op.Value) {
-				i := slices.Index(list, item)
-				switch {
-				case op.Op == kmsg.IncrementalAlterConfigOpAppend && i < 0:
-					list = append(list, item)
-				case op.Op == kmsg.IncrementalAlterConfigOpSubtract && i >= 0:
-					list = slices.Delete(list, i, i+1)
-				}
-			}
-			v := strings.Join(list, ",")
+			v := appendOrSubtract(op, current[op.Name].Value)
 			changes = append(changes, cluster.ConfigChange{Name: op.Name, Value: &v})
 		}
 	}
@@ -153,19 +143,26 @@ func (s *Server) brokerChanges(resource string, ops []kmsg.IncrementalAlterConfi
 			if !ok {
 				cur = s.cfg.String(op.Name)
 			}
-			list := config.SplitList(cur)
-			for _, item := range config.SplitList(*op.Value) {
-				i := slices.Index(list, item)
-				switch {
-				case op.Op == kmsg.IncrementalAlterConfigOpAppend && i < 0:
-					list = append(list, item)
-				case op.Op == kmsg.IncrementalAlterConfigOpSubtract && i >= 0:
-					list = slices.Delete(list, i, i+1)
-				}
-			}
-			v := strings.Join(list, ",")
+			v := appendOrSubtract(op, cur)
 			changes = append(changes, cluster.ConfigChange{Name: op.Name, Value: &v})
 		}
 	}
 	return changes, nil
+}
+
+// appendOrSubtract applies an APPEND or SUBTRACT of a LIST config to its
+// current value: items already there are not added twice, items not there
+// are not an error to subtract, as in Kafka.
+func appendOrSubtract(op kmsg.IncrementalAlterConfigsRequestResourceConfig, current string) string {
+	list := config.SplitList(current)
+	for _, item := range config.SplitList(*op.Value) {
+		i := slices.Index(list, item)
+		switch {
+		case op.Op == kmsg.IncrementalAlterConfigOpAppend && i < 0:
+			list = append(list, item)
+		case op.Op == kmsg.IncrementalAlterConfigOpSubtract && i >= 0:
+			list = slices.Delete(list, i, i+1)
+		}
+	}
+	return strings.Join(list, ",")
 }
