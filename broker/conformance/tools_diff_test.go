@@ -32,16 +32,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testcluster"
 )
 
-const (
-	// pendingDynCfg is the reason of every difference that dynamic broker
-	// configs (KIP-226, branch h/dyncfg) remove.
-	pendingDynCfg   = "pending dynamic broker configs (h/dyncfg)"
-	diffToolTimeout = 90 * time.Second
-)
+const diffToolTimeout = 90 * time.Second
 
 // diffSide is one of the two systems under comparison.
 type diffSide struct {
@@ -335,7 +331,13 @@ func TestKafkaToolsDiff(t *testing.T) {
 	go func() { defer wg.Done(); plain = startToolJVM(t, k) }()
 	go func() { defer wg.Done(); kOne = jvm.startKafkaNodes(t, 1) }()
 	go func() { defer wg.Done(); kThree = startToolJVM(t, k).startKafkaNodes(t, 3) }()
-	go func() { defer wg.Done(); tOne = extBroker(t, "group.initial.rebalance.delay.ms=0") }()
+	// The single Tributary node's file sets what the Kafka node's sets
+	// (those it can: its listeners are its own), for describe --all.
+	go func() {
+		defer wg.Done()
+		tOne = extBroker(t, "group.initial.rebalance.delay.ms=0", "node.id=1", "process.roles=broker,controller",
+			"num.partitions=1", "offsets.topic.replication.factor=1", "offsets.topic.num.partitions=3")
+	}()
 	go func() { defer wg.Done(); tThree = testcluster.Start(t, 3, "group.initial.rebalance.delay.ms=0") }()
 	wg.Wait()
 	if t.Failed() {
@@ -378,8 +380,7 @@ const elrMinISR = "Kafka 4.4 with ELR sets min.insync.replicas as a dynamic clus
 // tribLacksTopicConfig are Kafka 4.4's topic configs Tributary does not know.
 var tribLacksTopicConfig = map[string]bool{
 	"compression.gzip.level": true, "compression.lz4.level": true, "compression.zstd.level": true,
-	"errors.deadletterqueue.group.enable": true, "follower.replication.throttled.replicas": true,
-	"leader.replication.throttled.replicas": true, "local.retention.bytes": true, "local.retention.ms": true,
+	"errors.deadletterqueue.group.enable": true, "local.retention.bytes": true, "local.retention.ms": true,
 	"max.decompressed.message.bytes": true, "remote.copy.lag.bytes": true, "remote.copy.lag.ms": true,
 	"remote.log.copy.disable": true, "remote.log.delete.on.disable": true, "remote.storage.enable": true,
 }
@@ -397,6 +398,54 @@ func sortBlocks(s, head string) string {
 	}
 	sort.Strings(blocks)
 	return strings.Join(blocks, "\n")
+}
+
+// elrDefault and dropELRDefault: the same for the cluster-default broker
+// configs, which Tributary stores only when asked (docs/cluster.md).
+const elrDefault = "Kafka 4.4 stores a cluster default min.insync.replicas when it formats its metadata (KIP-966's ELR); Tributary stores none"
+
+func dropELRDefault(s string) string {
+	return regexp.MustCompile(`(?m)^  min\.insync\.replicas=1 sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:min\.insync\.replicas=1\}\n`).ReplaceAllString(s, "")
+}
+
+// brokerAllDiffers are the broker properties both know whose description
+// by kafka-configs --describe --all differs on purpose, and why.
+var brokerAllDiffers = []struct{ why, names string }{
+	{"set in the file of Kafka's test node, which has a controller listener of its own",
+		"advertised.listeners controller.listener.names controller.quorum.voters inter.broker.listener.name listeners"},
+	{"defaults Tributary chooses differently from Kafka's, on purpose",
+		"listener.security.protocol.map log.dir queued.max.request.bytes socket.receive.buffer.bytes"},
+	{"a cluster default Kafka stores for ELR", "min.insync.replicas"},
+	{"no default in Kafka, one in Tributary, whose single node starts without a file", "node.id process.roles"},
+	{"Tributary only: Kafka reads it from meta.properties", "cluster.id"},
+}
+
+func brokerAllDiffer() string {
+	var parts []string
+	for _, d := range brokerAllDiffers {
+		parts = append(parts, strings.ReplaceAll(d.names, " ", ", ")+" ("+d.why+")")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// brokerKeysBothKnow keeps the lines of kafka-configs --describe --all on
+// a broker that name a property Tributary knows, but brokerAllDiffers.
+func brokerKeysBothKnow(s string) string {
+	skip := map[string]bool{}
+	for _, d := range brokerAllDiffers {
+		for _, n := range strings.Fields(d.names) {
+			skip[n] = true
+		}
+	}
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		name, _, isConfig := strings.Cut(strings.TrimSpace(l), "=")
+		if _, known := config.BrokerDefs[name]; isConfig && (!known || skip[name]) {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
 }
 
 func dropELRMinISR(s string) string {
@@ -424,7 +473,11 @@ func diffSingleNode(t *testing.T, d *differ) {
 	d.step(t, topics("--create", "--topic", "data", "--partitions", "3"))
 	d.step(t, topics("--create", "--topic", "vp", "--partitions", "1"))
 	d.step(t, topics("--create", "--topic", "perf", "--partitions", "1"))
-	d.step(t, topics("--list"))
+	// Kafka answers CreateTopics once its controller has the topic, and
+	// its broker's metadata (which --list reads) follows a moment later.
+	topicList := topics("--list")
+	topicList.do = func(t *testing.T, side diffSide) { diffTopicsVisible(t, side.addrs, "data", "diff", "perf", "vp") }
+	d.step(t, topicList)
 	d.step(t, elr(topics("--describe", "--topic", "diff")))
 	d.step(t, topics("--alter", "--topic", "diff", "--partitions", "4"))
 	d.step(t, elr(topics("--describe", "--topic", "diff")))
@@ -456,19 +509,23 @@ func diffSingleNode(t *testing.T, d *differ) {
 		}
 		return strings.Join(keep, "\n")
 	}
-	all.known = "Tributary does not know Kafka 4.4's topic configs for compression levels, tiered storage, throttled replicas (pending h/dyncfg), errors.deadletterqueue.group.enable and max.decompressed.message.bytes; " + elrMinISR
+	all.known = "Tributary does not know Kafka 4.4's topic configs for compression levels, tiered storage, errors.deadletterqueue.group.enable and max.decompressed.message.bytes; " + elrMinISR
 	d.step(t, all)
 	d.step(t, configs("--alter", "--entity-type", "topics", "--entity-name", "nothing", "--add-config", "retention.ms=1"))
-	pend := func(s diffStep) diffStep { s.pending = pendingDynCfg; return s }
 	d.step(t, configs("--describe", "--entity-type", "brokers", "--entity-name", "1"))
-	d.step(t, diffStep{tool: "ConfigCommand", class: "org.apache.kafka.tools.ConfigCommand", args: append(append([]string{}, bs...), "--describe", "--entity-type", "brokers", "--entity-default"),
-		differs: "Kafka 4.4 with ELR sets the cluster default min.insync.replicas dynamically; " + pendingDynCfg})
-	d.step(t, pend(configs("--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.cleaner.threads=2")))
-	d.step(t, pend(configs("--alter", "--entity-type", "brokers", "--entity-default", "--add-config", "log.retention.ms=86400000")))
-	d.step(t, pend(configs("--describe", "--entity-type", "brokers", "--entity-name", "1")))
+	defaults := configs("--describe", "--entity-type", "brokers", "--entity-default")
+	defaults.norm, defaults.known = dropELRDefault, elrDefault
+	d.step(t, defaults)
+	d.step(t, configs("--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.cleaner.threads=2"))
+	d.step(t, configs("--alter", "--entity-type", "brokers", "--entity-default", "--add-config", "log.retention.ms=86400000"))
+	d.step(t, configs("--describe", "--entity-type", "brokers", "--entity-name", "1"))
+	d.step(t, defaults)
 	brokerAll := configs("--describe", "--all", "--entity-type", "brokers", "--entity-name", "1")
-	brokerAll.pending = "Kafka's broker knows keys Tributary does not, and the static configs differ; " + pendingDynCfg + ", then compare the keys both know"
+	brokerAll.norm, brokerAll.known = brokerKeysBothKnow, "only the keys both know are compared (Kafka 4.4 has some 270 more); these differ by design: "+brokerAllDiffer()
 	d.step(t, brokerAll)
+	d.step(t, configs("--alter", "--entity-type", "brokers", "--entity-default", "--delete-config", "log.retention.ms"))
+	d.step(t, configs("--alter", "--entity-type", "brokers", "--entity-name", "1", "--delete-config", "log.cleaner.threads"))
+	d.step(t, defaults)
 
 	// Ten records in each partition of data, the same on both sides.
 	offsets := func(args ...string) diffStep {
@@ -606,13 +663,12 @@ func diffThreeNodes(t *testing.T, d *differ) {
 	exec.files = map[string]string{"plan.json": plan}
 	d.step(t, exec)
 	verify := reassign("--verify", "--reassignment-json-file", "{dir}/plan.json")
-	verify.do = func(t *testing.T, side diffSide) { diffReassigned(t, side.addrs) }
-	verify.pending = "removing the throttles, --verify sets broker configs, which Tributary forwards and checks against the controller's id; " + pendingDynCfg
+	verify.do = func(t *testing.T, side diffSide) {
+		diffReassigned(t, side.addrs, "moved", map[int32][]int32{0: {2, 3}, 1: {3, 1}, 2: {1, 2}})
+	}
 	d.step(t, verify)
 	d.step(t, reassign("--list"))
-	cancel := reassign("--cancel", "--reassignment-json-file", "{dir}/plan.json")
-	cancel.pending = "--cancel also clears the throttles through broker configs; " + pendingDynCfg
-	d.step(t, cancel)
+	d.step(t, reassign("--cancel", "--reassignment-json-file", "{dir}/plan.json"))
 	d.step(t, elr(topics("--describe", "--topic", "moved")))
 	d.step(t, elect("--election-type", "preferred", "--topic", "moved", "--partition", "0"))
 	d.step(t, elect("--election-type", "preferred", "--all-topic-partitions"))
@@ -625,8 +681,25 @@ func diffThreeNodes(t *testing.T, d *differ) {
 	d.step(t, topics("--create", "--topic", "throttled", "--replica-assignment", "1"))
 	throttled := reassign("--execute", "--reassignment-json-file", "{dir}/throttled.json", "--throttle", "1000000")
 	throttled.files = map[string]string{"throttled.json": `{"version":1,"partitions":[{"topic":"throttled","partition":0,"replicas":[2]}]}`}
-	throttled.pending = "--throttle sets leader/follower.replication.throttled.rate as broker configs; " + pendingDynCfg
 	d.step(t, throttled)
+	// The runbook's next lines: the throttles are there, --verify reports
+	// the move complete and removes them.
+	configs := func(args ...string) diffStep {
+		return with("ConfigCommand", "org.apache.kafka.tools.ConfigCommand", args...)
+	}
+	throttles := func() {
+		for _, id := range []string{"1", "2"} {
+			d.step(t, configs("--describe", "--entity-type", "brokers", "--entity-name", id))
+		}
+		d.step(t, elr(configs("--describe", "--entity-type", "topics", "--entity-name", "throttled")))
+	}
+	throttles()
+	verify = reassign("--verify", "--reassignment-json-file", "{dir}/throttled.json")
+	verify.do = func(t *testing.T, side diffSide) {
+		diffReassigned(t, side.addrs, "throttled", map[int32][]int32{0: {2}})
+	}
+	d.step(t, verify)
+	throttles()
 }
 
 // logDumpSame runs Kafka's DumpLogSegments and "tributary log dump", with
@@ -648,20 +721,79 @@ func (d *differ) logDumpSame(t *testing.T, file string) {
 	d.mu.Unlock()
 }
 
-// diffReassigned waits until no reassignment is in progress.
-func diffReassigned(t *testing.T, addrs []string) {
+// diffTopicsVisible waits until every broker's metadata lists topics.
+func diffTopicsVisible(t *testing.T, addrs []string, topics ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, addr := range addrs {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			m, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.SeedBrokers()[0])
+			cancel()
+			listed := map[string]bool{}
+			if err == nil {
+				for _, mt := range m.Topics {
+					if mt.Topic != nil {
+						listed[*mt.Topic] = mt.ErrorCode == 0
+					}
+				}
+			}
+			all := true
+			for _, want := range topics {
+				all = all && listed[want]
+			}
+			if all {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not list all of %v after 30s (%v)", addr, topics, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// diffReassigned waits until no reassignment is in progress and every
+// broker's metadata shows topic's partitions on the replicas of want: the
+// tool may ask any of them (Kafka's brokers learn the end of a move a
+// moment after the controller lists none).
+func diffReassigned(t *testing.T, addrs []string, topic string, want map[int32][]int32) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	placed := func(ctx context.Context) bool {
+		for _, b := range cl.DiscoveredBrokers() {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			m, err := req.RequestWith(ctx, b)
+			if err != nil || len(m.Topics) != 1 || len(m.Topics[0].Partitions) != len(want) {
+				return false
+			}
+			for _, p := range m.Topics[0].Partitions {
+				if fmt.Sprint(p.Replicas) != fmt.Sprint(want[p.Partition]) {
+					return false
+				}
+			}
+		}
+		return len(cl.DiscoveredBrokers()) == len(addrs)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		r, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, cl)
+		done := err == nil && r.ErrorCode == 0 && len(r.Topics) == 0 && placed(ctx)
 		cancel()
-		if err == nil && r.ErrorCode == 0 && len(r.Topics) == 0 {
+		if done {
 			return
 		}
 		if time.Now().After(deadline) {
