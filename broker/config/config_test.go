@@ -200,6 +200,18 @@ var notDynamic = map[string]string{
 	"max.connections.per.ip.overrides": "its host names are resolved once, at start",
 }
 
+func init() {
+	// Kafka reconfigures a listener's SSL and SASL settings through
+	// dynamic broker configs; Tributary reads them at start and reloads
+	// the certificate and trust files when they change (docs/security.md).
+	for _, k := range []string{"sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "ssl.cipher.suites",
+		"ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm", "ssl.key.password",
+		"ssl.keystore.certificate.chain", "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type",
+		"ssl.protocol", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type"} {
+		notDynamic[k] = "security settings are read at start; the files they name are reloaded on change"
+	}
+}
+
 // brokerOnly are broker properties Kafka 4.4 does not have.
 var brokerOnly = map[string]string{
 	"cluster.id":                "Kafka reads it only from meta.properties (kafka-storage format); Tributary also takes it as a property",
