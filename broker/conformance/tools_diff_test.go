@@ -418,6 +418,9 @@ var brokerAllDiffers = []struct{ why, names string }{
 	{"a cluster default Kafka stores for ELR", "min.insync.replicas"},
 	{"no default in Kafka, one in Tributary, whose single node starts without a file", "node.id process.roles"},
 	{"Tributary only: Kafka reads it from meta.properties", "cluster.id"},
+	{"Tributary only: the in-process schema registry", "schema.registry.listeners"},
+	{"Kafka's defaults are GSSAPI and JKS, which Tributary does not offer (docs/security.md)",
+		"sasl.enabled.mechanisms ssl.keystore.type ssl.truststore.type"},
 }
 
 func brokerAllDiffer() string {
