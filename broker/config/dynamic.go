@@ -90,7 +90,7 @@ func (b *Broker) SetDynamic(clusterDefault, perBroker map[string]string) bool {
 	keep := func(m map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range m {
-			if d, ok := BrokerDefs[k]; ok && d.Dynamic && d.parse(v) == nil {
+			if d, ok := BrokerDefs[k]; ok && d.Dynamic && checkDynamic(d, v) == nil {
 				out[k] = v
 			}
 		}
@@ -122,7 +122,7 @@ func ValidateDynamic(values map[string]string) error {
 		case !d.Dynamic:
 			fixed = append(fixed, name)
 		default:
-			if err := d.parse(v); err != nil {
+			if err := checkDynamic(d, v); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}
@@ -139,6 +139,22 @@ func ValidateDynamic(values map[string]string) error {
 	case len(errs) > 0:
 		sort.Strings(errs)
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkDynamic checks one dynamic value. max.connections.per.ip=0 is
+// refused: Kafka allows 0 only with max.connections.per.ip.overrides, which
+// is static here and differs from broker to broker, so the controller
+// cannot tell which brokers a 0 would cut off from every client and from
+// the other brokers (replication). 0 goes in the config file, with the
+// overrides.
+func checkDynamic(d Def, v string) error {
+	if err := d.parse(v); err != nil {
+		return err
+	}
+	if n, _ := strconv.ParseInt(v, 10, 32); d.Name == "max.connections.per.ip" && n == 0 {
+		return fmt.Errorf("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set, which Tributary takes only from the config file: set both there")
 	}
 	return nil
 }
