@@ -195,9 +195,12 @@ var brokerDefaultDifferences = map[string]string{
 // notDynamic are the properties Kafka 4.4 changes at run time (KIP-226)
 // and Tributary does not.
 var notDynamic = map[string]string{
-	"listeners":                        "a listener is bound once, at start",
-	"listener.security.protocol.map":   "a listener is bound once, at start",
-	"max.connections.per.ip.overrides": "its host names are resolved once, at start",
+	"listeners":                         "a listener is bound once, at start",
+	"listener.security.protocol.map":    "a listener is bound once, at start",
+	"max.connections.per.ip.overrides":  "its host names are resolved once, at start",
+	"num.io.threads":                    "no pool: requests run on their connection's goroutine",
+	"num.network.threads":               "no pool: a goroutine per connection",
+	"num.recovery.threads.per.data.dir": "used only while the logs open at start, before the metadata is read",
 }
 
 // brokerOnly are broker properties Kafka 4.4 does not have.

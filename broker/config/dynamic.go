@@ -26,8 +26,10 @@ import (
 // at run time (DynamicBrokerConfig.AllDynamicConfigs) that Tributary has
 // and applies without a restart. Left out on purpose: listeners and
 // listener.security.protocol.map (Tributary cannot rebind a listener yet),
-// and max.connections.per.ip.overrides, whose host names are resolved once
-// at start.
+// max.connections.per.ip.overrides, whose host names are resolved once
+// at start, num.io.threads and num.network.threads (there are no pools:
+// a goroutine per connection) and num.recovery.threads.per.data.dir (used
+// only while the logs open at start, before the metadata is read).
 var dynamicProps = []string{
 	// The broker synonyms of topic properties (DynamicLogConfig): a
 	// change is applied to every hosted partition without an override.
@@ -38,8 +40,10 @@ var dynamicProps = []string{
 	"log.cleaner.min.cleanable.ratio", "log.cleanup.policy", "unclean.leader.election.enable",
 	"min.insync.replicas", "compression.type", "log.preallocate", "log.message.timestamp.type",
 	"log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
-	// The log cleaner and thread pools: accepted, as their static forms.
-	"log.cleaner.threads", "log.cleaner.backoff.ms", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
+	// The log cleaner: log.cleaner.backoff.ms is read at each pass;
+	// log.cleaner.threads is accepted and described but, as its static
+	// form, changes nothing (one cleaner per log dir; docs/cluster.md).
+	"log.cleaner.threads", "log.cleaner.backoff.ms",
 	// Producer state.
 	"producer.id.expiration.ms",
 	// Connection limits, checked at each accept.
