@@ -626,49 +626,55 @@ type ConfigChange struct {
 // overrides not named in changes are removed (AlterConfigs); otherwise they
 // stay (IncrementalAlterConfigs).
 func (c *Controller) AlterTopicConfigs(name string, changes []ConfigChange, replace, validateOnly bool) error {
-	t, ok := c.Image().Topics[name]
-	if !ok {
-		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
-	}
-	next := map[string]string{}
-	if !replace {
-		for k, v := range t.Configs {
-			next[k] = v
+	// Decided inside change, from the newest image: a replace or a delete
+	// computed from a stale one would miss what a concurrent alter set.
+	return c.decide(validateOnly, func(img *Image) ([]Record, error) {
+		t, ok := img.Topics[name]
+		if !ok {
+			return nil, errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 		}
-	}
-	for _, ch := range changes {
-		if ch.Value == nil {
-			if _, known := config.TopicDefs[ch.Name]; !known {
-				return errorf(kerr.InvalidConfig, "unknown topic property %s", ch.Name)
+		next := map[string]string{}
+		if !replace {
+			maps.Copy(next, t.Configs)
+		}
+		for _, ch := range changes {
+			if ch.Value == nil {
+				if _, known := config.TopicDefs[ch.Name]; !known {
+					return nil, errorf(kerr.InvalidConfig, "unknown topic property %s", ch.Name)
+				}
+				delete(next, ch.Name)
+			} else {
+				next[ch.Name] = *ch.Value
 			}
-			delete(next, ch.Name)
-		} else {
-			next[ch.Name] = *ch.Value
 		}
-	}
-	if err := config.ValidateTopicOverrides(next); err != nil {
-		return errorf(kerr.InvalidConfig, "%s", strings.TrimPrefix(err.Error(), config.ErrInvalid.Error()+": "))
-	}
+		if err := config.ValidateTopicOverrides(next); err != nil {
+			return nil, errorf(kerr.InvalidConfig, "%s", strings.TrimPrefix(err.Error(), config.ErrInvalid.Error()+": "))
+		}
+		var rs []Record
+		for k := range t.Configs {
+			if _, keep := next[k]; !keep {
+				rs = append(rs, Record{Config: &ConfigRecord{Topic: name, Name: k}})
+			}
+		}
+		for k, v := range next {
+			if old, had := t.Configs[k]; !had || old != v {
+				rs = append(rs, Record{Config: &ConfigRecord{Topic: name, Name: k, Value: &v}})
+			}
+		}
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Config.Name < rs[j].Config.Name })
+		return rs, nil
+	})
+}
+
+// decide runs build as change does, or, for a validate-only request, on the
+// newest image without committing (and without asking for leadership, as
+// before: a validate-only request changes nothing).
+func (c *Controller) decide(validateOnly bool, build func(img *Image) ([]Record, error)) error {
 	if validateOnly {
-		return nil
+		_, err := build(c.Image())
+		return err
 	}
-	var rs []Record
-	for k := range t.Configs {
-		if _, keep := next[k]; !keep {
-			rs = append(rs, Record{Config: &ConfigRecord{Topic: name, Name: k}})
-		}
-	}
-	for k, v := range next {
-		if old, had := t.Configs[k]; !had || old != v {
-			v := v
-			rs = append(rs, Record{Config: &ConfigRecord{Topic: name, Name: k, Value: &v}})
-		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Config.Name < rs[j].Config.Name })
-	return c.commit(rs)
+	return c.change(build)
 }
 
 // AlterBrokerConfigs applies changes to the dynamic configs of a broker
@@ -691,43 +697,40 @@ func (c *Controller) AlterBrokerConfigs(resource string, changes []ConfigChange,
 			return errorf(kerr.InvalidRequest, "Invalid negative broker ID.")
 		}
 	}
-	cur := c.Image().BrokerConfigs[resource]
-	next := map[string]string{}
-	if !replace {
-		maps.Copy(next, cur)
-	}
-	for _, ch := range changes {
-		if ch.Value == nil {
-			delete(next, ch.Name)
-		} else {
-			next[ch.Name] = *ch.Value
+	// Decided inside change, from the newest image: a replace or a delete
+	// computed from a stale one would miss what a concurrent alter set.
+	return c.decide(validateOnly, func(img *Image) ([]Record, error) {
+		cur := img.BrokerConfigs[resource]
+		next := map[string]string{}
+		if !replace {
+			maps.Copy(next, cur)
 		}
-	}
-	if err := config.ValidateDynamic(next); err != nil {
-		// INVALID_REQUEST rather than INVALID_CONFIG, as Kafka answers
-		// (KAFKA-13609).
-		return errorf(kerr.InvalidRequest, "%s", err.Error())
-	}
-	if validateOnly {
-		return nil
-	}
-	var rs []Record
-	for k := range cur {
-		if _, keep := next[k]; !keep {
-			rs = append(rs, Record{BrokerConfig: &BrokerConfigRecord{Broker: resource, Name: k}})
+		for _, ch := range changes {
+			if ch.Value == nil {
+				delete(next, ch.Name)
+			} else {
+				next[ch.Name] = *ch.Value
+			}
 		}
-	}
-	for k, v := range next {
-		if old, had := cur[k]; !had || old != v {
-			v := v
-			rs = append(rs, Record{BrokerConfig: &BrokerConfigRecord{Broker: resource, Name: k, Value: &v}})
+		if err := config.ValidateDynamic(next); err != nil {
+			// INVALID_REQUEST rather than INVALID_CONFIG, as Kafka answers
+			// (KAFKA-13609).
+			return nil, errorf(kerr.InvalidRequest, "%s", err.Error())
 		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].BrokerConfig.Name < rs[j].BrokerConfig.Name })
-	return c.commit(rs)
+		var rs []Record
+		for k := range cur {
+			if _, keep := next[k]; !keep {
+				rs = append(rs, Record{BrokerConfig: &BrokerConfigRecord{Broker: resource, Name: k}})
+			}
+		}
+		for k, v := range next {
+			if old, had := cur[k]; !had || old != v {
+				rs = append(rs, Record{BrokerConfig: &BrokerConfigRecord{Broker: resource, Name: k, Value: &v}})
+			}
+		}
+		sort.Slice(rs, func(i, j int) bool { return rs[i].BrokerConfig.Name < rs[j].BrokerConfig.Name })
+		return rs, nil
+	})
 }
 
 // IsError reports whether err is a refused change and returns it.

@@ -100,6 +100,73 @@ func TestDynamicConfigsAndThrottledReassignment(t *testing.T) {
 		// a JVM start is dear in make test.
 	})
 
+	t.Run("alter-another-broker", func(t *testing.T) {
+		// A broker refuses, before forwarding, a BROKER resource that names
+		// another broker (Kafka's ConfigAdminManager.preprocess): the
+		// controller cannot tell whom the client meant. The rest of the
+		// request is forwarded and the answers merged in order.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(bs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		const key = "log.cleaner.delete.retention.ms"
+		res := func(name, value string) kmsg.IncrementalAlterConfigsRequestResource {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, name
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Op, c.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
+			rr.Configs = append(rr.Configs, c)
+			return rr
+		}
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Resources = append(req.Resources, res(fmt.Sprint(ctrl), "1000"), res(fmt.Sprint(other), "2000"))
+		r, err := req.RequestWith(ctx, cl.Broker(int(other)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Resources) != 2 {
+			t.Fatalf("%d resources answered, want 2", len(r.Resources))
+		}
+		wantMsg := fmt.Sprintf("unexpected broker id, expected %d or empty string, but received %d", other, ctrl)
+		if got := r.Resources[0]; got.ResourceName != fmt.Sprint(ctrl) || got.ErrorCode != kerr.InvalidRequest.Code || got.ErrorMessage == nil || !strings.EqualFold(*got.ErrorMessage, wantMsg) {
+			t.Errorf("alter broker %d through broker %d: %s code %d %q, want INVALID_REQUEST %q", ctrl, other, got.ResourceName, got.ErrorCode, deref(got.ErrorMessage), wantMsg)
+		}
+		if got := r.Resources[1]; got.ResourceName != fmt.Sprint(other) || got.ErrorCode != 0 {
+			t.Errorf("alter broker %d through itself: %s code %d %v", other, got.ResourceName, got.ErrorCode, deref(got.ErrorMessage))
+		}
+		waitBrokerConfig(t, adm, other, key, "2000", kmsg.ConfigSourceDynamicBrokerConfig)
+		rcs, err := adm.DescribeBrokerConfigs(ctx, ctrl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := rcs.On(fmt.Sprint(ctrl), nil); err != nil {
+			t.Fatal(err)
+		} else if cfg, ok := findConfig(v.Configs, key); ok && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig {
+			t.Errorf("broker %d took %s=%s from a request sent to broker %d", ctrl, key, cfg.MaybeValue(), other)
+		}
+		// The legacy AlterConfigs, with nothing left to forward.
+		legacy := kmsg.NewPtrAlterConfigsRequest()
+		lr := kmsg.NewAlterConfigsRequestResource()
+		lr.ResourceType, lr.ResourceName = kmsg.ConfigResourceTypeBroker, fmt.Sprint(ctrl)
+		lc := kmsg.NewAlterConfigsRequestResourceConfig()
+		lc.Name, lc.Value = key, kmsg.StringPtr("1000")
+		lr.Configs = append(lr.Configs, lc)
+		legacy.Resources = append(legacy.Resources, lr)
+		lresp, err := legacy.RequestWith(ctx, cl.Broker(int(other)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lresp.Resources) != 1 || lresp.Resources[0].ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("legacy alter broker %d through broker %d: %+v, want INVALID_REQUEST", ctrl, other, lresp.Resources)
+		}
+		if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: key}}, other); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("reassign-throttle", func(t *testing.T) {
 		size, rate := 12<<20, int64(3_000_000)
 		if long() {
@@ -403,4 +470,11 @@ func findConfig(cfgs []kadm.Config, key string) (kadm.Config, bool) {
 		}
 	}
 	return kadm.Config{}, false
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

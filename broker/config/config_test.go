@@ -195,9 +195,12 @@ var brokerDefaultDifferences = map[string]string{
 // notDynamic are the properties Kafka 4.4 changes at run time (KIP-226)
 // and Tributary does not.
 var notDynamic = map[string]string{
-	"listeners":                        "a listener is bound once, at start",
-	"listener.security.protocol.map":   "a listener is bound once, at start",
-	"max.connections.per.ip.overrides": "its host names are resolved once, at start",
+	"listeners":                         "a listener is bound once, at start",
+	"listener.security.protocol.map":    "a listener is bound once, at start",
+	"max.connections.per.ip.overrides":  "its host names are resolved once, at start",
+	"num.io.threads":                    "no pool: requests run on their connection's goroutine",
+	"num.network.threads":               "no pool: a goroutine per connection",
+	"num.recovery.threads.per.data.dir": "used only while the logs open at start, before the metadata is read",
 }
 
 func init() {
@@ -292,6 +295,7 @@ func TestParseBrokerRejects(t *testing.T) {
 		{"bad list item", map[string]string{"log.cleanup.policy": "delete,shred"}, []string{`invalid value "delete,shred" for log.cleanup.policy: "shred" must be one of delete, compact`}},
 		{"bad listener", map[string]string{"listeners": "PLAINTEXT://127.0.0.1:99999"}, []string{`listener "PLAINTEXT://127.0.0.1:99999": port "99999" is not 0-65535`}},
 		{"cross check", map[string]string{"message.max.bytes": "2000000"}, []string{"replica.fetch.max.bytes=1048576 must be at least message.max.bytes=2000000"}},
+		{"no connections per ip", map[string]string{"max.connections.per.ip": "0"}, []string{"max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}},
 		{"all at once", map[string]string{"no.such.thing": "1", "num.partitions": "x", "log.segment.bytes": "1"},
 			[]string{"unknown property no.such.thing", "num.partitions", `invalid value "1" for log.segment.bytes: must be at least 14`}},
 	} {
@@ -316,6 +320,10 @@ func TestParseBrokerAccepts(t *testing.T) {
 	b, err := ParseBroker(map[string]string{"num.partitions": "3", "log.retention.hours": "24", "log.cleanup.policy": "compact,delete"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// 0 with overrides, as Kafka allows: only the IPs listed may connect.
+	if _, err := ParseBroker(map[string]string{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "10.0.0.1:5"}); err != nil {
+		t.Errorf("max.connections.per.ip=0 with overrides: %v", err)
 	}
 	if b.Int("num.partitions") != 3 {
 		t.Errorf("num.partitions %d", b.Int("num.partitions"))

@@ -26,8 +26,10 @@ import (
 // at run time (DynamicBrokerConfig.AllDynamicConfigs) that Tributary has
 // and applies without a restart. Left out on purpose: listeners and
 // listener.security.protocol.map (Tributary cannot rebind a listener yet),
-// and max.connections.per.ip.overrides, whose host names are resolved once
-// at start.
+// max.connections.per.ip.overrides, whose host names are resolved once
+// at start, num.io.threads and num.network.threads (there are no pools:
+// a goroutine per connection) and num.recovery.threads.per.data.dir (used
+// only while the logs open at start, before the metadata is read).
 var dynamicProps = []string{
 	// The broker synonyms of topic properties (DynamicLogConfig): a
 	// change is applied to every hosted partition without an override.
@@ -38,8 +40,10 @@ var dynamicProps = []string{
 	"log.cleaner.min.cleanable.ratio", "log.cleanup.policy", "unclean.leader.election.enable",
 	"min.insync.replicas", "compression.type", "log.preallocate", "log.message.timestamp.type",
 	"log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
-	// The log cleaner and thread pools: accepted, as their static forms.
-	"log.cleaner.threads", "log.cleaner.backoff.ms", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
+	// The log cleaner: log.cleaner.backoff.ms is read at each pass;
+	// log.cleaner.threads is accepted and described but, as its static
+	// form, changes nothing (one cleaner per log dir; docs/cluster.md).
+	"log.cleaner.threads", "log.cleaner.backoff.ms",
 	// Producer state.
 	"producer.id.expiration.ms",
 	// Connection limits, checked at each accept.
@@ -90,7 +94,7 @@ func (b *Broker) SetDynamic(clusterDefault, perBroker map[string]string) bool {
 	keep := func(m map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range m {
-			if d, ok := BrokerDefs[k]; ok && d.Dynamic && d.parse(v) == nil {
+			if d, ok := BrokerDefs[k]; ok && d.Dynamic && checkDynamic(d, v) == nil {
 				out[k] = v
 			}
 		}
@@ -122,7 +126,7 @@ func ValidateDynamic(values map[string]string) error {
 		case !d.Dynamic:
 			fixed = append(fixed, name)
 		default:
-			if err := d.parse(v); err != nil {
+			if err := checkDynamic(d, v); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}
@@ -139,6 +143,22 @@ func ValidateDynamic(values map[string]string) error {
 	case len(errs) > 0:
 		sort.Strings(errs)
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkDynamic checks one dynamic value. max.connections.per.ip=0 is
+// refused: Kafka allows 0 only with max.connections.per.ip.overrides, which
+// is static here and differs from broker to broker, so the controller
+// cannot tell which brokers a 0 would cut off from every client and from
+// the other brokers (replication). 0 goes in the config file, with the
+// overrides.
+func checkDynamic(d Def, v string) error {
+	if err := d.parse(v); err != nil {
+		return err
+	}
+	if n, _ := strconv.ParseInt(v, 10, 32); d.Name == "max.connections.per.ip" && n == 0 {
+		return fmt.Errorf("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set, which Tributary takes only from the config file: set both there")
 	}
 	return nil
 }

@@ -84,6 +84,10 @@ func (b *Broker) crossChecks() []string {
 	if _, err := b.ConnectionsPerIPOverrides(); err != nil {
 		errs = append(errs, err.Error())
 	}
+	if b.Int("max.connections.per.ip") == 0 && len(b.List("max.connections.per.ip.overrides")) == 0 {
+		// Kafka's words: 0 alone refuses every client and every broker.
+		errs = append(errs, "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.")
+	}
 	errs = append(errs, b.securityChecks()...)
 	return errs
 }

@@ -61,13 +61,16 @@ func (d *Dir) runCleaner() {
 		case <-ctx.Done():
 		}
 	}()
-	backoff := d.cfg.CleanerBackoff
-	if backoff <= 0 {
-		backoff = DefaultCleanerBackoff
-	}
 	c := d.newCleaner()
 	for {
 		if !c.cleanDirtiest(ctx) {
+			backoff := d.cfg.CleanerBackoff
+			if d.cfg.CleanerBackoffNow != nil {
+				backoff = d.cfg.CleanerBackoffNow()
+			}
+			if backoff <= 0 {
+				backoff = DefaultCleanerBackoff
+			}
 			select {
 			case <-ctx.Done():
 				return

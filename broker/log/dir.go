@@ -46,7 +46,10 @@ type DirConfig struct {
 	// CleanerBackoff: log.cleaner.backoff.ms, the cleaner's sleep when no
 	// log needs cleaning; 0 is DefaultCleanerBackoff.
 	CleanerBackoff time.Duration
-	Logger         *slog.Logger
+	// CleanerBackoffNow, when set, is read before each sleep instead of
+	// CleanerBackoff: log.cleaner.backoff.ms is a dynamic broker config.
+	CleanerBackoffNow func() time.Duration
+	Logger            *slog.Logger
 	// OnFlush is told how long each fsync of a log's segments took (the
 	// broker's log flush time metric); nil is fine.
 	OnFlush func(time.Duration)

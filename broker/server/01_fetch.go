@@ -29,6 +29,7 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 	}
 	answer := func(f fetchResult) error {
 		defer f.files.release()
+		f.stopTimers()
 		if session != nil {
 			session.answered(f.resp, incremental)
 		}
@@ -45,6 +46,7 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 		f.files.release()
 		done := s.metrics.wait(purgatoryFetch)
 		woken := waitAny(append(f.wake, s.stopping), time.Until(deadline))
+		f.stopTimers()
 		done()
 		if !woken {
 			// Timed out: answer with what the final read finds.
@@ -59,7 +61,8 @@ type fetchResult struct {
 	bytes  int64
 	failed bool
 	wake   []<-chan struct{}
-	out    []topicBytes // record bytes by topic, for the metrics
+	stops  []func() bool // the timers behind some of wake
+	out    []topicBytes  // record bytes by topic, for the metrics
 }
 
 func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
@@ -159,7 +162,11 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 						// is when the fetch wakes to read again (KIP-73).
 						hw := part.HighWatermark()
 						sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, part.Log.LogStartOffset()
-						res.wake = append(res.wake, after(wait))
+						// Capped at the fetch's own wait, past which it
+						// answers anyway: a rate of 1 B/s owes days for one
+						// batch. The timer is stopped once the fetch is done.
+						ch, stop := after(min(wait, time.Duration(req.MaxWaitMillis)*time.Millisecond))
+						res.wake, res.stops = append(res.wake, ch), append(res.stops, stop)
 						break
 					}
 				}
@@ -269,9 +276,16 @@ func waitAny(chans []<-chan struct{}, d time.Duration) bool {
 	return i > 0
 }
 
-// after is a channel closed once d has passed.
-func after(d time.Duration) <-chan struct{} {
+// after is a channel closed once d has passed, and the timer's Stop.
+func after(d time.Duration) (<-chan struct{}, func() bool) {
 	ch := make(chan struct{})
-	time.AfterFunc(d, func() { close(ch) })
-	return ch
+	return ch, time.AfterFunc(d, func() { close(ch) }).Stop
+}
+
+// stopTimers stops the timers of a read that is answered or read again.
+func (f *fetchResult) stopTimers() {
+	for _, stop := range f.stops {
+		stop()
+	}
+	f.stops = nil
 }

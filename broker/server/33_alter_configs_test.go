@@ -110,6 +110,9 @@ func TestAlterConfigsErrors(t *testing.T) {
 		{"static cluster default", []alterResource{broker("", cfgKV("num.partitions", "3"))}, kerr.InvalidRequest, []string{"Cannot update these configs dynamically"}},
 		{"bad dynamic value", []alterResource{broker("1", cfgKV("message.max.bytes", "abc"))}, kerr.InvalidRequest, []string{"message.max.bytes", "abc"}},
 		{"unknown broker config", []alterResource{broker("", cfgKV("no.such.config", "1"))}, kerr.InvalidRequest, []string{"no.such.config"}},
+		// 0 alone would cut every client and the replication off.
+		{"thread pools", []alterResource{broker("1", cfgKV("num.io.threads", "4"), cfgKV("num.network.threads", "2"), cfgKV("num.recovery.threads.per.data.dir", "4"))}, kerr.InvalidRequest, []string{"Cannot update these configs dynamically: Set(num.io.threads, num.network.threads, num.recovery.threads.per.data.dir)"}},
+		{"no connections per ip", []alterResource{broker("", cfgKV("max.connections.per.ip", "0"))}, kerr.InvalidRequest, []string{"max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides"}},
 		{"other broker", []alterResource{broker("7", cfgKV("num.partitions", "3"))}, kerr.InvalidRequest, []string{"expected 1"}},
 		{"no broker change", []alterResource{broker("1")}, nil, nil},
 		{"broker logger", []alterResource{{kmsg.ConfigResourceTypeBrokerLogger, "1", [][2]*string{cfgKV("kafka", "DEBUG")}}}, kerr.InvalidRequest, []string{"resource type"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
@@ -57,14 +58,114 @@ func (s *Server) forwards(c *conn, key int16) bool {
 // request here sees it. Without a reachable controller the request is
 // served here, which answers NOT_CONTROLLER where it must.
 func (s *Server) forward(c *conn, req kmsg.Request, local handler) (kmsg.Response, error) {
-	resp, err := s.toController(context.Background(), req)
+	fwd, merge := s.preprocessForward(req)
+	if fwd == nil {
+		return merge(nil), nil
+	}
+	resp, err := s.toController(context.Background(), fwd)
 	if err != nil {
 		c.logger.Debug("forwarding to the controller", "api", kmsg.NameForKey(req.Key()), "err", err)
 		return local.fn(c, req)
 	}
 	s.metrics.forwarded.WithLabelValues(kmsg.NameForKey(req.Key())).Inc()
-	s.awaitForwarded(req, resp)
-	return resp, nil
+	s.awaitForwarded(fwd, resp)
+	return merge(resp), nil
+}
+
+// preprocessForward does the checks only the receiving broker can do
+// before a request goes to the controller: a BROKER resource of an alter
+// must name this broker (or be "", the cluster default), and the
+// controller, which sees the request come from a broker, cannot tell which
+// broker the client meant. Those resources are answered here with the
+// error, the rest are forwarded (fwd, nil when none is left) and merge puts
+// the answers back in the request's order, as Kafka's
+// ConfigAdminManager.preprocess and reassemble*Response do.
+func (s *Server) preprocessForward(req kmsg.Request) (fwd kmsg.Request, merge func(kmsg.Response) kmsg.Response) {
+	badBroker := func(typ kmsg.ConfigResourceType, name string) error {
+		if typ != kmsg.ConfigResourceTypeBroker || name == "" {
+			return nil
+		}
+		return s.checkBrokerResource(name)
+	}
+	switch q := req.(type) {
+	case *kmsg.IncrementalAlterConfigsRequest:
+		errs := make([]error, len(q.Resources))
+		f := *q
+		f.Resources = nil
+		for i, rr := range q.Resources {
+			if errs[i] = badBroker(rr.ResourceType, rr.ResourceName); errs[i] == nil {
+				f.Resources = append(f.Resources, rr)
+			}
+		}
+		if len(f.Resources) == len(q.Resources) {
+			break
+		}
+		merge = func(r kmsg.Response) kmsg.Response {
+			out := q.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+			var got []kmsg.IncrementalAlterConfigsResponseResource
+			if r != nil {
+				fr := r.(*kmsg.IncrementalAlterConfigsResponse)
+				out.ThrottleMillis, got = fr.ThrottleMillis, fr.Resources
+			}
+			for i, rr := range q.Resources {
+				sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+				sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+				switch {
+				case errs[i] != nil:
+					sr.ErrorCode, sr.ErrorMessage = kafkaCode(errs[i]), adminMessage(errs[i])
+				case len(got) > 0:
+					sr, got = got[0], got[1:]
+				default:
+					sr.ErrorCode = kerr.UnknownServerError.Code // the controller answered fewer than it was asked
+				}
+				out.Resources = append(out.Resources, sr)
+			}
+			return out
+		}
+		if len(f.Resources) == 0 {
+			return nil, merge
+		}
+		return &f, merge
+	case *kmsg.AlterConfigsRequest:
+		errs := make([]error, len(q.Resources))
+		f := *q
+		f.Resources = nil
+		for i, rr := range q.Resources {
+			if errs[i] = badBroker(rr.ResourceType, rr.ResourceName); errs[i] == nil {
+				f.Resources = append(f.Resources, rr)
+			}
+		}
+		if len(f.Resources) == len(q.Resources) {
+			break
+		}
+		merge = func(r kmsg.Response) kmsg.Response {
+			out := q.ResponseKind().(*kmsg.AlterConfigsResponse)
+			var got []kmsg.AlterConfigsResponseResource
+			if r != nil {
+				fr := r.(*kmsg.AlterConfigsResponse)
+				out.ThrottleMillis, got = fr.ThrottleMillis, fr.Resources
+			}
+			for i, rr := range q.Resources {
+				sr := kmsg.NewAlterConfigsResponseResource()
+				sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+				switch {
+				case errs[i] != nil:
+					sr.ErrorCode, sr.ErrorMessage = kafkaCode(errs[i]), adminMessage(errs[i])
+				case len(got) > 0:
+					sr, got = got[0], got[1:]
+				default:
+					sr.ErrorCode = kerr.UnknownServerError.Code
+				}
+				out.Resources = append(out.Resources, sr)
+			}
+			return out
+		}
+		if len(f.Resources) == 0 {
+			return nil, merge
+		}
+		return &f, merge
+	}
+	return req, func(r kmsg.Response) kmsg.Response { return r }
 }
 
 // forwardedVisible is how long a forwarded change may take to reach this

@@ -351,6 +351,9 @@ func (s *Server) dirConfig(path string) log.DirConfig {
 	c.CheckpointInterval = time.Duration(s.cfg.Int("log.flush.offset.checkpoint.interval.ms")) * time.Millisecond
 	c.RetentionCheckInterval = time.Duration(s.cfg.Int("log.retention.check.interval.ms")) * time.Millisecond
 	c.RecoveryThreads = int(s.cfg.Int("num.recovery.threads.per.data.dir"))
+	c.CleanerBackoffNow = func() time.Duration {
+		return time.Duration(s.cfg.Int("log.cleaner.backoff.ms")) * time.Millisecond
+	}
 	c.Logger = s.logger
 	c.OnFlush = func(d time.Duration) { s.metrics.logFlush.Observe(d.Seconds()) }
 	c.OnFailure = func(err error) { s.logDirFailed(path, err) }
@@ -575,7 +578,6 @@ func (s *Server) closeStorage() error {
 // and snapshots producer state, until Shutdown.
 func (s *Server) maintain() {
 	defer s.wg.Done()
-	expiration := time.Duration(s.cfg.Int("producer.id.expiration.ms")) * time.Millisecond
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
 	for {
@@ -583,6 +585,8 @@ func (s *Server) maintain() {
 		case <-s.stopping:
 			return
 		case <-tick.C:
+			// Read at each tick: a dynamic broker config (KIP-226).
+			expiration := time.Duration(s.cfg.Int("producer.id.expiration.ms")) * time.Millisecond
 			for _, p := range s.parts.All() {
 				if err := p.MaintainProducers(expiration); err != nil {
 					s.logger.Warn("producer state maintenance", "partition", p.TP.String(), "err", err)

@@ -257,6 +257,12 @@ func Acquire(fs sink.FS, job, run string, c Config) (*Lease, error) {
 	if gens, err = listGenerations(fs, dir); err != nil {
 		return nil, err
 	}
+	if len(gens) == 0 {
+		// Removed between our create and the listing (the job's files
+		// deleted, or a store whose listing lags): not ours to trust.
+		fs.RemoveAll(mine)
+		return nil, fmt.Errorf("the lease of job %q: %s is gone right after it was created", job, mine)
+	}
 	if last := gens[len(gens)-1]; last != l.info.Generation {
 		fs.RemoveAll(mine)
 		holder, _ := readLease(fs, dir, last, c.TTL)

@@ -3,6 +3,7 @@ package lease
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -180,5 +181,44 @@ func TestLeaseNamesPlanAcrossRenewals(t *testing.T) {
 	a.Release()
 	if err := Worker(fs, "j", "j-plan-0", ttl, 0); err != nil {
 		t.Fatalf("a worker while nobody holds the job: %v", err)
+	}
+}
+
+// vanishingFS removes each file it creates as soon as it is written, as a
+// concurrent removal of the job's files (or a store whose listing lags)
+// would leave it: the listing after the create finds nothing.
+type vanishingFS struct{ sink.FS }
+
+func (v vanishingFS) Create(name string) (io.WriteCloser, error) {
+	w, err := v.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return vanishingFile{w, v.FS, name}, nil
+}
+
+type vanishingFile struct {
+	io.WriteCloser
+	fs   sink.FS
+	name string
+}
+
+func (f vanishingFile) Close() error {
+	err := f.WriteCloser.Close()
+	f.fs.RemoveAll(f.name)
+	return err
+}
+
+// A lease whose file is gone before Acquire lists the generations is not
+// taken, and Acquire says so instead of crashing.
+func TestLeaseFileGoneAfterCreate(t *testing.T) {
+	fs := vanishingFS{leaseFS(t)}
+	l, err := Acquire(fs, "j", "run-a", conf("a", 30*time.Second))
+	if err == nil {
+		l.Release()
+		t.Fatal("acquired a lease whose file is gone")
+	}
+	if !strings.Contains(err.Error(), "gone right after it was created") {
+		t.Fatalf("acquire: %v", err)
 	}
 }
