@@ -75,7 +75,12 @@ func TestScheduledRunsWhileProducing(t *testing.T) {
 	})
 	s.stop()
 
+	// A scheduled run that began as the scheduler stopped is cancelled, as
+	// stopping promises; every run before the stop must have succeeded.
 	recs := history(t, target, "views-5s")
+	if last := recs[len(recs)-1]; last.Outcome == jobs.Cancelled && last.Trigger != "manual" {
+		recs = recs[:len(recs)-1]
+	}
 	// The three scheduled loads; the final run may find nothing left when a
 	// scheduled run came between the end of production and the trigger.
 	if n := checkContiguous(t, recs); n < 3 {
