@@ -26,7 +26,13 @@ type Config struct {
 	// WriteTimeout bounds how long a write waits for its record to be
 	// produced and read back.
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
+	// ReadTimeout bounds how long a client may take to send a request,
+	// body included.
+	ReadTimeout time.Duration
+	// ShutdownTimeout bounds how long Close waits for requests in flight
+	// before it closes their connections.
+	ShutdownTimeout time.Duration
+	Logger          *slog.Logger
 }
 
 // DefaultTopic is kafkastore.topic's default in Confluent's registry.
@@ -38,6 +44,12 @@ func (c *Config) defaults() {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 5 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -91,7 +103,7 @@ func Start(cfg Config) (*Registry, error) {
 		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.ReadTimeout}
 	go r.srv.Serve(ln)
 	go func() {
 		defer close(r.tailDone)
@@ -120,11 +132,18 @@ func (r *Registry) Ready() <-chan struct{} { return r.ready }
 // Addr is the address the API listens on.
 func (r *Registry) Addr() string { return r.ln.Addr().String() }
 
-// Close stops serving and tailing.
+// Close stops serving and tailing. It waits for requests in flight until
+// ctx ends or ShutdownTimeout passes, then closes their connections: a
+// stalled client must not keep the broker from stopping.
 func (r *Registry) Close(ctx context.Context) error {
 	var err error
 	if r.srv != nil {
+		ctx, cancel := context.WithTimeout(ctx, r.cfg.ShutdownTimeout)
 		err = r.srv.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			r.srv.Close()
+		}
 	}
 	r.cancel()
 	<-r.tailDone

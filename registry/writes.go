@@ -20,13 +20,21 @@ type schemaRequest struct {
 	Version    int         `json:"version"`
 }
 
-// prepare validates the schema of a request and returns it in the form
-// stored and compared; mu must be held (references are checked).
-func (r *Registry) prepare(req *http.Request) (*schemaRequest, error) {
+// readSchemaRequest reads the body of a request. It runs before any lock
+// is taken: a client that stalls mid-body (until the server's ReadTimeout)
+// must hold up no other request and not the tail.
+func readSchemaRequest(req *http.Request) (*schemaRequest, error) {
 	var b schemaRequest
 	if err := decode(req, &b); err != nil {
 		return nil, err
 	}
+	return &b, nil
+}
+
+// prepare validates the schema of a request and returns it in the form
+// stored and compared; mu must be held (references are checked).
+func (r *Registry) prepare(in *schemaRequest) (*schemaRequest, error) {
+	b := *in
 	b.SchemaType = strings.ToUpper(b.SchemaType)
 	if b.SchemaType == compat.Avro {
 		b.SchemaType = ""
@@ -93,11 +101,15 @@ func (r *Registry) writable(subject string) error {
 }
 
 func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, error) {
+	body, err := readSchemaRequest(req)
+	if err != nil {
+		return nil, err
+	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	subject := req.PathValue("subject")
 	r.mu.Lock()
-	b, err := r.prepare(req)
+	b, err := r.prepare(body)
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -186,6 +198,10 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 }
 
 func (r *Registry) lookup(_ http.ResponseWriter, req *http.Request) (any, error) {
+	body, err := readSchemaRequest(req)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	subject := req.PathValue("subject")
@@ -194,7 +210,7 @@ func (r *Registry) lookup(_ http.ResponseWriter, req *http.Request) (any, error)
 	if len(vs) == 0 {
 		return nil, subjectNotFound(subject)
 	}
-	b, err := r.prepare(req)
+	b, err := r.prepare(body)
 	if err != nil {
 		return nil, err
 	}
@@ -208,10 +224,14 @@ func (r *Registry) lookup(_ http.ResponseWriter, req *http.Request) (any, error)
 }
 
 func (r *Registry) checkCompat(_ http.ResponseWriter, req *http.Request) (any, error) {
+	body, err := readSchemaRequest(req)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	subject := req.PathValue("subject")
-	b, err := r.prepare(req)
+	b, err := r.prepare(body)
 	if err != nil {
 		return nil, err
 	}
