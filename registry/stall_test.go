@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -87,4 +89,25 @@ func TestCloseWithStalledClient(t *testing.T) {
 		t.Fatal("Close still waits for the stalled client after 5s")
 	}
 	t.Logf("closed in %v", time.Since(start))
+}
+
+// A schema nested too deep is refused with 42201 before any check runs,
+// and the answer does not echo the (large) schema back.
+func TestDeepSchemaRefused(t *testing.T) {
+	t.Parallel()
+	r := &Registry{st: newState(), ready: make(chan struct{})}
+	r.cfg.defaults()
+	close(r.ready)
+	r.st.apply(schemaKey("a", 1), val("a", 1, 1, `"int"`))
+	deep := strings.Repeat(`{"type":"array","items":`, 2000) + `"int"` + strings.Repeat(`}`, 2000)
+	body, _ := json.Marshal(map[string]string{"schema": deep})
+	for _, p := range []string{"/subjects/a", "/compatibility/subjects/a/versions/latest"} {
+		rec := httptest.NewRecorder()
+		r.Handler().ServeHTTP(rec, httptest.NewRequest("POST", p, bytes.NewReader(body)))
+		var e apiError
+		if json.Unmarshal(rec.Body.Bytes(), &e) != nil || rec.Code != 422 || e.Code != 42201 ||
+			!strings.Contains(e.Message, "schema nested too deep") || len(e.Message) > 200 {
+			t.Fatalf("POST %s: %d %.300s", p, rec.Code, rec.Body)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,6 +46,9 @@ func (r *Registry) prepare(in *schemaRequest) (*schemaRequest, error) {
 	if len(b.References) == 0 {
 		b.References = nil
 		c, err := compat.Canonical(compat.Schema{Type: b.SchemaType, Text: b.Schema})
+		if errors.Is(err, compat.ErrTooDeep) {
+			return nil, errf(42201, "Invalid schema: %v", err) // not echoed: it may be large
+		}
 		if err != nil {
 			return nil, errf(42201, "Invalid schema %s: %v", b.Schema, err)
 		}
