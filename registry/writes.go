@@ -119,6 +119,11 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 		return nil, err
 	}
 	ck := contentKey(b.SchemaType, b.Schema, b.References)
+	// Once a record is written, the check that it won and the repair if it
+	// lost must run even when the client goes away: an unrepaired loser
+	// would come back after compaction. produce bounds each step by
+	// WriteTimeout.
+	wctx := context.WithoutCancel(req.Context())
 	// A lost race with another node is retried against the state that
 	// beat us; a handful of rounds is plenty for human-paced registrations.
 	for attempt := 0; ; attempt++ {
@@ -175,7 +180,7 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 		v := schemaValue{Subject: subject, Version: version, ID: id, SchemaType: b.SchemaType, Schema: b.Schema, References: b.References}
 		val, _ := json.Marshal(v)
 		key := schemaKey(subject, version)
-		if err := r.produce(req.Context(), key, val); err != nil {
+		if err := r.produce(wctx, key, val); err != nil {
 			return nil, errf(50001, "Error while registering schema: %v", err)
 		}
 		r.mu.Lock()
@@ -192,7 +197,7 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 		r.log.Info("registry: lost a write race to another registry; retrying", "subject", subject, "version", version, "id", id, "attempt", attempt+1)
 		// We lost: put the key back to what every reader decided, so that
 		// compaction keeping the last record of the key keeps the winner.
-		if err := r.produce(req.Context(), key, repair); err != nil {
+		if err := r.produce(wctx, key, repair); err != nil {
 			return nil, errf(50001, "Error while registering schema: %v", err)
 		}
 		if attempt == 9 {
@@ -264,8 +269,10 @@ func (r *Registry) checkCompat(_ http.ResponseWriter, req *http.Request) (any, e
 	return res, nil
 }
 
-// produceAll writes records in order; a nil value is a tombstone.
+// produceAll writes records in order; a nil value is a tombstone. A client
+// that goes away does not stop it halfway (a subject half soft-deleted).
 func (r *Registry) produceAll(ctx context.Context, recs [][2][]byte) error {
+	ctx = context.WithoutCancel(ctx)
 	for _, kv := range recs {
 		if err := r.produce(ctx, kv[0], kv[1]); err != nil {
 			return errf(50001, "Error in the backend data store: %v", err)
