@@ -112,7 +112,7 @@ func Start(cfg Config) (*Registry, error) {
 			return // closed before the cluster answered
 		}
 		go func() {
-			if r.waitApplied(ctx, end) != nil {
+			if r.catchUp(ctx) != nil {
 				return
 			}
 			r.mu.Lock()
@@ -136,19 +136,41 @@ func (r *Registry) Addr() string { return r.ln.Addr().String() }
 // ctx ends or ShutdownTimeout passes, then closes their connections: a
 // stalled client must not keep the broker from stopping.
 func (r *Registry) Close(ctx context.Context) error {
-	var err error
 	if r.srv != nil {
 		ctx, cancel := context.WithTimeout(ctx, r.cfg.ShutdownTimeout)
-		err = r.srv.Shutdown(ctx)
-		cancel()
-		if err != nil {
+		if err := r.srv.Shutdown(ctx); err != nil {
+			// Expected, not a failure of Close: a stalled client, or a
+			// connection opened that has not sent its request yet.
+			r.log.Info("registry: closing connections still open after the shutdown wait", "err", err)
 			r.srv.Close()
 		}
+		cancel()
 	}
 	r.cancel()
 	<-r.tailDone
 	r.cl.Close()
-	return err
+	return nil
+}
+
+// catchUp returns once the tail has read the whole topic. Waiting for the
+// end offset alone is not enough: only records advance what the tail has
+// read, and a log that ends with something else (a transaction marker)
+// would keep the registry answering 50002 forever. As Confluent's
+// registry does, it writes a NOOP record (every reader ignores it) and
+// waits to read it back; until the topic takes writes, it retries.
+func (r *Registry) catchUp(ctx context.Context) error {
+	for {
+		err := r.produce(ctx, noopKey(), nil)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		r.log.Warn("registry: writing the NOOP record that marks the end of the topic", "topic", r.cfg.Topic, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // ensureTopic creates the compacted topic (one partition: one order of
