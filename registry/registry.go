@@ -32,7 +32,10 @@ type Config struct {
 	// ShutdownTimeout bounds how long Close waits for requests in flight
 	// before it closes their connections.
 	ShutdownTimeout time.Duration
-	Logger          *slog.Logger
+	// ClientOpts are added to the Kafka client's options: TLS and SASL
+	// for a cluster that requires them.
+	ClientOpts []kgo.Opt
+	Logger     *slog.Logger
 }
 
 // DefaultTopic is kafkastore.topic's default in Confluent's registry.
@@ -83,14 +86,14 @@ type Registry struct {
 // 50002; Ready is closed then.
 func Start(cfg Config) (*Registry, error) {
 	cfg.defaults()
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}, cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, err
 	}
