@@ -26,7 +26,16 @@ type Config struct {
 	// WriteTimeout bounds how long a write waits for its record to be
 	// produced and read back.
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
+	// ReadTimeout bounds how long a client may take to send a request,
+	// body included.
+	ReadTimeout time.Duration
+	// ShutdownTimeout bounds how long Close waits for requests in flight
+	// before it closes their connections.
+	ShutdownTimeout time.Duration
+	// ClientOpts are added to the Kafka client's options: TLS and SASL
+	// for a cluster that requires them.
+	ClientOpts []kgo.Opt
+	Logger     *slog.Logger
 }
 
 // DefaultTopic is kafkastore.topic's default in Confluent's registry.
@@ -38,6 +47,12 @@ func (c *Config) defaults() {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 5 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -71,14 +86,14 @@ type Registry struct {
 // 50002; Ready is closed then.
 func Start(cfg Config) (*Registry, error) {
 	cfg.defaults()
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}, cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +106,7 @@ func Start(cfg Config) (*Registry, error) {
 		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.ReadTimeout}
 	go r.srv.Serve(ln)
 	go func() {
 		defer close(r.tailDone)
@@ -100,7 +115,7 @@ func Start(cfg Config) (*Registry, error) {
 			return // closed before the cluster answered
 		}
 		go func() {
-			if r.waitApplied(ctx, end) != nil {
+			if r.catchUp(ctx) != nil {
 				return
 			}
 			r.mu.Lock()
@@ -120,16 +135,45 @@ func (r *Registry) Ready() <-chan struct{} { return r.ready }
 // Addr is the address the API listens on.
 func (r *Registry) Addr() string { return r.ln.Addr().String() }
 
-// Close stops serving and tailing.
+// Close stops serving and tailing. It waits for requests in flight until
+// ctx ends or ShutdownTimeout passes, then closes their connections: a
+// stalled client must not keep the broker from stopping.
 func (r *Registry) Close(ctx context.Context) error {
-	var err error
 	if r.srv != nil {
-		err = r.srv.Shutdown(ctx)
+		ctx, cancel := context.WithTimeout(ctx, r.cfg.ShutdownTimeout)
+		if err := r.srv.Shutdown(ctx); err != nil {
+			// Expected, not a failure of Close: a stalled client, or a
+			// connection opened that has not sent its request yet.
+			r.log.Info("registry: closing connections still open after the shutdown wait", "err", err)
+			r.srv.Close()
+		}
+		cancel()
 	}
 	r.cancel()
 	<-r.tailDone
 	r.cl.Close()
-	return err
+	return nil
+}
+
+// catchUp returns once the tail has read the whole topic. Waiting for the
+// end offset alone is not enough: only records advance what the tail has
+// read, and a log that ends with something else (a transaction marker)
+// would keep the registry answering 50002 forever. As Confluent's
+// registry does, it writes a NOOP record (every reader ignores it) and
+// waits to read it back; until the topic takes writes, it retries.
+func (r *Registry) catchUp(ctx context.Context) error {
+	for {
+		err := r.produce(ctx, noopKey(), nil)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		r.log.Warn("registry: writing the NOOP record that marks the end of the topic", "topic", r.cfg.Topic, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // ensureTopic creates the compacted topic (one partition: one order of

@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/tributary-io/tributary/formats/compat"
 	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/testbroker"
+	"github.com/tributary-io/tributary/registry"
 )
 
 // startWithRegistry runs the real broker binary with the registry
@@ -400,6 +403,42 @@ func TestFranzSR(t *testing.T) {
 				t.Fatalf("the first registry never served it: %+v %v", got, err)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
+	t.Run("ready when the topic ends without a record", func(t *testing.T) {
+		// Every record of the topic deleted (DeleteRecords up to its end):
+		// the tail reads no record, yet the registry must become ready.
+		const topic = "_schemas_emptied"
+		kc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic(topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kc.Close()
+		adm := kadm.NewClient(kc)
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+		if err := kc.ProduceSync(ctx, &kgo.Record{Key: []byte(`{"keytype":"NOOP","magic":0}`)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		del, err := adm.DeleteRecords(ctx, kadm.Offsets(ends.Offsets()))
+		if err != nil || del.Error() != nil {
+			t.Fatalf("delete records: %v %v", err, del.Error())
+		}
+		r, err := registry.Start(registry.Config{Brokers: []string{b.Addr()}, Topic: topic, Listen: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close(ctx)
+		select {
+		case <-r.Ready():
+		case <-time.After(20 * time.Second):
+			t.Fatal("not ready 20s after start")
 		}
 	})
 

@@ -65,9 +65,13 @@ func (s *state) apply(key, value []byte) bool {
 	case keySchema:
 		if value == nil {
 			if vs := s.subjects[subject]; vs != nil {
+				old := vs[k.Version]
 				delete(vs, k.Version)
 				if len(vs) == 0 {
 					delete(s.subjects, subject)
+				}
+				if old != nil {
+					s.forget(old)
 				}
 			}
 			return true
@@ -138,6 +142,33 @@ func (s *state) apply(key, value []byte) bool {
 		return true
 	}
 	return false
+}
+
+// forget drops what a permanently deleted version alone held: its id and
+// content when no other version uses them, and maxID with them. A registry
+// started after compaction, which removes the version's records and in
+// time the tombstone, never saw them: every reader's state must depend only
+// on what the compacted topic keeps, or a restarted registry would hand out
+// an id that the running ones consider taken (docs/registry.md, Ids).
+func (s *state) forget(old *schemaValue) {
+	s.maxID = 0
+	var user *schemaValue
+	for _, vs := range s.subjects {
+		for _, v := range vs {
+			s.maxID = max(s.maxID, v.ID)
+			// The first by subject and version: every reader picks the same.
+			if v.ID == old.ID && (user == nil || v.Subject < user.Subject ||
+				v.Subject == user.Subject && v.Version < user.Version) {
+				user = v
+			}
+		}
+	}
+	if user != nil {
+		s.ids[old.ID] = user
+		return
+	}
+	delete(s.ids, old.ID)
+	delete(s.content, old.contentKey())
 }
 
 func validMode(m string) bool {

@@ -112,3 +112,59 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+// A permanent delete leaves the state a registry started after compaction
+// would build: compaction keeps each key's last record and in time drops
+// tombstones, so an id held only by the deleted version is forgotten by
+// both, and both give the same next id.
+func TestTombstoneLikeCompaction(t *testing.T) {
+	t.Parallel()
+	soft := func(subject string, version, id int, schema string) []byte {
+		b, _ := json.Marshal(schemaValue{Subject: subject, Version: version, ID: id, Schema: schema, Deleted: true})
+		return b
+	}
+	log := [][2][]byte{
+		{schemaKey("a", 1), val("a", 1, 1, `"int"`)},
+		{schemaKey("b", 1), val("b", 1, 1, `"int"`)},
+		{schemaKey("a", 2), val("a", 2, 2, `"long"`)},
+		{schemaKey("c", 1), val("c", 1, 3, `"string"`)},
+		{schemaKey("a", 1), soft("a", 1, 1, `"int"`)},
+		{schemaKey("a", 1), nil},
+		{schemaKey("c", 1), soft("c", 1, 3, `"string"`)},
+		{schemaKey("c", 1), nil}, // id 3, the highest, held by c/1 alone
+	}
+	live := newState()
+	for _, kv := range log {
+		live.apply(kv[0], kv[1])
+	}
+	last := map[string][]byte{}
+	var order []string
+	for _, kv := range log {
+		if _, ok := last[string(kv[0])]; !ok {
+			order = append(order, string(kv[0]))
+		}
+		last[string(kv[0])] = kv[1]
+	}
+	restarted := newState()
+	for _, k := range order {
+		if last[k] != nil { // the tombstone itself compacted away
+			restarted.apply([]byte(k), last[k])
+		}
+	}
+	if live.maxID != restarted.maxID || live.maxID != 2 {
+		t.Fatalf("maxID live %d, after compaction %d; want 2 for both", live.maxID, restarted.maxID)
+	}
+	if len(live.ids) != len(restarted.ids) || len(live.content) != len(restarted.content) {
+		t.Fatalf("ids %v / %v, content %v / %v", live.ids, restarted.ids, live.content, restarted.content)
+	}
+	for id, v := range restarted.ids {
+		if lv := live.ids[id]; lv == nil || lv.contentKey() != v.contentKey() || lv.Subject != v.Subject {
+			t.Fatalf("id %d: live %+v, after compaction %+v", id, lv, v)
+		}
+	}
+	// Id 3 given to a new schema now: both registries accept it.
+	next := val("d", 1, restarted.maxID+1, `"bytes"`)
+	if !live.apply(schemaKey("d", 1), next) || !restarted.apply(schemaKey("d", 1), next) {
+		t.Fatal("the next id is refused by one of them")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,13 +21,21 @@ type schemaRequest struct {
 	Version    int         `json:"version"`
 }
 
-// prepare validates the schema of a request and returns it in the form
-// stored and compared; mu must be held (references are checked).
-func (r *Registry) prepare(req *http.Request) (*schemaRequest, error) {
+// readSchemaRequest reads the body of a request. It runs before any lock
+// is taken: a client that stalls mid-body (until the server's ReadTimeout)
+// must hold up no other request and not the tail.
+func readSchemaRequest(req *http.Request) (*schemaRequest, error) {
 	var b schemaRequest
 	if err := decode(req, &b); err != nil {
 		return nil, err
 	}
+	return &b, nil
+}
+
+// prepare validates the schema of a request and returns it in the form
+// stored and compared; mu must be held (references are checked).
+func (r *Registry) prepare(in *schemaRequest) (*schemaRequest, error) {
+	b := *in
 	b.SchemaType = strings.ToUpper(b.SchemaType)
 	if b.SchemaType == compat.Avro {
 		b.SchemaType = ""
@@ -37,6 +46,9 @@ func (r *Registry) prepare(req *http.Request) (*schemaRequest, error) {
 	if len(b.References) == 0 {
 		b.References = nil
 		c, err := compat.Canonical(compat.Schema{Type: b.SchemaType, Text: b.Schema})
+		if errors.Is(err, compat.ErrTooDeep) {
+			return nil, errf(42201, "Invalid schema: %v", err) // not echoed: it may be large
+		}
 		if err != nil {
 			return nil, errf(42201, "Invalid schema %s: %v", b.Schema, err)
 		}
@@ -93,16 +105,25 @@ func (r *Registry) writable(subject string) error {
 }
 
 func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, error) {
+	body, err := readSchemaRequest(req)
+	if err != nil {
+		return nil, err
+	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	subject := req.PathValue("subject")
 	r.mu.Lock()
-	b, err := r.prepare(req)
+	b, err := r.prepare(body)
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	ck := contentKey(b.SchemaType, b.Schema, b.References)
+	// Once a record is written, the check that it won and the repair if it
+	// lost must run even when the client goes away: an unrepaired loser
+	// would come back after compaction. produce bounds each step by
+	// WriteTimeout.
+	wctx := context.WithoutCancel(req.Context())
 	// A lost race with another node is retried against the state that
 	// beat us; a handful of rounds is plenty for human-paced registrations.
 	for attempt := 0; ; attempt++ {
@@ -159,7 +180,7 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 		v := schemaValue{Subject: subject, Version: version, ID: id, SchemaType: b.SchemaType, Schema: b.Schema, References: b.References}
 		val, _ := json.Marshal(v)
 		key := schemaKey(subject, version)
-		if err := r.produce(req.Context(), key, val); err != nil {
+		if err := r.produce(wctx, key, val); err != nil {
 			return nil, errf(50001, "Error while registering schema: %v", err)
 		}
 		r.mu.Lock()
@@ -176,7 +197,7 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 		r.log.Info("registry: lost a write race to another registry; retrying", "subject", subject, "version", version, "id", id, "attempt", attempt+1)
 		// We lost: put the key back to what every reader decided, so that
 		// compaction keeping the last record of the key keeps the winner.
-		if err := r.produce(req.Context(), key, repair); err != nil {
+		if err := r.produce(wctx, key, repair); err != nil {
 			return nil, errf(50001, "Error while registering schema: %v", err)
 		}
 		if attempt == 9 {
@@ -186,6 +207,10 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 }
 
 func (r *Registry) lookup(_ http.ResponseWriter, req *http.Request) (any, error) {
+	body, err := readSchemaRequest(req)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	subject := req.PathValue("subject")
@@ -194,7 +219,7 @@ func (r *Registry) lookup(_ http.ResponseWriter, req *http.Request) (any, error)
 	if len(vs) == 0 {
 		return nil, subjectNotFound(subject)
 	}
-	b, err := r.prepare(req)
+	b, err := r.prepare(body)
 	if err != nil {
 		return nil, err
 	}
@@ -208,10 +233,14 @@ func (r *Registry) lookup(_ http.ResponseWriter, req *http.Request) (any, error)
 }
 
 func (r *Registry) checkCompat(_ http.ResponseWriter, req *http.Request) (any, error) {
+	body, err := readSchemaRequest(req)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	subject := req.PathValue("subject")
-	b, err := r.prepare(req)
+	b, err := r.prepare(body)
 	if err != nil {
 		return nil, err
 	}
@@ -240,8 +269,10 @@ func (r *Registry) checkCompat(_ http.ResponseWriter, req *http.Request) (any, e
 	return res, nil
 }
 
-// produceAll writes records in order; a nil value is a tombstone.
+// produceAll writes records in order; a nil value is a tombstone. A client
+// that goes away does not stop it halfway (a subject half soft-deleted).
 func (r *Registry) produceAll(ctx context.Context, recs [][2][]byte) error {
+	ctx = context.WithoutCancel(ctx)
 	for _, kv := range recs {
 		if err := r.produce(ctx, kv[0], kv[1]); err != nil {
 			return errf(50001, "Error in the backend data store: %v", err)

@@ -225,7 +225,9 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 	// broker's shutdown would wait out its long-polling fetch.
 	stopRegistry := func() {
 		if sr != nil {
-			sr.Close(context.Background())
+			stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			sr.Close(stop)
 		}
 	}
 	ready.Store(true)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	brokercfg "github.com/tributary-io/tributary/broker/config"
+	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/registry"
 )
 
@@ -31,15 +32,36 @@ func startRegistry(cfg *brokercfg.Broker) (*registry.Registry, error) {
 	if err != nil || len(bls) == 0 {
 		return nil, fmt.Errorf("schema.registry.listeners: no client listener to reach the broker: %v", err)
 	}
-	host := bls[0].Host
+	l, err := plaintextListener(bls)
+	if err != nil {
+		return nil, err
+	}
+	host := l.Host
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
 	return registry.Start(registry.Config{
-		Brokers: []string{net.JoinHostPort(host, fmt.Sprint(bls[0].Port))},
+		Brokers: []string{net.JoinHostPort(host, fmt.Sprint(l.Port))},
 		Listen:  listen,
 		Logger:  slog.Default(),
 	})
+}
+
+// plaintextListener picks the listener the in-process registry connects
+// to. It has no credentials of its own, so it needs a PLAINTEXT one; with
+// none, the broker refuses to start rather than serve a registry that
+// never becomes ready.
+func plaintextListener(ls []brokercfg.Listener) (brokercfg.Listener, error) {
+	var names []string
+	for _, l := range ls {
+		if strings.EqualFold(l.Protocol, "PLAINTEXT") {
+			return l, nil
+		}
+		names = append(names, l.String()+" ("+l.Protocol+")")
+	}
+	return brokercfg.Listener{}, fmt.Errorf("schema.registry.listeners: the in-process registry connects without TLS or SASL and "+
+		"no advertised listener is PLAINTEXT (%s): add a PLAINTEXT listener (on 127.0.0.1 it stays local), "+
+		"or run `tributary registry` with client properties against the cluster", strings.Join(names, ", "))
 }
 
 // newRegistryCommand runs the schema registry on its own, against any
@@ -66,7 +88,12 @@ same server inside the broker.`,
 			if len(brokers) == 0 {
 				return fmt.Errorf("--bootstrap is required")
 			}
-			r, err := registry.Start(registry.Config{Brokers: brokers, Listen: strings.TrimPrefix(listen, "http://"), Topic: topic, Logger: slog.Default()})
+			security, err := kafkacli.ClientOpts()
+			if err != nil {
+				return err
+			}
+			r, err := registry.Start(registry.Config{Brokers: brokers, Listen: strings.TrimPrefix(listen, "http://"), Topic: topic,
+				ClientOpts: security, Logger: slog.Default()})
 			if err != nil {
 				return err
 			}

@@ -86,7 +86,48 @@ func Canonical(s Schema) (string, error) {
 	return b.String(), nil
 }
 
+// MaxDepth caps how deeply the JSON text of a schema nests (objects and
+// arrays). The parsers and checkers recurse per level, and a stranger can
+// POST a schema: without a cap a 400 KB body nested 2000 deep cost the
+// compatibility check hundreds of MB. 64 levels of JSON Schema properties
+// or Avro records fit (each takes two or three JSON levels).
+const MaxDepth = 200
+
+// ErrTooDeep is returned for a schema nested deeper than MaxDepth.
+var ErrTooDeep = errors.New("schema nested too deep")
+
+// checkDepth scans text for its nesting, skipping strings; it allocates
+// nothing, so it runs before any parse.
+func checkDepth(text string) error {
+	depth, inStr, esc := 0, false, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case inStr:
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxDepth {
+				return fmt.Errorf("%w: more than %d levels of JSON", ErrTooDeep, MaxDepth)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
+}
+
 func parseAvro(text string) (avro.Schema, error) {
+	if err := checkDepth(text); err != nil {
+		return nil, err
+	}
 	// A cache per parse: the default cache is global and keyed by full
 	// name, so two versions of one record would see each other.
 	return avro.ParseWithCache(text, "", &avro.SchemaCache{})
@@ -162,7 +203,7 @@ func readable(reader, writer Schema) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return jsonReadable(r, w, "#"), nil
+		return jsonReadable(r, w, &jsonPath{seg: "#"}), nil
 	}
 	return nil, fmt.Errorf("%w %s", ErrUnsupported, reader.Type)
 }

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -98,5 +99,54 @@ func TestCanonical(t *testing.T) {
 	}
 	if _, err := Canonical(Schema{Type: "PROTOBUF", Text: "syntax"}); err == nil {
 		t.Fatal("protobuf accepted")
+	}
+}
+
+// deepJSON nests n levels of properties, each required, the innermost an
+// integer or a string.
+func deepJSON(n int, leaf string) Schema {
+	var b strings.Builder
+	for range n {
+		b.WriteString(`{"type":"object","required":["p"],"properties":{"p":`)
+	}
+	b.WriteString(`{"type":"` + leaf + `"}`)
+	for range n {
+		b.WriteString(`}}`)
+	}
+	return Schema{Type: JSON, Text: b.String()}
+}
+
+// deepAvro nests n records, each holding the next in field f.
+func deepAvro(n int) Schema {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(`{"type":"record","name":"R` + strings.Repeat("x", i%3) + `","namespace":"n` + strings.Repeat("a", i) + `","fields":[{"name":"f","type":`)
+	}
+	b.WriteString(`"int"`)
+	for range n {
+		b.WriteString(`}]}`)
+	}
+	return Schema{Text: b.String()}
+}
+
+// A schema a stranger nests 2000 deep is refused before it is parsed
+// (it cost the JSON check 378 MB); 64 levels still work, and their
+// incompatibility is reported at its path.
+func TestDeepSchemas(t *testing.T) {
+	t.Parallel()
+	for _, s := range []Schema{deepJSON(2000, "integer"), deepAvro(2000)} {
+		if _, err := Canonical(s); !errors.Is(err, ErrTooDeep) {
+			t.Fatalf("%s nested 2000 deep: %v, want ErrTooDeep", s.typ(), err)
+		}
+		if _, err := Check(Full, s, []Schema{s}); !errors.Is(err, ErrTooDeep) {
+			t.Fatalf("check of %s nested 2000 deep: %v, want ErrTooDeep", s.typ(), err)
+		}
+	}
+	if _, err := Canonical(deepAvro(64)); err != nil {
+		t.Fatalf("Avro nested 64 deep: %v", err)
+	}
+	msgs, err := Check(Backward, deepJSON(64, "string"), []Schema{deepJSON(64, "integer")})
+	if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0], strings.Repeat("/properties/p", 64)+": type integer") {
+		t.Fatalf("64 deep: %v %v", msgs, err)
 	}
 }

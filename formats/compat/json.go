@@ -27,6 +27,9 @@ import (
 )
 
 func parseJSON(text string) (map[string]any, error) {
+	if err := checkDepth(text); err != nil {
+		return nil, err
+	}
 	var v any
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
 		return nil, fmt.Errorf("invalid JSON schema: %w", err)
@@ -90,7 +93,24 @@ func closed(s map[string]any) bool {
 	return ok && !b
 }
 
-func jsonReadable(r, w map[string]any, path string) []string {
+// jsonPath is where a check is, built as a chain and rendered only when a
+// message names it: rendering a string per level cost memory quadratic in
+// the depth.
+type jsonPath struct {
+	parent *jsonPath
+	seg    string
+}
+
+func (p *jsonPath) String() string {
+	if p.parent == nil {
+		return p.seg
+	}
+	return p.parent.String() + p.seg
+}
+
+func (p *jsonPath) child(seg string) *jsonPath { return &jsonPath{parent: p, seg: seg} }
+
+func jsonReadable(r, w map[string]any, path *jsonPath) []string {
 	var msgs []string
 	rt, wt := jsonTypes(r), jsonTypes(w)
 	if rt != nil {
@@ -132,7 +152,7 @@ func jsonReadable(r, w map[string]any, path string) []string {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		sub := path + "/properties/" + k
+		sub := path.child("/properties/" + k)
 		if rs, ok := rp[k]; ok {
 			msgs = append(msgs, jsonReadable(rs, wp[k], sub)...)
 		} else if closed(r) {
@@ -144,7 +164,7 @@ func jsonReadable(r, w map[string]any, path string) []string {
 		if wi == nil {
 			wi = map[string]any{}
 		}
-		msgs = append(msgs, jsonReadable(ri, wi, path+"/items")...)
+		msgs = append(msgs, jsonReadable(ri, wi, path.child("/items"))...)
 	}
 	return msgs
 }
