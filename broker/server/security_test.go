@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -380,6 +381,16 @@ func TestSecurityListeners(t *testing.T) {
 				}
 				if !c.ok && !strings.Contains(string(out), "SASL") {
 					t.Errorf("the refusal does not say SASL:\n%s", out)
+				}
+				if !c.ok {
+					return
+				}
+				// describe asks for topic ids with a request of its own,
+				// which must go through TLS and SASL too.
+				args[1] = "describe"
+				out, err = exec.Command(testbroker.Binary(t), args...).CombinedOutput()
+				if err != nil || !regexp.MustCompile(`(?m)^ID +[A-Za-z0-9_-]{22}$`).Match(out) {
+					t.Errorf("%v: %v; want the topic's id:\n%s", args, err, out)
 				}
 			})
 		}
