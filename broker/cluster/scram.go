@@ -65,8 +65,14 @@ func (img *Image) ScramUsers() []string {
 	return out
 }
 
+// ScramBootstrapRecord is the marker of Image.ScramBootstrapped.
+type ScramBootstrapRecord struct{}
+
 func (img *Image) scramRecords() []Record {
 	var rs []Record
+	if img.ScramBootstrapped {
+		rs = append(rs, Record{ScramBootstrap: &ScramBootstrapRecord{}})
+	}
 	for _, u := range img.ScramUsers() {
 		mechs := img.Scram[u]
 		names := make([]string, 0, len(mechs))
@@ -91,8 +97,10 @@ type ScramChange struct {
 	// iterations, as the client computed them (KIP-554).
 	Salt, SaltedPassword []byte
 	Iterations           int32
-	// IfAbsent leaves an existing credential alone: bootstrap users
-	// (tributary broker --add-scram) are created once, never reset.
+	// IfAbsent marks a bootstrap user (tributary broker --add-scram),
+	// as KIP-900 applies them when the metadata log is formatted: applied
+	// once in the cluster's life, leaving existing credentials alone, and
+	// never again once applied, so that a user deleted since stays deleted.
 	IfAbsent bool
 }
 
@@ -127,7 +135,12 @@ func (c *Controller) AlterScram(changes []ScramChange) (errs map[string]error, o
 			seen[key] = true
 		}
 		var rs []Record
+		bootstrap := false
 		for _, ch := range changes {
+			if ch.IfAbsent && img.ScramBootstrapped {
+				continue
+			}
+			bootstrap = bootstrap || ch.IfAbsent
 			if errs[ch.User] != nil {
 				continue
 			}
@@ -140,6 +153,9 @@ func (c *Controller) AlterScram(changes []ScramChange) (errs map[string]error, o
 				r.Credential = &cred
 			}
 			rs = append(rs, Record{Scram: r})
+		}
+		if bootstrap {
+			rs = append(rs, Record{ScramBootstrap: &ScramBootstrapRecord{}})
 		}
 		if len(rs) > 0 {
 			offset = img.Offset + int64(len(rs))

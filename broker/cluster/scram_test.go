@@ -37,8 +37,14 @@ func TestScramCredentials(t *testing.T) {
 	// Bootstrap users never reset an existing credential.
 	again := up("alice", auth.ScramSHA256, 4096)
 	again.IfAbsent, again.Salt = true, []byte("another salt")
-	if _, off, err := c.AlterScram([]ScramChange{again}); err != nil || off != -1 {
-		t.Fatalf("IfAbsent over an existing user: offset %d, %v", off, err)
+	if _, off, err := c.AlterScram([]ScramChange{again}); err != nil || off != c.Image().Offset || !c.Image().ScramBootstrapped {
+		t.Fatalf("IfAbsent over an existing user: offset %d, %v, bootstrapped %v", off, err, c.Image().ScramBootstrapped)
+	}
+	// Bootstrap users are applied once in the cluster's life: a user
+	// deleted since does not come back when a controller starts again.
+	if _, off, err := c.AlterScram([]ScramChange{{User: "frank", Mechanism: auth.ScramSHA256, Salt: salt,
+		SaltedPassword: salt, Iterations: 4096, IfAbsent: true}}); err != nil || off != -1 {
+		t.Fatalf("bootstrap users applied twice: offset %d, %v", off, err)
 	}
 	c.Close()
 
@@ -58,6 +64,9 @@ func TestScramCredentials(t *testing.T) {
 	rebuilt, err := EmptyImage("test-cluster").applyAll(img.records())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !img.ScramBootstrapped || !rebuilt.ScramBootstrapped {
+		t.Fatalf("the bootstrap marker is lost: after restart %v, in a snapshot %v", img.ScramBootstrapped, rebuilt.ScramBootstrapped)
 	}
 	if len(rebuilt.Scram["alice"]) != 2 {
 		t.Fatalf("a snapshot loses SCRAM credentials: %v", rebuilt.Scram)
