@@ -65,6 +65,9 @@ func (img *Image) ScramUsers() []string {
 	return out
 }
 
+// maxScramSalt bounds the salt (and salted password) of a credential.
+const maxScramSalt = 1024
+
 // ScramBootstrapRecord is the marker of Image.ScramBootstrapped.
 type ScramBootstrapRecord struct{}
 
@@ -131,6 +134,11 @@ func (c *Controller) AlterScram(changes []ScramChange) (errs map[string]error, o
 				errs[ch.User] = errorf(kerr.UnacceptableCredential, "iterations %d is outside [%d, %d]", ch.Iterations, auth.ScramMinIterations, auth.ScramMaxIterations)
 			case len(ch.Salt) == 0 || len(ch.SaltedPassword) == 0:
 				errs[ch.User] = errorf(kerr.UnacceptableCredential, "the salt or salted password of user %s is empty", ch.User)
+			// Every broker keeps every credential in memory and sends the
+			// salt to whoever starts a login: no reason for more than a
+			// few dozen bytes.
+			case len(ch.Salt) > maxScramSalt || len(ch.SaltedPassword) > maxScramSalt:
+				errs[ch.User] = errorf(kerr.UnacceptableCredential, "the salt or salted password of user %s is longer than %d bytes", ch.User, maxScramSalt)
 			}
 			seen[key] = true
 		}

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +26,7 @@ func TestScramCredentials(t *testing.T) {
 		up("bob", auth.ScramSHA256, 100),
 		up("carol", auth.ScramSHA256, 4096), up("carol", auth.ScramSHA256, 4096),
 		{User: "dave", Mechanism: auth.ScramSHA512, Delete: true},
+		{User: "erin", Mechanism: auth.ScramSHA256, Salt: make([]byte, 1025), SaltedPassword: salt, Iterations: 4096},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +34,11 @@ func TestScramCredentials(t *testing.T) {
 	wantCode(t, errs["bob"], kerr.UnacceptableCredential)
 	wantCode(t, errs["carol"], kerr.DuplicateResource)
 	wantCode(t, errs["dave"], kerr.ResourceNotFound)
+	wantCode(t, errs["erin"], kerr.UnacceptableCredential)
+	// The metadata log holds credentials: for the broker's user only.
+	if fi, err := os.Stat(filepath.Join(dir, MetadataLogFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("metadata log: %v, %v", fi, err)
+	}
 	if errs["alice"] != nil || offset != c.Image().Offset {
 		t.Fatalf("alice: %v, offset %d of %d", errs["alice"], offset, c.Image().Offset)
 	}
