@@ -94,6 +94,11 @@ func TestScramAgainstFranzGo(t *testing.T) {
 	if first("mallory") != first("mallory") {
 		t.Error("an unknown user gets a different salt each time")
 	}
+	// As long as a real user's (--add-scram's 24 bytes), with 4096
+	// iterations.
+	if salt, iter, _ := strings.Cut(first("mallory"), ",i="); len(salt) != 32 || iter != "4096" {
+		t.Errorf("an unknown user's salt %q (base64), iterations %s", salt, iter)
+	}
 }
 
 func TestPlain(t *testing.T) {
@@ -244,4 +249,15 @@ func FuzzConfigParsers(f *testing.F) {
 			m.Map(jaas)
 		}
 	})
+}
+
+// What a stranger sends before logging in reaches the log only cut short.
+func TestAuthFailureReasonIsShort(t *testing.T) {
+	t.Parallel()
+	user := strings.Repeat("m", 100_000)
+	_, err := NewPlain(Users{"alice": "pw"}).Step([]byte("\x00" + user + "\x00pw"))
+	var ae *AuthError
+	if !errors.As(err, &ae) || len(ae.Reason) > 200 {
+		t.Fatalf("reason of %d bytes: %.300v", len(ae.Reason), err)
+	}
 }
