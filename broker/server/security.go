@@ -64,6 +64,7 @@ func (s *Server) setupSecurity() error {
 	}
 	s.security = map[string]*listenerSecurity{}
 	s.saslMaxReceive = int32(s.cfg.Int("sasl.server.max.receive.size"))
+	s.failedAuthDelay = time.Duration(s.cfg.Int("connection.failed.authentication.delay.ms")) * time.Millisecond
 	if _, err := rand.Read(s.scramFakeKey[:]); err != nil {
 		return err
 	}

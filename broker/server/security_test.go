@@ -291,6 +291,8 @@ func TestSecurityListeners(t *testing.T) {
 				}
 				if took := time.Since(began); took > 10*time.Second {
 					t.Errorf("refused after %v", took)
+				} else if errors.Is(err, kerr.SaslAuthenticationFailed) && took < 100*time.Millisecond {
+					t.Errorf("a wrong password refused after %v, before connection.failed.authentication.delay.ms=100", took)
 				}
 			})
 		}

@@ -78,8 +78,10 @@ type Server struct {
 	security       map[string]*listenerSecurity
 	saslMaxReceive int32
 	scramFakeKey   [32]byte
-	authFailures   *prometheus.CounterVec
-	bootstrapScram []cluster.ScramChange
+	// failedAuthDelay is connection.failed.authentication.delay.ms.
+	failedAuthDelay time.Duration
+	authFailures    *prometheus.CounterVec
+	bootstrapScram  []cluster.ScramChange
 	// metaOffsets are the metadata offsets brokers reported in their last
 	// heartbeats, by id, on the active controller (see awaitBrokers).
 	metaOffsets sync.Map
