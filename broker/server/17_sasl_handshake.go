@@ -45,6 +45,9 @@ func (s *Server) handleSaslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) (*
 		c.closeAfter = true
 	case req.Mechanism == auth.PLAIN:
 		c.exchange, c.mechanism = auth.NewPlain(sec.plainUsers), req.Mechanism
+	case !s.metadataCaughtUp.Load():
+		c.logger.Info("SCRAM login before this broker's metadata has caught up; closing so that the client retries", "client_id", clip(c.clientID))
+		return nil, errClose
 	default:
 		m, _ := auth.ScramMechanismByName(req.Mechanism)
 		c.exchange, c.mechanism = auth.NewScram(m, s.scramLookup, s.scramFakeSaltKey()), req.Mechanism
