@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"errors"
 	"math/big"
 	"strings"
@@ -93,6 +94,11 @@ func TestScramAgainstFranzGo(t *testing.T) {
 	if first("mallory") != first("mallory") {
 		t.Error("an unknown user gets a different salt each time")
 	}
+	// As long as a real user's (--add-scram's 24 bytes), with 4096
+	// iterations.
+	if salt, iter, _ := strings.Cut(first("mallory"), ",i="); len(salt) != 32 || iter != "4096" {
+		t.Errorf("an unknown user's salt %q (base64), iterations %s", salt, iter)
+	}
 }
 
 func TestPlain(t *testing.T) {
@@ -164,6 +170,38 @@ func TestDN(t *testing.T) {
 	if got := DN(cert); got != "CN=alice,O=Example,C=US" {
 		t.Errorf("DN %q", got)
 	}
+	// Subjects encoded by Java's X500Principal, and what its getName()
+	// prints for them (Java 17): two OUs and DCs in their order, DC and
+	// UID by name, SERIALNUMBER and EMAILADDRESS as OIDs, a multi-valued
+	// RDN, and every special character escaped.
+	for raw, want := range map[string]string{
+		"MIG+MQswCQYDVQQGEwJGUjEMMAoGA1UECBMDSURGMQ4wDAYDVQQHEwVQYXJpczEQMA4GA1UECRMHTWFpbiBTdDESMBAGCgmSJomT8ixkAQETAmExMRMwEQYKCZImiZPyLGQBGRYDY29tMRcwFQYKCZImiZPyLGQBGRYHZXhhbXBsZTEQMA4GA1UEChMHRXhhbXBsZTENMAsGA1UECxMEZGF0YTEMMAoGA1UECxMDZW5nMQ4wDAYDVQQDEwVhbGljZQ==": "CN=alice,OU=eng,OU=data,O=Example,DC=example,DC=com,UID=a1,STREET=Main St,L=Paris,ST=IDF,C=FR",
+		"MGYxFDASBgkqhkiG9w0BCQEWBWFAYi5jMQswCQYDVQQFEwI0MjEOMAwGA1UECgwFI2xlYWQxHDAIBgNVBAsTAXgwEAYKCZImiZPyLGQBARMCdTcxEzARBgNVBAMMCmE9YiNjLCBkK2U=":                                                                                                                         `CN=a\=b\#c\, d\+e,OU=x+UID=u7,O=\#lead,2.5.4.5=#13023432,1.2.840.113549.1.9.1=#16056140622e63`,
+	} {
+		tmpl.RawSubject, _ = base64.StdEncoding.DecodeString(raw)
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, _ := x509.ParseCertificate(der)
+		if got := DN(cert); got != want {
+			t.Errorf("DN\n%s, Java prints\n%s", got, want)
+		}
+	}
+}
+
+// A replacement reads as in Java: $1_svc is group 1 then "_svc", not a
+// group named "1_svc" as Go's Expand would read it; $12 with one group is
+// group 1 then "2"; \$ is a dollar.
+func TestMappingReplacementGroups(t *testing.T) {
+	t.Parallel()
+	m, err := ParseMappingRules(`RULE:^CN=([^,]*),OU=(.*)$/$1_svc-$2$12\$x/`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Map("CN=kafka,OU=eng"); err != nil || got != "kafka_svc-engkafka2$x" {
+		t.Errorf("%q %v, want kafka_svc-engkafka2$x", got, err)
+	}
 }
 
 // FuzzScram feeds arbitrary client messages to both steps of a SCRAM
@@ -211,4 +249,15 @@ func FuzzConfigParsers(f *testing.F) {
 			m.Map(jaas)
 		}
 	})
+}
+
+// What a stranger sends before logging in reaches the log only cut short.
+func TestAuthFailureReasonIsShort(t *testing.T) {
+	t.Parallel()
+	user := strings.Repeat("m", 100_000)
+	_, err := NewPlain(Users{"alice": "pw"}).Step([]byte("\x00" + user + "\x00pw"))
+	var ae *AuthError
+	if !errors.As(err, &ae) || len(ae.Reason) > 200 {
+		t.Fatalf("reason of %d bytes: %.300v", len(ae.Reason), err)
+	}
 }

@@ -34,7 +34,15 @@ type AuthError struct {
 
 func (e *AuthError) Error() string { return e.Message + " (" + e.Reason + ")" }
 
+// authFailed's args are what the client sent (user names, ids), which
+// the broker logs: each is cut to 100 bytes, so that a stranger cannot
+// fill the log.
 func authFailed(message, reason string, args ...any) error {
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > 100 {
+			args[i] = s[:100] + "..."
+		}
+	}
 	return &AuthError{Message: message, Reason: fmt.Sprintf(reason, args...)}
 }
 

@@ -39,6 +39,9 @@ type ServerTLS struct {
 	checked time.Time
 	stamp   string // sizes and mtimes of the files loaded
 	cfg     *tls.Config
+	// loading is set while one handshake reloads the files, outside mu
+	// (decrypting a key takes a while); the others serve cfg meanwhile.
+	loading bool
 }
 
 // checkEvery is how often the files are stat'ed; a handshake in between
@@ -97,25 +100,38 @@ func (t *ServerTLS) Config() *tls.Config {
 
 func (t *ServerTLS) current() *tls.Config {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if time.Since(t.checked) < checkEvery {
+	if t.loading || time.Since(t.checked) < checkEvery {
+		defer t.mu.Unlock()
 		return t.cfg
 	}
 	t.checked = time.Now()
 	if stamp := t.filesStamp(); stamp == t.stamp {
+		defer t.mu.Unlock()
 		return t.cfg
 	}
+	t.loading = true
+	t.mu.Unlock()
 	cfg, stamp, err := t.load()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.loading = false
+	// Whatever happened, the stamp is the one taken before reading: a
+	// rotation finished while the files were read has another, and is
+	// loaded at the next look; files that failed are not tried again
+	// until they change.
+	t.stamp = stamp
 	if err != nil {
 		t.set.Logger.Error("TLS files changed but do not load; serving the previous certificate", "listener", t.set.Listener, "err", err)
-		// Not again until they change again.
-		t.stamp = t.filesStamp()
 		return t.cfg
 	}
 	t.set.Logger.Info("reloaded TLS certificate", "listener", t.set.Listener, "keystore", t.set.Keystore)
-	t.cfg, t.stamp = cfg, stamp
+	t.cfg = cfg
 	return t.cfg
 }
+
+// afterLoad, if set by a test, runs when load has read the files: a
+// rotation that lands there is what the pre-read stamp is for.
+var afterLoad func()
 
 func (t *ServerTLS) filesStamp() string {
 	var b strings.Builder
@@ -132,13 +148,16 @@ func (t *ServerTLS) filesStamp() string {
 	return b.String()
 }
 
-// load reads the files. The stamp is taken before reading, so that a
-// change while reading is seen at the next look.
+// load reads the files. The stamp, returned with an error too, is taken
+// before reading, so that a change while reading is seen at the next look.
 func (t *ServerTLS) load() (*tls.Config, string, error) {
 	stamp := t.filesStamp()
+	if afterLoad != nil {
+		defer afterLoad()
+	}
 	cert, err := LoadKeystore(t.set.Keystore, t.set.KeyPassword)
 	if err != nil {
-		return nil, "", fmt.Errorf("listener %s: %w", t.set.Listener, err)
+		return nil, stamp, fmt.Errorf("listener %s: %w", t.set.Listener, err)
 	}
 	cfg := &tls.Config{
 		Certificates: []tls.Certificate{cert},
@@ -149,7 +168,7 @@ func (t *ServerTLS) load() (*tls.Config, string, error) {
 	if t.set.Truststore != "" {
 		pool, err := LoadTruststore(t.set.Truststore)
 		if err != nil {
-			return nil, "", fmt.Errorf("listener %s: %w", t.set.Listener, err)
+			return nil, stamp, fmt.Errorf("listener %s: %w", t.set.Listener, err)
 		}
 		cfg.ClientCAs = pool
 	}

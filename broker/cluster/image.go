@@ -129,6 +129,9 @@ type Image struct {
 	// Scram are the SCRAM credentials, by user and mechanism (scram.go);
 	// shared between images, copied when changed.
 	Scram map[string]map[string]auth.ScramCredential
+	// ScramBootstrapped is set once the bootstrap SCRAM users have been
+	// applied: a user deleted afterwards stays deleted across restarts.
+	ScramBootstrapped bool `json:",omitempty"`
 }
 
 // DynamicConfigs are the cluster-wide and the per-broker dynamic configs

@@ -42,8 +42,14 @@ func openMetaLog(path string, img *Image) (*metaLog, *Image, error) {
 		}
 		valid += len(line) + 1
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	// It holds SCRAM credentials and the cluster secret: for the broker's
+	// user only, a log made by an older version too.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return nil, nil, err
 	}
 	if err := f.Truncate(int64(valid)); err != nil {

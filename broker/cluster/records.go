@@ -23,6 +23,9 @@ type Record struct {
 	BrokerConfig *BrokerConfigRecord `json:"broker_config,omitempty"`
 	// Scram is a SCRAM credential (scram.go).
 	Scram *ScramRecord `json:"scram,omitempty"`
+	// ScramBootstrap marks the bootstrap SCRAM users (--add-scram) as
+	// applied, so that they are never applied again (scram.go).
+	ScramBootstrap *ScramBootstrapRecord `json:"scram_bootstrap,omitempty"`
 }
 
 // BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
@@ -159,6 +162,8 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		if err := n.applyScram(r.Scram); err != nil {
 			return nil, err
 		}
+	case r.ScramBootstrap != nil:
+		n.ScramBootstrapped = true
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")
 	}

@@ -65,8 +65,17 @@ func (img *Image) ScramUsers() []string {
 	return out
 }
 
+// maxScramSalt bounds the salt (and salted password) of a credential.
+const maxScramSalt = 1024
+
+// ScramBootstrapRecord is the marker of Image.ScramBootstrapped.
+type ScramBootstrapRecord struct{}
+
 func (img *Image) scramRecords() []Record {
 	var rs []Record
+	if img.ScramBootstrapped {
+		rs = append(rs, Record{ScramBootstrap: &ScramBootstrapRecord{}})
+	}
 	for _, u := range img.ScramUsers() {
 		mechs := img.Scram[u]
 		names := make([]string, 0, len(mechs))
@@ -91,8 +100,10 @@ type ScramChange struct {
 	// iterations, as the client computed them (KIP-554).
 	Salt, SaltedPassword []byte
 	Iterations           int32
-	// IfAbsent leaves an existing credential alone: bootstrap users
-	// (tributary broker --add-scram) are created once, never reset.
+	// IfAbsent marks a bootstrap user (tributary broker --add-scram),
+	// as KIP-900 applies them when the metadata log is formatted: applied
+	// once in the cluster's life, leaving existing credentials alone, and
+	// never again once applied, so that a user deleted since stays deleted.
 	IfAbsent bool
 }
 
@@ -123,11 +134,21 @@ func (c *Controller) AlterScram(changes []ScramChange) (errs map[string]error, o
 				errs[ch.User] = errorf(kerr.UnacceptableCredential, "iterations %d is outside [%d, %d]", ch.Iterations, auth.ScramMinIterations, auth.ScramMaxIterations)
 			case len(ch.Salt) == 0 || len(ch.SaltedPassword) == 0:
 				errs[ch.User] = errorf(kerr.UnacceptableCredential, "the salt or salted password of user %s is empty", ch.User)
+			// Every broker keeps every credential in memory and sends the
+			// salt to whoever starts a login: no reason for more than a
+			// few dozen bytes.
+			case len(ch.Salt) > maxScramSalt || len(ch.SaltedPassword) > maxScramSalt:
+				errs[ch.User] = errorf(kerr.UnacceptableCredential, "the salt or salted password of user %s is longer than %d bytes", ch.User, maxScramSalt)
 			}
 			seen[key] = true
 		}
 		var rs []Record
+		bootstrap := false
 		for _, ch := range changes {
+			if ch.IfAbsent && img.ScramBootstrapped {
+				continue
+			}
+			bootstrap = bootstrap || ch.IfAbsent
 			if errs[ch.User] != nil {
 				continue
 			}
@@ -140,6 +161,9 @@ func (c *Controller) AlterScram(changes []ScramChange) (errs map[string]error, o
 				r.Credential = &cred
 			}
 			rs = append(rs, Record{Scram: r})
+		}
+		if bootstrap {
+			rs = append(rs, Record{ScramBootstrap: &ScramBootstrapRecord{}})
 		}
 		if len(rs) > 0 {
 			offset = img.Offset + int64(len(rs))

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +26,7 @@ func TestScramCredentials(t *testing.T) {
 		up("bob", auth.ScramSHA256, 100),
 		up("carol", auth.ScramSHA256, 4096), up("carol", auth.ScramSHA256, 4096),
 		{User: "dave", Mechanism: auth.ScramSHA512, Delete: true},
+		{User: "erin", Mechanism: auth.ScramSHA256, Salt: make([]byte, 1025), SaltedPassword: salt, Iterations: 4096},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -31,14 +34,25 @@ func TestScramCredentials(t *testing.T) {
 	wantCode(t, errs["bob"], kerr.UnacceptableCredential)
 	wantCode(t, errs["carol"], kerr.DuplicateResource)
 	wantCode(t, errs["dave"], kerr.ResourceNotFound)
+	wantCode(t, errs["erin"], kerr.UnacceptableCredential)
+	// The metadata log holds credentials: for the broker's user only.
+	if fi, err := os.Stat(filepath.Join(dir, MetadataLogFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("metadata log: %v, %v", fi, err)
+	}
 	if errs["alice"] != nil || offset != c.Image().Offset {
 		t.Fatalf("alice: %v, offset %d of %d", errs["alice"], offset, c.Image().Offset)
 	}
 	// Bootstrap users never reset an existing credential.
 	again := up("alice", auth.ScramSHA256, 4096)
 	again.IfAbsent, again.Salt = true, []byte("another salt")
-	if _, off, err := c.AlterScram([]ScramChange{again}); err != nil || off != -1 {
-		t.Fatalf("IfAbsent over an existing user: offset %d, %v", off, err)
+	if _, off, err := c.AlterScram([]ScramChange{again}); err != nil || off != c.Image().Offset || !c.Image().ScramBootstrapped {
+		t.Fatalf("IfAbsent over an existing user: offset %d, %v, bootstrapped %v", off, err, c.Image().ScramBootstrapped)
+	}
+	// Bootstrap users are applied once in the cluster's life: a user
+	// deleted since does not come back when a controller starts again.
+	if _, off, err := c.AlterScram([]ScramChange{{User: "frank", Mechanism: auth.ScramSHA256, Salt: salt,
+		SaltedPassword: salt, Iterations: 4096, IfAbsent: true}}); err != nil || off != -1 {
+		t.Fatalf("bootstrap users applied twice: offset %d, %v", off, err)
 	}
 	c.Close()
 
@@ -58,6 +72,9 @@ func TestScramCredentials(t *testing.T) {
 	rebuilt, err := EmptyImage("test-cluster").applyAll(img.records())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !img.ScramBootstrapped || !rebuilt.ScramBootstrapped {
+		t.Fatalf("the bootstrap marker is lost: after restart %v, in a snapshot %v", img.ScramBootstrapped, rebuilt.ScramBootstrapped)
 	}
 	if len(rebuilt.Scram["alice"]) != 2 {
 		t.Fatalf("a snapshot loses SCRAM credentials: %v", rebuilt.Scram)

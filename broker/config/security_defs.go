@@ -57,6 +57,8 @@ var listenerOnlyDefs = defs(
 
 // securityDefs are broker-wide only.
 var securityDefs = []Def{
+	{Name: "connection.failed.authentication.delay.ms", Type: Int, Default: "100", Check: atLeast(0),
+		Doc: "How long a failed authentication (SASL) waits before its answer and the close, so that guessing passwords is slow; 0 answers at once."},
 	{Name: "sasl.server.max.receive.size", Type: Int, Default: "524288", Check: atLeast(64),
 		Doc: "The largest frame a connection may send before it has authenticated (SASL listeners); a larger one closes it."},
 	{Name: "sasl.mechanism.inter.broker.protocol", Type: String, Default: "GSSAPI",

@@ -27,7 +27,7 @@ func (s *Server) handleSaslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) (*
 		}
 		s.authFailures.WithLabelValues(c.listener, "sasl_on_"+strings.ToLower(proto)).Inc()
 		c.logger.Warn("SASL handshake on listener "+c.listener+", which is "+proto+" and takes no SASL: the client should use security.protocol="+proto+" here, or connect to a SASL listener",
-			"mechanism", req.Mechanism, "client_id", c.clientID)
+			"mechanism", clip(req.Mechanism), "client_id", clip(c.clientID))
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		resp.SupportedMechanisms = []string{}
 		c.closeAfter = true
@@ -40,16 +40,29 @@ func (s *Server) handleSaslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) (*
 		c.closeAfter = true
 	case !slices.Contains(sec.mechanisms, req.Mechanism):
 		s.authFailures.WithLabelValues(c.listener, "mechanism").Inc()
-		c.logger.Info("SASL mechanism not enabled on this listener", "mechanism", req.Mechanism, "enabled", sec.mechanisms, "client_id", c.clientID)
+		c.logger.Info("SASL mechanism not enabled on this listener", "mechanism", clip(req.Mechanism), "enabled", sec.mechanisms, "client_id", clip(c.clientID))
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		c.closeAfter = true
 	case req.Mechanism == auth.PLAIN:
 		c.exchange, c.mechanism = auth.NewPlain(sec.plainUsers), req.Mechanism
+	case !s.metadataCaughtUp.Load():
+		c.logger.Info("SCRAM login before this broker's metadata has caught up; closing so that the client retries", "client_id", clip(c.clientID))
+		return nil, errClose
 	default:
 		m, _ := auth.ScramMechanismByName(req.Mechanism)
-		c.exchange, c.mechanism = auth.NewScram(m, s.scramLookup, s.scramFakeKey[:]), req.Mechanism
+		c.exchange, c.mechanism = auth.NewScram(m, s.scramLookup, s.scramFakeSaltKey()), req.Mechanism
 	}
 	return resp, nil
+}
+
+// scramFakeSaltKey is what unknown users' salts are made from: the
+// cluster's secret, the same on every broker, or until the metadata has
+// one, a random key of this broker.
+func (s *Server) scramFakeSaltKey() []byte {
+	if secret := s.ctrl.Image().Secret; secret != "" {
+		return []byte("scram-unknown-user\x00" + secret)
+	}
+	return s.scramFakeKey[:]
 }
 
 // scramLookup reads credentials from the metadata this broker has applied.

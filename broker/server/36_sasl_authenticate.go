@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,14 +30,20 @@ func (s *Server) handleSaslAuthenticate(c *conn, req *kmsg.SASLAuthenticateReque
 	if err != nil {
 		var ae *auth.AuthError
 		msg := "Authentication failed: malformed " + c.mechanism + " message"
-		reason := err.Error()
+		reason := clip(err.Error())
 		if errors.As(err, &ae) {
 			msg, reason = ae.Message, ae.Reason
 		}
 		s.authFailures.WithLabelValues(c.listener, "sasl").Inc()
-		c.logger.Info("SASL authentication failed", "mechanism", c.mechanism, "reason", reason, "client_id", c.clientID)
+		c.logger.Info("SASL authentication failed", "mechanism", c.mechanism, "reason", reason, "client_id", clip(c.clientID))
 		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, &msg
 		c.closeAfter = true
+		// Kafka's connection.failed.authentication.delay.ms: each guess
+		// costs the guesser this long, on this connection's goroutine only.
+		select {
+		case <-time.After(s.failedAuthDelay):
+		case <-s.stopping:
+		}
 		return resp, nil
 	}
 	resp.SASLAuthBytes = out

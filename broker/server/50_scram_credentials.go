@@ -183,22 +183,18 @@ func scramApplied(img *cluster.Image, changes []cluster.ScramChange, ok map[stri
 	return true
 }
 
-// addBootstrapScram creates the --add-scram users the metadata lacks. Only
-// the active controller can; a controller that is not keeps trying while
-// the users are missing, so whichever controller is active applies them.
+// addBootstrapScram creates the --add-scram users, once in the cluster's
+// life (Image.ScramBootstrapped): a restart does not bring back a user
+// deleted since. Only the active controller can; a controller that is not
+// keeps trying until the marker is in its metadata, so whichever
+// controller is active applies them.
 func (s *Server) addBootstrapScram() {
 	defer s.wg.Done()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		img := s.ctrl.Image()
-		missing := false
-		for _, ch := range s.bootstrapScram {
-			if _, ok := img.ScramCredential(ch.User, ch.Mechanism); !ok {
-				missing = true
-			}
-		}
-		if !missing {
+		if s.ctrl.Image().ScramBootstrapped {
+			s.logger.Info("bootstrap SCRAM users were applied before, once in the cluster's life: --add-scram ignored")
 			return
 		}
 		if !s.ctrl.Quorum() || s.ctrl.IsActive() {

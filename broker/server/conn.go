@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -106,6 +107,8 @@ func isTimeout(err error) bool {
 // Between requests the connection may stay silent for
 // connections.max.idle.ms; once a frame has started, its body must arrive
 // within requestTimeout, so that a sender cannot hold pool bytes forever.
+// Frames before SASL authentication are read outside the pool
+// (readUnpooled).
 func (c *conn) readFrame() (body []byte, held int64, err error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.idleTimeout))
 	var sz [4]byte
@@ -120,6 +123,9 @@ func (c *conn) readFrame() (body []byte, held int64, err error) {
 		}
 		return nil, 0, fmt.Errorf("request of %d bytes is outside [8, socket.request.max.bytes=%d]", n, limit)
 	}
+	if c.saslPending {
+		return c.readUnpooled(n)
+	}
 	body, held, ok := c.s.pool.get(int(n), c.s.stopping)
 	if !ok {
 		return nil, 0, errClose
@@ -132,6 +138,32 @@ func (c *conn) readFrame() (body []byte, held int64, err error) {
 	return body, held, nil
 }
 
+// unpooled is the held of a body read outside the request pool.
+const unpooled = -1
+
+// preAuthBodyTimeout is how long the body of a frame sent before SASL
+// authentication may take to arrive: the few small frames of a login never
+// need long, and a stalled stranger should not keep its socket a minute.
+const preAuthBodyTimeout = 10 * time.Second
+
+// readUnpooled reads a body sent before authentication, outside the
+// request pool, as Kafka does: the pool is for the requests of
+// authenticated clients, and a stranger declaring
+// sasl.server.max.receive.size and sending nothing must neither take
+// their memory nor make them wait. The buffer grows only with what
+// arrives, so a stalled sender holds almost nothing.
+func (c *conn) readUnpooled(n int32) ([]byte, int64, error) {
+	c.nc.SetReadDeadline(time.Now().Add(preAuthBodyTimeout))
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, c.r, int64(n)); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, 0, err
+	}
+	return buf.Bytes(), unpooled, nil
+}
+
 // freeBody gives the request's body back once its handler is done with
 // it: to the body pool if reuse and the request is a Produce or a Fetch
 // (nothing refers to their bodies after the handler, see bodies.go), and
@@ -140,6 +172,10 @@ func (c *conn) readFrame() (body []byte, held int64, err error) {
 // others' requests waiting for the pool.
 func (c *conn) freeBody(reuse bool) {
 	if c.body == nil {
+		return
+	}
+	if c.held == unpooled {
+		c.body, c.held = nil, 0
 		return
 	}
 	k := c.hdr.key

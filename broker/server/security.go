@@ -64,6 +64,7 @@ func (s *Server) setupSecurity() error {
 	}
 	s.security = map[string]*listenerSecurity{}
 	s.saslMaxReceive = int32(s.cfg.Int("sasl.server.max.receive.size"))
+	s.failedAuthDelay = time.Duration(s.cfg.Int("connection.failed.authentication.delay.ms")) * time.Millisecond
 	if _, err := rand.Read(s.scramFakeKey[:]); err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func (c *conn) checkPreAuth(key int16) error {
 	}
 	c.s.authFailures.WithLabelValues(c.listener, "unauthenticated_request").Inc()
 	c.logger.Warn(fmt.Sprintf("%s before SASL authentication on listener %s (%s); closing the connection: the client must use security.protocol=%s",
-		kmsg.NameForKey(key), c.listener, c.s.security[c.listener].protocol, c.s.security[c.listener].protocol), "client_id", c.clientID)
+		kmsg.NameForKey(key), c.listener, c.s.security[c.listener].protocol, c.s.security[c.listener].protocol), "client_id", clip(c.clientID))
 	return errClose
 }
 
@@ -190,6 +191,18 @@ func newAuthMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
 		[]string{"listener", "reason"})
 	reg.MustRegister(m)
 	return m
+}
+
+// clipLen is how much of a string a stranger chose (a mechanism name, a
+// client id, a user name in a reason) is logged before authentication:
+// enough to recognise it, not enough to fill the log.
+const clipLen = 100
+
+func clip(s string) string {
+	if len(s) <= clipLen {
+		return s
+	}
+	return s[:clipLen] + fmt.Sprintf("...(%d bytes)", len(s))
 }
 
 // frameLimit is the largest frame the connection may send now.

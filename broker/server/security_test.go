@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,8 @@ func startSecured(t *testing.T) *securedBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bootstrapUsers := filepath.Join(dir, "bootstrap-users")
+	os.WriteFile(bootstrapUsers, []byte("# erin\nSCRAM-SHA-512=[name=erin,password=erin-secret,iterations=8192]\n"), 0o600)
 	s.b = testbroker.StartConfig(t, testbroker.Config{
 		Dir: dir, Port: ports[0],
 		Listeners: fmt.Sprintf("PLAINTEXT://%s,SSL://%s,SASL_SSL://%s,SASL_PLAINTEXT://%s", s.plain, s.ssl, s.saslSSL, s.saslPlain),
@@ -94,8 +97,8 @@ func startSecured(t *testing.T) *securedBroker {
 			"group.initial.rebalance.delay.ms=0",
 		},
 		// erin exists from the first start (KIP-900), with both
-		// mechanisms.
-		Args: []string{"--add-scram", "SCRAM-SHA-256=[name=erin,password=erin-secret]", "--add-scram", "SCRAM-SHA-512=[name=erin,password=erin-secret,iterations=8192]"},
+		// mechanisms, one of them from a file (--add-scram @FILE).
+		Args: []string{"--add-scram", "SCRAM-SHA-256=[name=erin,password=erin-secret]", "--add-scram", "@" + bootstrapUsers},
 	})
 	return s
 }
@@ -288,6 +291,8 @@ func TestSecurityListeners(t *testing.T) {
 				}
 				if took := time.Since(began); took > 10*time.Second {
 					t.Errorf("refused after %v", took)
+				} else if errors.Is(err, kerr.SaslAuthenticationFailed) && took < 100*time.Millisecond {
+					t.Errorf("a wrong password refused after %v, before connection.failed.authentication.delay.ms=100", took)
 				}
 			})
 		}
@@ -381,6 +386,16 @@ func TestSecurityListeners(t *testing.T) {
 				if !c.ok && !strings.Contains(string(out), "SASL") {
 					t.Errorf("the refusal does not say SASL:\n%s", out)
 				}
+				if !c.ok {
+					return
+				}
+				// describe asks for topic ids with a request of its own,
+				// which must go through TLS and SASL too.
+				args[1] = "describe"
+				out, err = exec.Command(testbroker.Binary(t), args...).CombinedOutput()
+				if err != nil || !regexp.MustCompile(`(?m)^ID +[A-Za-z0-9_-]{22}$`).Match(out) {
+					t.Errorf("%v: %v; want the topic's id:\n%s", args, err, out)
+				}
 			})
 		}
 	})
@@ -392,12 +407,42 @@ func TestSecurityListeners(t *testing.T) {
 
 	// Credentials are metadata: a restarted broker still has them, and its
 	// listeners come back secured.
+	// A bootstrap credential deleted stays deleted: --add-scram, given
+	// again at the restart, is applied once in the cluster's life.
 	t.Run("restart", func(t *testing.T) {
+		adm, err := kgo.NewClient(kgo.SeedBrokers(s.plain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := kadm.NewClient(adm).AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "erin", Mechanism: kadm.ScramSha256}}, nil)
+		adm.Close()
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		s.b.Stop()
 		s.b.Restart()
 		if err := roundTrip(t, s.saslSSL, "after-restart", kgo.DialTLSConfig(s.tlsConfig()),
 			kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())); err != nil {
 			t.Fatal(err)
+		}
+		if err := roundTrip(t, s.saslSSL, "after-restart", kgo.DialTLSConfig(s.tlsConfig()),
+			kgo.SASL(scram.Auth{User: "erin", Pass: "erin-secret"}.AsSha512Mechanism())); err != nil {
+			t.Fatalf("erin's SCRAM-SHA-512 bootstrap credential: %v", err)
+		}
+		// The bootstrap users are applied by a goroutine after the
+		// start: give it the time it takes to be sure it did nothing.
+		waitLog(t, s.b, "bootstrap SCRAM users")
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.saslSSL), kgo.RequestRetries(0), kgo.DialTLSConfig(s.tlsConfig()),
+			kgo.SASL(scram.Auth{User: "erin", Pass: "erin-secret"}.AsSha256Mechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if _, err = kadm.NewClient(cl).ListTopics(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("erin's deleted SCRAM-SHA-256 credential after a restart with --add-scram: %v", err)
 		}
 	})
 	t.Logf("took %v", time.Since(start))

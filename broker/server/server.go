@@ -78,8 +78,13 @@ type Server struct {
 	security       map[string]*listenerSecurity
 	saslMaxReceive int32
 	scramFakeKey   [32]byte
-	authFailures   *prometheus.CounterVec
-	bootstrapScram []cluster.ScramChange
+	// metadataCaughtUp is set once this node's metadata (SCRAM
+	// credentials among it) has caught up with the quorum's after start.
+	metadataCaughtUp atomic.Bool
+	// failedAuthDelay is connection.failed.authentication.delay.ms.
+	failedAuthDelay time.Duration
+	authFailures    *prometheus.CounterVec
+	bootstrapScram  []cluster.ScramChange
 	// metaOffsets are the metadata offsets brokers reported in their last
 	// heartbeats, by id, on the active controller (see awaitBrokers).
 	metaOffsets sync.Map
@@ -218,6 +223,22 @@ func (s *Server) Start() error {
 		if err := s.ctrl.WaitCaughtUp(10 * time.Second); err != nil {
 			s.logger.Warn("starting with metadata that may be behind the quorum's", "err", err)
 		}
+	}
+	if s.ctrl.Quorum() && !s.controller {
+		// A broker-only node serves at once, but its SCRAM users are
+		// the metadata's: until it has caught up, SCRAM logins are
+		// closed unanswered (clients retry) rather than refused as
+		// wrong passwords during a rolling restart.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.ctrl.WaitCaughtUp(10 * time.Second); err != nil {
+				s.logger.Warn("serving SCRAM logins with metadata that may be behind the quorum's", "err", err)
+			}
+			s.metadataCaughtUp.Store(true)
+		}()
+	} else {
+		s.metadataCaughtUp.Store(true)
 	}
 	s.pids = &producerIDs{ctrl: s.ctrl}
 	s.parts = replica.NewManager(s.cfg, s.dirs, s.logger)

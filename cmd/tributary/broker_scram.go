@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -21,12 +22,32 @@ var addScram []string
 
 func addScramFlag(f *pflag.FlagSet) {
 	f.StringArrayVar(&addScram, "add-scram", nil, "a SCRAM user created when the cluster does not have it yet, as kafka-storage format --add-scram takes it: "+
-		"'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default; repeatable). Give it to every controller; an existing user is never reset")
+		"'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default; repeatable), or @FILE for such lines read from FILE, which keeps passwords out of the command line. "+
+		"Give it to every controller; applied once in the cluster's life: an existing user is never reset, and a user deleted later does not come back")
 }
 
 // parseAddScram reads KIP-900's form: MECHANISM=[name=...,password=...,iterations=...]
 // or with salt=<base64> and saltedpassword=<base64> instead of password.
-func parseAddScram(specs []string) ([]cluster.ScramChange, error) {
+// A spec @FILE stands for the lines of FILE (blank lines and # comments
+// aside).
+func parseAddScram(args []string) ([]cluster.ScramChange, error) {
+	var specs []string
+	for _, a := range args {
+		file, ok := strings.CutPrefix(a, "@")
+		if !ok {
+			specs = append(specs, a)
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--add-scram: %w", err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				specs = append(specs, l)
+			}
+		}
+	}
 	var out []cluster.ScramChange
 	for _, spec := range specs {
 		mechName, rest, ok := strings.Cut(spec, "=")

@@ -3,21 +3,18 @@ package kafkacli
 import (
 	"context"
 	"encoding/base64"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Topic ids came with Metadata v10 (KIP-516); kafka-go speaks Metadata up to
 // v8 and so never sees them. TopicIDs asks for them with one Metadata
-// request encoded by kmsg, the codec the broker itself uses, on a plain
-// connection to a bootstrap broker. Everything else goes through kafka-go.
+// request sent by franz-go, with the same client properties. Everything
+// else goes through kafka-go.
 
 // metadataIDVersion is the newest Metadata version TopicIDs sends; v10 is
 // the oldest that has topic ids.
@@ -77,76 +74,26 @@ func FormatTopicID(id [16]byte) string {
 	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
-// rawRequest sends req to the first bootstrap broker that accepts a
-// connection and decodes its answer into resp.
-func (c *Cluster) rawRequest(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
-	var conn net.Conn
-	var err error
-	d := net.Dialer{Timeout: 10 * time.Second}
-	for _, addr := range c.Brokers {
-		if conn, err = d.DialContext(ctx, "tcp", addr); err == nil {
-			break
-		}
-	}
+// rawRequest sends req through a franz-go client with the process's client
+// properties (TLS, SASL), so that it reaches the listeners every other
+// command reaches, and decodes its answer into resp.
+func (c *Cluster) rawRequest(ctx context.Context, req kmsg.Request, resp *kmsg.MetadataResponse) error {
+	opts, err := ClientOpts()
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	conn.SetDeadline(deadline)
-
-	const correlationID = 1
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(ClientID)).AppendRequest(nil, req, correlationID)
-	if _, err := conn.Write(frame); err != nil {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID(ClientID),
+		kgo.DialTimeout(10 * time.Second), kgo.RequestRetries(1)}, opts...)...)
+	if err != nil {
 		return err
 	}
-	var size [4]byte
-	if _, err := io.ReadFull(conn, size[:]); err != nil {
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := cl.Request(ctx, req)
+	if err != nil {
 		return err
 	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n < 4 || n > 64<<20 {
-		return fmt.Errorf("response of %d bytes", n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(conn, body); err != nil {
-		return err
-	}
-	if got := int32(binary.BigEndian.Uint32(body)); got != correlationID {
-		return fmt.Errorf("correlation id %d, want %d", got, correlationID)
-	}
-	body = body[4:]
-	if resp.IsFlexible() { // response header v1: tagged fields
-		body, err = skipTags(body)
-		if err != nil {
-			return err
-		}
-	}
-	resp.SetVersion(req.GetVersion())
-	return resp.ReadFrom(body)
-}
-
-// skipTags skips a tagged-fields section: a count, then tag, size, data.
-func skipTags(b []byte) ([]byte, error) {
-	errShort := errors.New("short tagged fields")
-	count, n := binary.Uvarint(b)
-	if n <= 0 {
-		return nil, errShort
-	}
-	b = b[n:]
-	for range count {
-		if _, n = binary.Uvarint(b); n <= 0 {
-			return nil, errShort
-		}
-		b = b[n:]
-		size, n := binary.Uvarint(b)
-		if n <= 0 || uint64(len(b)-n) < size {
-			return nil, errShort
-		}
-		b = b[n+int(size):]
-	}
-	return b, nil
+	*resp = *got.(*kmsg.MetadataResponse)
+	return nil
 }
