@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -50,31 +51,32 @@ func parseAddScram(args []string) ([]cluster.ScramChange, error) {
 	}
 	var out []cluster.ScramChange
 	for _, spec := range specs {
+		shown := redactScram(spec)
 		mechName, rest, ok := strings.Cut(spec, "=")
 		m, known := auth.ScramMechanismByName(strings.ToUpper(strings.TrimSpace(mechName)))
 		if !ok || !known {
-			return nil, fmt.Errorf("--add-scram %q: want SCRAM-SHA-256=[name=...,password=...] or SCRAM-SHA-512=[...]", spec)
+			return nil, fmt.Errorf("--add-scram %q: want SCRAM-SHA-256=[name=...,password=...] or SCRAM-SHA-512=[...]", shown)
 		}
 		rest = strings.TrimSpace(rest)
 		if !strings.HasPrefix(rest, "[") || !strings.HasSuffix(rest, "]") {
-			return nil, fmt.Errorf("--add-scram %q: the settings go in brackets: %s=[name=...,password=...]", spec, m.Name)
+			return nil, fmt.Errorf("--add-scram %q: the settings go in brackets: %s=[name=...,password=...]", shown, m.Name)
 		}
 		kv := map[string]string{}
 		for _, p := range strings.Split(rest[1:len(rest)-1], ",") {
 			k, v, ok := strings.Cut(p, "=")
 			if !ok {
-				return nil, fmt.Errorf("--add-scram %q: %q is not key=value", spec, p)
+				return nil, fmt.Errorf("--add-scram %q: a setting is not key=value (a comma in a value?)", shown)
 			}
 			kv[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
 		}
 		ch := cluster.ScramChange{User: kv["name"], Mechanism: m, Iterations: auth.ScramMinIterations, IfAbsent: true}
 		if ch.User == "" {
-			return nil, fmt.Errorf("--add-scram %q: name= is missing", spec)
+			return nil, fmt.Errorf("--add-scram %q: name= is missing", shown)
 		}
 		if it, ok := kv["iterations"]; ok {
 			n, err := strconv.Atoi(it)
 			if err != nil || n < auth.ScramMinIterations || n > auth.ScramMaxIterations {
-				return nil, fmt.Errorf("--add-scram %q: iterations must be %d to %d", spec, auth.ScramMinIterations, auth.ScramMaxIterations)
+				return nil, fmt.Errorf("--add-scram %q: iterations must be %d to %d", shown, auth.ScramMinIterations, auth.ScramMaxIterations)
 			}
 			ch.Iterations = int32(n)
 		}
@@ -85,22 +87,30 @@ func parseAddScram(args []string) ([]cluster.ScramChange, error) {
 			if s, ok := kv["salt"]; ok {
 				var err error
 				if ch.Salt, err = base64.StdEncoding.DecodeString(s); err != nil {
-					return nil, fmt.Errorf("--add-scram %q: salt is not base64", spec)
+					return nil, fmt.Errorf("--add-scram %q: salt is not base64", shown)
 				}
 			}
 			ch.SaltedPassword = m.SaltPassword(pw, ch.Salt, int(ch.Iterations))
 		case salted != "":
 			var err error
 			if ch.SaltedPassword, err = base64.StdEncoding.DecodeString(salted); err != nil {
-				return nil, fmt.Errorf("--add-scram %q: saltedpassword is not base64", spec)
+				return nil, fmt.Errorf("--add-scram %q: saltedpassword is not base64", shown)
 			}
 			if ch.Salt, err = base64.StdEncoding.DecodeString(kv["salt"]); err != nil || len(ch.Salt) == 0 {
-				return nil, fmt.Errorf("--add-scram %q: saltedpassword needs salt=<base64>", spec)
+				return nil, fmt.Errorf("--add-scram %q: saltedpassword needs salt=<base64>", shown)
 			}
 		default:
-			return nil, fmt.Errorf("--add-scram %q: password= (or salt= and saltedpassword=) is missing", spec)
+			return nil, fmt.Errorf("--add-scram %q: password= (or salt= and saltedpassword=) is missing", shown)
 		}
 		out = append(out, ch)
 	}
 	return out, nil
 }
+
+// redactScram is a spec as errors may show it: its passwords and salted
+// passwords starred out, since errors end up in logs and terminals.
+func redactScram(spec string) string {
+	return scramSecret.ReplaceAllString(spec, "${1}=*****")
+}
+
+var scramSecret = regexp.MustCompile(`(?i)\b(password|saltedpassword)\s*=\s*("[^"]*"|[^,\]]*)`)
