@@ -16,7 +16,7 @@ help:
 	@echo 'make test     fetch the test deps, go test -race ./..., each fuzz target for $(TEST_FUZZTIME); says what could not run'
 	@echo '              (PKGS=./broker/log/... for some packages only)'
 	@echo 'make test-long  the cluster fault scenarios at full length (1M records through leader kills) and the loader'"'"'s'
-	@echo '              loads at full size, 5 times each (COUNT=1 once; LONG=cluster or LONG=loader one part)'
+	@echo '              loads at full size, the 200 MB throttled move, 5 times each (COUNT=1 once; LONG=cluster|throttle|loader one part)'
 	@echo 'make fuzz     every Fuzz* target for FUZZTIME each (now $(FUZZTIME))'
 	@echo 'make bench    every benchmark, with allocations'
 	@echo 'make verify   gofmt, go vet, go mod tidy clean, generated docs up to date'
@@ -44,13 +44,17 @@ test:
 	@GO='$(GO)' PKGS='$(PKGS)' TEST_FUZZTIME='$(TEST_FUZZTIME)' bash scripts/test.sh
 
 # The long forms, repeated: the fault scenarios of a replicated cluster
-# (broker/cluster; what issue 5 asks before replication is called done) and
-# the loader's loads at the record counts issue 7 names (make test runs a
-# fifth of them). LONG=cluster or LONG=loader runs one part only.
-LONG ?= cluster loader
+# (broker/cluster; what issue 5 asks before replication is called done),
+# the 200 MB reassignment at a 1 MB/s throttle (issue 30; make test moves
+# 12 MB at 3 MB/s) and the loader's loads at the record counts issue 7
+# names (make test runs a fifth of them). LONG=cluster, LONG=throttle or
+# LONG=loader runs one part only.
+LONG ?= cluster throttle loader
 test-long:
 	@if [[ " $(LONG) " == *" cluster "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestFault|TestReplication|TestGroupSurvives|TestControlledShutdown' -v ./broker/cluster/; fi
+	@if [[ " $(LONG) " == *" throttle "* ]]; then set -x; \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestDynamicConfigsAndThrottledReassignment' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" loader "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestLoadHDFS|TestLoadCrashLoop|TestDataNodeDiesMidWrite' -v ./loader/; fi
 
