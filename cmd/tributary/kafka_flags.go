@@ -11,6 +11,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,7 +42,10 @@ func mirrorKafka(cmd *cobra.Command, tool string, names map[string]string) {
 		return pflag.NormalizedName(name)
 	})
 	var pairs []string
-	for k, v := range names {
+	// In name order: a flag with two Kafka names lists them the same way
+	// in every build of docs/cli-reference.md.
+	for _, k := range slices.Sorted(maps.Keys(names)) {
+		v := names[k]
 		if f := fs.Lookup(v); f != nil && k != v {
 			f.Usage += fmt.Sprintf(" (Kafka: --%s)", k)
 		}
