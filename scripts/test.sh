@@ -55,9 +55,9 @@ trap 'rm -rf "$tmp"' EXIT
 echo "--- $GO test -race ${pkgs[*]}"
 # -json keeps each test's end and skip reason machine-readable; testsummary
 # prints what a plain go test would, and the summary line at the end.
-# -timeout is per package: the loader's (HDFS, pyarrow reading the lake
-# back) takes 6-11 minutes on 2 cores shared with the cluster tests, past
-# go test's default of 10.
+# -timeout is per package: broker/cluster's (three-node clusters) takes
+# 6-7 minutes and the loader's (HDFS, pyarrow reading the lake back) 4-5 on
+# 2 cores shared with the rest, near go test's default of 10.
 "$GO" test -race -timeout 25m -json "${pkgs[@]}" 2>&1 | "$tmp/testsummary" -summary "$tmp/summary"
 status=$?
 

@@ -89,83 +89,91 @@ func (s *Server) preprocessForward(req kmsg.Request) (fwd kmsg.Request, merge fu
 	}
 	switch q := req.(type) {
 	case *kmsg.IncrementalAlterConfigsRequest:
-		errs := make([]error, len(q.Resources))
-		f := *q
-		f.Resources = nil
-		for i, rr := range q.Resources {
-			if errs[i] = badBroker(rr.ResourceType, rr.ResourceName); errs[i] == nil {
-				f.Resources = append(f.Resources, rr)
-			}
-		}
-		if len(f.Resources) == len(q.Resources) {
+		kept, errs := splitResources(q.Resources, func(rr kmsg.IncrementalAlterConfigsRequestResource) error {
+			return badBroker(rr.ResourceType, rr.ResourceName)
+		})
+		if len(kept) == len(q.Resources) {
 			break
 		}
-		merge = func(r kmsg.Response) kmsg.Response {
+		f := *q
+		f.Resources = kept
+		return forwardOrNil(&f, len(kept)), func(r kmsg.Response) kmsg.Response {
 			out := q.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 			var got []kmsg.IncrementalAlterConfigsResponseResource
 			if r != nil {
 				fr := r.(*kmsg.IncrementalAlterConfigsResponse)
 				out.ThrottleMillis, got = fr.ThrottleMillis, fr.Resources
 			}
-			for i, rr := range q.Resources {
+			out.Resources = mergeResources(q.Resources, errs, got, func(rr kmsg.IncrementalAlterConfigsRequestResource, code int16, msg *string) kmsg.IncrementalAlterConfigsResponseResource {
 				sr := kmsg.NewIncrementalAlterConfigsResponseResource()
-				sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-				switch {
-				case errs[i] != nil:
-					sr.ErrorCode, sr.ErrorMessage = kafkaCode(errs[i]), adminMessage(errs[i])
-				case len(got) > 0:
-					sr, got = got[0], got[1:]
-				default:
-					sr.ErrorCode = kerr.UnknownServerError.Code // the controller answered fewer than it was asked
-				}
-				out.Resources = append(out.Resources, sr)
-			}
+				sr.ResourceType, sr.ResourceName, sr.ErrorCode, sr.ErrorMessage = rr.ResourceType, rr.ResourceName, code, msg
+				return sr
+			})
 			return out
 		}
-		if len(f.Resources) == 0 {
-			return nil, merge
-		}
-		return &f, merge
 	case *kmsg.AlterConfigsRequest:
-		errs := make([]error, len(q.Resources))
-		f := *q
-		f.Resources = nil
-		for i, rr := range q.Resources {
-			if errs[i] = badBroker(rr.ResourceType, rr.ResourceName); errs[i] == nil {
-				f.Resources = append(f.Resources, rr)
-			}
-		}
-		if len(f.Resources) == len(q.Resources) {
+		kept, errs := splitResources(q.Resources, func(rr kmsg.AlterConfigsRequestResource) error {
+			return badBroker(rr.ResourceType, rr.ResourceName)
+		})
+		if len(kept) == len(q.Resources) {
 			break
 		}
-		merge = func(r kmsg.Response) kmsg.Response {
+		f := *q
+		f.Resources = kept
+		return forwardOrNil(&f, len(kept)), func(r kmsg.Response) kmsg.Response {
 			out := q.ResponseKind().(*kmsg.AlterConfigsResponse)
 			var got []kmsg.AlterConfigsResponseResource
 			if r != nil {
 				fr := r.(*kmsg.AlterConfigsResponse)
 				out.ThrottleMillis, got = fr.ThrottleMillis, fr.Resources
 			}
-			for i, rr := range q.Resources {
+			out.Resources = mergeResources(q.Resources, errs, got, func(rr kmsg.AlterConfigsRequestResource, code int16, msg *string) kmsg.AlterConfigsResponseResource {
 				sr := kmsg.NewAlterConfigsResponseResource()
-				sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-				switch {
-				case errs[i] != nil:
-					sr.ErrorCode, sr.ErrorMessage = kafkaCode(errs[i]), adminMessage(errs[i])
-				case len(got) > 0:
-					sr, got = got[0], got[1:]
-				default:
-					sr.ErrorCode = kerr.UnknownServerError.Code
-				}
-				out.Resources = append(out.Resources, sr)
-			}
+				sr.ResourceType, sr.ResourceName, sr.ErrorCode, sr.ErrorMessage = rr.ResourceType, rr.ResourceName, code, msg
+				return sr
+			})
 			return out
 		}
-		if len(f.Resources) == 0 {
-			return nil, merge
-		}
-		return &f, merge
 	}
 	return req, func(r kmsg.Response) kmsg.Response { return r }
+}
+
+// splitResources keeps the resources bad refuses nothing of, and says why
+// each other one is refused (errs by the request's index).
+func splitResources[R any](in []R, bad func(R) error) (kept []R, errs []error) {
+	errs = make([]error, len(in))
+	for i, r := range in {
+		if errs[i] = bad(r); errs[i] == nil {
+			kept = append(kept, r)
+		}
+	}
+	return kept, errs
+}
+
+// mergeResources answers every resource of the request in its order: the
+// refused ones with their error, the others with the controller's answers
+// to what was forwarded, in turn.
+func mergeResources[RQ, RS any](in []RQ, errs []error, got []RS, answer func(rq RQ, code int16, msg *string) RS) []RS {
+	out := make([]RS, 0, len(in))
+	for i, rq := range in {
+		switch {
+		case errs[i] != nil:
+			out = append(out, answer(rq, kafkaCode(errs[i]), adminMessage(errs[i])))
+		case len(got) > 0:
+			out, got = append(out, got[0]), got[1:]
+		default: // the controller answered fewer than it was asked
+			out = append(out, answer(rq, kerr.UnknownServerError.Code, nil))
+		}
+	}
+	return out
+}
+
+// forwardOrNil is f, or nil when nothing of the request is left to forward.
+func forwardOrNil(f kmsg.Request, n int) kmsg.Request {
+	if n == 0 {
+		return nil
+	}
+	return f
 }
 
 // forwardedVisible is how long a forwarded change may take to reach this
