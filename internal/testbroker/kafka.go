@@ -120,10 +120,7 @@ group.initial.rebalance.delay.ms=0
 	if err := os.WriteFile(k.props, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A cluster id is a Kafka Uuid: 16 random bytes, base64url unpadded.
-	id := make([]byte, 16)
-	rand.Read(id)
-	if out, errOut, err := RunKafkaTool(t, "kafka.tools.StorageTool", "format", "-t", base64.RawURLEncoding.EncodeToString(id), "-c", k.props); err != nil {
+	if out, errOut, err := RunKafkaTool(t, "kafka.tools.StorageTool", "format", "-t", randomClusterID(), "-c", k.props); err != nil {
 		t.Fatalf("kafka StorageTool format: %v\n%s%s", err, out, errOut)
 	}
 	k.start()
@@ -229,5 +226,18 @@ func (k *Kafka) stop() {
 	}
 	if k.t.Failed() {
 		k.t.Logf("kafka log (warnings and errors):\n%s", k.Tail())
+	}
+}
+
+// randomClusterID is a Kafka Uuid: 16 random bytes, base64url unpadded. Like
+// Kafka's Uuid.randomUuid it never starts with '-', which kafka-storage's
+// argument parser would take for a flag (one id in 64 did, and failed CI).
+func randomClusterID() string {
+	id := make([]byte, 16)
+	for {
+		rand.Read(id)
+		if s := base64.RawURLEncoding.EncodeToString(id); s[0] != '-' {
+			return s
+		}
 	}
 }
