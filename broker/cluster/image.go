@@ -17,14 +17,15 @@ import (
 type TopicID [16]byte
 
 // NewTopicID returns a random version-4 UUID that is not the zero or
-// sentinel id Kafka reserves.
+// sentinel id Kafka reserves and, like Kafka's Uuid.randomUuid, whose string
+// does not start with '-', which command-line parsers take for a flag.
 func NewTopicID() TopicID {
 	for {
 		var id TopicID
 		rand.Read(id[:])
 		id[6] = id[6]&0x0f | 0x40
 		id[8] = id[8]&0x3f | 0x80
-		if id != (TopicID{}) && id != (TopicID{15: 1}) {
+		if id != (TopicID{}) && id != (TopicID{15: 1}) && id.String()[0] != '-' {
 			return id
 		}
 	}
