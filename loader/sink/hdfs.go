@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -17,11 +18,13 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
+	krb "github.com/jcmturner/gokrb5/v8/client"
 )
 
 // hdfsFS is a target directory in HDFS.
 type hdfsFS struct {
 	c    *hdfs.Client
+	krb  *krb.Client // the Kerberos login, nil without Kerberos
 	uri  string
 	root string
 	opts Options
@@ -40,27 +43,41 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 			opts.User = me.Username
 		}
 	}
-	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	c, err := hdfs.NewClient(hdfs.ClientOptions{
-		Addresses:        addrs,
-		User:             opts.User,
-		NamenodeDialFunc: dial,
-		DatanodeDialFunc: dial,
-	})
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	co, kc, err := opts.Kerberos.clientOptions(hadoopConf(), log)
 	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", uri, err)
+	}
+	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	co.Addresses = addrs
+	co.User = opts.User
+	co.NamenodeDialFunc, co.DatanodeDialFunc = dial, dial
+	c, err := hdfs.NewClient(co)
+	if err != nil {
+		if kc != nil {
+			kc.Destroy()
+			return nil, fmt.Errorf("target %s: cannot reach the NameNode at %s with Kerberos (NameNode principal %s): %w", uri, strings.Join(addrs, ","), co.KerberosServicePrincipleName, err)
+		}
 		return nil, fmt.Errorf("target %s: cannot reach the NameNode at %s: %w", uri, strings.Join(addrs, ","), err)
 	}
+	if kc != nil {
+		// The NameNode knows us by the principal's short name from now on.
+		opts.User = c.User()
+	}
 	root := path.Clean("/" + u.Path)
-	h := &hdfsFS{c: c, uri: uri, root: root, opts: opts}
+	h := &hdfsFS{c: c, krb: kc, uri: uri, root: root, opts: opts}
 	// Reach the NameNode and prove the root writable now, so that a bad
 	// target fails before anything is planned.
 	if err := c.MkdirAll(root, 0o755); err != nil {
-		c.Close()
+		h.Close()
 		return nil, fmt.Errorf("target %s is not writable as HDFS user %q (NameNode %s): %w", uri, opts.User, strings.Join(addrs, ","), err)
 	}
 	probe := path.Join(root, fmt.Sprintf(".tributary-probe-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	if err := c.CreateEmptyFile(probe); err != nil {
-		c.Close()
+		h.Close()
 		return nil, fmt.Errorf("target %s is not writable as HDFS user %q: %w", uri, opts.User, err)
 	}
 	c.Remove(probe)
@@ -106,7 +123,15 @@ func namenodes(host string) ([]string, error) {
 }
 
 func (h *hdfsFS) String() string { return h.uri }
-func (h *hdfsFS) Close() error   { return h.c.Close() }
+
+// Close closes the client and stops its ticket renewal.
+func (h *hdfsFS) Close() error {
+	err := h.c.Close()
+	if h.krb != nil {
+		h.krb.Destroy()
+	}
+	return err
+}
 
 func (h *hdfsFS) path(name string) (string, error) {
 	c, err := clean(name)
