@@ -73,6 +73,11 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 	// target fails before anything is planned.
 	if err := c.MkdirAll(root, 0o755); err != nil {
 		h.Close()
+		if kc == nil && strings.Contains(err.Error(), "unexpected sequence number") {
+			// What colinmarc/hdfs makes of a NameNode's "SIMPLE
+			// authentication is not enabled" answer.
+			return nil, fmt.Errorf("target %s: the NameNode %s refused the connection (%w): a Kerberized NameNode does so to a client without Kerberos; set HADOOP_CONF_DIR to the cluster's configuration, or give --hdfs-kerberos-principal and --hdfs-kerberos-keytab", uri, strings.Join(addrs, ","), err)
+		}
 		return nil, fmt.Errorf("target %s is not writable as HDFS user %q (NameNode %s): %w", uri, opts.User, strings.Join(addrs, ","), err)
 	}
 	probe := path.Join(root, fmt.Sprintf(".tributary-probe-%d-%d", os.Getpid(), time.Now().UnixNano()))
