@@ -31,7 +31,8 @@ type hdfsFS struct {
 }
 
 func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
-	addrs, err := namenodes(u.Host)
+	conf := hadoopConf(opts.HadoopConfDir)
+	addrs, err := namenodes(u.Host, conf)
 	if err != nil {
 		return nil, fmt.Errorf("target %q: %w", uri, err)
 	}
@@ -47,7 +48,7 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	co, kc, err := opts.Kerberos.clientOptions(hadoopConf(), log)
+	co, kc, err := opts.Kerberos.clientOptions(conf, log)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", uri, err)
 	}
@@ -91,10 +92,9 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 
 // namenodes resolves the host part of an hdfs:// URI: host:port pairs
 // separated by commas, or a nameservice of the Hadoop configuration.
-func namenodes(host string) ([]string, error) {
+func namenodes(host string, conf hadoopconf.HadoopConf) ([]string, error) {
 	if host == "" {
-		conf, err := hadoopconf.LoadFromEnvironment()
-		if err != nil || len(conf.Namenodes()) == 0 {
+		if len(conf.Namenodes()) == 0 {
 			return nil, errors.New("no NameNode in the URI (hdfs://host:port/path) and none in HADOOP_CONF_DIR's fs.defaultFS")
 		}
 		return conf.Namenodes(), nil
@@ -110,17 +110,15 @@ func namenodes(host string) ([]string, error) {
 		}
 		// One name without a port: a nameservice of the Hadoop configuration,
 		// else a NameNode on the default RPC port.
-		if conf, err := hadoopconf.LoadFromEnvironment(); err == nil {
-			prefix := "dfs.namenode.rpc-address." + a + "."
-			for k, v := range conf {
-				if strings.HasPrefix(k, prefix) {
-					out = append(out, v)
-				}
+		prefix := "dfs.namenode.rpc-address." + a + "."
+		for k, v := range conf {
+			if strings.HasPrefix(k, prefix) {
+				out = append(out, v)
 			}
-			sort.Strings(out)
-			if len(out) > 0 {
-				return out, nil
-			}
+		}
+		sort.Strings(out)
+		if len(out) > 0 {
+			return out, nil
 		}
 		return []string{net.JoinHostPort(a, "8020")}, nil
 	}

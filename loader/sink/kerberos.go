@@ -69,10 +69,16 @@ func (k Kerberos) enabled(conf hadoopconf.HadoopConf) bool {
 		strings.EqualFold(conf["hadoop.security.authentication"], "kerberos")
 }
 
-// hadoopConf is HADOOP_CONF_DIR's (or HADOOP_HOME's) configuration; a
-// missing one is empty.
-func hadoopConf() hadoopconf.HadoopConf {
-	conf, err := hadoopconf.LoadFromEnvironment()
+// hadoopConf is the Hadoop configuration in dir, else HADOOP_CONF_DIR's (or
+// HADOOP_HOME's); a missing one is empty.
+func hadoopConf(dir string) hadoopconf.HadoopConf {
+	var conf hadoopconf.HadoopConf
+	var err error
+	if dir != "" {
+		conf, err = hadoopconf.Load(dir)
+	} else {
+		conf, err = hadoopconf.LoadFromEnvironment()
+	}
 	if err != nil || conf == nil {
 		return hadoopconf.HadoopConf{}
 	}
@@ -146,7 +152,7 @@ func (k Kerberos) login() (cl *krb.Client, how string, err error) {
 		cl = krb.NewWithKeytab(user, realm, kt, cfg, krb.DisablePAFXFAST(true))
 		if err := cl.Login(); err != nil {
 			cl.Destroy()
-			return nil, "", fmt.Errorf("Kerberos: login as %s@%s with keytab %s failed: %w", user, realm, k.Keytab, err)
+			return nil, "", fmt.Errorf("Kerberos: login as %s@%s with keytab %s failed%s: %w", user, realm, k.Keytab, kdcHint(err), err)
 		}
 		return cl, "keytab " + k.Keytab, nil
 	}
@@ -188,6 +194,20 @@ func (k Kerberos) login() (cl *krb.Client, how string, err error) {
 		return nil, "", fmt.Errorf("Kerberos: the TGT in ticket cache %s is expired and cannot be renewed: %w (run kinit)", cc, err)
 	}
 	return cl, "ticket cache " + cc, nil
+}
+
+// kdcHint says in words what the KDC's usual refusals of a keytab login
+// mean; gokrb5's message has only the code.
+func kdcHint(err error) string {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "PREAUTH_FAILED"), strings.Contains(msg, "BAD_INTEGRITY"):
+		return " (the keytab's keys are not the principal's current keys: a keytab from before a password change or key rotation?)"
+	case strings.Contains(msg, "C_PRINCIPAL_UNKNOWN"):
+		return " (the KDC does not know this principal)"
+	case strings.Contains(msg, "no keytab entry"), strings.Contains(msg, "matching"):
+		return " (the keytab holds no keys of this principal)"
+	}
+	return ""
 }
 
 // splitPrincipal splits user[/host][@REALM].

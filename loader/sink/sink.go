@@ -56,6 +56,9 @@ type Options struct {
 	// Kerberos logs in to a Kerberized HDFS (kerberos.go); then User is
 	// ignored and the principal's short name is the HDFS user.
 	Kerberos Kerberos
+	// HadoopConfDir holds core-site.xml and hdfs-site.xml; default
+	// $HADOOP_CONF_DIR, else $HADOOP_HOME/conf.
+	HadoopConfDir string
 	// Log receives the Kerberos login line; nil is slog.Default().
 	Log *slog.Logger
 }
