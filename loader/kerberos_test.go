@@ -16,7 +16,7 @@ import (
 )
 
 // TestLoadKerberos loads into a Kerberized HDFS (a MiniKdc, a NameNode and
-// DataNode that take Kerberos only, SASL on data transfer), as an operator
+// DataNode that take Kerberos only, RPC privacy, SASL on data transfer), as an operator
 // of a secure cluster would: HADOOP_CONF_DIR for the cluster's settings, a
 // keytab and a principal on the command line. With a keytab of the wrong
 // keys, a principal the KDC does not know, or no Kerberos at all, the load
@@ -64,7 +64,7 @@ func TestLoadKerberos(t *testing.T) {
 		}
 		// What the operator sees: who logged in, from where, and how the
 		// cluster's traffic is protected.
-		for _, s := range []string{"Kerberos login", "principal=" + k.Principal, "keytab " + k.Keytab, "dfs.data.transfer.protection=authentication"} {
+		for _, s := range []string{"Kerberos login", "principal=" + k.Principal, "keytab " + k.Keytab, "hadoop.rpc.protection=privacy", "dfs.data.transfer.protection=authentication"} {
 			if !strings.Contains(out, s) {
 				t.Errorf("the load's output lacks %q:\n%s", s, out)
 			}

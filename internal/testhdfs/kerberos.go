@@ -43,7 +43,11 @@ func Kerberized(t testing.TB) *Cluster {
 	if kerberizedFailed != nil {
 		t.Fatalf("the Kerberized HDFS did not start earlier in this test process: %v", kerberizedFailed)
 	}
-	c := start(t, &kerberizedSkipped, &kerberizedFailed, "HDFS_KERBEROS=1")
+	// RPC privacy, as secure clusters commonly run; the DataNodes accept
+	// authentication too, the one level colinmarc/hdfs reads blocks under
+	// (loader/sink/kerberos.go).
+	c := start(t, &kerberizedSkipped, &kerberizedFailed, "HDFS_KERBEROS=1",
+		"HDFS_RPC_PROTECTION=privacy", "HDFS_DATA_TRANSFER_PROTECTION=authentication,privacy")
 	if c.Kerberos == nil {
 		kerberizedFailed = errors.New("scripts/hdfs-up.sh with HDFS_KERBEROS=1 printed no Kerberos settings")
 		t.Fatal(kerberizedFailed)

@@ -91,6 +91,9 @@ func hadoopConf(dir string) hadoopconf.HadoopConf {
 func (k Kerberos) clientOptions(conf hadoopconf.HadoopConf, log *slog.Logger) (hdfs.ClientOptions, *krb.Client, error) {
 	o := hdfs.ClientOptionsFromConf(conf)
 	o.KerberosClient = nil
+	if err := dataTransferProtection(&o, conf); err != nil {
+		return o, nil, err
+	}
 	if !k.enabled(conf) {
 		return o, nil, nil
 	}
@@ -121,6 +124,31 @@ func (k Kerberos) clientOptions(conf hadoopconf.HadoopConf, log *slog.Logger) (h
 	log.Info("hdfs: Kerberos login", "principal", cl.Credentials.CName().PrincipalNameString()+"@"+cl.Credentials.Domain(),
 		"from", how, "namenode_principal", spn, "hadoop.rpc.protection", rpcProt, "dfs.data.transfer.protection", dtProt)
 	return o, cl, nil
+}
+
+// dataTransferProtection settles the SASL protection of the DataNode
+// connections. colinmarc/hdfs v2.4.0 writes blocks under every level, but
+// reads under integrity and privacy fail ("proto: cannot parse invalid
+// wire-format data": its digest-MD5 connection's Read drops the bytes it
+// had buffered from the previous frame), and the loader reads its plans,
+// manifests and leases back. The DataNode accepts any level of its list, so
+// authentication is taken when the list has it; a cluster that insists on
+// more gets a clear error before anything is written.
+func dataTransferProtection(o *hdfs.ClientOptions, conf hadoopconf.HadoopConf) error {
+	if strings.EqualFold(conf["dfs.encrypt.data.transfer"], "true") {
+		return errors.New("dfs.encrypt.data.transfer=true (encrypted DataNode transfer) is not supported: the HDFS client cannot read blocks under SASL privacy; the cluster must accept dfs.data.transfer.protection=authentication")
+	}
+	levels := strings.Split(strings.ToLower(conf["dfs.data.transfer.protection"]), ",")
+	for _, l := range levels {
+		if strings.TrimSpace(l) == "authentication" {
+			o.DataTransferProtection = "authentication"
+			return nil
+		}
+	}
+	if o.DataTransferProtection != "" {
+		return fmt.Errorf("dfs.data.transfer.protection=%s is not supported: the HDFS client cannot read blocks under SASL integrity or privacy; the cluster must accept authentication (e.g. dfs.data.transfer.protection=authentication,privacy)", conf["dfs.data.transfer.protection"])
+	}
+	return nil
 }
 
 // login gets a TGT from the keytab or the ticket cache; how says which, for
