@@ -20,12 +20,14 @@ package sink
 // hdfs-site.xml), as a Hadoop client does: hadoop.security.authentication,
 // dfs.namenode.kerberos.principal (the service principal; _HOST becomes the
 // NameNode's host as written in the target URI), dfs.data.transfer.protection
-// or dfs.encrypt.data.transfer (SASL on the DataNode connections), and
-// hadoop.rpc.protection. The RPC quality of protection is the NameNode's to
-// choose (it offers it in the SASL negotiation, and the client takes the
-// strongest offered); the client refuses a NameNode that offers less than
-// the local hadoop.rpc.protection only in so far as colinmarc/hdfs does,
-// which is not at all, so the setting is logged rather than enforced.
+// and dfs.encrypt.data.transfer (SASL on the DataNode connections, see
+// dataTransferProtection), and hadoop.rpc.protection. The RPC's quality of
+// protection is the NameNode's choice: it offers it in the SASL negotiation
+// and colinmarc/hdfs takes the strongest offered, with no way to refuse a
+// weaker one, so the local hadoop.rpc.protection is logged, not enforced.
+//
+// A failed login is an error that starts with "Kerberos:" and is returned
+// before the NameNode is contacted, so nothing is written.
 
 import (
 	"errors"
