@@ -49,6 +49,8 @@
 # directories and clients create their own. More settings:
 #   HDFS_RPC_PROTECTION            hadoop.rpc.protection (default authentication)
 #   HDFS_DATA_TRANSFER_PROTECTION  dfs.data.transfer.protection (default authentication)
+#   HDFS_KDC_TICKET_LIFETIME_MS    the KDC's max.ticket.lifetime (default 10 hours):
+#                                  short tickets, for tests of ticket renewal
 # The KDC keeps its database in memory: a restarted instance gets a new KDC,
 # new keys and a new keytab (the daemons are restarted with it).
 #
@@ -300,11 +302,14 @@ if ((kerberos)); then
     kdc_pid=$(state_get HDFS_KDC_PID)
   else
     rm -rf "$kdc_dir" && mkdir -p "$kdc_dir"
+    kdc_props="$kdc_dir/kdc.properties"
+    sed "s/^max.ticket.lifetime=.*/max.ticket.lifetime=${HDFS_KDC_TICKET_LIFETIME_MS:-36000000}/" \
+      "$tmpl/minikdc/kdc.properties" >"$kdc_props"
     # MiniKdc's main: WORKDIR PROPERTIES KEYTAB PRINCIPAL...; it writes
     # WORKDIR/krb5.conf (with the port it got) and runs until killed.
     setsid java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true \
       -Dtributary.hdfs.dir="$dir" -Dproc_kdc -cp "$kdc_lib/*" org.apache.hadoop.minikdc.MiniKdc \
-      "$kdc_dir" "$tmpl/minikdc/kdc.properties" "$keytab" hdfs/localhost HTTP/localhost "$user" \
+      "$kdc_dir" "$kdc_props" "$keytab" hdfs/localhost HTTP/localhost "$user" \
       </dev/null >>"$dir/logs/kdc.log" 2>&1 &
     kdc_pid=$!
     kdc_deadline=$((SECONDS + 60))

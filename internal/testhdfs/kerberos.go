@@ -3,6 +3,8 @@ package testhdfs
 import (
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
@@ -61,4 +63,25 @@ func KerberizedDir(t testing.TB) string {
 	t.Helper()
 	Kerberized(t)
 	return dirName(t)
+}
+
+// StartKerberized starts a Kerberized HDFS for the calling test alone, with
+// hdfs-up.sh's environment added to env (HDFS_KDC_TICKET_LIFETIME_MS=...,
+// for instance), and stops it when the test ends. It costs three JVMs and a
+// start; tests that do not change the cluster's settings share Kerberized.
+func StartKerberized(t testing.TB, env ...string) *Cluster {
+	t.Helper()
+	if os.Getenv("TRIBUTARY_HDFS_NAMENODE") != "" {
+		t.Skip("TRIBUTARY_HDFS_NAMENODE names an outside cluster; the Kerberos tests start their own")
+	}
+	var skipped string
+	var failed error
+	c := start(t, &skipped, &failed, append([]string{"HDFS_KERBEROS=1"}, env...)...)
+	t.Cleanup(func() {
+		out, err := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "hdfs-down.sh"), c.State).CombinedOutput()
+		if err != nil {
+			t.Errorf("scripts/hdfs-down.sh %s: %v\n%s", c.State, err, out)
+		}
+	})
+	return c
 }
