@@ -39,8 +39,9 @@
 # principals hdfs/localhost (NameNode and DataNode), HTTP/localhost (their
 # web servers) and $HDFS_USER, all in one keytab; the NameNode and DataNode
 # run with hadoop.security.authentication=kerberos, block access tokens and
-# SASL on data transfer instead of privileged ports (as Hadoop's secure
-# MiniDFSCluster tests do). It prints, besides the usual lines,
+# SASL on data transfer instead of privileged ports, and HTTPS only with a
+# self-signed key made by keytool (as Hadoop's secure MiniDFSCluster tests
+# do); HDFS_NAMENODE_HTTP is then an HTTPS port. It prints, besides the usual lines,
 #   HDFS_KERBEROS=1  KRB5_CONFIG=<krb5.conf>  HDFS_KEYTAB=<keytab>
 #   HDFS_PRINCIPAL=$HDFS_USER@EXAMPLE.COM  HDFS_NAMENODE_PRINCIPAL=hdfs/localhost@EXAMPLE.COM
 #   HDFS_CONF_DIR=<dir>/conf   (a client's HADOOP_CONF_DIR)
@@ -236,7 +237,7 @@ dt_prot=${HDFS_DATA_TRANSFER_PROTECTION:-authentication}
 with_kerberos() {
   if ((!kerberos)); then cat; return; fi
   local frag
-  frag=$(sed -e "s|@DIR@|$dir|g" -e "s|@REALM@|$realm|g" -e "s|@KEYTAB@|$keytab|g" -e "s|@USER@|$user|g" \
+  frag=$(sed -e "s|@DIR@|$dir|g" -e "s|@NN_HTTP_PORT@|$http_port|g" -e "s|@REALM@|$realm|g" -e "s|@KEYTAB@|$keytab|g" -e "s|@USER@|$user|g" \
              -e "s|@RPC_PROTECTION@|$rpc_prot|g" -e "s|@DATA_TRANSFER_PROTECTION@|$dt_prot|g" "$tmpl/$1")
   grep -v -e '<name>hadoop.security.authentication</name>' -e '<name>hadoop.security.authorization</name>' \
           -e 'No Kerberos:' | awk -v frag="$frag" '/<\/configuration>/ { print frag } { print }'
@@ -244,6 +245,36 @@ with_kerberos() {
 subst "$tmpl/core-site.xml.in" | with_kerberos core-site-kerberos.xml.in >"$conf/core-site.xml"
 subst "$tmpl/hdfs-site.xml.in" | with_kerberos hdfs-site-kerberos.xml.in >"$conf/hdfs-site.xml"
 cp "$tmpl/log4j.properties" "$conf/log4j.properties"
+
+# Kerberized mode serves HTTPS only: a self-signed key for localhost and
+# 127.0.0.1, made once per instance directory (keytool, 1 JVM), and Hadoop's
+# ssl-server.xml / ssl-client.xml pointing at it.
+http_scheme=http
+if ((kerberos)); then
+  http_scheme=https
+  ssl="$dir/ssl"
+  if [[ ! -s "$ssl/keystore.jks" ]]; then
+    mkdir -p "$ssl"
+    command -v keytool >/dev/null || die "keytool not found (it comes with the JDK)"
+    keytool -genkeypair -noprompt -alias hdfs -keyalg RSA -keysize 2048 -validity 30 \
+      -dname "CN=localhost" -ext "SAN=dns:localhost,ip:127.0.0.1" \
+      -keystore "$ssl/keystore.jks" -storetype JKS -storepass tributary -keypass tributary >/dev/null 2>&1 ||
+      die "keytool could not make $ssl/keystore.jks"
+  fi
+  for side in server client; do
+    cat >"$conf/ssl-$side.xml" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by scripts/hdfs-up.sh (HDFS_KERBEROS=1): a self-signed test key, its own trust store. -->
+<configuration>
+  <property><name>ssl.$side.keystore.location</name><value>$ssl/keystore.jks</value></property>
+  <property><name>ssl.$side.keystore.password</name><value>tributary</value></property>
+  <property><name>ssl.$side.keystore.keypassword</name><value>tributary</value></property>
+  <property><name>ssl.$side.truststore.location</name><value>$ssl/keystore.jks</value></property>
+  <property><name>ssl.$side.truststore.password</name><value>tributary</value></property>
+</configuration>
+EOF
+  done
+fi
 
 # --- the JVMs -------------------------------------------------------------------
 
@@ -363,7 +394,7 @@ if ((dn_only)); then
   dn_log_from=$(stat -c %s "$dir/logs/datanode.log" 2>/dev/null || echo 0)
   log "the NameNode runs (pid $nn_pid); starting the DataNode alone; dir $dir"
 else
-  log "starting NameNode (rpc 127.0.0.1:$nn_port, http 127.0.0.1:$http_port) and DataNode; dir $dir"
+  log "starting NameNode (rpc 127.0.0.1:$nn_port, $http_scheme 127.0.0.1:$http_port) and DataNode; dir $dir"
   nn_pid=$(start namenode org.apache.hadoop.hdfs.server.namenode.NameNode)
 fi
 dn_pid=$(start datanode org.apache.hadoop.hdfs.server.datanode.DataNode)
@@ -411,6 +442,7 @@ HDFS_STATE=$state
 HDFS_DIR_OWNED=$owned
 HDFS_USER=$user
 HDFS_NAMENODE_HTTP=127.0.0.1:$http_port
+HDFS_NAMENODE_HTTP_SCHEME=$http_scheme
 HDFS_NAMENODE_PID=$nn_pid
 HDFS_DATANODE_PID=$dn_pid
 HDFS_WATCHDOG_PID=$watch_pid
@@ -427,7 +459,7 @@ write_state 0
 
 # --- wait until writable ----------------------------------------------------------
 
-jmx() { curl -fsS --max-time 2 "http://127.0.0.1:$http_port/jmx?qry=Hadoop:service=NameNode,name=$1" 2>/dev/null; }
+jmx() { curl -kfsS --max-time 2 "$http_scheme://127.0.0.1:$http_port/jmx?qry=Hadoop:service=NameNode,name=$1" 2>/dev/null; }
 jnum() { sed -n "s/.*\"$1\" *: *\\([0-9-]*\\).*/\\1/p" | head -n 1; }
 deadline=$((SECONDS + timeout))
 ready=0 phase="NameNode HTTP" warmed=0
