@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // An executor runs a saved plan's units somewhere other than the scheduler's
@@ -30,6 +31,7 @@ type processExecutor struct {
 	target    string
 	bootstrap string
 	hdfsUser  string
+	kerberos  sink.Kerberos
 	log       *slog.Logger
 }
 
@@ -46,6 +48,7 @@ func (e *processExecutor) execute(ctx context.Context, p *loader.Plan, paralleli
 		if e.hdfsUser != "" {
 			args = append(args, "--hdfs-user", e.hdfsUser)
 		}
+		args = append(args, e.kerberos.Flags()...)
 		wg.Go(func() {
 			errs[i] = runChild(ctx, e.log, fmt.Sprintf("worker %d/%d", i, n), e.bin, args, nil)
 		})

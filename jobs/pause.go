@@ -47,10 +47,7 @@ func (s *Scheduler) SetPaused(name string, paused bool) error {
 	if j == nil {
 		return fmt.Errorf("job %q has no valid definition: %v", name, st.problem)
 	}
-	opts := j.Sink
-	if opts.User == "" {
-		opts.User = s.opts.HDFSUser
-	}
+	opts := s.sinkOptions(j)
 	fs, err := sink.Open(j.Target, opts)
 	if err != nil {
 		return err

@@ -101,10 +101,7 @@ func (s *Scheduler) finish(st *jobState, j *Job, cfg *Config, rec *Record, outco
 // attempt makes one try of a run under the job's lease.
 func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Config, rec *Record, trigger string) (err error) {
 	a := Attempt{Owner: s.opts.Owner, Started: time.Now().UTC()}
-	opts := j.Sink
-	if opts.User == "" {
-		opts.User = s.opts.HDFSUser
-	}
+	opts := s.sinkOptions(j)
 	fs, err := sink.Open(j.Target, opts)
 	if err != nil {
 		return s.failAttempt(j, rec, a, err)
@@ -182,7 +179,7 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 	}
 	switch j.Executor {
 	case ExecProcess:
-		e := &processExecutor{bin: s.opts.Binary, target: fs.String(), bootstrap: bootstrap, hdfsUser: opts.User, log: s.log}
+		e := &processExecutor{bin: s.opts.Binary, target: fs.String(), bootstrap: bootstrap, hdfsUser: opts.User, kerberos: opts.Kerberos, log: s.log}
 		l.Hooks.Execute = e.execute
 	case ExecCommand:
 		e := &commandExecutor{argv: j.Command, target: fs.String(), log: s.log}
@@ -304,10 +301,7 @@ func (s *Scheduler) persist(st *jobState, j *Job, cfg *Config, rec *Record, fs s
 	pending := append([]*Record(nil), st.pending...)
 	s.mu.Unlock()
 	if fs == nil {
-		opts := j.Sink
-		if opts.User == "" {
-			opts.User = s.opts.HDFSUser
-		}
+		opts := s.sinkOptions(j)
 		var err error
 		if fs, err = sink.Open(j.Target, opts); err != nil {
 			s.keepPending(st, snap, err)

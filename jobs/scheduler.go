@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // Options configure a Scheduler.
@@ -25,6 +27,9 @@ type Options struct {
 	// Bootstrap and HDFSUser are the defaults of jobs that set none.
 	Bootstrap string
 	HDFSUser  string
+	// Kerberos is how every job logs in to a Kerberized HDFS (one login
+	// for the scheduler, not one per job).
+	Kerberos sink.Kerberos
 	// Binary is the tributary executable the process executor starts
 	// (default: this process's own).
 	Binary string
@@ -327,4 +332,17 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// sinkOptions are how every HDFS client of job j is opened: the job's own
+// settings, the scheduler's defaults under them, and the scheduler's
+// Kerberos login.
+func (s *Scheduler) sinkOptions(j *Job) sink.Options {
+	opts := j.Sink
+	if opts.User == "" {
+		opts.User = s.opts.HDFSUser
+	}
+	opts.Kerberos = s.opts.Kerberos
+	opts.Log = s.log
+	return opts
 }

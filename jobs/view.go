@@ -142,10 +142,7 @@ func (s *Scheduler) Runs(ctx context.Context, name string, limit int) ([]*Record
 	if j == nil {
 		return nil, st.problem
 	}
-	opts := j.Sink
-	if opts.User == "" {
-		opts.User = s.opts.HDFSUser
-	}
+	opts := s.sinkOptions(j)
 	byID := map[string]*Record{}
 	var ferr error
 	if fs, err := sink.Open(j.Target, opts); err != nil {

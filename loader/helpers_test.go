@@ -152,7 +152,13 @@ type lake struct {
 // and reads every Parquet file with pyarrow.
 func readLake(t *testing.T, target, topic string) *lake {
 	t.Helper()
-	fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+	return readLakeWith(t, target, topic, sink.Options{User: testhdfs.DefaultUser})
+}
+
+// readLakeWith is readLake with the target opened with opts.
+func readLakeWith(t *testing.T, target, topic string, opts sink.Options) *lake {
+	t.Helper()
+	fs, err := sink.Open(target, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

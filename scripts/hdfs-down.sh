@@ -44,7 +44,8 @@ if [[ -n "$watch" && "$watch" != "$$" ]] && tr '\0' ' ' <"/proc/$watch/cmdline" 
 fi
 
 pids=()
-for k in HDFS_DATANODE_PID HDFS_NAMENODE_PID; do
+# The KDC last: the daemons may still renew their tickets while they stop.
+for k in HDFS_DATANODE_PID HDFS_NAMENODE_PID HDFS_KDC_PID; do
   p=$(get "$k")
   if ours "$p"; then
     kill -TERM "$p" 2>/dev/null || true
@@ -71,6 +72,6 @@ if [[ "$owned" == 1 && "$keep" != 1 ]]; then
   rm -rf "$dir" 2>/dev/null || { sleep 0.5; rm -rf "$dir"; }
   log "removed $dir"
 else
-  sed -i '/^HDFS_\(NAMENODE\|DATANODE\|WATCHDOG\)_PID=/d' "$state"
+  sed -i '/^HDFS_\(NAMENODE\|DATANODE\|WATCHDOG\|KDC\)_PID=/d' "$state"
   log "kept $dir"
 fi

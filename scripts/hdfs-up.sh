@@ -31,6 +31,29 @@
 #   HDFS_OWNER_PID     stop the cluster (hdfs-down.sh) when this process exits:
 #                      tests pass their own PID so nothing outlives them.
 #   HDFS_JARS_ONLY=1   only fetch the jars, print HADOOP_LIB=<dir> and exit.
+#   HDFS_KERBEROS=1    a Kerberized HDFS (below).
+#
+# Kerberized mode (HDFS_KERBEROS=1): a MiniKdc (org.apache.hadoop:hadoop-minikdc,
+# an Apache Kerby KDC, jars from scripts/hadoop/minikdc/pom.xml into
+# <cache>/minikdc-lib) on loopback in a third JVM, realm EXAMPLE.COM, with the
+# principals hdfs/localhost (NameNode and DataNode), HTTP/localhost (their
+# web servers) and $HDFS_USER, all in one keytab; the NameNode and DataNode
+# run with hadoop.security.authentication=kerberos, block access tokens and
+# SASL on data transfer instead of privileged ports, and HTTPS only with a
+# self-signed key made by keytool (as Hadoop's secure MiniDFSCluster tests
+# do); HDFS_NAMENODE_HTTP is then an HTTPS port. It prints, besides the usual lines,
+#   HDFS_KERBEROS=1  KRB5_CONFIG=<krb5.conf>  HDFS_KEYTAB=<keytab>
+#   HDFS_PRINCIPAL=$HDFS_USER@EXAMPLE.COM  HDFS_NAMENODE_PRINCIPAL=hdfs/localhost@EXAMPLE.COM
+#   HDFS_CONF_DIR=<dir>/conf   (a client's HADOOP_CONF_DIR)
+# HDFS_PERMISSIONS defaults to false here: the setup of /user and /tmp goes
+# through WebHDFS, which would need SPNEGO, so the script creates no
+# directories and clients create their own. More settings:
+#   HDFS_RPC_PROTECTION            hadoop.rpc.protection (default authentication)
+#   HDFS_DATA_TRANSFER_PROTECTION  dfs.data.transfer.protection (default authentication)
+#   HDFS_KDC_TICKET_LIFETIME_MS    the KDC's max.ticket.lifetime (default 10 hours):
+#                                  short tickets, for tests of ticket renewal
+# The KDC keeps its database in memory: a restarted instance gets a new KDC,
+# new keys and a new keytab (the daemons are restarted with it).
 #
 # Restarting: with the HDFS_DIR of a stopped instance (hdfs-down.sh --keep),
 # the script starts it again on the same ports and data. If only its DataNode
@@ -97,8 +120,40 @@ fetch_jars() {
 }
 
 complete || fetch_jars
+
+kerberos=${HDFS_KERBEROS:-0}
+kdc_pom="$tmpl/minikdc/pom.xml"
+kdc_lib="$root/minikdc-lib"
+kdc_stamp="$root/.minikdc-complete"
+kdc_want=$(sha256sum "$kdc_pom" | cut -d' ' -f1)
+kdc_complete() { [[ -f "$kdc_stamp" && "$(cat "$kdc_stamp")" == "$kdc_want" && -d "$kdc_lib" ]]; }
+fetch_kdc_jars() {
+  command -v mvn >/dev/null || die "mvn not found (install Maven 3.8+ and Java 17+)"
+  exec 9>"$root/.lock"
+  if command -v flock >/dev/null; then flock 9; fi
+  if ! kdc_complete; then
+    rm -f "$kdc_stamp"
+    local tmp
+    tmp=$(mktemp -d "$root/minikdc-lib.tmp.XXXXXX")
+    log "resolving org.apache.hadoop:hadoop-minikdc:$HADOOP_VERSION from Maven Central into $kdc_lib ..."
+    if ! mvn -B -q -Dstyle.color=never -f "$kdc_pom" \
+        dependency:copy-dependencies -DoutputDirectory="$tmp" >&2 ||
+       [[ ! -f "$tmp/hadoop-minikdc-$HADOOP_VERSION.jar" ]]; then
+      rm -rf "$tmp"
+      exec 9>&-
+      die "mvn could not fetch hadoop-minikdc-$HADOOP_VERSION"
+    fi
+    rm -rf "$kdc_lib"
+    mv "$tmp" "$kdc_lib"
+    echo "$kdc_want" >"$kdc_stamp"
+  fi
+  exec 9>&-
+}
+if ((kerberos)); then kdc_complete || fetch_kdc_jars; fi
+
 if [[ "${HDFS_JARS_ONLY:-}" == 1 ]]; then
   echo "HADOOP_LIB=$lib"
+  ((kerberos)) && echo "MINIKDC_LIB=$kdc_lib"
   exit 0
 fi
 
@@ -122,22 +177,24 @@ state_get() { [[ -f "$state" ]] || return 0; sed -n "s/^$1=//p" "$state" | tail 
 # alive PID: the process exists and is a JVM of this instance (not a reused PID).
 alive() { [[ -n "$1" ]] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "-Dtributary.hdfs.dir=$dir "; }
 
-if [[ -f "$state" && "$(state_get HDFS_READY)" == 1 ]] &&
+if [[ -f "$state" && "$(state_get HDFS_KERBEROS)" == 1 ]]; then kerberos=1; fi
+kdc_ok() { ((!kerberos)) || alive "$(state_get HDFS_KDC_PID)"; }
+if [[ -f "$state" && "$(state_get HDFS_READY)" == 1 ]] && kdc_ok &&
    alive "$(state_get HDFS_NAMENODE_PID)" && alive "$(state_get HDFS_DATANODE_PID)"; then
   log "already running in $dir"
-  grep -E '^(HDFS_DIR|HDFS_STATE|HDFS_USER|HDFS_NAMENODE_HTTP)=' "$state"
+  grep -E '^(HDFS_DIR|HDFS_STATE|HDFS_USER|HDFS_NAMENODE_HTTP|HDFS_KERBEROS|KRB5_CONFIG|HDFS_KEYTAB|HDFS_PRINCIPAL|HDFS_NAMENODE_PRINCIPAL|HDFS_CONF_DIR)=' "$state"
   grep -E '^HDFS_NAMENODE=' "$state"
   exit 0
 fi
 
 # The NameNode runs but the DataNode does not (both running exited above).
 dn_only=0
-if [[ -f "$state" && "$(state_get HDFS_READY)" == 1 ]] && alive "$(state_get HDFS_NAMENODE_PID)"; then
+if [[ -f "$state" && "$(state_get HDFS_READY)" == 1 ]] && kdc_ok && alive "$(state_get HDFS_NAMENODE_PID)"; then
   dn_only=1
 fi
 
 user=${HDFS_USER:-tributary}
-perms=${HDFS_PERMISSIONS:-true}
+if ((kerberos)); then perms=${HDFS_PERMISSIONS:-false}; else perms=${HDFS_PERMISSIONS:-true}; fi
 timeout=${HDFS_TIMEOUT:-120}
 heap=${HDFS_HEAP:-512m}
 level=${HDFS_LOG_LEVEL:-INFO}
@@ -170,9 +227,54 @@ subst() {
   sed -e "s|@DIR@|$dir|g" -e "s|@NN_PORT@|$nn_port|g" -e "s|@NN_HTTP_PORT@|$http_port|g" \
       -e "s|@USER@|$user|g" -e "s|@PERMISSIONS@|$perms|g" "$1"
 }
-subst "$tmpl/core-site.xml.in" >"$conf/core-site.xml"
-subst "$tmpl/hdfs-site.xml.in" >"$conf/hdfs-site.xml"
+kdc_dir="$dir/kdc"
+realm=EXAMPLE.COM
+keytab="$kdc_dir/hdfs.keytab"
+rpc_prot=${HDFS_RPC_PROTECTION:-authentication}
+dt_prot=${HDFS_DATA_TRANSFER_PROTECTION:-authentication}
+# with_kerberos FRAGMENT: the Kerberos properties of FRAGMENT go in before
+# </configuration>, in place of the simple-authentication ones.
+with_kerberos() {
+  if ((!kerberos)); then cat; return; fi
+  local frag
+  frag=$(sed -e "s|@DIR@|$dir|g" -e "s|@NN_HTTP_PORT@|$http_port|g" -e "s|@REALM@|$realm|g" -e "s|@KEYTAB@|$keytab|g" -e "s|@USER@|$user|g" \
+             -e "s|@RPC_PROTECTION@|$rpc_prot|g" -e "s|@DATA_TRANSFER_PROTECTION@|$dt_prot|g" "$tmpl/$1")
+  grep -v -e '<name>hadoop.security.authentication</name>' -e '<name>hadoop.security.authorization</name>' \
+          -e 'No Kerberos:' | awk -v frag="$frag" '/<\/configuration>/ { print frag } { print }'
+}
+subst "$tmpl/core-site.xml.in" | with_kerberos core-site-kerberos.xml.in >"$conf/core-site.xml"
+subst "$tmpl/hdfs-site.xml.in" | with_kerberos hdfs-site-kerberos.xml.in >"$conf/hdfs-site.xml"
 cp "$tmpl/log4j.properties" "$conf/log4j.properties"
+
+# Kerberized mode serves HTTPS only: a self-signed key for localhost and
+# 127.0.0.1, made once per instance directory (keytool, 1 JVM), and Hadoop's
+# ssl-server.xml / ssl-client.xml pointing at it.
+http_scheme=http
+if ((kerberos)); then
+  http_scheme=https
+  ssl="$dir/ssl"
+  if [[ ! -s "$ssl/keystore.jks" ]]; then
+    mkdir -p "$ssl"
+    command -v keytool >/dev/null || die "keytool not found (it comes with the JDK)"
+    keytool -genkeypair -noprompt -alias hdfs -keyalg RSA -keysize 2048 -validity 30 \
+      -dname "CN=localhost" -ext "SAN=dns:localhost,ip:127.0.0.1" \
+      -keystore "$ssl/keystore.jks" -storetype JKS -storepass tributary -keypass tributary >/dev/null 2>&1 ||
+      die "keytool could not make $ssl/keystore.jks"
+  fi
+  for side in server client; do
+    cat >"$conf/ssl-$side.xml" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by scripts/hdfs-up.sh (HDFS_KERBEROS=1): a self-signed test key, its own trust store. -->
+<configuration>
+  <property><name>ssl.$side.keystore.location</name><value>$ssl/keystore.jks</value></property>
+  <property><name>ssl.$side.keystore.password</name><value>tributary</value></property>
+  <property><name>ssl.$side.keystore.keypassword</name><value>tributary</value></property>
+  <property><name>ssl.$side.truststore.location</name><value>$ssl/keystore.jks</value></property>
+  <property><name>ssl.$side.truststore.password</name><value>tributary</value></property>
+</configuration>
+EOF
+  done
+fi
 
 # --- the JVMs -------------------------------------------------------------------
 
@@ -200,14 +302,16 @@ jflags+=(--add-opens=java.base/java.lang=ALL-UNNAMED
          --add-opens=java.base/sun.security.util=ALL-UNNAMED
          --add-opens=java.base/sun.security.x509=ALL-UNNAMED)
 cp_="$conf:$res:$lib/*"
+# Every JVM of a Kerberized instance (the tools too) finds the realm here.
+((kerberos)) && jflags+=(-Djava.security.krb5.conf="$kdc_dir/krb5.conf")
 
-nn_pid= dn_pid=
+nn_pid= dn_pid= kdc_pid=
 cleanup_failed() {
   local p victims="$dn_pid"
   # A DataNode started alone leaves the running NameNode and its watchdog be.
-  ((dn_only)) || victims+=" $nn_pid ${watch_pid:-}"
+  ((dn_only)) || victims+=" $nn_pid ${watch_pid:-} ${kdc_pid:-}"
   for p in $victims; do kill -KILL "$p" 2>/dev/null || true; done
-  for f in namenode datanode; do
+  for f in kdc namenode datanode; do
     if [[ -s "$dir/logs/$f.log" ]]; then
       log "--- last lines of $dir/logs/$f.log"
       grep -v 'STARTUP_MSG:   classpath' "$dir/logs/$f.log" | tail -n 25 | cut -c1-400 | sed 's/^/    /' >&2
@@ -218,6 +322,38 @@ cleanup_failed() {
     rm -rf "$dir"
   fi
 }
+
+# --- the KDC (Kerberized mode) ----------------------------------------------------
+
+# The NameNode logs in to it even to format, so it comes first. A KDC that
+# still runs (the DataNode alone is restarted) is kept; any other start gets a
+# new one, whose keytab the daemons then read.
+if ((kerberos)); then
+  if ((dn_only)); then
+    kdc_pid=$(state_get HDFS_KDC_PID)
+  else
+    rm -rf "$kdc_dir" && mkdir -p "$kdc_dir"
+    kdc_props="$kdc_dir/kdc.properties"
+    sed "s/^max.ticket.lifetime=.*/max.ticket.lifetime=${HDFS_KDC_TICKET_LIFETIME_MS:-36000000}/" \
+      "$tmpl/minikdc/kdc.properties" >"$kdc_props"
+    # MiniKdc's main: WORKDIR PROPERTIES KEYTAB PRINCIPAL...; it writes
+    # WORKDIR/krb5.conf (with the port it got) and runs until killed.
+    setsid java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true \
+      -Dtributary.hdfs.dir="$dir" -Dproc_kdc -cp "$kdc_lib/*" org.apache.hadoop.minikdc.MiniKdc \
+      "$kdc_dir" "$kdc_props" "$keytab" hdfs/localhost HTTP/localhost "$user" \
+      </dev/null >>"$dir/logs/kdc.log" 2>&1 &
+    kdc_pid=$!
+    kdc_deadline=$((SECONDS + 60))
+    until [[ -s "$kdc_dir/krb5.conf" && -s "$keytab" ]] && grep -q "Standalone MiniKdc Running" "$dir/logs/kdc.log"; do
+      if ! kill -0 "$kdc_pid" 2>/dev/null || ((SECONDS > kdc_deadline)); then
+        cleanup_failed
+        die "the MiniKdc did not start"
+      fi
+      sleep 0.1
+    done
+    log "MiniKdc up (realm $realm, $(sed -n 's/^ *kdc = //p' "$kdc_dir/krb5.conf")) after $(elapsed)"
+  fi
+fi
 
 # A new NameNode needs `namenode -format` (a JVM, 3-7 s here). Its result, an
 # empty namespace, is the same every time up to random IDs, so the first
@@ -258,7 +394,7 @@ if ((dn_only)); then
   dn_log_from=$(stat -c %s "$dir/logs/datanode.log" 2>/dev/null || echo 0)
   log "the NameNode runs (pid $nn_pid); starting the DataNode alone; dir $dir"
 else
-  log "starting NameNode (rpc 127.0.0.1:$nn_port, http 127.0.0.1:$http_port) and DataNode; dir $dir"
+  log "starting NameNode (rpc 127.0.0.1:$nn_port, $http_scheme 127.0.0.1:$http_port) and DataNode; dir $dir"
   nn_pid=$(start namenode org.apache.hadoop.hdfs.server.namenode.NameNode)
 fi
 dn_pid=$(start datanode org.apache.hadoop.hdfs.server.datanode.DataNode)
@@ -284,6 +420,19 @@ elif [[ -n "${HDFS_OWNER_PID:-}" ]]; then
   watch_pid=$!
 fi
 
+# kerberos_state: what a client of a Kerberized instance needs.
+kerberos_state() {
+  ((kerberos)) || return 0
+  cat <<EOF
+HDFS_KERBEROS=1
+HDFS_CONF_DIR=$conf
+KRB5_CONFIG=$kdc_dir/krb5.conf
+HDFS_KEYTAB=$keytab
+HDFS_PRINCIPAL=$user@$realm
+HDFS_NAMENODE_PRINCIPAL=hdfs/localhost@$realm
+EOF
+}
+
 # write_state [READY]: the state file, written atomically (tmp + rename).
 write_state() {
   cat >"$state.tmp" <<EOF
@@ -293,12 +442,15 @@ HDFS_STATE=$state
 HDFS_DIR_OWNED=$owned
 HDFS_USER=$user
 HDFS_NAMENODE_HTTP=127.0.0.1:$http_port
+HDFS_NAMENODE_HTTP_SCHEME=$http_scheme
 HDFS_NAMENODE_PID=$nn_pid
 HDFS_DATANODE_PID=$dn_pid
 HDFS_WATCHDOG_PID=$watch_pid
+HDFS_KDC_PID=$kdc_pid
 HADOOP_VERSION=$HADOOP_VERSION
 HADOOP_CLASSPATH=$cp_
 HDFS_READY=${1:-0}
+$(kerberos_state)
 HDFS_NAMENODE=127.0.0.1:$nn_port
 EOF
   mv "$state.tmp" "$state"
@@ -307,7 +459,7 @@ write_state 0
 
 # --- wait until writable ----------------------------------------------------------
 
-jmx() { curl -fsS --max-time 2 "http://127.0.0.1:$http_port/jmx?qry=Hadoop:service=NameNode,name=$1" 2>/dev/null; }
+jmx() { curl -kfsS --max-time 2 "$http_scheme://127.0.0.1:$http_port/jmx?qry=Hadoop:service=NameNode,name=$1" 2>/dev/null; }
 jnum() { sed -n "s/.*\"$1\" *: *\\([0-9-]*\\).*/\\1/p" | head -n 1; }
 deadline=$((SECONDS + timeout))
 ready=0 phase="NameNode HTTP" warmed=0
@@ -315,7 +467,7 @@ while ((SECONDS < deadline)); do
   kill -0 "$nn_pid" 2>/dev/null || { log "the NameNode exited"; break; }
   kill -0 "$dn_pid" 2>/dev/null || { log "the DataNode exited"; break; }
   if info=$(jmx NameNodeInfo) && [[ -n "$info" ]]; then
-    if ((!warmed)); then
+    if ((!warmed && !kerberos)); then
       # WebHDFS's Jersey app initialises on its first request (2-3 s of CPU);
       # a read (allowed in safe mode) in the background overlaps that with
       # the DataNode's start instead of adding it to the mkdirs below.
@@ -354,7 +506,7 @@ log "safe mode off, 1 live DataNode after $(elapsed)"
 webhdfs() { # METHOD PATH QUERY
   curl -fsS --max-time 10 -X "$1" "http://127.0.0.1:$http_port/webhdfs/v1$2?user.name=$superuser&$3" >/dev/null
 }
-if ! { webhdfs PUT /tmp "op=MKDIRS&permission=1777" &&
+if ((!kerberos)) && ! { webhdfs PUT /tmp "op=MKDIRS&permission=1777" &&
        webhdfs PUT /tmp "op=SETPERMISSION&permission=1777" &&
        webhdfs PUT "/user/$user" "op=MKDIRS&permission=755" &&
        webhdfs PUT "/user/$user" "op=SETOWNER&owner=$user&group=supergroup"; }; then
@@ -372,4 +524,5 @@ echo "HDFS_DIR=$dir"
 echo "HDFS_STATE=$state"
 echo "HDFS_USER=$user"
 echo "HDFS_NAMENODE_HTTP=127.0.0.1:$http_port"
+kerberos_state
 echo "HDFS_NAMENODE=127.0.0.1:$nn_port"

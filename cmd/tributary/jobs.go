@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary-io/tributary/internal/admin"
 	"github.com/tributary-io/tributary/jobs"
+	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // defaultJobsListen is where `jobs serve` answers and the other jobs
@@ -52,6 +53,7 @@ protocol.`,
 func newJobsServeCommand() *cobra.Command {
 	var (
 		listen, bootstrap, hdfsUser, owner string
+		kerberos                           sink.Kerberos
 		reload                             time.Duration
 		checkOnly                          bool
 	)
@@ -105,7 +107,8 @@ max_clock_skew), resuming its plan.`,
 			reg := admin.NewRegistry()
 			s := jobs.New(jobs.Options{
 				ConfigPath: file, IsFlag: flagKeys(cmd), Bootstrap: bootstrap, HDFSUser: hdfsUser,
-				Owner: owner, ReloadEvery: reload, Log: slog.Default(), Registry: reg,
+				Kerberos: kerberos,
+				Owner:    owner, ReloadEvery: reload, Log: slog.Default(), Registry: reg,
 			})
 			if err := s.Load(); err != nil {
 				return err
@@ -145,6 +148,7 @@ max_clock_skew), resuming its plan.`,
 	f.StringVar(&listen, "listen", defaultJobsListen, "address of the jobs API, /metrics and /healthz")
 	addBootstrapFlag(f, &bootstrap)
 	f.StringVar(&hdfsUser, "hdfs-user", "", "HDFS user of jobs that set no hdfs_user (default $HADOOP_USER_NAME, else the OS user)")
+	addKerberosFlags(f, &kerberos)
 	f.StringVar(&owner, "owner", "", "this scheduler's name in leases and history (default host/pid/random)")
 	f.DurationVar(&reload, "reload-interval", 2*time.Second, "how often the jobs file is checked for changes")
 	addCheckConfigFlag(f, &checkOnly)

@@ -40,6 +40,7 @@ func (f *loadFlags) addTarget(fs *pflag.FlagSet) {
 	fs.StringVar(&f.hdfs.User, "hdfs-user", "", "HDFS user to write as (default $HADOOP_USER_NAME, else the OS user)")
 	fs.IntVar(&f.hdfs.Replication, "hdfs-replication", 0, "replication of new HDFS files (default: the NameNode's dfs.replication)")
 	fs.Var(&f.hdfsBlock, "hdfs-block-size", "block size of new HDFS files, e.g. 256MiB (default: the NameNode's dfs.blocksize)")
+	addKerberosFlags(fs, &f.hdfs.Kerberos)
 }
 
 func (f *loadFlags) addSpec(fs *pflag.FlagSet) {
@@ -327,6 +328,7 @@ another run holds the job, a worker exits with status 75, or waits up to
 	cmd.Flags().IntVar(&index, "index", -1, "this worker's index among --count workers")
 	cmd.Flags().IntVar(&count, "count", 1, "how many workers share the plan")
 	cmd.Flags().StringVar(&f.hdfs.User, "hdfs-user", "", "HDFS user to write as (default $HADOOP_USER_NAME, else the OS user)")
+	addKerberosFlags(cmd.Flags(), &f.hdfs.Kerberos)
 	f.lease.add(cmd.Flags())
 	cmd.MarkFlagRequired("plan")
 	return cmd

@@ -31,6 +31,7 @@ package testhdfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,6 +58,17 @@ type Cluster struct {
 	User     string // the HDFS user tests write as
 	Dir      string // the instance directory (conf, name, data, logs); empty for an outside cluster
 	State    string // the state file hdfs-down.sh takes; empty for an outside cluster
+	// Kerberos is set for a Kerberized cluster (Kerberized).
+	Kerberos *Kerberos
+}
+
+// Kerberos is what a client of a Kerberized cluster needs.
+type Kerberos struct {
+	ConfDir           string // the cluster's Hadoop configuration: a client's HADOOP_CONF_DIR
+	Krb5Conf          string // the MiniKdc's krb5.conf: a client's KRB5_CONFIG
+	Keytab            string // the keys of Principal (and of the services)
+	Principal         string // the test user's principal, tributary@EXAMPLE.COM
+	NameNodePrincipal string // hdfs/localhost@EXAMPLE.COM
 }
 
 var (
@@ -96,8 +108,17 @@ func Get(t testing.TB) *Cluster {
 		return shared
 	}
 
+	shared = start(t, &skipped, &failed)
+	return shared
+}
+
+// start starts a cluster with hdfs-up.sh, its environment added to env. A
+// missing part is recorded in *skipped (and skips, or fails under CI); a
+// start that failed in *failed.
+func start(t testing.TB, skipped *string, failed *error, env ...string) *Cluster {
+	t.Helper()
 	if why := missing(); why != "" {
-		skipped = why
+		*skipped = why
 		testbroker.Require(t, false, "HDFS", why)
 	}
 	up := filepath.Join(testbroker.RepoRoot(), "scripts", "hdfs-up.sh")
@@ -105,34 +126,33 @@ func Get(t testing.TB) *Cluster {
 	// The jars first: failing to fetch them is a missing part, not a bug.
 	var stderr bytes.Buffer
 	cmd := exec.Command("bash", up)
-	cmd.Env = append(os.Environ(), "HDFS_JARS_ONLY=1")
+	cmd.Env = append(append(os.Environ(), env...), "HDFS_JARS_ONLY=1")
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		skipped = fmt.Sprintf("%s (scripts/hdfs-up.sh could not fetch Hadoop's jars: %v: %s)", HowTo, err, lastLines(stderr.String(), 15))
-		testbroker.Require(t, false, "Apache Hadoop's jars", skipped)
+		*skipped = fmt.Sprintf("%s (scripts/hdfs-up.sh could not fetch Hadoop's jars: %v: %s)", HowTo, err, lastLines(stderr.String(), 15))
+		testbroker.Require(t, false, "Apache Hadoop's jars", *skipped)
 	}
 
 	stderr.Reset()
 	var stdout bytes.Buffer
 	cmd = exec.Command("bash", up)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(), env...),
 		fmt.Sprintf("HDFS_OWNER_PID=%d", os.Getpid()),
 		"HDFS_USER="+DefaultUser,
 		"HDFS_DIR=", // always a fresh temporary dir, never a caller's
 	)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		failed = fmt.Errorf("scripts/hdfs-up.sh: %v\n%s", err, stderr.String())
-		t.Fatal(failed)
+		*failed = fmt.Errorf("scripts/hdfs-up.sh: %v\n%s", err, stderr.String())
+		t.Fatal(*failed)
 	}
 	c, err := parse(stdout.String())
 	if err != nil {
-		failed = fmt.Errorf("scripts/hdfs-up.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-		t.Fatal(failed)
+		*failed = fmt.Errorf("scripts/hdfs-up.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatal(*failed)
 	}
 	t.Logf("HDFS at %s (user %s, dir %s): %s", c.NameNode, c.User, c.Dir, lastLines(stderr.String(), 1))
-	shared = c
-	return shared
+	return c
 }
 
 // missing names the first tool Start needs that this machine lacks.
@@ -179,6 +199,10 @@ func parse(out string) (*Cluster, error) {
 		}
 	}
 	c := &Cluster{NameNode: kv["HDFS_NAMENODE"], HTTP: kv["HDFS_NAMENODE_HTTP"], User: kv["HDFS_USER"], Dir: kv["HDFS_DIR"], State: kv["HDFS_STATE"]}
+	if kv["HDFS_KERBEROS"] == "1" {
+		c.Kerberos = &Kerberos{ConfDir: kv["HDFS_CONF_DIR"], Krb5Conf: kv["KRB5_CONFIG"], Keytab: kv["HDFS_KEYTAB"],
+			Principal: kv["HDFS_PRINCIPAL"], NameNodePrincipal: kv["HDFS_NAMENODE_PRINCIPAL"]}
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "HDFS_NAMENODE=") || c.NameNode == "" {
 		return nil, fmt.Errorf("last stdout line is %q, want HDFS_NAMENODE=host:port", last)
@@ -195,6 +219,10 @@ func parse(out string) (*Cluster, error) {
 func Dir(t testing.TB) string {
 	t.Helper()
 	Get(t)
+	return dirName(t)
+}
+
+func dirName(t testing.TB) string {
 	mu.Lock()
 	dirSeq++
 	n := dirSeq
@@ -205,20 +233,22 @@ func Dir(t testing.TB) string {
 
 var dirSeq int
 
-// Stop stops the shared cluster now, if this process started one. Main calls it.
+// Stop stops the shared clusters now, if this process started any. Main calls it.
 func Stop() error {
 	mu.Lock()
 	defer mu.Unlock()
-	c := shared
-	shared = nil
-	if c == nil || c.State == "" {
-		return nil
+	var errs []error
+	for _, c := range []*Cluster{shared, kerberized} {
+		if c == nil || c.State == "" {
+			continue
+		}
+		out, err := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "hdfs-down.sh"), c.State).CombinedOutput()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("scripts/hdfs-down.sh %s: %v\n%s", c.State, err, out))
+		}
 	}
-	out, err := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "hdfs-down.sh"), c.State).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("scripts/hdfs-down.sh %s: %v\n%s", c.State, err, out)
-	}
-	return nil
+	shared, kerberized = nil, nil
+	return errors.Join(errs...)
 }
 
 // Main runs the package's tests, then stops the cluster if one was started:

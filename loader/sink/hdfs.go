@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -17,18 +18,21 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
+	krb "github.com/jcmturner/gokrb5/v8/client"
 )
 
 // hdfsFS is a target directory in HDFS.
 type hdfsFS struct {
 	c    *hdfs.Client
+	krb  *krb.Client // the Kerberos login, nil without Kerberos
 	uri  string
 	root string
 	opts Options
 }
 
 func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
-	addrs, err := namenodes(u.Host)
+	conf := hadoopConf(opts.HadoopConfDir)
+	addrs, err := namenodes(u.Host, conf)
 	if err != nil {
 		return nil, fmt.Errorf("target %q: %w", uri, err)
 	}
@@ -40,27 +44,46 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 			opts.User = me.Username
 		}
 	}
-	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	c, err := hdfs.NewClient(hdfs.ClientOptions{
-		Addresses:        addrs,
-		User:             opts.User,
-		NamenodeDialFunc: dial,
-		DatanodeDialFunc: dial,
-	})
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	co, kc, err := opts.Kerberos.clientOptions(conf, log)
 	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", uri, err)
+	}
+	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	co.Addresses = addrs
+	co.User = opts.User
+	co.NamenodeDialFunc, co.DatanodeDialFunc = dial, dial
+	c, err := hdfs.NewClient(co)
+	if err != nil {
+		if kc != nil {
+			kc.Destroy()
+			return nil, fmt.Errorf("target %s: cannot reach the NameNode at %s with Kerberos (NameNode principal %s): %w", uri, strings.Join(addrs, ","), co.KerberosServicePrincipleName, err)
+		}
 		return nil, fmt.Errorf("target %s: cannot reach the NameNode at %s: %w", uri, strings.Join(addrs, ","), err)
 	}
+	if kc != nil {
+		// The NameNode knows us by the principal's short name from now on.
+		opts.User = c.User()
+	}
 	root := path.Clean("/" + u.Path)
-	h := &hdfsFS{c: c, uri: uri, root: root, opts: opts}
+	h := &hdfsFS{c: c, krb: kc, uri: uri, root: root, opts: opts}
 	// Reach the NameNode and prove the root writable now, so that a bad
 	// target fails before anything is planned.
 	if err := c.MkdirAll(root, 0o755); err != nil {
-		c.Close()
+		h.Close()
+		if kc == nil && strings.Contains(err.Error(), "unexpected sequence number") {
+			// What colinmarc/hdfs makes of a NameNode's "SIMPLE
+			// authentication is not enabled" answer.
+			return nil, fmt.Errorf("target %s: the NameNode %s refused the connection (%w): a Kerberized NameNode does so to a client without Kerberos; set HADOOP_CONF_DIR to the cluster's configuration, or give --hdfs-kerberos-principal and --hdfs-kerberos-keytab", uri, strings.Join(addrs, ","), err)
+		}
 		return nil, fmt.Errorf("target %s is not writable as HDFS user %q (NameNode %s): %w", uri, opts.User, strings.Join(addrs, ","), err)
 	}
 	probe := path.Join(root, fmt.Sprintf(".tributary-probe-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	if err := c.CreateEmptyFile(probe); err != nil {
-		c.Close()
+		h.Close()
 		return nil, fmt.Errorf("target %s is not writable as HDFS user %q: %w", uri, opts.User, err)
 	}
 	c.Remove(probe)
@@ -69,10 +92,9 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 
 // namenodes resolves the host part of an hdfs:// URI: host:port pairs
 // separated by commas, or a nameservice of the Hadoop configuration.
-func namenodes(host string) ([]string, error) {
+func namenodes(host string, conf hadoopconf.HadoopConf) ([]string, error) {
 	if host == "" {
-		conf, err := hadoopconf.LoadFromEnvironment()
-		if err != nil || len(conf.Namenodes()) == 0 {
+		if len(conf.Namenodes()) == 0 {
 			return nil, errors.New("no NameNode in the URI (hdfs://host:port/path) and none in HADOOP_CONF_DIR's fs.defaultFS")
 		}
 		return conf.Namenodes(), nil
@@ -88,17 +110,15 @@ func namenodes(host string) ([]string, error) {
 		}
 		// One name without a port: a nameservice of the Hadoop configuration,
 		// else a NameNode on the default RPC port.
-		if conf, err := hadoopconf.LoadFromEnvironment(); err == nil {
-			prefix := "dfs.namenode.rpc-address." + a + "."
-			for k, v := range conf {
-				if strings.HasPrefix(k, prefix) {
-					out = append(out, v)
-				}
+		prefix := "dfs.namenode.rpc-address." + a + "."
+		for k, v := range conf {
+			if strings.HasPrefix(k, prefix) {
+				out = append(out, v)
 			}
-			sort.Strings(out)
-			if len(out) > 0 {
-				return out, nil
-			}
+		}
+		sort.Strings(out)
+		if len(out) > 0 {
+			return out, nil
 		}
 		return []string{net.JoinHostPort(a, "8020")}, nil
 	}
@@ -106,7 +126,15 @@ func namenodes(host string) ([]string, error) {
 }
 
 func (h *hdfsFS) String() string { return h.uri }
-func (h *hdfsFS) Close() error   { return h.c.Close() }
+
+// Close closes the client and stops its ticket renewal.
+func (h *hdfsFS) Close() error {
+	err := h.c.Close()
+	if h.krb != nil {
+		h.krb.Destroy()
+	}
+	return err
+}
 
 func (h *hdfsFS) path(name string) (string, error) {
 	c, err := clean(name)

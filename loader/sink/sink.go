@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path"
@@ -52,6 +53,14 @@ type Options struct {
 	Replication int
 	// BlockSize of new files in bytes; 0 is the NameNode's dfs.blocksize.
 	BlockSize int64
+	// Kerberos logs in to a Kerberized HDFS (kerberos.go); then User is
+	// ignored and the principal's short name is the HDFS user.
+	Kerberos Kerberos
+	// HadoopConfDir holds core-site.xml and hdfs-site.xml; default
+	// $HADOOP_CONF_DIR, else $HADOOP_HOME/conf.
+	HadoopConfDir string
+	// Log receives the Kerberos login line; nil is slog.Default().
+	Log *slog.Logger
 }
 
 // Open opens the target at uri: file:///path, a plain path, or
