@@ -25,6 +25,7 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 // Server is one broker node.
@@ -59,6 +60,8 @@ type Server struct {
 	// raftListener is where a broker-only node of a quorum receives the
 	// metadata log: its listener named in controller.listener.names.
 	raftListener *config.Listener
+	// peers are this node's logins to its peers (peers_security.go).
+	peers *peerSecurity
 	// controllerNames are controller.listener.names.
 	controllerNames map[string]bool
 
@@ -198,6 +201,10 @@ func (s *Server) Start() error {
 	if quorum {
 		s.raftConns = cluster.NewRaftConns()
 	}
+	if err := s.setupPeers(); err != nil {
+		s.closeStorage()
+		return err
+	}
 	advertised, err := s.listen()
 	if err != nil {
 		s.closeStorage()
@@ -294,15 +301,19 @@ func (s *Server) Start() error {
 		for _, d := range s.logDirIDs {
 			self.LogDirs = append(self.LogDirs, uuidString(d))
 		}
-		registered, refused := false, false
+		registered, refused, denied := false, false, false
 		timeout := time.Duration(s.cfg.Int("initial.broker.registration.timeout.ms")) * time.Millisecond
 		// Without a controller to answer, the broker says ready after at
 		// most 30 s and goes on trying in the background; refused as a
 		// duplicate, it tries until the timeout and then exits.
 		start := time.Now()
-		for deadline := start.Add(timeout); !registered && time.Now().Before(deadline) && (refused || time.Since(start) < 30*time.Second); {
+		for deadline := start.Add(timeout); !registered && time.Now().Before(deadline) && (refused || denied || time.Since(start) < 30*time.Second); {
 			err := s.register(self)
 			registered = err == nil
+			// Credentials the controllers refuse do not get better by
+			// waiting either: like a duplicate id, the broker exits at
+			// the timeout rather than say it is ready.
+			denied = errors.Is(err, kwire.ErrAuthentication)
 			if err != nil {
 				if errors.Is(err, kerr.DuplicateBrokerRegistration) && !refused {
 					s.logDuplicate()
@@ -323,6 +334,10 @@ func (s *Server) Start() error {
 			// take over the moment the first one pauses.
 			s.Shutdown(context.Background())
 			return fmt.Errorf("broker/server: node.id %d is registered by another live broker (DUPLICATE_BROKER_REGISTRATION) after initial.broker.registration.timeout.ms=%d; give this node its own node.id", s.nodeID, timeout.Milliseconds())
+		}
+		if denied {
+			s.Shutdown(context.Background())
+			return fmt.Errorf("broker/server: the controllers refused this node's credentials for initial.broker.registration.timeout.ms=%d, so it cannot join the cluster: check sasl.mechanism.controller.protocol, the username and password of the controller listener's listener.name.<l>.plain.sasl.jaas.config and its certificates (docs/security.md)", timeout.Milliseconds())
 		}
 		if !registered {
 			s.logger.Warn("not registered with the controller yet; retrying in the background")
@@ -411,7 +426,11 @@ func (s *Server) listen() ([]config.Listener, error) {
 		acceptErrors := s.metrics.acceptErrors.WithLabelValues(l.Name)
 		ln = newRetryListener(ln, l.Name, s.logger, acceptErrors.Inc)
 		if controller {
-			ln = s.raftConns.Split(ln)
+			if l.Protocol == "PLAINTEXT" {
+				// A secured controller listener takes Raft only after a
+				// login, in the Kafka protocol (conn.raftUpgrade).
+				ln = s.raftConns.Split(ln)
+			}
 			if !s.controller && s.raftListener == nil {
 				rl := l
 				rl.Port = ln.Addr().(*net.TCPAddr).Port
