@@ -250,6 +250,8 @@ func (c *conn) serveRequest(body []byte) error {
 	case controller && !c.peer():
 		c.refusePeer(kmsg.NameForKey(c.hdr.key))
 		return errClose
+	case controller && !c.awaitServing():
+		return errClose
 	case controller && !c.s.controller:
 		return fmt.Errorf("%s on the controller listener %s of a broker-only node, which carries the metadata log (Raft) only", kmsg.NameForKey(c.hdr.key), c.listener)
 	case controller && !controllerAPIs[c.hdr.key]:

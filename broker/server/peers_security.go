@@ -236,3 +236,37 @@ func isReplicaFetch(req *kmsg.FetchRequest) bool {
 	}
 	return id >= 0
 }
+
+// acceptRaftEarly starts accepting on the secured controller listeners
+// before the quorum opens: Raft arrives there through the Kafka protocol
+// (a login, then raftMagic), and the voters must reach each other to elect
+// the controller the rest of the start waits for. Requests other than the
+// login wait until the server serves (awaitServing). It returns the
+// listeners it started.
+func (s *Server) acceptRaftEarly() map[string]bool {
+	started := map[string]bool{}
+	if s.raftConns == nil {
+		return started
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, ln := range s.listeners {
+		if sec := s.security[name]; s.controllerListeners[name] && sec != nil && sec.protocol != "PLAINTEXT" {
+			started[name] = true
+			s.wg.Add(1)
+			go s.accept(name, ln)
+		}
+	}
+	return started
+}
+
+// awaitServing holds a request that arrived on a listener accepting early
+// until the server serves; false if it stops first.
+func (c *conn) awaitServing() bool {
+	select {
+	case <-c.s.serving:
+		return true
+	case <-c.s.stopping:
+		return false
+	}
+}

@@ -105,6 +105,10 @@ type Server struct {
 	closing atomic.Bool
 	// stopping is closed when Shutdown starts, to end long-polling fetches.
 	stopping chan struct{}
+	// serving is closed once every listener accepts and requests are
+	// served; secured controller listeners accept before, for Raft
+	// (peers_security.go).
+	serving chan struct{}
 	// failedDirs tells the embedding program when every log dir failed
 	// (logdir_failure.go).
 	failedDirs failedDirs
@@ -144,6 +148,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 		conns:               map[*conn]struct{}{},
 		stopped:             map[string]error{},
 		stopping:            make(chan struct{}),
+		serving:             make(chan struct{}),
 	}
 	s.controllerNames = map[string]bool{}
 	for _, n := range cfg.List("controller.listener.names") {
@@ -214,6 +219,7 @@ func (s *Server) Start() error {
 		// The controller reads the address from the registration.
 		s.raftConns.Advertise = s.raftListener.Addr()
 	}
+	early := s.acceptRaftEarly()
 	if s.ctrl, err = cluster.OpenController(paths[0], s.cfg, clusterID, advertised, s.raftConns, s.logger); err != nil {
 		s.closeListeners()
 		s.closeStorage()
@@ -278,10 +284,14 @@ func (s *Server) Start() error {
 	for name, ln := range s.listeners {
 		addrs = append(addrs, name+"://"+ln.Addr().String())
 		names = append(names, name)
+		if early[name] {
+			continue
+		}
 		s.wg.Add(1)
 		go s.accept(name, ln)
 	}
 	s.mu.Unlock()
+	close(s.serving)
 	s.metrics.started(s, names)
 	s.wg.Add(1)
 	go s.maintain()
