@@ -24,7 +24,7 @@ var listenerDefs = defs(
 	Def{Name: "ssl.truststore.type", Type: String, Default: "PEM", Check: oneOf("PEM"),
 		Doc: "The format of ssl.truststore.location: PEM certificates (Kafka's default is JKS)."},
 	Def{Name: "ssl.truststore.location", Type: String, NoDefault: true,
-		Doc: "PEM CA certificates that client certificates must chain to when ssl.client.auth is requested or required. Re-read when it changes."},
+		Doc: "PEM CA certificates that client certificates must chain to when ssl.client.auth is requested or required, and, on the controller and inter-broker listeners, that a peer's certificate must chain to when this node connects to it (the system's CAs without one). Re-read when it changes."},
 	Def{Name: "ssl.truststore.password", Type: Password, NoDefault: true, Sensitive: true,
 		Doc: "Accepted for Kafka's PEM truststores, where it is unused."},
 	Def{Name: "ssl.enabled.protocols", Type: List, Default: "TLSv1.2,TLSv1.3", Check: listOf("TLSv1.2", "TLSv1.3"),

@@ -245,7 +245,7 @@ func (c *conn) serveRequest(body []byte) error {
 	// broker-only node, nothing: it is there for Raft), and a client
 	// listener never serves the brokers' internal APIs.
 	switch controller := c.s.controllerListeners[c.listener]; {
-	case controller && peerLoginAPI(c.hdr.key):
+	case controller && c.peerLoginAPI(c.hdr.key):
 		// A peer's login, before Raft or its first request.
 	case controller && !c.peer():
 		c.refusePeer(kmsg.NameForKey(c.hdr.key))

@@ -223,9 +223,18 @@ type bufferedConn struct {
 func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 // peerLoginAPI is whether a controller listener takes key before its
-// checks: the SASL login every secured peer connection starts with.
-func peerLoginAPI(key int16) bool {
-	return key == kmsg.SASLHandshake.Int16() || key == kmsg.SASLAuthenticate.Int16()
+// checks: the SASL login every secured peer connection starts with, and
+// the ApiVersions a Java client sends before it.
+func (c *conn) peerLoginAPI(key int16) bool {
+	return key == kmsg.SASLHandshake.Int16() || key == kmsg.SASLAuthenticate.Int16() ||
+		key == kmsg.ApiVersions.Int16() && c.saslPending
+}
+
+func init() {
+	// Kafka's controllers list the SASL APIs too; on a listener without
+	// SASL they answer that it takes none (17_sasl_handshake.go).
+	controllerAPIs[kmsg.SASLHandshake.Int16()] = true
+	controllerAPIs[kmsg.SASLAuthenticate.Int16()] = true
 }
 
 // isReplicaFetch is whether a Fetch comes from a follower.
