@@ -43,6 +43,7 @@ func (s *Server) sendTo(ctx context.Context, id int32, addr string, req kmsg.Req
 	deadline, _ := ctx.Deadline()
 	resp, err := conn.RoundTrip(req, time.Until(deadline))
 	if err != nil {
+		s.peerAuthFailed("controller", addr, err)
 		return nil, fmt.Errorf("broker/server: controller %d: %w", id, err)
 	}
 	return resp, nil

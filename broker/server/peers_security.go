@@ -113,7 +113,7 @@ func (s *Server) peerLogin(pc config.PeerClient) (kwire.Security, error) {
 // once every 10 s per kind of connection: the callers retry every few
 // hundred milliseconds, and one clear line is what the operator needs.
 func (s *Server) peerAuthFailed(kind, addr string, err error) {
-	if !errors.Is(err, kwire.ErrAuthentication) {
+	if !refusedCredentials(err) {
 		return
 	}
 	p := s.peers
@@ -132,6 +132,15 @@ func (s *Server) peerAuthFailed(kind, addr string, err error) {
 		hint = "check sasl.mechanism.controller.protocol and the username and password of the controller listener's listener.name.<l>.plain.sasl.jaas.config (the controllers must list the same user), or its certificates"
 	}
 	s.logger.Error("a peer refused this node's credentials: "+hint, "connection", kind, "peer", addr, "err", err)
+}
+
+// refusedCredentials is whether err says a peer refused this node's
+// login: a failed SASL exchange or TLS handshake, or, under TLS 1.3, where
+// the server judges the client certificate after the client's handshake
+// is done, the alert that arrives on the first request.
+func refusedCredentials(err error) bool {
+	var op *net.OpError // crypto/tls reports a peer's alert so
+	return errors.Is(err, kwire.ErrAuthentication) || errors.As(err, &op) && op.Op == "remote error"
 }
 
 // dialController connects to a controller listener as this node.

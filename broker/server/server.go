@@ -25,7 +25,6 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/replica"
-	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 // Server is one broker node.
@@ -323,7 +322,7 @@ func (s *Server) Start() error {
 			// Credentials the controllers refuse do not get better by
 			// waiting either: like a duplicate id, the broker exits at
 			// the timeout rather than say it is ready.
-			denied = errors.Is(err, kwire.ErrAuthentication)
+			denied = refusedCredentials(err)
 			if err != nil {
 				if errors.Is(err, kerr.DuplicateBrokerRegistration) && !refused {
 					s.logDuplicate()
