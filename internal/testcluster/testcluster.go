@@ -73,6 +73,13 @@ func StartSplit(t testing.TB, controllers, brokers int, props ...string) *Cluste
 	return start(t, controllers, brokers, props, nil)
 }
 
+// StartSplitCustom is StartSplit with each node's configuration passed to
+// customize before the node starts.
+func StartSplitCustom(t testing.TB, controllers, brokers int, customize func(n *Node, cfg *testbroker.Config), props ...string) *Cluster {
+	t.Helper()
+	return start(t, controllers, brokers, props, customize)
+}
+
 // start starts voters nodes with the controller role (also brokers when
 // brokersOnly is 0: combined mode) and brokersOnly broker-only nodes.
 func start(t testing.TB, voters, brokersOnly int, props []string, customize func(*Node, *testbroker.Config)) *Cluster {
