@@ -235,6 +235,9 @@ func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 // checks: the SASL login every secured peer connection starts with, and
 // the ApiVersions a Java client sends before it.
 func (c *conn) peerLoginAPI(key int16) bool {
+	if sec := c.s.security[c.listener]; sec == nil || sec.mechanisms == nil {
+		return false // no SASL here: a PLAINTEXT broker-only node's takes Raft alone
+	}
 	return key == kmsg.SASLHandshake.Int16() || key == kmsg.SASLAuthenticate.Int16() ||
 		key == kmsg.ApiVersions.Int16() && c.saslPending
 }
