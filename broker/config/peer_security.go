@@ -86,7 +86,9 @@ func (b *Broker) InterBrokerClient() (PeerClient, error) {
 }
 
 func (b *Broker) peerClient(l Listener, mechKey string) (PeerClient, error) {
-	pc := PeerClient{Listener: l, VerifyHost: b.ListenerString(l.Name, "ssl.endpoint.identification.algorithm") == "https"}
+	// Java takes any algorithm name; only an empty one turns the host
+	// check off, so an unusual spelling never weakens it here.
+	pc := PeerClient{Listener: l, VerifyHost: b.ListenerString(l.Name, "ssl.endpoint.identification.algorithm") != ""}
 	if !l.SASL() {
 		return pc, nil
 	}
