@@ -292,10 +292,12 @@ func isTimeout(err error) bool {
 }
 
 // TestSecuredPeersSplitMTLS: three controllers and two broker-only nodes
-// that authenticate each other with certificates alone (SSL with
-// ssl.client.auth=required on every listener): Raft reaches the
-// broker-only nodes over mutual TLS, replication between them works, and
-// a client without a certificate is refused.
+// that authenticate each other with certificates alone (SSL, client
+// certificates required on the controller listener, requested on the
+// inter-broker one): Raft reaches the broker-only nodes over mutual TLS,
+// replication between them works, and a client without a certificate may
+// consume but neither fetch as a replica nor reach the controller
+// listener.
 func TestSecuredPeersSplitMTLS(t *testing.T) {
 	t.Parallel()
 	testbroker.Binary(t)
@@ -325,7 +327,9 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 			"inter.broker.listener.name=SSL",
 			"ssl.keystore.location="+keystore,
 			"ssl.truststore.location="+truststore,
-			"ssl.client.auth=required")
+			"listener.name.controller.ssl.client.auth=required",
+			// Clients may come without a certificate; brokers show theirs.
+			"ssl.client.auth=requested")
 	})
 	t.Logf("started after %v", time.Since(start))
 	cert, err := tls.X509KeyPair(client.CertPEM, client.KeyPEM)
@@ -348,16 +352,45 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 	w := testcluster.StartWorkload(t, c.Bootstrap(), testcluster.WorkloadConfig{Topic: "m", Records: 500, ClientOpts: c.ClientOpts})
 	c.Score("m", w.Wait(t)).Check(t, 500)
 
-	// Without a certificate, a client's TLS handshake is refused.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()), kgo.DialTLSConfig(&tls.Config{RootCAs: pool}), kgo.RequestRetries(0))
+	// Without a certificate a client is served as User:ANONYMOUS, but
+	// may not fetch as a replica; on the controller listener its TLS
+	// handshake is refused.
+	anon := func(host string) *tls.Config { return &tls.Config{RootCAs: pool, ServerName: host} }
+	if got := testcluster.ReadTopic(t, c.Bootstrap(), "m", 20*time.Second, kgo.DialTLSConfig(anon(""))); len(got) != 500 {
+		t.Errorf("an anonymous consumer read %d records, want 500", len(got))
+	}
+	leader := c.Leaders("m", 10*time.Second)[0]
+	conn, err := kwire.DialSecure(ctx, c.Node(leader).Addr(), "stranger", kwire.Security{TLS: anon})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := cl.Ping(pctx); err == nil {
-		t.Error("a client without a certificate was served")
+	defer conn.Close()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(12)
+	fetch.ReplicaID, fetch.MaxBytes = 5, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "m"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	resp, err := conn.RoundTrip(fetch, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.FetchResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("an anonymous replica Fetch: error %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	if log := c.Node(leader).Log(); !strings.Contains(log, "a replica Fetch from a connection that did not authenticate") {
+		t.Error("the leader does not log the anonymous replica Fetch")
+	}
+	ctlConn, err := kwire.DialSecure(ctx, c.Node(1).ControllerAddr, "stranger", kwire.Security{TLS: anon})
+	if err == nil {
+		_, err = ctlConn.RoundTrip(kmsg.NewPtrApiVersionsRequest(), 10*time.Second)
+		ctlConn.Close()
+	}
+	if err == nil {
+		t.Error("the controller listener served a client without a certificate")
 	}
 	t.Logf("took %v", time.Since(start))
 }
