@@ -257,3 +257,40 @@ func CertPrincipal(st tls.ConnectionState, m *PrincipalMapper) (Principal, error
 	}
 	return User(name), nil
 }
+
+// ClientConfig is the TLS configuration for this node's own connection to
+// a peer's listener of the same name, as Kafka's brokers use their
+// listener's keystore and truststore both ways: the keystore's certificate
+// is the client certificate, and the peer's certificate must chain to the
+// truststore (the system's CAs without one). verifyHost is
+// ssl.endpoint.identification.algorithm=https: the certificate must also
+// name host. Files reloaded for the listener are used by the next
+// connection.
+func (t *ServerTLS) ClientConfig(host string, verifyHost bool) *tls.Config {
+	cur := t.current()
+	cfg := &tls.Config{
+		Certificates: cur.Certificates,
+		RootCAs:      cur.ClientCAs,
+		ServerName:   host,
+		MinVersion:   t.min,
+		MaxVersion:   t.max,
+	}
+	if !verifyHost {
+		// The chain is still verified, against the same roots; only the
+		// name check is skipped.
+		roots := cur.ClientCAs
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("broker/auth: the peer sent no certificate")
+			}
+			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+			for _, c := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(opts)
+			return err
+		}
+	}
+	return cfg
+}

@@ -19,6 +19,10 @@ import (
 // negative frame size, and the connection is closed.
 const raftMagic byte = 0xFF
 
+// RaftMagic is raftMagic, for the Kafka server of a secured controller
+// listener, which sees Raft arrive after a login.
+const RaftMagic = raftMagic
+
 // RaftConns is the Raft side of a node's listeners: Split routes the
 // connections that open with raftMagic here, and the quorum's transport
 // accepts them. Connections that arrive before the quorum opens wait.
@@ -26,6 +30,11 @@ type RaftConns struct {
 	// Advertise is where other nodes dial this node's Raft: its voter
 	// address, or for a broker-only node its controller listener.
 	Advertise string
+	// Secure, when the controller listeners are secured, authenticates a
+	// Raft connection this node dials (TLS, SASL) before it switches to
+	// Raft; the other end checks it in the Kafka protocol and hands the
+	// connection over (HandOff) once it reads raftMagic.
+	Secure func(nc net.Conn, addr string, deadline time.Time) (net.Conn, error)
 
 	conns     chan net.Conn
 	closed    chan struct{}
@@ -39,8 +48,11 @@ func NewRaftConns() *RaftConns {
 
 func (r *RaftConns) close() { r.closeOnce.Do(func() { close(r.closed) }) }
 
-// handOff gives a Raft connection, magic byte read, to the transport.
-func (r *RaftConns) handOff(nc net.Conn) {
+// HandOff gives a connection whose next byte is raftMagic to the transport,
+// which owns it from then on: the listener's split does it on a PLAINTEXT
+// controller listener, the Kafka server on a secured one once the peer
+// has authenticated.
+func (r *RaftConns) HandOff(nc net.Conn) {
 	var magic [1]byte
 	if _, err := io.ReadFull(nc, magic[:]); err != nil {
 		nc.Close()
@@ -109,7 +121,7 @@ func (s *splitListener) classify(nc net.Conn) {
 	case err != nil:
 		nc.Close()
 	case b == raftMagic:
-		s.raft.handOff(nc)
+		s.raft.HandOff(nc)
 	default:
 		select {
 		case s.kafka <- nc:
@@ -203,6 +215,11 @@ func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 	nc, err := net.DialTimeout("tcp", string(addr), timeout)
 	if err != nil {
 		return nil, err
+	}
+	if s.conns.Secure != nil {
+		if nc, err = s.conns.Secure(nc, string(addr), time.Now().Add(timeout)); err != nil {
+			return nil, err
+		}
 	}
 	nc.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := nc.Write([]byte{raftMagic}); err != nil {

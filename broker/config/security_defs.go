@@ -24,7 +24,7 @@ var listenerDefs = defs(
 	Def{Name: "ssl.truststore.type", Type: String, Default: "PEM", Check: oneOf("PEM"),
 		Doc: "The format of ssl.truststore.location: PEM certificates (Kafka's default is JKS)."},
 	Def{Name: "ssl.truststore.location", Type: String, NoDefault: true,
-		Doc: "PEM CA certificates that client certificates must chain to when ssl.client.auth is requested or required. Re-read when it changes."},
+		Doc: "PEM CA certificates that client certificates must chain to when ssl.client.auth is requested or required, and, on the controller and inter-broker listeners, that a peer's certificate must chain to when this node connects to it (the system's CAs without one). Re-read when it changes."},
 	Def{Name: "ssl.truststore.password", Type: Password, NoDefault: true, Sensitive: true,
 		Doc: "Accepted for Kafka's PEM truststores, where it is unused."},
 	Def{Name: "ssl.enabled.protocols", Type: List, Default: "TLSv1.2,TLSv1.3", Check: listOf("TLSv1.2", "TLSv1.3"),
@@ -38,7 +38,7 @@ var listenerDefs = defs(
 	Def{Name: "ssl.principal.mapping.rules", Type: String, Default: "DEFAULT",
 		Doc: "Kafka's rules mapping a client certificate's distinguished name (RFC 2253, e.g. CN=alice,O=Example) to a principal name: RULE:pattern/replacement/[LU], ..., DEFAULT (the whole name). The first matching rule wins."},
 	Def{Name: "ssl.endpoint.identification.algorithm", Type: String, Default: "https",
-		Doc: "Accepted; a broker does not check its clients' host names."},
+		Doc: "On the controller and inter-broker listeners, what this broker checks of a peer's certificate when it connects to it: https, that the certificate names the host it dialled; empty, the chain only (any other value counts as https). A broker does not check its clients' host names."},
 	Def{Name: "sasl.enabled.mechanisms", Type: List, Default: "SCRAM-SHA-256,SCRAM-SHA-512",
 		Check: listOf("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
 		Doc:   "The SASL mechanisms a SASL_PLAINTEXT or SASL_SSL listener offers. Kafka's default is GSSAPI, which Tributary does not offer; PLAIN needs users in plain.sasl.jaas.config."},
@@ -48,11 +48,11 @@ var listenerDefs = defs(
 // JAAS config names the listener and mechanism it is for.
 var listenerOnlyDefs = defs(
 	Def{Name: "plain.sasl.jaas.config", Type: Password, NoDefault: true, Sensitive: true,
-		Doc: "The PLAIN users, in Kafka's form: org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-secret\" user_bob=\"bob-secret\"; (the username and password options, the broker's own client identity in Kafka, are accepted and ignored). Usually per listener: listener.name.sasl_ssl.plain.sasl.jaas.config."},
+		Doc: "The PLAIN users, in Kafka's form: org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-secret\" user_bob=\"bob-secret\"; (the username and password options are the broker's own identity when it logs in to a peer's controller or inter-broker listener with PLAIN). Usually per listener: listener.name.sasl_ssl.plain.sasl.jaas.config."},
 	Def{Name: "scram-sha-256.sasl.jaas.config", Type: Password, NoDefault: true, Sensitive: true,
-		Doc: "Accepted for Kafka's configs; SCRAM users live in the metadata log (AlterUserScramCredentials, tributary broker --add-scram)."},
+		Doc: "SCRAM users live in the metadata log (AlterUserScramCredentials, tributary broker --add-scram); on the inter-broker listener, the username and password options are what this broker logs in with when sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256."},
 	Def{Name: "scram-sha-512.sasl.jaas.config", Type: Password, NoDefault: true, Sensitive: true,
-		Doc: "Accepted for Kafka's configs; SCRAM users live in the metadata log (AlterUserScramCredentials, tributary broker --add-scram)."},
+		Doc: "SCRAM users live in the metadata log (AlterUserScramCredentials, tributary broker --add-scram); on the inter-broker listener, the username and password options are what this broker logs in with when sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512."},
 )
 
 // securityDefs are broker-wide only.
@@ -62,9 +62,11 @@ var securityDefs = []Def{
 	{Name: "sasl.server.max.receive.size", Type: Int, Default: "524288", Check: atLeast(64),
 		Doc: "The largest frame a connection may send before it has authenticated (SASL listeners); a larger one closes it."},
 	{Name: "sasl.mechanism.inter.broker.protocol", Type: String, Default: "GSSAPI",
-		Doc: "Accepted for compatibility; the inter-broker and controller listeners must be PLAINTEXT for now."},
-	{Name: "security.inter.broker.protocol", Type: String, Default: "PLAINTEXT", Check: oneOf("PLAINTEXT"),
-		Doc: "The inter-broker security protocol when inter.broker.listener.name is unset; only PLAINTEXT for now."},
+		Doc: "The SASL mechanism this broker logs in with on a SASL inter-broker listener (replica fetches): PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with the user and password of listener.name.<listener>.<mechanism>.sasl.jaas.config (username=, password=). Kafka's default, GSSAPI, is not offered."},
+	{Name: "sasl.mechanism.controller.protocol", Type: String, Default: "GSSAPI",
+		Doc: "The SASL mechanism nodes log in with on a SASL controller listener (registration, heartbeats, forwarding, Raft): PLAIN, with the user and password of listener.name.<controller listener>.plain.sasl.jaas.config (username=, password=). SCRAM is refused there, as in Kafka: its credentials travel in the metadata log, which a controller does not have before it has authenticated its peers."},
+	{Name: "security.inter.broker.protocol", Type: String, Default: "PLAINTEXT", Check: oneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+		Doc: "Accepted for Kafka's configs; set inter.broker.listener.name (without it brokers reach each other at the first advertised listener)."},
 }
 
 func init() {
@@ -132,9 +134,9 @@ func (b *Broker) ListenerList(listener, name string) []string {
 }
 
 // securityChecks refuses what the listeners cannot honour: a TLS listener
-// without a keystore, a SASL listener without a usable mechanism, and
-// security on the listeners brokers use between them, which this version
-// does not secure yet.
+// without a keystore, a SASL listener without a usable mechanism, and a
+// controller or inter-broker listener on which peers could not
+// authenticate each other (peerChecks).
 func (b *Broker) securityChecks() []string {
 	ls, err := b.Listeners()
 	if err != nil {
@@ -152,25 +154,9 @@ func (b *Broker) securityChecks() []string {
 			}
 		}
 	}
-	internal := map[string]bool{}
-	for _, n := range b.List("controller.listener.names") {
-		internal[strings.ToUpper(n)] = true
-	}
-	if n := b.String("inter.broker.listener.name"); n != "" {
-		internal[strings.ToUpper(n)] = true
-	} else if b.IsSet("controller.quorum.voters") {
-		// Unset, brokers reach each other at the first advertised
-		// listener.
-		if adv, err := b.AdvertisedListeners(); err == nil && len(adv) > 0 && adv[0].Protocol != "PLAINTEXT" {
-			errs = append(errs, fmt.Sprintf("listener %s (%s) is the first advertised listener, which brokers use between them when inter.broker.listener.name is unset: set inter.broker.listener.name to a PLAINTEXT listener, since brokers do not secure their own connections yet", adv[0].Name, adv[0].Protocol))
-		}
-	}
+	errs = append(errs, b.peerChecks(ls)...)
 	for _, l := range ls {
 		if l.Protocol == "PLAINTEXT" {
-			continue
-		}
-		if internal[l.Name] {
-			errs = append(errs, fmt.Sprintf("listener %s is a controller or inter-broker listener and maps to %s: brokers do not secure their own connections yet, so it must map to PLAINTEXT (docs/security.md)", l.Name, l.Protocol))
 			continue
 		}
 		if l.TLS() && !b.ListenerIsSet(l.Name, "ssl.keystore.location") {

@@ -37,6 +37,9 @@ type Transport struct {
 	// fetch (replica.fetch.max.bytes).
 	MaxWait  time.Duration
 	MaxBytes int32
+	// Dial connects to a leader, authenticating as the inter-broker
+	// listener asks (nil: kwire.Dial, PLAINTEXT).
+	Dial func(ctx context.Context, addr, clientID string) (*kwire.Conn, error)
 }
 
 // fetcher copies the partitions this broker follows from one leader: one
@@ -190,7 +193,11 @@ func (f *fetcher) round(parts map[*Partition]fetchState) (bool, error) {
 			return false, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		f.conn, err = kwire.Dial(ctx, addr, fmt.Sprintf("tributary-replica-%d", f.m.nodeID))
+		dial := kwire.Dial
+		if tr.Dial != nil {
+			dial = tr.Dial
+		}
+		f.conn, err = dial(ctx, addr, fmt.Sprintf("tributary-replica-%d", f.m.nodeID))
 		cancel()
 		if err != nil {
 			return false, err

@@ -20,6 +20,15 @@ import (
 // With a fetch session (fetch_sessions.go) it reads every partition of the
 // session and answers with those that have news.
 func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	if isReplicaFetch(req) && !c.peer() {
+		// Only an authenticated peer fetches as a replica on a secured
+		// listener (peers_security.go).
+		c.refusePeer("a replica Fetch")
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.SetVersion(req.Version)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return nil, c.write(resp, nil)
+	}
 	eff, session, incremental, code := s.fetchSessions.resolve(req)
 	if code != nil {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)

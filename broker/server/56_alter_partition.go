@@ -31,6 +31,7 @@ func (s *Server) replicaTransport() replica.Transport {
 		AlterISR: s.alterISR,
 		MaxWait:  time.Duration(s.cfg.Int("replica.fetch.wait.max.ms")) * time.Millisecond,
 		MaxBytes: int32(s.cfg.Int("replica.fetch.max.bytes")),
+		Dial:     s.dialReplica,
 	}
 }
 

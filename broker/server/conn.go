@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/cluster"
 )
 
 // conn is one client connection.
@@ -66,7 +67,12 @@ type requestHeader struct {
 var errClose = errors.New("broker/server: closing connection")
 
 func (c *conn) serve() {
-	defer c.nc.Close()
+	raft := false
+	defer func() {
+		if !raft { // a Raft connection is the transport's to close
+			c.nc.Close()
+		}
+	}()
 	if err := c.authenticate(); err != nil {
 		return
 	}
@@ -75,6 +81,10 @@ func (c *conn) serve() {
 			return
 		}
 		body, held, err := c.readFrame()
+		if errors.Is(err, errRaft) {
+			raft = c.raftUpgrade()
+			return
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !c.s.closing.Load() && !isTimeout(err) {
 				c.logger.Debug("connection closed", "err", err)
@@ -111,6 +121,11 @@ func isTimeout(err error) bool {
 // (readUnpooled).
 func (c *conn) readFrame() (body []byte, held int64, err error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.idleTimeout))
+	if c.raftCapable() {
+		if b, err := c.r.Peek(1); err == nil && b[0] == cluster.RaftMagic {
+			return nil, 0, errRaft
+		}
+	}
 	var sz [4]byte
 	if _, err := io.ReadFull(c.r, sz[:]); err != nil {
 		return nil, 0, err
@@ -230,6 +245,13 @@ func (c *conn) serveRequest(body []byte) error {
 	// broker-only node, nothing: it is there for Raft), and a client
 	// listener never serves the brokers' internal APIs.
 	switch controller := c.s.controllerListeners[c.listener]; {
+	case controller && c.peerLoginAPI(c.hdr.key):
+		// A peer's login, before Raft or its first request.
+	case controller && !c.peer():
+		c.refusePeer(kmsg.NameForKey(c.hdr.key))
+		return errClose
+	case controller && !c.awaitServing():
+		return errClose
 	case controller && !c.s.controller:
 		return fmt.Errorf("%s on the controller listener %s of a broker-only node, which carries the metadata log (Raft) only", kmsg.NameForKey(c.hdr.key), c.listener)
 	case controller && !controllerAPIs[c.hdr.key]:

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
-	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 // errNoController is returned while no controller is active or reachable.
@@ -36,7 +35,7 @@ func (s *Server) toController(ctx context.Context, req kmsg.Request) (kmsg.Respo
 func (s *Server) sendTo(ctx context.Context, id int32, addr string, req kmsg.Request) (kmsg.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-broker-%d", s.nodeID))
+	conn, err := s.dialController(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker/server: controller %d at %s: %w", id, addr, err)
 	}
@@ -44,6 +43,7 @@ func (s *Server) sendTo(ctx context.Context, id int32, addr string, req kmsg.Req
 	deadline, _ := ctx.Deadline()
 	resp, err := conn.RoundTrip(req, time.Until(deadline))
 	if err != nil {
+		s.peerAuthFailed("controller", addr, err)
 		return nil, fmt.Errorf("broker/server: controller %d: %w", id, err)
 	}
 	return resp, nil

@@ -97,6 +97,9 @@ func (s *Server) setupSecurity() error {
 			}
 		}
 		s.security[l.Name] = sec
+		if l.Protocol == "PLAINTEXT" && s.controllerNames[l.Name] && s.cfg.IsSet("controller.quorum.voters") && !loopback(l.Host) {
+			s.logger.Warn("controller listener "+l.Name+" is PLAINTEXT on the network: anyone who reaches "+l.Addr()+" can register brokers, join Raft and change SCRAM users; secure it or firewall it (docs/security.md, \"Securing the cluster's own traffic\")", "listener", l.Name)
+		}
 		if l.Protocol == "PLAINTEXT" && !s.controllerNames[l.Name] && !loopback(l.Host) {
 			s.logger.Warn("listener "+l.Name+" accepts unauthenticated PLAINTEXT connections from the network: anyone who reaches "+l.Addr()+
 				" can read, write and delete every topic; use SSL, SASL_SSL or a firewall (docs/security.md)", "listener", l.Name)
@@ -187,7 +190,7 @@ func (c *conn) checkPreAuth(key int16) error {
 func newAuthMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
 	m := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tributary_broker_authentication_failures_total",
-		Help: "Connections that failed to authenticate, by listener and why: tls (handshake or certificate), sasl (wrong credentials or a malformed exchange), mechanism (not enabled), sasl_on_plaintext (SASL tried on a listener without it), unauthenticated_request (a request before SASL) (Kafka failed-authentication-total)."},
+		Help: "Connections that failed to authenticate, by listener and why: tls (handshake or certificate), sasl (wrong credentials or a malformed exchange), mechanism (not enabled), sasl_on_plaintext (SASL tried on a listener without it), unauthenticated_request (a request before SASL), unauthenticated_peer (a peer's API or Raft from a connection that did not authenticate, on a secured listener) (Kafka failed-authentication-total)."},
 		[]string{"listener", "reason"})
 	reg.MustRegister(m)
 	return m

@@ -59,6 +59,8 @@ type Server struct {
 	// raftListener is where a broker-only node of a quorum receives the
 	// metadata log: its listener named in controller.listener.names.
 	raftListener *config.Listener
+	// peers are this node's logins to its peers (peers_security.go).
+	peers *peerSecurity
 	// controllerNames are controller.listener.names.
 	controllerNames map[string]bool
 
@@ -102,6 +104,10 @@ type Server struct {
 	closing atomic.Bool
 	// stopping is closed when Shutdown starts, to end long-polling fetches.
 	stopping chan struct{}
+	// serving is closed once every listener accepts and requests are
+	// served; secured controller listeners accept before, for Raft
+	// (peers_security.go).
+	serving chan struct{}
 	// failedDirs tells the embedding program when every log dir failed
 	// (logdir_failure.go).
 	failedDirs failedDirs
@@ -141,6 +147,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 		conns:               map[*conn]struct{}{},
 		stopped:             map[string]error{},
 		stopping:            make(chan struct{}),
+		serving:             make(chan struct{}),
 	}
 	s.controllerNames = map[string]bool{}
 	for _, n := range cfg.List("controller.listener.names") {
@@ -198,6 +205,10 @@ func (s *Server) Start() error {
 	if quorum {
 		s.raftConns = cluster.NewRaftConns()
 	}
+	if err := s.setupPeers(); err != nil {
+		s.closeStorage()
+		return err
+	}
 	advertised, err := s.listen()
 	if err != nil {
 		s.closeStorage()
@@ -207,6 +218,7 @@ func (s *Server) Start() error {
 		// The controller reads the address from the registration.
 		s.raftConns.Advertise = s.raftListener.Addr()
 	}
+	early := s.acceptRaftEarly()
 	if s.ctrl, err = cluster.OpenController(paths[0], s.cfg, clusterID, advertised, s.raftConns, s.logger); err != nil {
 		s.closeListeners()
 		s.closeStorage()
@@ -271,10 +283,14 @@ func (s *Server) Start() error {
 	for name, ln := range s.listeners {
 		addrs = append(addrs, name+"://"+ln.Addr().String())
 		names = append(names, name)
+		if early[name] {
+			continue
+		}
 		s.wg.Add(1)
 		go s.accept(name, ln)
 	}
 	s.mu.Unlock()
+	close(s.serving)
 	s.metrics.started(s, names)
 	s.wg.Add(1)
 	go s.maintain()
@@ -294,15 +310,19 @@ func (s *Server) Start() error {
 		for _, d := range s.logDirIDs {
 			self.LogDirs = append(self.LogDirs, uuidString(d))
 		}
-		registered, refused := false, false
+		registered, refused, denied := false, false, false
 		timeout := time.Duration(s.cfg.Int("initial.broker.registration.timeout.ms")) * time.Millisecond
 		// Without a controller to answer, the broker says ready after at
 		// most 30 s and goes on trying in the background; refused as a
 		// duplicate, it tries until the timeout and then exits.
 		start := time.Now()
-		for deadline := start.Add(timeout); !registered && time.Now().Before(deadline) && (refused || time.Since(start) < 30*time.Second); {
+		for deadline := start.Add(timeout); !registered && time.Now().Before(deadline) && (refused || denied || time.Since(start) < 30*time.Second); {
 			err := s.register(self)
 			registered = err == nil
+			// Credentials the controllers refuse do not get better by
+			// waiting either: like a duplicate id, the broker exits at
+			// the timeout rather than say it is ready.
+			denied = refusedCredentials(err)
 			if err != nil {
 				if errors.Is(err, kerr.DuplicateBrokerRegistration) && !refused {
 					s.logDuplicate()
@@ -323,6 +343,10 @@ func (s *Server) Start() error {
 			// take over the moment the first one pauses.
 			s.Shutdown(context.Background())
 			return fmt.Errorf("broker/server: node.id %d is registered by another live broker (DUPLICATE_BROKER_REGISTRATION) after initial.broker.registration.timeout.ms=%d; give this node its own node.id", s.nodeID, timeout.Milliseconds())
+		}
+		if denied {
+			s.Shutdown(context.Background())
+			return fmt.Errorf("broker/server: the controllers refused this node's credentials for initial.broker.registration.timeout.ms=%d, so it cannot join the cluster: check sasl.mechanism.controller.protocol, the username and password of the controller listener's listener.name.<l>.plain.sasl.jaas.config and its certificates (docs/security.md)", timeout.Milliseconds())
 		}
 		if !registered {
 			s.logger.Warn("not registered with the controller yet; retrying in the background")
@@ -411,7 +435,11 @@ func (s *Server) listen() ([]config.Listener, error) {
 		acceptErrors := s.metrics.acceptErrors.WithLabelValues(l.Name)
 		ln = newRetryListener(ln, l.Name, s.logger, acceptErrors.Inc)
 		if controller {
-			ln = s.raftConns.Split(ln)
+			if l.Protocol == "PLAINTEXT" {
+				// A secured controller listener takes Raft only after a
+				// login, in the Kafka protocol (conn.raftUpgrade).
+				ln = s.raftConns.Split(ln)
+			}
 			if !s.controller && s.raftListener == nil {
 				rl := l
 				rl.Port = ln.Addr().(*net.TCPAddr).Port

@@ -22,7 +22,9 @@ func newDevCertsCommand() *cobra.Command {
 
   ca.pem      the CA certificate: ssl.truststore.location of brokers and clients
   broker.pem  the broker's private key and certificate chain, for --host names
-              and addresses: ssl.keystore.location of the broker's listeners
+              and addresses: ssl.keystore.location of the broker's listeners.
+              For a cluster give every node's name: the nodes share it, and
+              present it to each other as client certificate too
   client.pem  a client's key and chain, subject CN=<--client>: a client
               certificate for ssl.client.auth=required (the principal is
               User:CN=<--client> with the default ssl.principal.mapping.rules)
@@ -30,6 +32,7 @@ func newDevCertsCommand() *cobra.Command {
 Keys are ECDSA P-256, unencrypted, mode 0600. docs/security.md walks through
 using them; a production cluster takes its certificates from its own CA.`,
 		Example: `  tributary dev certs ./certs --host localhost --host 127.0.0.1 --host broker1.example.com
+  tributary dev certs ./certs --host node1.example.com --host node2.example.com --host node3.example.com
   tributary broker --listeners SSL://127.0.0.1:9093 \
     --set ssl.keystore.location=./certs/broker.pem`,
 		Args: cobra.ExactArgs(1),

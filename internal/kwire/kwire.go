@@ -28,15 +28,11 @@ type Conn struct {
 
 // Dial connects to addr; clientID names this end in the server's logs.
 func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), clientID: clientID}, nil
+	return DialSecure(ctx, addr, clientID, Security{})
+}
+
+func newConn(nc net.Conn, clientID string) *Conn {
+	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), clientID: clientID}
 }
 
 // Close closes the connection.
@@ -94,6 +90,11 @@ func (c *Conn) roundTrip(req kmsg.Request, timeout time.Duration, reuse bool) (k
 	if _, err := io.ReadFull(c.r, body); err != nil {
 		return nil, err
 	}
+	return c.decode(req, body)
+}
+
+// decode reads a response frame's body (correlation id onwards).
+func (c *Conn) decode(req kmsg.Request, body []byte) (kmsg.Response, error) {
 	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
 		return nil, fmt.Errorf("kwire: response to request %d, expected %d", corr, c.corr)
 	}

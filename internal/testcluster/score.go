@@ -232,13 +232,13 @@ func sortAnomalies(as []Anomaly) {
 // ReadTopic reads every partition of topic from offset 0 up to its high
 // watermark (as of the call) and returns the records. The partitions must
 // have leaders: restart killed nodes first. It fails the test if the read
-// does not finish within timeout.
-func ReadTopic(t testing.TB, bootstrap, topic string, timeout time.Duration) []Read {
+// does not finish within timeout. opts are added to its clients (security).
+func ReadTopic(t testing.TB, bootstrap, topic string, timeout time.Duration, opts ...kgo.Opt) []Read {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	seeds := kgo.SeedBrokers(strings.Split(bootstrap, ",")...)
-	admCl, err := kgo.NewClient(seeds)
+	admCl, err := kgo.NewClient(append([]kgo.Opt{seeds}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func ReadTopic(t testing.TB, bootstrap, topic string, timeout time.Duration) []R
 	if len(want) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(seeds, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}))
+	cl, err := kgo.NewClient(append([]kgo.Opt{seeds, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,5 +299,5 @@ func ReadTopic(t testing.TB, bootstrap, topic string, timeout time.Duration) []R
 // histories of its producers.
 func (c *Cluster) Score(topic string, hs ...*History) Score {
 	c.t.Helper()
-	return Evaluate(ReadTopic(c.t, c.Bootstrap(), topic, time.Minute), hs...)
+	return Evaluate(ReadTopic(c.t, c.Bootstrap(), topic, time.Minute, c.ClientOpts...), hs...)
 }

@@ -32,6 +32,11 @@ type Cluster struct {
 	Nodes []*Node
 	// base are the props every node shares (the quorum, the timeouts).
 	base []string
+	// ClientOpts are added to every client the harness makes (Admin,
+	// Leaders, Score) and Peer is how its own Kafka connections log in
+	// (DescribeQuorum): set both for a cluster with secured listeners.
+	ClientOpts []kgo.Opt
+	Peer       kwire.Security
 }
 
 // Node is one process of the cluster.
@@ -66,6 +71,13 @@ func StartCustom(t testing.TB, n int, customize func(n *Node, cfg *testbroker.Co
 func StartSplit(t testing.TB, controllers, brokers int, props ...string) *Cluster {
 	t.Helper()
 	return start(t, controllers, brokers, props, nil)
+}
+
+// StartSplitCustom is StartSplit with each node's configuration passed to
+// customize before the node starts.
+func StartSplitCustom(t testing.TB, controllers, brokers int, customize func(n *Node, cfg *testbroker.Config), props ...string) *Cluster {
+	t.Helper()
+	return start(t, controllers, brokers, props, customize)
 }
 
 // start starts voters nodes with the controller role (also brokers when
@@ -188,7 +200,7 @@ func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
 
 // Admin is a kadm client of the cluster, closed when the test ends.
 func (c *Cluster) Admin() *kadm.Client {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...)}, c.ClientOpts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -219,7 +231,10 @@ func (c *Cluster) agreedController() int32 {
 		if !n.Running() {
 			continue
 		}
-		leader := QuorumLeader(n.Addr())
+		leader := int32(-1)
+		if q, err := describeQuorum(n.Addr(), c.Peer); err == nil {
+			leader = q.LeaderID
+		}
 		if leader < 0 || (agreed >= 0 && leader != agreed) || !c.Node(leader).Running() {
 			return -1
 		}
@@ -271,9 +286,13 @@ func QuorumLeader(addr string) int32 {
 
 // DescribeQuorum asks the node at addr for the metadata quorum.
 func DescribeQuorum(addr string) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+	return describeQuorum(addr, kwire.Security{})
+}
+
+func describeQuorum(addr string, sec kwire.Security) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	conn, err := kwire.Dial(ctx, addr, "testcluster")
+	conn, err := kwire.DialSecure(ctx, addr, "testcluster", sec)
 	if err != nil {
 		return nil, err
 	}

@@ -152,6 +152,8 @@ type WorkloadConfig struct {
 	// acknowledgement, retried all along, before it fails; default 2 min,
 	// long enough to ride out a failover.
 	DeliveryTimeout time.Duration
+	// ClientOpts are added to the producer's (security).
+	ClientOpts []kgo.Opt
 }
 
 func (cfg *WorkloadConfig) defaults(prefix string) {
@@ -181,7 +183,7 @@ func StartWorkload(t testing.TB, bootstrap string, cfg WorkloadConfig) *Workload
 	t.Helper()
 	cfg.defaults("w")
 	w := &Workload{recorder: newRecorder(cfg.Name), cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
@@ -191,15 +193,15 @@ func StartWorkload(t testing.TB, bootstrap string, cfg WorkloadConfig) *Workload
 		// The default 5 s between metadata refreshes would hide how
 		// fast the cluster fails over behind how slowly the client
 		// notices.
-		kgo.MetadataMinAge(100*time.Millisecond),
+		kgo.MetadataMinAge(100 * time.Millisecond),
 		// A request to a paused broker (SIGSTOP) hangs until these run
 		// out, and so does every record queued behind it; franz-go's
 		// defaults (10 s + 10 s) can add up to most of a minute when a
 		// metadata request lands on the paused broker too.
-		kgo.ProduceRequestTimeout(5*time.Second),
-		kgo.RequestTimeoutOverhead(2*time.Second),
+		kgo.ProduceRequestTimeout(5 * time.Second),
+		kgo.RequestTimeoutOverhead(2 * time.Second),
 		kgo.ProducerOnDataLossDetected(func(topic string, p int32) { w.dataLoss(fmt.Sprintf("%s/%d", topic, p)) }),
-	)
+	}, cfg.ClientOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
