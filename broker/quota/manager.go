@@ -52,6 +52,9 @@ func NewManager(w Window, table func() *Table) *Manager {
 	return &Manager{w: w, table: table, sensors: map[sensorKey]*sensor{}}
 }
 
+// Table is the quotas of the moment.
+func (m *Manager) Table() *Table { return m.table() }
+
 // Window is the manager's sample window.
 func (m *Manager) Window() Window { return m.w }
 

@@ -84,6 +84,7 @@ type Server struct {
 	// failedAuthDelay is connection.failed.authentication.delay.ms.
 	failedAuthDelay time.Duration
 	authFailures    *prometheus.CounterVec
+	quotas          *quotas // client quotas (quota_enforce.go)
 	bootstrapScram  []cluster.ScramChange
 	// metaOffsets are the metadata offsets brokers reported in their last
 	// heartbeats, by id, on the active controller (see awaitBrokers).
@@ -149,8 +150,10 @@ func New(cfg *config.Broker, opt Options) *Server {
 	rand.Read(s.incarnation[:])
 	s.apis = s.handlers()
 	maps.Copy(s.apis, s.securityHandlers())
+	maps.Copy(s.apis, s.quotaHandlers())
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
 	s.authFailures = newAuthMetrics(opt.Registry)
+	s.quotas = newQuotas(s, cfg, opt.Registry)
 	s.bootstrapScram = opt.BootstrapScram
 	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics)
 	s.metrics.watchPool(s.pool)
