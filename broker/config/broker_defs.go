@@ -48,6 +48,8 @@ var BrokerDefs = defs(
 		Doc: "Connections one IP address may keep open on the client listeners (not the controller listeners); one more is closed as it is accepted."},
 	Def{Name: "max.connections.per.ip.overrides", Type: String, Default: "",
 		Doc: "Per-IP exceptions to max.connections.per.ip, as host:count,ip:count; a host name is resolved at start."},
+	Def{Name: "max.connection.creation.rate", Type: Int, Default: "2147483647", Check: atLeast(0), Dynamic: true,
+		Doc: "New connections per second the broker accepts over its client listeners (not the controller listeners or inter.broker.listener.name); past it, accepting waits until the rate is back under it (KIP-612). Per IP address: the connection_creation_rate quota (tributary quota set --ip)."},
 	Def{Name: "quota.window.num", Type: Int, Default: "11", Check: atLeast(1),
 		Doc: "The number of samples client quotas are measured over (docs/security.md, Quotas)."},
 	Def{Name: "quota.window.size.seconds", Type: Int, Default: "1", Check: atLeast(1),

@@ -1,6 +1,9 @@
 package quota
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Window is quota.window.num samples of quota.window.size.seconds each.
 type Window struct {
@@ -95,4 +98,40 @@ func (r *rate) throttle(bound float64, now time.Time) time.Duration {
 	}
 	ms := (v - bound) / bound * float64(r.windowSize(now).Milliseconds())
 	return time.Duration(ms+0.5) * time.Millisecond
+}
+
+// EventRate is a rate of events against a bound that may change, safe for
+// concurrent use: Kafka's connection creation rates
+// (max.connection.creation.rate, connection_creation_rate).
+type EventRate struct {
+	mu   sync.Mutex
+	r    rate
+	used time.Time
+}
+
+// NewEventRate measures over w.
+func NewEventRate(w Window) *EventRate { return &EventRate{r: rate{w: w}} }
+
+// Record counts one event at now and returns how long to wait for the
+// rate to come back to bound (zero: within it).
+func (e *EventRate) Record(bound float64, now time.Time) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.used = now
+	e.r.record(1, now)
+	return e.r.throttle(bound, now)
+}
+
+// Unrecord takes back an event refused: it does not count.
+func (e *EventRate) Unrecord(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.r.record(-1, now)
+}
+
+// Idle is whether nothing was recorded since before.
+func (e *EventRate) Idle(before time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.used.Before(before)
 }

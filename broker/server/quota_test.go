@@ -3,8 +3,10 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -61,6 +63,16 @@ func TestClientQuotas(t *testing.T) {
 		t.Run("consume", func(t *testing.T) { t.Parallel(); quotaConsume(ctx, t, b.Addr()) })
 		t.Run("mutations", func(t *testing.T) { t.Parallel(); quotaMutations(ctx, t, b.Addr()) })
 	})
+
+	// connection_creation_rate of an IP address: of a burst of new
+	// connections, those past the rate are closed unanswered.
+	alterQuotas(ctx, t, admin, false, quotaEntry("ip", quotaName("127.0.0.1"), "connection_creation_rate", 5))
+	answered, refused := quotaConnBurst(t, b.Addr(), 12)
+	t.Logf("12 connections at once from an IP limited to 5/s: %d answered, %d closed", answered, refused)
+	if answered < 4 || answered > 8 || refused < 4 {
+		t.Errorf("12 connections at once with connection_creation_rate=5: %d answered, %d closed; want about 5 answered", answered, refused)
+	}
+	alterQuotas(ctx, t, admin, false, quotaEntry("ip", quotaName("127.0.0.1"), "connection_creation_rate", nil))
 
 	// The throttling shows per client in /metrics.
 	resp, err := http.Get("http://" + b.AdminAddr() + "/metrics")
@@ -438,4 +450,68 @@ func quotaSortLines(s string) string {
 	l := strings.Split(s, "\n")
 	slices.Sort(l)
 	return strings.Join(l, "\n")
+}
+
+// quotaConnBurst opens n connections at once and sends ApiVersions on
+// each: it returns how many were answered and how many closed unanswered.
+func quotaConnBurst(t *testing.T, addr string, n int) (answered, closed int) {
+	t.Helper()
+	var conns []net.Conn
+	for range n {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		conns = append(conns, nc)
+	}
+	for _, nc := range conns {
+		if quotaApiVersions(nc) == nil {
+			answered++
+		} else {
+			closed++
+		}
+	}
+	return answered, closed
+}
+
+// quotaApiVersions sends ApiVersions v0 on nc and reads the answer.
+func quotaApiVersions(nc net.Conn) error {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 0
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("burst")).AppendRequest(nil, req, 1)
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(frame); err != nil {
+		return err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(nc, make([]byte, binary.BigEndian.Uint32(size[:])))
+	return err
+}
+
+// max.connection.creation.rate: the broker accepts past it only as fast
+// as it allows, and refuses nobody.
+func TestMaxConnectionCreationRate(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, "max.connection.creation.rate=10", "quota.window.num=2", "quota.window.size.seconds=1")
+	began := time.Now()
+	for i := range 25 {
+		nc, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := quotaApiVersions(nc); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		nc.Close()
+	}
+	took := time.Since(began)
+	t.Logf("25 connections at max.connection.creation.rate=10: %v", took)
+	// 10 in the first (padded) second, then 10 a second.
+	if took < 1200*time.Millisecond || took > 4*time.Second {
+		t.Errorf("25 connections at max.connection.creation.rate=10 took %v, want about 1.5 s", took)
+	}
 }
