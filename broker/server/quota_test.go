@@ -56,12 +56,14 @@ func TestClientQuotas(t *testing.T) {
 	alterQuotas(ctx, t, admin, false,
 		quotaEntry("client-id", quotaName("slow-producer"), "producer_byte_rate", quotaRate),
 		quotaEntry("client-id", quotaName("slow-consumer"), "consumer_byte_rate", quotaRate),
-		quotaEntry("client-id", quotaName("mutator"), "controller_mutation_rate", 1))
+		quotaEntry("client-id", quotaName("mutator"), "controller_mutation_rate", 1),
+		quotaEntry("client-id", quotaName("busy"), "request_percentage", 0.5))
 
 	t.Run("group", func(t *testing.T) {
 		t.Run("produce", func(t *testing.T) { t.Parallel(); quotaProduce(ctx, t, b.Addr()) })
 		t.Run("consume", func(t *testing.T) { t.Parallel(); quotaConsume(ctx, t, b.Addr()) })
 		t.Run("mutations", func(t *testing.T) { t.Parallel(); quotaMutations(ctx, t, b.Addr()) })
+		t.Run("requests", func(t *testing.T) { t.Parallel(); quotaRequests(ctx, t, b.Addr()) })
 	})
 
 	// connection_creation_rate of an IP address: of a burst of new
@@ -514,4 +516,23 @@ func TestMaxConnectionCreationRate(t *testing.T) {
 	if took < 1200*time.Millisecond || took > 4*time.Second {
 		t.Errorf("25 connections at max.connection.creation.rate=10 took %v, want about 1.5 s", took)
 	}
+}
+
+// quotaRequests: request_percentage=0.5 (5 ms of handler time a second):
+// Metadata requests soon come back with a throttle time.
+func quotaRequests(ctx context.Context, t *testing.T, addr string) {
+	cl := quotaClient(t, addr, "busy")
+	began := time.Now()
+	for n := 1; time.Since(began) < 10*time.Second; n++ {
+		req := kmsg.NewPtrMetadataRequest()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ThrottleMillis > 0 {
+			t.Logf("request_percentage=0.5: Metadata request %d throttled %d ms", n, resp.ThrottleMillis)
+			return
+		}
+	}
+	t.Error("request_percentage=0.5: no Metadata response in 10 s carried a throttle time")
 }
