@@ -296,6 +296,9 @@ func newQuotaDeleteCommand(bootstrap *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete (--user U | --client-id C | --ip A | --default-...) [KEY...]",
 		Short: "Remove quotas of an entity: the keys given, or all of them",
+		Long: `Remove quotas of one entity, named exactly as it was set: the keys
+given, or every quota it has when none is given. The quotas of other
+entities (the same user with a client id, the defaults) stay.`,
 		Example: `  tributary quota delete --user alice producer_byte_rate
   tributary quota delete --user alice --client-id app`,
 	}
