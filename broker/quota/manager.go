@@ -86,6 +86,12 @@ func (m *Manager) Record(key, user, clientID string, v float64, now time.Time) (
 	s := m.sensor(sensorKey{key, tags}, now)
 	s.r.record(v, now)
 	throttle = s.r.throttle(bound, now)
+	if key == RequestPercentage {
+		// Kafka bounds a request-time throttle by one sample window
+		// (ClientRequestQuotaManager): a slow request says little about
+		// the next.
+		throttle = min(throttle, m.w.Size)
+	}
 	expired := m.sweep(now)
 	m.mu.Unlock()
 	m.expire(expired)

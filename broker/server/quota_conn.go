@@ -51,12 +51,9 @@ func (r *connRates) ipRate(ip string, now time.Time) *quota.EventRate {
 	return e
 }
 
-// maxConnThrottle bounds how long a refused connection is held before it
-// is closed, and how long one accept is delayed.
-const maxConnThrottle = 10 * time.Second
-
 // connectionRate applies the connection creation rates to a connection
-// just accepted on listener from ip. It reports whether it took the
+// just accepted on listener from ip. Both waits are bounded by one sample
+// window, as Kafka bounds them. It reports whether it took the
 // connection (refused: it is closed after its throttle time).
 func (s *Server) connectionRate(listener, ip string, nc net.Conn) bool {
 	if s.limits.exempt[listener] || s.limits.uncounted[listener] {
@@ -73,14 +70,14 @@ func (s *Server) connectionRate(listener, ip string, nc net.Conn) bool {
 			go func() {
 				defer s.wg.Done()
 				defer nc.Close()
-				s.pause(min(d, maxConnThrottle))
+				s.pause(min(d, s.connRates.w.Size))
 			}()
 			return true
 		}
 	}
 	if limit := s.cfg.Int("max.connection.creation.rate"); limit < math.MaxInt32 {
 		if d := s.connRates.broker.Record(float64(limit), now); d > 0 {
-			s.pause(min(d, maxConnThrottle))
+			s.pause(min(d, s.connRates.w.Size))
 		}
 	}
 	return false

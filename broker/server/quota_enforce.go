@@ -83,13 +83,18 @@ func (c *conn) withQuotas(req kmsg.Request, size int, handle func() (kmsg.Respon
 		resp = c.mutationQuota(req)
 	}
 	if resp == nil {
+		forwarded := c.s.forwards(c, c.hdr.key)
 		resp, err = handle()
+		if forwarded {
+			// The controller did the work; this broker only waited.
+			c.waited = time.Since(c.started)
+		}
 		if mutation && err == nil {
 			c.mutationsDone(req, resp, before)
 		}
 	}
 	if c.hdr.key != kmsg.Fetch.Int16() { // a fetch records before it answers (fetchQuota)
-		c.requestQuota(size, time.Since(c.started))
+		c.requestQuota(size, time.Since(c.started)-c.waited)
 	}
 	return resp, err
 }
@@ -159,8 +164,12 @@ func (c *conn) applyThrottle(resp kmsg.Response) {
 // (KIP-219: the response went out at once; the client, which also knows
 // the throttle, should not be sending meanwhile, and what it sends waits
 // in the socket). Shutdown ends the wait.
+//
+// The mute is bounded by connections.max.idle.ms: a client over a tiny
+// quota may owe hours, and a connection the client gave up on long ago
+// should not hold its place (max.connections) that long.
 func (c *conn) mute() {
-	d := c.throttle
+	d := min(c.throttle, c.s.idleTimeout)
 	c.throttle = 0
 	if d <= 0 {
 		return
