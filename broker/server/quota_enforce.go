@@ -110,7 +110,7 @@ func (c *conn) quotaExempt() bool {
 // largest of the request's, in c.throttle.
 func (c *conn) recordQuota(key string, v float64, now time.Time) {
 	q := c.s.quotas
-	d, tags, limited := q.m.Record(key, c.principal.Name, c.clientID, v, now)
+	d, tags, limited := q.m.Record(key, c.Principal().Name, c.clientID, v, now)
 	if !limited {
 		return
 	}
@@ -188,7 +188,7 @@ func (c *conn) capFetch(req *kmsg.FetchRequest) {
 	if req == nil || !c.s.quotas.m.Active() || c.quotaExempt() || isReplicaFetch(req) {
 		return
 	}
-	if most, ok := c.s.quotas.m.MaxInWindow(quota.ConsumerByteRate, c.principal.Name, c.clientID); ok && most < float64(req.MaxBytes) {
+	if most, ok := c.s.quotas.m.MaxInWindow(quota.ConsumerByteRate, c.Principal().Name, c.clientID); ok && most < float64(req.MaxBytes) {
 		req.MaxBytes = int32(max(most, 1))
 	}
 }
@@ -216,7 +216,7 @@ func (c *conn) fetchQuota(req *kmsg.FetchRequest, f *fetchResult, session *fetch
 	if c.throttle <= 0 {
 		return false
 	}
-	c.s.quotas.m.Unrecord(quota.ConsumerByteRate, c.principal.Name, c.clientID, float64(f.bytes), now)
+	c.s.quotas.m.Unrecord(quota.ConsumerByteRate, c.Principal().Name, c.clientID, float64(f.bytes), now)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(req.Version)
 	resp.ThrottleMillis = int32(min(c.throttle.Milliseconds(), 1<<31-1))
@@ -238,7 +238,7 @@ func (c *conn) fetchQuota(req *kmsg.FetchRequest, f *fetchResult, session *fetch
 // as Kafka's strict mode; older versions are served and throttled. It
 // returns the answer when refused.
 func (c *conn) mutationQuota(req kmsg.Request) kmsg.Response {
-	d, tags, limited := c.s.quotas.m.MutationThrottle(c.principal.Name, c.clientID, time.Now())
+	d, tags, limited := c.s.quotas.m.MutationThrottle(c.Principal().Name, c.clientID, time.Now())
 	if !limited || d <= 0 {
 		return nil
 	}
@@ -331,8 +331,8 @@ func (c *conn) mutationsDone(req kmsg.Request, resp kmsg.Response, before partit
 	default:
 		return
 	}
-	tags, _, _ := c.s.quotas.m.Table().Resolve(quota.ControllerMutationRate, c.principal.Name, c.clientID)
-	c.noteThrottle(quota.ControllerMutationRate, tags, c.s.quotas.m.RecordMutations(c.principal.Name, c.clientID, n, time.Now()))
+	tags, _, _ := c.s.quotas.m.Table().Resolve(quota.ControllerMutationRate, c.Principal().Name, c.clientID)
+	c.noteThrottle(quota.ControllerMutationRate, tags, c.s.quotas.m.RecordMutations(c.Principal().Name, c.clientID, n, time.Now()))
 }
 
 // partitionCounter is a topic's partition count before a mutation.
