@@ -271,12 +271,7 @@ func (c *conn) serveRequest(body []byte) error {
 	var err error
 	testHook(c)
 	c.started, c.waited = start, 0
-	resp, err = c.withQuotas(req, len(body), func() (kmsg.Response, error) {
-		if c.s.forwards(c, c.hdr.key) {
-			return c.s.forward(c, req, h)
-		}
-		return h.fn(c, req)
-	})
+	resp, err = c.withQuotas(req, h, len(body))
 	c.s.metrics.observe(c.hdr.key, time.Since(start), err)
 	c.freeBody(err == nil)
 	if err != nil {
@@ -295,6 +290,15 @@ func (c *conn) serveRequest(body []byte) error {
 		return err
 	}
 	return errClose
+}
+
+// dispatch has the request served: by the active controller when it is
+// one of the forwarded APIs, here otherwise.
+func (c *conn) dispatch(req kmsg.Request, h handler) (kmsg.Response, error) {
+	if c.s.forwards(c, c.hdr.key) {
+		return c.s.forward(c, req, h)
+	}
+	return h.fn(c, req)
 }
 
 func skipTags(r *kbin.Reader) {

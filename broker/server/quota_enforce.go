@@ -68,11 +68,11 @@ func newQuotas(s *Server, cfg *config.Broker, reg prometheus.Registerer) *quotas
 	return q
 }
 
-// withQuotas serves a request through handle, with the quotas around it:
-// the mutation check before, the recording after.
-func (c *conn) withQuotas(req kmsg.Request, size int, handle func() (kmsg.Response, error)) (kmsg.Response, error) {
+// withQuotas serves a request (dispatch) with the quotas around it: the
+// mutation check before, the recording after.
+func (c *conn) withQuotas(req kmsg.Request, h handler, size int) (kmsg.Response, error) {
 	if !c.s.quotas.m.Active() || c.quotaExempt() {
-		return handle()
+		return c.dispatch(req, h)
 	}
 	var resp kmsg.Response
 	var err error
@@ -84,7 +84,7 @@ func (c *conn) withQuotas(req kmsg.Request, size int, handle func() (kmsg.Respon
 	}
 	if resp == nil {
 		forwarded := c.s.forwards(c, c.hdr.key)
-		resp, err = handle()
+		resp, err = c.dispatch(req, h)
 		if forwarded {
 			// The controller did the work; this broker only waited.
 			c.waited = time.Since(c.started)
