@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/config"
+	"github.com/tributary-io/tributary/broker/quota"
 )
 
 // TopicID is a topic's UUID, as Kafka's Metadata and Fetch v13+ carry it.
@@ -133,6 +134,9 @@ type Image struct {
 	// ScramBootstrapped is set once the bootstrap SCRAM users have been
 	// applied: a user deleted afterwards stays deleted across restarts.
 	ScramBootstrapped bool `json:",omitempty"`
+	// ClientQuotas are the client quotas (quotas.go); immutable, replaced
+	// on change.
+	ClientQuotas *quota.Table `json:"-"`
 }
 
 // DynamicConfigs are the cluster-wide and the per-broker dynamic configs

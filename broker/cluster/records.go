@@ -26,6 +26,8 @@ type Record struct {
 	// ScramBootstrap marks the bootstrap SCRAM users (--add-scram) as
 	// applied, so that they are never applied again (scram.go).
 	ScramBootstrap *ScramBootstrapRecord `json:"scram_bootstrap,omitempty"`
+	// ClientQuota sets or removes a client quota (quotas.go).
+	ClientQuota *ClientQuotaRecord `json:"client_quota,omitempty"`
 }
 
 // BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
@@ -164,6 +166,8 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		}
 	case r.ScramBootstrap != nil:
 		n.ScramBootstrapped = true
+	case r.ClientQuota != nil:
+		n.applyClientQuota(r.ClientQuota)
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")
 	}

@@ -529,6 +529,7 @@ func diffSingleNode(t *testing.T, d *differ) {
 	d.step(t, configs("--alter", "--entity-type", "brokers", "--entity-default", "--delete-config", "log.retention.ms"))
 	d.step(t, configs("--alter", "--entity-type", "brokers", "--entity-name", "1", "--delete-config", "log.cleaner.threads"))
 	d.step(t, defaults)
+	diffClientQuotas(t, d, configs)
 
 	// Ten records in each partition of data, the same on both sides.
 	offsets := func(args ...string) diffStep {
@@ -703,6 +704,43 @@ func diffThreeNodes(t *testing.T, d *differ) {
 	}
 	d.step(t, verify)
 	throttles()
+	// A quota set through any node (forwarded to the active controller)
+	// is in every node's metadata when the tool's describe reads one.
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "carol", "--add-config", "producer_byte_rate=1024"))
+	d.step(t, configs("--describe", "--entity-type", "users", "--entity-name", "carol"))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "carol", "--delete-config", "producer_byte_rate"))
+	d.step(t, configs("--describe", "--entity-type", "users"))
+}
+
+// diffClientQuotas: kafka-configs.sh's client quotas (KIP-546), users,
+// client ids, both, defaults and IPs, with the broker's refusals. Every
+// quota is removed at the end, so no later step is throttled.
+func diffClientQuotas(t *testing.T, d *differ, configs func(args ...string) diffStep) {
+	byEntity := func(s diffStep) diffStep {
+		s.norm = func(out string) string { return sortBlocks(out, "Quota configs for ") }
+		return s
+	}
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "alice", "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152"))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-name", "app", "--add-config", "request_percentage=50"))
+	d.step(t, configs("--alter", "--entity-type", "clients", "--entity-default", "--add-config", "producer_byte_rate=104857600"))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default", "--add-config", "controller_mutation_rate=1000"))
+	d.step(t, configs("--alter", "--entity-type", "ips", "--entity-name", "10.1.2.3", "--add-config", "connection_creation_rate=20"))
+	d.step(t, configs("--describe", "--entity-type", "users", "--entity-name", "alice"))
+	d.step(t, configs("--describe", "--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-name", "app"))
+	d.step(t, byEntity(configs("--describe", "--entity-type", "users")))
+	d.step(t, byEntity(configs("--describe", "--entity-type", "clients")))
+	d.step(t, configs("--describe", "--entity-type", "clients", "--entity-default"))
+	d.step(t, byEntity(configs("--describe", "--entity-type", "ips")))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config", "producer_byte_rate=-5"))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config", "producer_byte_rate=1.5"))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config", "bogus_rate=5"))
+	d.step(t, configs("--alter", "--entity-type", "ips", "--entity-name", "10.1.2.3", "--add-config", "producer_byte_rate=5"))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "alice", "--delete-config", "producer_byte_rate,consumer_byte_rate"))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-name", "app", "--delete-config", "request_percentage"))
+	d.step(t, configs("--alter", "--entity-type", "clients", "--entity-default", "--delete-config", "producer_byte_rate"))
+	d.step(t, configs("--alter", "--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default", "--delete-config", "controller_mutation_rate"))
+	d.step(t, configs("--alter", "--entity-type", "ips", "--entity-name", "10.1.2.3", "--delete-config", "connection_creation_rate"))
+	d.step(t, byEntity(configs("--describe", "--entity-type", "users")))
 }
 
 // logDumpSame runs Kafka's DumpLogSegments and "tributary log dump", with

@@ -36,9 +36,13 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 		resp.ErrorCode = code.Code
 		return nil, c.write(resp, nil)
 	}
+	c.capFetch(eff)
 	answer := func(f fetchResult) error {
 		defer f.files.release()
 		f.stopTimers()
+		if c.fetchQuota(eff, &f, session, incremental) {
+			return c.write(f.resp, nil)
+		}
 		if session != nil {
 			session.answered(f.resp, incremental)
 		}
@@ -54,7 +58,9 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 		// A long poll holds no segment: the next read takes new ones.
 		f.files.release()
 		done := s.metrics.wait(purgatoryFetch)
+		waitStart := time.Now()
 		woken := waitAny(append(f.wake, s.stopping), time.Until(deadline))
+		c.waited += time.Since(waitStart)
 		f.stopTimers()
 		done()
 		if !woken {

@@ -47,6 +47,13 @@ type conn struct {
 	mechanism   string
 	closeAfter  bool
 
+	// Of client quotas (quota_enforce.go): when the request's handler
+	// started, how long it waited for data (not work), and how long to
+	// mute the connection after its response.
+	started  time.Time
+	waited   time.Duration
+	throttle time.Duration
+
 	// out is the last response's buffer, kept for the next: responses are
 	// written one at a time, and a caught-up consumer's thousands of small
 	// fetch answers a second would otherwise each be garbage.
@@ -285,24 +292,35 @@ func (c *conn) serveRequest(body []byte) error {
 	var resp kmsg.Response
 	var err error
 	testHook(c)
-	if c.s.forwards(c, c.hdr.key) {
-		resp, err = c.s.forward(c, req, h)
-	} else {
-		resp, err = h.fn(c, req)
-	}
+	c.started, c.waited = start, 0
+	resp, err = c.withQuotas(req, h, len(body))
 	c.s.metrics.observe(c.hdr.key, time.Since(start), err)
 	c.freeBody(err == nil)
 	if err != nil {
 		return err
 	}
 	if resp == nil {
-		return nil // acks=0
+		c.mute() // acks=0, or a Fetch that wrote its own answer
+		return nil
 	}
 	resp.SetVersion(c.hdr.version)
+	c.applyThrottle(resp)
 	if err := c.write(resp, nil); err != nil || !c.closeAfter {
+		if err == nil {
+			c.mute()
+		}
 		return err
 	}
 	return errClose
+}
+
+// dispatch has the request served: by the active controller when it is
+// one of the forwarded APIs, here otherwise.
+func (c *conn) dispatch(req kmsg.Request, h handler) (kmsg.Response, error) {
+	if c.s.forwards(c, c.hdr.key) {
+		return c.s.forward(c, req, h)
+	}
+	return h.fn(c, req)
 }
 
 func skipTags(r *kbin.Reader) {

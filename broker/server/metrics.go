@@ -100,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		rejectedFrames: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tributary_broker_rejected_frames_total", Help: "Frames refused for their size (socket.request.max.bytes)."}),
 		refusedConnections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tributary_broker_connections_refused_total", Help: "Connections closed as they were accepted, by listener and the limit they were past (max.connections, max.connections.per.ip)."}, []string{"listener", "limit"}),
+			Name: "tributary_broker_connections_refused_total", Help: "Connections closed as they were accepted, by listener and the limit they were past (max.connections, max.connections.per.ip, connection_creation_rate)."}, []string{"listener", "limit"}),
 		acceptErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tributary_broker_accept_errors_total", Help: "Accepts that failed and were retried after a pause, by listener: out of file descriptors (EMFILE, ENFILE) or kernel memory."}, []string{"listener"}),
 		poolWaits: prometheus.NewCounter(prometheus.CounterOpts{

@@ -86,6 +86,8 @@ type Server struct {
 	// failedAuthDelay is connection.failed.authentication.delay.ms.
 	failedAuthDelay time.Duration
 	authFailures    *prometheus.CounterVec
+	quotas          *quotas    // client quotas (quota_enforce.go)
+	connRates       *connRates // connection creation rates (quota_conn.go)
 	bootstrapScram  []cluster.ScramChange
 	// metaOffsets are the metadata offsets brokers reported in their last
 	// heartbeats, by id, on the active controller (see awaitBrokers).
@@ -156,8 +158,11 @@ func New(cfg *config.Broker, opt Options) *Server {
 	rand.Read(s.incarnation[:])
 	s.apis = s.handlers()
 	maps.Copy(s.apis, s.securityHandlers())
+	maps.Copy(s.apis, s.quotaHandlers())
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
 	s.authFailures = newAuthMetrics(opt.Registry)
+	s.quotas = newQuotas(s, cfg, opt.Registry)
+	s.connRates = newConnRates(s.quotas.m.Window())
 	s.bootstrapScram = opt.BootstrapScram
 	s.pool = newRequestPool(cfg.QueuedMaxRequestBytes(), s.metrics)
 	s.metrics.watchPool(s.pool)
@@ -516,6 +521,9 @@ func (s *Server) accept(name string, ln net.Listener) {
 			return
 		}
 		ip := remoteIP(nc)
+		if s.connectionRate(name, ip, nc) {
+			continue
+		}
 		uncount, refused := s.limits.admit(name, ip)
 		if refused != "" {
 			s.metrics.refusedConnections.WithLabelValues(name, refused).Inc()
