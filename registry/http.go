@@ -98,6 +98,7 @@ func (r *Registry) Handler() http.Handler {
 	h("DELETE /subjects/{subject}/versions/{version}", r.deleteVersion)
 	h("GET /subjects/{subject}/versions/{version}/schema", r.getVersionSchema)
 	h("GET /subjects/{subject}/versions/{version}/referencedBy", r.referencedBy)
+	h("GET /subjects/{subject}/versions/{version}/referencedby", r.referencedBy) // Confluent's spelling
 	h("GET /schemas", r.getSchemas)
 	h("GET /schemas/types", func(http.ResponseWriter, *http.Request) (any, error) {
 		return []string{compat.JSON, compat.Avro}, nil
@@ -233,14 +234,8 @@ func (r *Registry) referencedBy(_ http.ResponseWriter, req *http.Request) (any, 
 		return nil, err
 	}
 	ids := []int{}
-	for _, name := range r.st.subjectNames(false) {
-		for _, o := range r.st.versions(name, false) {
-			for _, ref := range o.References {
-				if ref.Subject == v.Subject && ref.Version == v.Version {
-					ids = append(ids, o.ID)
-				}
-			}
-		}
+	for _, o := range r.st.referrers(v.Subject, v.Version, false) {
+		ids = append(ids, o.ID)
 	}
 	return ids, nil
 }

@@ -292,6 +292,75 @@ func TestFranzSR(t *testing.T) {
 		}
 	})
 
+	t.Run("references", func(t *testing.T) {
+		// Avro: a record naming a type of another subject.
+		addr, err := cl.CreateSchema(ctx, "addr-value", sr.Schema{Schema: `{"type":"record","name":"Address","namespace":"web","fields":[{"name":"city","type":"string"}]}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		person := func(fields string) sr.Schema {
+			return sr.Schema{
+				Schema:     `{"type":"record","name":"Person","namespace":"web","fields":[{"name":"home","type":"web.Address"}` + fields + `]}`,
+				References: []sr.SchemaReference{{Name: "web.Address", Subject: "addr-value", Version: addr.Version}},
+			}
+		}
+		if _, err := cl.CreateSchema(ctx, "person-value", sr.Schema{Schema: person("").Schema}); code(err) != 42201 {
+			t.Fatalf("a named type of another subject without its reference: %v, want 42201", err)
+		}
+		p1, err := cl.CreateSchema(ctx, "person-value", person(""))
+		if err != nil || len(p1.References) != 1 {
+			t.Fatalf("with the reference: %+v %v", p1, err)
+		}
+		// The check resolves the reference: a field without a default is
+		// as incompatible as without references.
+		if _, err := cl.CreateSchema(ctx, "person-value", person(`,{"name":"age","type":"int"}`)); code(err) != 409 {
+			t.Fatalf("a field added without a default: %v, want 409", err)
+		}
+		by, err := cl.SchemaReferences(ctx, "addr-value", 1)
+		if err != nil || len(by) != 1 || by[0].ID != p1.ID || by[0].Subject != "person-value" {
+			t.Fatalf("referencedby: %+v %v", by, err)
+		}
+		if err := cl.DeleteSchema(ctx, "addr-value", 1, sr.SoftDelete); code(err) != 42206 {
+			t.Fatalf("deleting a referenced version: %v, want 42206", err)
+		}
+		if _, err := cl.DeleteSubject(ctx, "addr-value", sr.SoftDelete); code(err) != 42206 {
+			t.Fatalf("deleting a referenced subject: %v, want 42206", err)
+		}
+
+		// JSON Schema: $ref to another subject by the reference's name.
+		money, err := cl.CreateSchema(ctx, "money-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","properties":{"amount":{"type":"number"}}}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.CreateSchema(ctx, "order-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","properties":{"total":{"type":"string"}}}`}); err != nil {
+			t.Fatal(err)
+		}
+		// Read through the $ref, total becomes an object: old documents
+		// (a string) no longer validate.
+		refd := sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","properties":{"total":{"$ref":"money.json"}}}`,
+			References: []sr.SchemaReference{{Name: "money.json", Subject: "money-value", Version: money.Version}}}
+		if _, err := cl.CreateSchema(ctx, "order-value", refd); code(err) != 409 {
+			t.Fatalf("a string property replaced by a $ref to an object: %v, want 409", err)
+		}
+		if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "order-value"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		if _, err := cl.CreateSchema(ctx, "order-value", refd); err != nil {
+			t.Fatal(err)
+		}
+
+		// Referrers first, then what they reference; everything permanently,
+		// so that the ids of later subtests stay where they were.
+		for _, s := range []string{"person-value", "order-value", "addr-value", "money-value"} {
+			if _, err := cl.DeleteSubject(ctx, s, sr.SoftDelete); err != nil {
+				t.Fatalf("soft delete of %s: %v", s, err)
+			}
+			if _, err := cl.DeleteSubject(ctx, s, sr.HardDelete); err != nil {
+				t.Fatalf("hard delete of %s: %v", s, err)
+			}
+		}
+	})
+
 	t.Run("second registry", func(t *testing.T) {
 		// `tributary registry` against the same cluster reads the same
 		// topic: same ids, and what one registers the other serves.

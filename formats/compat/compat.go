@@ -54,6 +54,18 @@ var ErrUnsupported = errors.New("formats/compat: unsupported schema type")
 type Schema struct {
 	Type string
 	Text string
+	// Refs are the schemas this one references, resolved: transitively
+	// complete, each schema's references before it (Avro parses named
+	// types in that order), each under the name the referring schema uses
+	// (a $ref URL for JSON Schema, an import path for Protobuf; Avro names
+	// types by their full name and ignores it). They share Type.
+	Refs []Ref
+}
+
+// Ref is one resolved reference.
+type Ref struct {
+	Name string
+	Text string
 }
 
 func (s Schema) typ() string {
@@ -69,11 +81,11 @@ func (s Schema) typ() string {
 func Canonical(s Schema) (string, error) {
 	switch s.typ() {
 	case Avro:
-		if _, err := parseAvro(s.Text); err != nil {
+		if _, err := parseAvroRefs(s); err != nil {
 			return "", err
 		}
 	case JSON:
-		if _, err := parseJSON(s.Text); err != nil {
+		if _, err := parseJSONRefs(s); err != nil {
 			return "", err
 		}
 	default:
@@ -133,6 +145,31 @@ func parseAvro(text string) (avro.Schema, error) {
 	return avro.ParseWithCache(text, "", &avro.SchemaCache{})
 }
 
+// parseAvroRefs parses s after its references, in one cache, so that the
+// named types they define resolve in s.
+func parseAvroRefs(s Schema) (avro.Schema, error) {
+	if len(s.Refs) == 0 {
+		return parseAvro(s.Text)
+	}
+	cache := &avro.SchemaCache{}
+	for _, r := range s.Refs {
+		if err := checkDepth(r.Text); err != nil {
+			return nil, err
+		}
+		if _, err := avro.ParseWithCache(r.Text, "", cache); err != nil {
+			return nil, fmt.Errorf("reference %s: %w", r.Name, err)
+		}
+	}
+	if err := checkDepth(s.Text); err != nil {
+		return nil, err
+	}
+	return avro.ParseWithCache(s.Text, "", cache)
+}
+
+// ParseAvro parses an Avro schema with its references: the reader and
+// writer schemas of the loader and the console.
+func ParseAvro(s Schema) (avro.Schema, error) { return parseAvroRefs(s) }
+
 // Check returns why candidate may not follow previous (oldest first) at
 // level; nil when it may. Non-transitive levels look at the latest
 // previous version only, as Confluent's do.
@@ -182,11 +219,11 @@ func prefix(dir string, msgs []string) []string {
 func readable(reader, writer Schema) ([]string, error) {
 	switch reader.typ() {
 	case Avro:
-		r, err := parseAvro(reader.Text)
+		r, err := parseAvroRefs(reader)
 		if err != nil {
 			return nil, err
 		}
-		w, err := parseAvro(writer.Text)
+		w, err := parseAvroRefs(writer)
 		if err != nil {
 			return nil, err
 		}
@@ -195,11 +232,11 @@ func readable(reader, writer Schema) ([]string, error) {
 		}
 		return nil, nil
 	case JSON:
-		r, err := parseJSON(reader.Text)
+		r, err := parseJSONRefs(reader)
 		if err != nil {
 			return nil, err
 		}
-		w, err := parseJSON(writer.Text)
+		w, err := parseJSONRefs(writer)
 		if err != nil {
 			return nil, err
 		}
