@@ -101,7 +101,7 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /subjects/{subject}/versions/{version}/referencedby", r.referencedBy) // Confluent's spelling
 	h("GET /schemas", r.getSchemas)
 	h("GET /schemas/types", func(http.ResponseWriter, *http.Request) (any, error) {
-		return []string{compat.JSON, compat.Avro}, nil
+		return []string{compat.JSON, compat.Protobuf, compat.Avro}, nil
 	})
 	h("GET /schemas/ids/{id}", r.getByID)
 	h("GET /schemas/ids/{id}/schema", r.getByIDSchema)
@@ -213,7 +213,30 @@ func (r *Registry) getVersion(_ http.ResponseWriter, req *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	return out(v), nil
+	o := out(v)
+	if o.Schema, err = r.formatted(v, req.URL.Query().Get("format")); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// formatted is v's schema in the format asked for: "serialized" gives a
+// Protobuf schema as a base64 FileDescriptorProto, what confluent-kafka's
+// Python deserializer asks for; anything else the text as stored. mu must
+// be held.
+func (r *Registry) formatted(v *schemaValue, format string) (string, error) {
+	if format != "serialized" || v.SchemaType != compat.Protobuf {
+		return v.Schema, nil
+	}
+	s, err := r.st.schema(v)
+	if err != nil {
+		return "", err
+	}
+	text, err := compat.SerializedProto(s)
+	if err != nil {
+		return "", errf(50001, "Error in the backend data store: stored schema %d does not compile: %v", v.ID, err)
+	}
+	return text, nil
 }
 
 func (r *Registry) getVersionSchema(_ http.ResponseWriter, req *http.Request) (any, error) {
@@ -282,11 +305,15 @@ func (r *Registry) getByID(_ http.ResponseWriter, req *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
+	text, err := r.formatted(v, req.URL.Query().Get("format"))
+	if err != nil {
+		return nil, err
+	}
 	return struct {
 		SchemaType string      `json:"schemaType,omitempty"`
 		Schema     string      `json:"schema"`
 		References []Reference `json:"references,omitempty"`
-	}{v.SchemaType, v.Schema, v.References}, nil
+	}{v.SchemaType, text, v.References}, nil
 }
 
 func (r *Registry) getByIDSchema(_ http.ResponseWriter, req *http.Request) (any, error) {

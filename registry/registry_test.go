@@ -361,6 +361,38 @@ func TestFranzSR(t *testing.T) {
 		}
 	})
 
+	t.Run("protobuf", func(t *testing.T) {
+		pb := func(body string) sr.Schema {
+			return sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Order { google.protobuf.Timestamp at = 1; ` + body + ` }`}
+		}
+		v1, err := cl.CreateSchema(ctx, "pb-value", pb(`string id = 2;`))
+		if err != nil || v1.Type != sr.TypeProtobuf {
+			t.Fatalf("%+v %v", v1, err)
+		}
+		if _, err := cl.CreateSchema(ctx, "pb-value", pb(`int32 id = 2;`)); code(err) != 409 || !strings.Contains(err.Error(), "FIELD_SCALAR_KIND_CHANGED") {
+			t.Fatalf("field 2 from string to int32: %v, want 409 naming FIELD_SCALAR_KIND_CHANGED", err)
+		}
+		if _, err := cl.CreateSchema(ctx, "pb-value", pb(`strin id = 2;`)); code(err) != 42201 {
+			t.Fatalf("unknown type: %v, want 42201", err)
+		}
+		if v2, err := cl.CreateSchema(ctx, "pb-value", pb(`string id = 2; int64 qty = 3;`)); err != nil || v2.Version != 2 {
+			t.Fatalf("a field added: %+v %v", v2, err)
+		}
+		types, err := cl.SupportedTypes(ctx)
+		if err != nil || !slices.Contains(types, sr.TypeProtobuf) {
+			t.Fatalf("types %v %v", types, err)
+		}
+		if _, err := cl.DeleteSubject(ctx, "pb-value", sr.SoftDelete); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.DeleteSubject(ctx, "pb-value", sr.HardDelete); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("second registry", func(t *testing.T) {
 		// `tributary registry` against the same cluster reads the same
 		// topic: same ids, and what one registers the other serves.

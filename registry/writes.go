@@ -39,9 +39,6 @@ func (r *Registry) prepare(in *schemaRequest) (*schemaRequest, error) {
 	if b.SchemaType == compat.Avro {
 		b.SchemaType = ""
 	}
-	if b.SchemaType == compat.Protobuf {
-		return nil, errf(42201, "Invalid schema: schema type PROTOBUF is not supported yet")
-	}
 	if len(b.References) == 0 {
 		b.References = nil
 	}

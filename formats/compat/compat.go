@@ -88,6 +88,13 @@ func Canonical(s Schema) (string, error) {
 		if _, err := parseJSONRefs(s); err != nil {
 			return "", err
 		}
+	case Protobuf:
+		if _, err := ParseProto(s); err != nil {
+			return "", err
+		}
+		// Stored as sent, less surrounding white space: .proto text has
+		// no JSON form to compact (normalize=true prints a canonical one).
+		return strings.TrimSpace(s.Text), nil
 	default:
 		return "", fmt.Errorf("%w %s", ErrUnsupported, s.Type)
 	}
@@ -241,6 +248,16 @@ func readable(reader, writer Schema) ([]string, error) {
 			return nil, err
 		}
 		return jsonReadable(r, w, &jsonPath{seg: "#"}), nil
+	case Protobuf:
+		r, err := ParseProto(reader)
+		if err != nil {
+			return nil, err
+		}
+		w, err := ParseProto(writer)
+		if err != nil {
+			return nil, err
+		}
+		return protoReadable(r, w), nil
 	}
 	return nil, fmt.Errorf("%w %s", ErrUnsupported, reader.Type)
 }
