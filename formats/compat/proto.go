@@ -61,7 +61,42 @@ func descriptorProto(text string) *descriptorpb.FileDescriptorProto {
 	if proto.Unmarshal(b, &fd) != nil {
 		return nil
 	}
+	// Serialized descriptors often lack json_name (protoc fills it in,
+	// Python's pool does not), which the linker takes for a custom name ""
+	// that every field shares: give them protoc's default.
+	var clean func(ms []*descriptorpb.DescriptorProto)
+	clean = func(ms []*descriptorpb.DescriptorProto) {
+		for _, m := range ms {
+			for _, f := range m.Field {
+				if f.GetJsonName() == "" {
+					f.JsonName = proto.String(defaultJSONName(f.GetName()))
+				}
+			}
+			clean(m.NestedType)
+		}
+	}
+	clean(fd.MessageType)
 	return &fd
+}
+
+// defaultJSONName is protoc's: underscores dropped, the letter after one
+// upper-cased.
+func defaultJSONName(name string) string {
+	var b strings.Builder
+	up := false
+	for _, c := range name {
+		switch {
+		case c == '_':
+			up = true
+		case up && 'a' <= c && c <= 'z':
+			b.WriteRune(c - 'a' + 'A')
+			up = false
+		default:
+			b.WriteRune(c)
+			up = false
+		}
+	}
+	return b.String()
 }
 
 // ParseProto compiles a Protobuf schema with its references.
