@@ -381,6 +381,16 @@ message Order { google.protobuf.Timestamp at = 1; ` + body + ` }`}
 		if v2, err := cl.CreateSchema(ctx, "pb-value", pb(`string id = 2; int64 qty = 3;`)); err != nil || v2.Version != 2 {
 			t.Fatalf("a field added: %+v %v", v2, err)
 		}
+		// normalize: layout and comments do not make another schema.
+		nctx := sr.WithParams(ctx, sr.Normalize)
+		n1, err := cl.CreateSchema(nctx, "pb-value", pb(`string id = 2; int64 qty = 3; /* quantity */`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n2, err := cl.CreateSchema(nctx, "pb-value", pb("string id=2;\n  int64 qty=3;"))
+		if err != nil || n2.ID != n1.ID || n2.Version != n1.Version {
+			t.Fatalf("normalized twice: %+v then %+v %v", n1, n2, err)
+		}
 		types, err := cl.SupportedTypes(ctx)
 		if err != nil || !slices.Contains(types, sr.TypeProtobuf) {
 			t.Fatalf("types %v %v", types, err)

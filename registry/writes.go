@@ -18,6 +18,7 @@ type schemaRequest struct {
 	References []Reference `json:"references"`
 	ID         int         `json:"id"`
 	Version    int         `json:"version"`
+	normalize  bool        // the normalize query parameter
 }
 
 // readSchemaRequest reads the body of a request. It runs before any lock
@@ -28,6 +29,7 @@ func readSchemaRequest(req *http.Request) (*schemaRequest, error) {
 	if err := decode(req, &b); err != nil {
 		return nil, err
 	}
+	b.normalize = boolParam(req, "normalize")
 	return &b, nil
 }
 
@@ -51,7 +53,11 @@ func (r *Registry) prepare(in *schemaRequest) (*schemaRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := compat.Canonical(compat.Schema{Type: b.SchemaType, Text: b.Schema, Refs: refs})
+	canon := compat.Canonical
+	if b.normalize {
+		canon = compat.Normalize
+	}
+	c, err := canon(compat.Schema{Type: b.SchemaType, Text: b.Schema, Refs: refs})
 	if errors.Is(err, compat.ErrTooDeep) {
 		return nil, errf(42201, "Invalid schema: %v", err) // not echoed: it may be large
 	}

@@ -8,12 +8,15 @@ package compat
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 )
 
 // Schema types, as the registry's schemaType field names them.
@@ -260,4 +263,44 @@ func readable(reader, writer Schema) ([]string, error) {
 		return protoReadable(r, w), nil
 	}
 	return nil, fmt.Errorf("%w %s", ErrUnsupported, reader.Type)
+}
+
+// Normalize returns the form a schema is stored and compared in when a
+// client asks for normalize=true, so that schemas that differ only in
+// layout get one id: for AVRO and JSON the JSON text with every object's
+// keys sorted (array order, which carries meaning, kept); for PROTOBUF the
+// compiled file as a base64 FileDescriptorProto (comments and layout
+// dropped, the file named alike; text and descriptor forms of one schema
+// agree).
+func Normalize(s Schema) (string, error) {
+	if _, err := Canonical(s); err != nil {
+		return "", err
+	}
+	if s.typ() == Protobuf {
+		fd, err := ParseProto(s)
+		if err != nil {
+			return "", err
+		}
+		fdp := protodesc.ToFileDescriptorProto(fd)
+		fdp.Name = proto.String(protoMain)
+		fdp.SourceCodeInfo = nil
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
+		if err != nil {
+			return "", err
+		}
+		return base64.StdEncoding.EncodeToString(b), nil
+	}
+	d := json.NewDecoder(strings.NewReader(s.Text))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil { // maps encode with sorted keys
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
 }

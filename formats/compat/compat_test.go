@@ -184,3 +184,26 @@ func TestReferences(t *testing.T) {
 		t.Fatalf("recursive schema against itself: %v %v", msgs, err)
 	}
 }
+
+func TestNormalize(t *testing.T) {
+	t.Parallel()
+	a, err := Normalize(Schema{Text: `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"type":"string","name":"b"}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Normalize(Schema{Text: `{"fields":[{"type":"int","name":"a"},{"name":"b","type":"string"}],"name":"R","type":"record"}`})
+	if a != b {
+		t.Fatalf("key order differs after normalize:\n%s\n%s", a, b)
+	}
+	p1, err := Normalize(Schema{Type: Protobuf, Text: "syntax = \"proto3\";\n// c\nmessage M { string a = 1; }"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _ := Normalize(Schema{Type: Protobuf, Text: `syntax="proto3"; message M {string a=1;}`})
+	if p1 != p2 {
+		t.Fatal("protobuf layout differs after normalize")
+	}
+	if again, _ := Normalize(Schema{Type: Protobuf, Text: p1}); again != p1 {
+		t.Fatal("normalize of a normalized protobuf schema changed it")
+	}
+}
