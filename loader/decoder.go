@@ -49,6 +49,9 @@ func newDecoder(p *Plan, topic string) (decode.Decoder, error) {
 		d.CoerceStrings(p.Inferred[topic])
 		return d, nil
 	case FormatAvro:
+		if p.Registry != "" {
+			return registryAvro(p, s)
+		}
 		return decode.NewAvro(s, p.AvroSchema, memory.DefaultAllocator)
 	case FormatAvroConfluent:
 		files, err := decode.AvroSchemaDir(p.AvroDir)
