@@ -66,10 +66,10 @@ type Avro struct {
 	// decoder so that a topic full of one unknown id costs one request.
 	lookup func(id uint32) (avro.Schema, error)
 	failed map[uint32]string
-	r         *avro.Reader
-	rows      int
-	items     int // values read in the current record, to bound zero-byte arrays
-	size      int // the current record's length, which bounds every length in it
+	r      *avro.Reader
+	rows   int
+	items  int // values read in the current record, to bound zero-byte arrays
+	size   int // the current record's length, which bounds every length in it
 }
 
 type anode struct {
