@@ -67,6 +67,14 @@ func (r *Registry) wrap(h handlerFunc) http.HandlerFunc {
 			writeErr(w, err)
 			return
 		}
+		if f, ok := v.(*forwarded); ok {
+			if f.ctype != "" {
+				w.Header().Set("Content-Type", f.ctype)
+			}
+			w.WriteHeader(f.status)
+			w.Write(f.body)
+			return
+		}
 		if s, ok := v.(rawText); ok {
 			w.Header().Set("Content-Type", contentType)
 			io.WriteString(w, string(s))
@@ -91,11 +99,11 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /subjects", r.getSubjects)
 	h("POST /subjects/{subject}", r.lookup)
 	h("POST /subjects/{subject}/{$}", r.lookup)
-	h("DELETE /subjects/{subject}", r.deleteSubject)
+	h("DELETE /subjects/{subject}", r.leaderOnly(r.deleteSubject))
 	h("GET /subjects/{subject}/versions", r.getVersions)
-	h("POST /subjects/{subject}/versions", r.register)
+	h("POST /subjects/{subject}/versions", r.leaderOnly(r.register))
 	h("GET /subjects/{subject}/versions/{version}", r.getVersion)
-	h("DELETE /subjects/{subject}/versions/{version}", r.deleteVersion)
+	h("DELETE /subjects/{subject}/versions/{version}", r.leaderOnly(r.deleteVersion))
 	h("GET /subjects/{subject}/versions/{version}/schema", r.getVersionSchema)
 	h("GET /subjects/{subject}/versions/{version}/referencedBy", r.referencedBy)
 	h("GET /subjects/{subject}/versions/{version}/referencedby", r.referencedBy) // Confluent's spelling
@@ -108,17 +116,17 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /schemas/ids/{id}/subjects", r.getByIDSubjects)
 	h("GET /schemas/ids/{id}/versions", r.getByIDVersions)
 	h("GET /config", r.getConfig)
-	h("PUT /config", r.putConfig)
-	h("DELETE /config", r.deleteConfig)
+	h("PUT /config", r.leaderOnly(r.putConfig))
+	h("DELETE /config", r.leaderOnly(r.deleteConfig))
 	h("GET /config/{subject}", r.getConfig)
-	h("PUT /config/{subject}", r.putConfig)
-	h("DELETE /config/{subject}", r.deleteConfig)
+	h("PUT /config/{subject}", r.leaderOnly(r.putConfig))
+	h("DELETE /config/{subject}", r.leaderOnly(r.deleteConfig))
 	h("GET /mode", r.getMode)
-	h("PUT /mode", r.putMode)
-	h("DELETE /mode", r.deleteMode)
+	h("PUT /mode", r.leaderOnly(r.putMode))
+	h("DELETE /mode", r.leaderOnly(r.deleteMode))
 	h("GET /mode/{subject}", r.getMode)
-	h("PUT /mode/{subject}", r.putMode)
-	h("DELETE /mode/{subject}", r.deleteMode)
+	h("PUT /mode/{subject}", r.leaderOnly(r.putMode))
+	h("DELETE /mode/{subject}", r.leaderOnly(r.deleteMode))
 	h("POST /compatibility/subjects/{subject}/versions", r.checkCompat)
 	h("POST /compatibility/subjects/{subject}/versions/{version}", r.checkCompat)
 	return mux

@@ -36,6 +36,11 @@ type Config struct {
 	// for a cluster that requires them.
 	ClientOpts []kgo.Opt
 	Logger     *slog.Logger
+	// InBroker is set when the registry runs inside broker NodeID: it is
+	// the leader, taking writes, while that broker leads partition 0 of
+	// Topic (forward.go). Outside a broker it forwards every write.
+	InBroker bool
+	NodeID   int32
 }
 
 // DefaultTopic is kafkastore.topic's default in Confluent's registry.
@@ -72,6 +77,10 @@ type Registry struct {
 
 	writeMu sync.Mutex // one write at a time in this process
 
+	fwd         *http.Client // forwards writes to the leader
+	leaderMu    sync.Mutex
+	leaderCache leaderInfo // leaderMu must be held
+
 	ready    chan struct{} // closed once the topic is read
 	srv      *http.Server
 	ln       net.Listener
@@ -103,7 +112,7 @@ func Start(cfg Config) (*Registry, error) {
 		return nil, fmt.Errorf("registry: schema.registry.listeners %s: %w", cfg.Listen, err)
 	}
 	r := &Registry{cfg: cfg, cl: cl, log: cfg.Logger, st: newState(), advance: make(chan struct{}),
-		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln}
+		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln, fwd: &http.Client{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.ReadTimeout}
