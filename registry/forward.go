@@ -64,6 +64,7 @@ func (r *Registry) leaderOnly(h handlerFunc) handlerFunc {
 			}
 			res, err := r.forward(req, leader, body)
 			if err == nil {
+				r.log.Info("registry: forwarded a write to the leader", "leader", leader, "method", req.Method, "path", req.URL.Path, "status", res.status)
 				return res, nil
 			}
 			r.log.Info("registry: forwarding a write to the leader failed", "leader", leader, "attempt", attempt+1, "err", err)

@@ -46,6 +46,9 @@ func startRegistry(cfg *brokercfg.Broker) (*registry.Registry, error) {
 		Logger:   slog.Default(),
 		InBroker: true,
 		NodeID:   int32(cfg.Int("node.id")),
+		// In combined mode every voter is a broker; split clusters create
+		// with what has registered after the wait.
+		ExpectBrokers: len(cfg.List("controller.quorum.voters")),
 	})
 }
 
