@@ -42,6 +42,9 @@ func newDecoder(p *Plan, topic string) (decode.Decoder, error) {
 	}
 	switch p.Format {
 	case FormatJSON:
+		if p.Registry != "" {
+			return newRegistryJSON(p, s)
+		}
 		d, err := decode.NewJSON(s, memory.DefaultAllocator)
 		if err != nil {
 			return nil, err

@@ -86,8 +86,8 @@ func (s *Settings) validate(haveSchema bool) error {
 	default:
 		return fmt.Errorf("--format %q: want json, avro, avro-confluent or raw", s.Format)
 	}
-	if s.Registry != "" && s.Format != FormatAvro {
-		return fmt.Errorf("--registry works with --format avro (got %s)", s.Format)
+	if s.Registry != "" && s.Format != FormatAvro && s.Format != FormatJSON {
+		return fmt.Errorf("--registry works with --format avro or json (got %s)", s.Format)
 	}
 	if s.TimeZone == "" {
 		s.TimeZone = "UTC"
@@ -192,7 +192,7 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 		}
 		topicGiven, givenName := given, "--schema"
 		if p.Registry != "" && given == nil {
-			if topicGiven, givenName, err = registrySchema(ctx, p.Registry, t.Name); err != nil {
+			if topicGiven, givenName, err = registrySchema(ctx, p.Registry, t.Name, p.Format); err != nil {
 				var se *srclient.Error
 				// A topic with nothing to load needs no subject yet.
 				if !errors.As(err, &se) || se.Code != 40401 || p.hasUnits(t.Name) {

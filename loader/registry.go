@@ -79,15 +79,81 @@ func registryAvro(p *Plan, s *schema.Schema) (decode.Decoder, error) {
 	return decode.NewRegistryAvro(s, lookup, memory.DefaultAllocator)
 }
 
+// registryJSON is the decoder of a JSON Schema topic in registry mode:
+// the JSON decoder, behind a check of each record's framing and id.
+type registryJSON struct {
+	decode.Decoder
+	c     *srclient.Client
+	url   string
+	known map[int]string // id → "" when a JSON schema, else why not
+}
+
+func newRegistryJSON(p *Plan, s *schema.Schema) (decode.Decoder, error) {
+	d, err := decode.NewJSON(s, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	return &registryJSON{Decoder: d, c: registryClient(p.Registry), url: p.Registry, known: map[int]string{}}, nil
+}
+
+func (d *registryJSON) Decode(recs []decode.Record) []decode.RecordError {
+	var failed []decode.RecordError
+	ok := make([]decode.Record, 0, len(recs))
+	for _, r := range recs {
+		id, body, err := srclient.Frame(r.Value)
+		if err != nil {
+			failed = append(failed, decode.RecordError{Partition: r.Partition, Offset: r.Offset, Reason: "not the Confluent framing (magic byte 0 and a 4-byte schema id)"})
+			continue
+		}
+		why, seen := d.known[id]
+		if !seen {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			sch, err := d.c.SchemaByID(ctx, id)
+			cancel()
+			var se *srclient.Error
+			switch {
+			case errors.As(err, &se) && se.Code == 40403:
+				why = fmt.Sprintf("JSON schema id %d: unknown to the schema registry %s", id, d.url)
+			case err != nil:
+				why = fmt.Sprintf("JSON schema id %d: %v", id, err)
+			case sch.Type != compat.JSON:
+				why = fmt.Sprintf("schema id %d is %s, not JSON", id, sch.Type)
+			}
+			d.known[id] = why
+		}
+		if why != "" {
+			failed = append(failed, decode.RecordError{Partition: r.Partition, Offset: r.Offset, Reason: why})
+			continue
+		}
+		r.Value = body
+		ok = append(ok, r)
+	}
+	return append(failed, d.Decoder.Decode(ok)...)
+}
+
 // registrySchema is the table schema of topic from the registry: the
-// latest version of <topic>-value.
-func registrySchema(ctx context.Context, url, topic string) (*schema.Schema, string, error) {
+// latest version of <topic>-value, AVRO for --format avro, JSON for json.
+func registrySchema(ctx context.Context, url, topic, format string) (*schema.Schema, string, error) {
 	subject := topic + "-value"
 	latest, err := registryClient(url).Latest(ctx, subject)
 	if err != nil {
 		return nil, "", fmt.Errorf("topic %q: the latest version of subject %s in the schema registry %s: %w", topic, subject, url, err)
 	}
 	name := fmt.Sprintf("subject %s version %d (id %d)", subject, latest.Version, latest.ID)
+	if format == FormatJSON {
+		if latest.Type != compat.JSON {
+			return nil, "", fmt.Errorf("topic %q: %s is %s; --format json with --registry needs JSON", topic, name, latest.Type)
+		}
+		doc, err := compat.ResolveJSON(latest.Schema)
+		if err != nil {
+			return nil, "", fmt.Errorf("topic %q: %s: %w", topic, name, err)
+		}
+		s, err := schema.FromJSONSchema(doc, topic, latest.Version)
+		if err != nil {
+			return nil, "", fmt.Errorf("topic %q: %s: %w", topic, name, err)
+		}
+		return s, name, nil
+	}
 	if latest.Type != compat.Avro {
 		return nil, "", fmt.Errorf("topic %q: %s is %s; --format avro with --registry needs AVRO", topic, name, latest.Type)
 	}

@@ -21,14 +21,15 @@ import (
 	"github.com/tributary-io/tributary/loader/sink"
 )
 
-// TestLoadRegistryAvro: `load run --format avro --registry` over a topic
+// TestLoadRegistry: `load run --format avro --registry` over a topic
 // whose producer moves through three compatible Avro versions registered
 // in the broker's registry. The first run writes the v1 columns; records of
 // v2 and v3 evolve the table at the next run (new nullable columns, no
 // restart); a record with an id the registry does not know and one whose
 // body does not decode land in _errors with the reason, and the run
-// succeeds. pyarrow reads every file back.
-func TestLoadRegistryAvro(t *testing.T) {
+// succeeds. pyarrow reads every file back. Then a JSON Schema subject
+// through --format json --registry.
+func TestLoadRegistry(t *testing.T) {
 	t.Parallel()
 	url := fmt.Sprintf("http://127.0.0.1:%d", testbroker.FreePort(t))
 	b := testbroker.Start(t, "schema.registry.listeners="+url)
@@ -192,5 +193,40 @@ for root, _, files in sorted(os.walk(sys.argv[1])):
 	}
 	if widest != 8 { // id, n, tag, score, _partition, _offset, and dt, hr from the directories
 		t.Fatalf("the widest file has %d columns, want 8", widest)
+	}
+
+	// A JSON Schema subject: framed JSON records, one with an unknown id.
+	js, err := cl.CreateSchema(ctx, "signups-value", sr.Schema{Type: sr.TypeJSON,
+		Schema: `{"type":"object","properties":{"user":{"type":"string"},"seats":{"type":"integer"}},"required":["user"]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testbroker.CreateTopic(t, b.Addr(), "signups", 1)
+	var jrecs []*kgo.Record
+	for i := range 50 {
+		jrecs = append(jrecs, &kgo.Record{Topic: "signups", Value: frame(js.ID, []byte(fmt.Sprintf(`{"user":"u%d","seats":%d}`, i, i)))})
+	}
+	jrecs = append(jrecs, &kgo.Record{Topic: "signups", Value: frame(9998, []byte(`{"user":"x"}`))})
+	if err := kc.ProduceSync(ctx, jrecs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	out = mustLoad(t, "-b", b.Addr(), "--topics", "signups", "--format", "json", "--registry", url, "--target", target, "--job", "signups")
+	if !strings.Contains(out, "50 rows") || !strings.Contains(out, "1 bad record") {
+		t.Fatalf("json run:\n%s", out)
+	}
+	fs, err = sink.Open(target, sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, fs, "signups", filepath.Join(dir, "signups"))
+	fs.Close()
+	res, err = exec.Command(py, "-c", `import sys,glob,pyarrow.parquet as pq
+rows=[r for f in sorted(glob.glob(sys.argv[1]+"/**/*.parquet", recursive=True)) for r in pq.read_table(f).to_pylist()]
+print(len(rows), sum(r["seats"] for r in rows), sorted(rows[0].keys()))`, filepath.Join(dir, "signups")).Output()
+	if err != nil {
+		t.Fatalf("pyarrow: %v", err)
+	}
+	if got := strings.TrimSpace(string(res)); got != "50 1225 ['_offset', '_partition', 'dt', 'hr', 'seats', 'user']" {
+		t.Fatalf("signups read back: %s", got)
 	}
 }

@@ -48,7 +48,7 @@ func (f *loadFlags) addSpec(fs *pflag.FlagSet) {
 	fs.StringVar(&f.settings.Format, "format", loader.FormatJSON, "record format: json, avro, avro-confluent or raw")
 	fs.StringVar(&f.schemaFile, "schema", "", "YAML schema of the topics (json, avro); json without one keeps the last run's or infers one")
 	fs.StringVar(&f.settings.AvroSchema, "avro-schema", "", "the writer's Avro schema file (--format avro)")
-	fs.StringVar(&f.settings.Registry, "registry", "", "schema registry URL (--format avro): records in the Confluent framing, writer schemas by id, columns from the subject <topic>-value")
+	fs.StringVar(&f.settings.Registry, "registry", "", "schema registry URL (--format avro or json): records in the Confluent framing, writer schemas by id, columns from the subject <topic>-value")
 	fs.StringVar(&f.settings.AvroDir, "avro-schema-dir", "", "directory of <id>.avsc writer schemas (--format avro-confluent)")
 	fs.StringVar(&f.settings.TimeField, "time-field", "", "dotted path of the event-time column that partitions files by hour (default: the record timestamp)")
 	fs.StringVar(&f.settings.TimeZone, "time-zone", "UTC", "time zone of the dt=/hr= directories")

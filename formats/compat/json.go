@@ -258,3 +258,7 @@ func (r *jsonRefs) lookup(ref string, doc map[string]any) (any, map[string]any) 
 	}
 	return cur, doc
 }
+
+// ResolveJSON parses a JSON Schema with its references resolved (as the
+// checks see it): what the loader maps to columns.
+func ResolveJSON(s Schema) (map[string]any, error) { return parseJSONRefs(s) }
