@@ -17,6 +17,7 @@ const (
 	FormatAvro          = "avro"
 	FormatAvroConfluent = "avro-confluent"
 	FormatRaw           = "raw"
+	FormatProtobuf      = "protobuf" // with a registry only
 )
 
 // Columns added to every decoded (non-raw) file, so that each row says where
@@ -41,6 +42,8 @@ func newDecoder(p *Plan, topic string) (decode.Decoder, error) {
 		return nil, fmt.Errorf("schema of topic %q in plan %s: %w", topic, p.Run, err)
 	}
 	switch p.Format {
+	case FormatProtobuf:
+		return newRegistryJSON(p, s)
 	case FormatJSON:
 		if p.Registry != "" {
 			return newRegistryJSON(p, s)

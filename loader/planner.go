@@ -69,6 +69,10 @@ func (s *Settings) validate(haveSchema bool) error {
 	}
 	switch s.Format {
 	case FormatJSON, FormatRaw:
+	case FormatProtobuf:
+		if s.Registry == "" {
+			return errors.New("--format protobuf needs --registry (the writers' schemas)")
+		}
 	case FormatAvro:
 		if s.Registry != "" {
 			if s.AvroSchema != "" {
@@ -84,10 +88,10 @@ func (s *Settings) validate(haveSchema bool) error {
 			return errors.New("--format avro-confluent needs --schema and --avro-schema-dir (<id>.avsc files)")
 		}
 	default:
-		return fmt.Errorf("--format %q: want json, avro, avro-confluent or raw", s.Format)
+		return fmt.Errorf("--format %q: want json, avro, avro-confluent, protobuf or raw", s.Format)
 	}
-	if s.Registry != "" && s.Format != FormatAvro && s.Format != FormatJSON {
-		return fmt.Errorf("--registry works with --format avro or json (got %s)", s.Format)
+	if s.Registry != "" && s.Format != FormatAvro && s.Format != FormatJSON && s.Format != FormatProtobuf {
+		return fmt.Errorf("--registry works with --format avro, json or protobuf (got %s)", s.Format)
 	}
 	if s.TimeZone == "" {
 		s.TimeZone = "UTC"
@@ -192,7 +196,7 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 		}
 		topicGiven, givenName := given, "--schema"
 		if p.Registry != "" && given == nil {
-			if topicGiven, givenName, err = registrySchema(ctx, p.Registry, t.Name, p.Format); err != nil {
+			if topicGiven, givenName, err = registrySchema(ctx, p.Registry, t.Name, p.Format, p.ProtoMessage); err != nil {
 				var se *srclient.Error
 				// A topic with nothing to load needs no subject yet.
 				if !errors.As(err, &se) || se.Code != 40401 || p.hasUnits(t.Name) {

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tributary-io/tributary/formats/compat"
 	"github.com/tributary-io/tributary/formats/decode"
@@ -83,9 +85,11 @@ func registryAvro(p *Plan, s *schema.Schema) (decode.Decoder, error) {
 // the JSON decoder, behind a check of each record's framing and id.
 type registryJSON struct {
 	decode.Decoder
-	c     *srclient.Client
-	url   string
-	known map[int]string // id → "" when a JSON schema, else why not
+	c      *srclient.Client
+	url    string
+	typ    string                              // compat.JSON or compat.Protobuf
+	known  map[int]string                      // id → "" when of typ, else why not
+	protos map[int]protoreflect.FileDescriptor // Protobuf: the writer's file by id
 }
 
 func newRegistryJSON(p *Plan, s *schema.Schema) (decode.Decoder, error) {
@@ -93,7 +97,12 @@ func newRegistryJSON(p *Plan, s *schema.Schema) (decode.Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &registryJSON{Decoder: d, c: registryClient(p.Registry), url: p.Registry, known: map[int]string{}}, nil
+	typ := compat.JSON
+	if p.Format == FormatProtobuf {
+		typ = compat.Protobuf
+	}
+	return &registryJSON{Decoder: d, c: registryClient(p.Registry), url: p.Registry, typ: typ,
+		known: map[int]string{}, protos: map[int]protoreflect.FileDescriptor{}}, nil
 }
 
 func (d *registryJSON) Decode(recs []decode.Record) []decode.RecordError {
@@ -113,17 +122,33 @@ func (d *registryJSON) Decode(recs []decode.Record) []decode.RecordError {
 			var se *srclient.Error
 			switch {
 			case errors.As(err, &se) && se.Code == 40403:
-				why = fmt.Sprintf("JSON schema id %d: unknown to the schema registry %s", id, d.url)
+				why = fmt.Sprintf("%s schema id %d: unknown to the schema registry %s", d.typ, id, d.url)
 			case err != nil:
-				why = fmt.Sprintf("JSON schema id %d: %v", id, err)
-			case sch.Type != compat.JSON:
-				why = fmt.Sprintf("schema id %d is %s, not JSON", id, sch.Type)
+				why = fmt.Sprintf("%s schema id %d: %v", d.typ, id, err)
+			case sch.Type != d.typ:
+				why = fmt.Sprintf("schema id %d is %s, not %s", id, sch.Type, d.typ)
+			case d.typ == compat.Protobuf:
+				fd, err := compat.ParseProto(sch.Schema)
+				if err != nil {
+					why = fmt.Sprintf("PROTOBUF schema id %d: %v", id, err)
+				}
+				d.protos[id] = fd
 			}
 			d.known[id] = why
 		}
 		if why != "" {
 			failed = append(failed, decode.RecordError{Partition: r.Partition, Offset: r.Offset, Reason: why})
 			continue
+		}
+		if d.typ == compat.Protobuf {
+			m, err := srclient.ProtoMessage(d.protos[id], body)
+			if err == nil {
+				body, err = json.Marshal(srclient.ProtoValue(m))
+			}
+			if err != nil {
+				failed = append(failed, decode.RecordError{Partition: r.Partition, Offset: r.Offset, Reason: fmt.Sprintf("PROTOBUF schema id %d: %v", id, err)})
+				continue
+			}
 		}
 		r.Value = body
 		ok = append(ok, r)
@@ -132,14 +157,40 @@ func (d *registryJSON) Decode(recs []decode.Record) []decode.RecordError {
 }
 
 // registrySchema is the table schema of topic from the registry: the
-// latest version of <topic>-value, AVRO for --format avro, JSON for json.
-func registrySchema(ctx context.Context, url, topic, format string) (*schema.Schema, string, error) {
+// latest version of <topic>-value, AVRO for --format avro, JSON for json,
+// PROTOBUF for protobuf (the message protoMessage names, else the file's
+// first).
+func registrySchema(ctx context.Context, url, topic, format, protoMessage string) (*schema.Schema, string, error) {
 	subject := topic + "-value"
 	latest, err := registryClient(url).Latest(ctx, subject)
 	if err != nil {
 		return nil, "", fmt.Errorf("topic %q: the latest version of subject %s in the schema registry %s: %w", topic, subject, url, err)
 	}
 	name := fmt.Sprintf("subject %s version %d (id %d)", subject, latest.Version, latest.ID)
+	if format == FormatProtobuf {
+		if latest.Type != compat.Protobuf {
+			return nil, "", fmt.Errorf("topic %q: %s is %s; --format protobuf needs PROTOBUF", topic, name, latest.Type)
+		}
+		fd, err := compat.ParseProto(latest.Schema)
+		if err != nil {
+			return nil, "", fmt.Errorf("topic %q: %s: %w", topic, name, err)
+		}
+		md, err := compat.ProtoMessage(fd, []int{0})
+		if protoMessage != "" {
+			md, err = fd.Messages().ByName(protoreflect.Name(protoMessage)), nil
+			if md == nil {
+				err = fmt.Errorf("no top-level message %s (--proto-message)", protoMessage)
+			}
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("topic %q: %s: %w", topic, name, err)
+		}
+		s, err := schema.FromProto(md, topic, latest.Version)
+		if err != nil {
+			return nil, "", fmt.Errorf("topic %q: %s: %w", topic, name, err)
+		}
+		return s, name + " message " + string(md.FullName()), nil
+	}
 	if format == FormatJSON {
 		if latest.Type != compat.JSON {
 			return nil, "", fmt.Errorf("topic %q: %s is %s; --format json with --registry needs JSON", topic, name, latest.Type)

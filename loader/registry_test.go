@@ -16,7 +16,12 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/tributary-io/tributary/formats/compat"
+	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/loader/sink"
 )
@@ -228,5 +233,60 @@ print(len(rows), sum(r["seats"] for r in rows), sorted(rows[0].keys()))`, filepa
 	}
 	if got := strings.TrimSpace(string(res)); got != "50 1225 ['_offset', '_partition', 'dt', 'hr', 'seats', 'user']" {
 		t.Fatalf("signups read back: %s", got)
+	}
+
+	// A Protobuf subject: the table is the file's second message, records
+	// carry the message index [1]; one body does not decode.
+	pbText := `syntax = "proto3"; package shop; import "google/protobuf/timestamp.proto";
+message Header { string x = 1; }
+message Order { string id = 1; int64 cents = 2; google.protobuf.Timestamp at = 3; repeated string tags = 4; }`
+	pbs, err := cl.CreateSchema(ctx, "orders-value", sr.Schema{Type: sr.TypeProtobuf, Schema: pbText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := compat.ParseProto(compat.Schema{Type: compat.Protobuf, Text: pbText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := fd.Messages().ByName("Order")
+	testbroker.CreateTopic(t, b.Addr(), "orders", 1)
+	var precs []*kgo.Record
+	for i := range 20 {
+		m := dynamicpb.NewMessage(md)
+		f := md.Fields()
+		m.Set(f.ByName("id"), protoreflect.ValueOfString(fmt.Sprintf("o%d", i)))
+		m.Set(f.ByName("cents"), protoreflect.ValueOfInt64(int64(i)*100))
+		ts := dynamicpb.NewMessage(f.ByName("at").Message())
+		ts.Set(ts.Descriptor().Fields().ByName("seconds"), protoreflect.ValueOfInt64(1764633600+int64(i)))
+		m.Set(f.ByName("at"), protoreflect.ValueOfMessage(ts))
+		m.Mutable(f.ByName("tags")).List().Append(protoreflect.ValueOfString("t"))
+		body, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		precs = append(precs, &kgo.Record{Topic: "orders", Value: frame(pbs.ID, append(srclient.AppendProtoIndexes(nil, []int{1}), body...))})
+	}
+	precs = append(precs, &kgo.Record{Topic: "orders", Value: frame(pbs.ID, []byte{2, 2, 0xff})})
+	if err := kc.ProduceSync(ctx, precs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	out = mustLoad(t, "-b", b.Addr(), "--topics", "orders", "--format", "protobuf", "--proto-message", "Order", "--registry", url, "--target", target, "--job", "orders")
+	if !strings.Contains(out, "20 rows") || !strings.Contains(out, "1 bad record") {
+		t.Fatalf("protobuf run:\n%s", out)
+	}
+	fs, err = sink.Open(target, sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, fs, "orders", filepath.Join(dir, "orders"))
+	fs.Close()
+	res, err = exec.Command(py, "-c", `import sys,glob,pyarrow.parquet as pq
+rows=[r for f in sorted(glob.glob(sys.argv[1]+"/**/*.parquet", recursive=True)) for r in pq.read_table(f).to_pylist()]
+print(len(rows), sum(r["cents"] for r in rows), rows[-1]["at"].isoformat(), rows[-1]["tags"], sorted(rows[0].keys()))`, filepath.Join(dir, "orders")).Output()
+	if err != nil {
+		t.Fatalf("pyarrow: %v", err)
+	}
+	if got := strings.TrimSpace(string(res)); got != "20 19000 2025-12-02T00:00:19+00:00 ['t'] ['_offset', '_partition', 'at', 'cents', 'dt', 'hr', 'id', 'tags']" {
+		t.Fatalf("orders read back: %s", got)
 	}
 }

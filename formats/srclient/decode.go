@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -90,4 +91,75 @@ func (d *Decoder) JSON(ctx context.Context, value []byte) ([]byte, error) {
 		return protojson.Marshal(m)
 	}
 	return nil, fmt.Errorf("schema id %d: unknown schema type %s", id, s.Type)
+}
+
+// ProtoValue is m as the Go values (map[string]any for messages) that the
+// loader's JSON decoder reads against schema.FromProto's columns: fields
+// by their .proto names, scalars with their defaults when unset, unset
+// messages null, enums by name, Timestamps as RFC 3339, 64-bit integers
+// as numbers (not ProtoJSON's strings), bytes as base64 (encoding/json).
+func ProtoValue(m protoreflect.Message) map[string]any {
+	out := map[string]any{}
+	fds := m.Descriptor().Fields()
+	for i := 0; i < fds.Len(); i++ {
+		fd := fds.Get(i)
+		switch {
+		case fd.IsMap():
+			mv := map[string]any{}
+			m.Get(fd).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+				mv[k.String()] = protoScalar(fd.MapValue(), v)
+				return true
+			})
+			out[string(fd.Name())] = mv
+		case fd.IsList():
+			l := m.Get(fd).List()
+			lv := make([]any, l.Len())
+			for j := range lv {
+				lv[j] = protoScalar(fd, l.Get(j))
+			}
+			out[string(fd.Name())] = lv
+		case fd.Message() != nil && !m.Has(fd):
+			out[string(fd.Name())] = nil
+		default:
+			out[string(fd.Name())] = protoScalar(fd, m.Get(fd))
+		}
+	}
+	return out
+}
+
+func protoScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
+	switch fd.Kind() {
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return string(ev.Name())
+		}
+		return fmt.Sprint(v.Enum())
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		msg := v.Message()
+		if fd.Message().FullName() == "google.protobuf.Timestamp" {
+			f := msg.Descriptor().Fields()
+			sec, nanos := msg.Get(f.ByName("seconds")).Int(), msg.Get(f.ByName("nanos")).Int()
+			return time.Unix(sec, nanos).UTC().Format(time.RFC3339Nano)
+		}
+		return ProtoValue(msg)
+	}
+	return v.Interface()
+}
+
+// ProtoMessage decodes a framed Protobuf body (message indexes first) with
+// the file it was written with.
+func ProtoMessage(fd protoreflect.FileDescriptor, body []byte) (protoreflect.Message, error) {
+	idx, rest, err := ProtoIndexes(body)
+	if err != nil {
+		return nil, err
+	}
+	md, err := compat.ProtoMessage(fd, idx)
+	if err != nil {
+		return nil, err
+	}
+	m := dynamicpb.NewMessage(md)
+	if err := proto.Unmarshal(rest, m); err != nil {
+		return nil, fmt.Errorf("invalid Protobuf %s: %w", md.FullName(), err)
+	}
+	return m, nil
 }
