@@ -17,6 +17,7 @@ const (
 	FormatAvro          = "avro"
 	FormatAvroConfluent = "avro-confluent"
 	FormatRaw           = "raw"
+	FormatProtobuf      = "protobuf" // with a registry only
 )
 
 // Columns added to every decoded (non-raw) file, so that each row says where
@@ -41,7 +42,12 @@ func newDecoder(p *Plan, topic string) (decode.Decoder, error) {
 		return nil, fmt.Errorf("schema of topic %q in plan %s: %w", topic, p.Run, err)
 	}
 	switch p.Format {
+	case FormatProtobuf:
+		return newRegistryJSON(p, s)
 	case FormatJSON:
+		if p.Registry != "" {
+			return newRegistryJSON(p, s)
+		}
 		d, err := decode.NewJSON(s, memory.DefaultAllocator)
 		if err != nil {
 			return nil, err
@@ -49,6 +55,9 @@ func newDecoder(p *Plan, topic string) (decode.Decoder, error) {
 		d.CoerceStrings(p.Inferred[topic])
 		return d, nil
 	case FormatAvro:
+		if p.Registry != "" {
+			return registryAvro(p, s)
+		}
 		return decode.NewAvro(s, p.AvroSchema, memory.DefaultAllocator)
 	case FormatAvroConfluent:
 		files, err := decode.AvroSchemaDir(p.AvroDir)

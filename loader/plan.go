@@ -52,6 +52,12 @@ type Settings struct {
 	Format     string `json:"format"` // json, avro, avro-confluent, raw
 	AvroSchema string `json:"avroSchema,omitempty"`
 	AvroDir    string `json:"avroDir,omitempty"`
+	// Registry is the schema registry's URL: with format avro, records are
+	// Confluent-framed and their schemas come from it (registry.go).
+	Registry string `json:"registry,omitempty"`
+	// ProtoMessage is the top-level message whose fields are the columns
+	// of a protobuf topic; empty means the file's first.
+	ProtoMessage string `json:"protoMessage,omitempty"`
 	// TimeField is the dotted path of the event-time column; empty means
 	// the record's Kafka timestamp.
 	TimeField string `json:"timeField,omitempty"`

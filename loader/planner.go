@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/tributary-io/tributary/formats/schema"
+	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/kafkacli"
 )
 
@@ -68,16 +69,29 @@ func (s *Settings) validate(haveSchema bool) error {
 	}
 	switch s.Format {
 	case FormatJSON, FormatRaw:
+	case FormatProtobuf:
+		if s.Registry == "" {
+			return errors.New("--format protobuf needs --registry (the writers' schemas)")
+		}
 	case FormatAvro:
+		if s.Registry != "" {
+			if s.AvroSchema != "" {
+				return errors.New("--format avro takes --registry or --avro-schema, not both")
+			}
+			break
+		}
 		if !haveSchema || s.AvroSchema == "" {
-			return errors.New("--format avro needs --schema (the columns) and --avro-schema (the writer's Avro schema)")
+			return errors.New("--format avro needs --schema (the columns) and --avro-schema (the writer's Avro schema), or --registry")
 		}
 	case FormatAvroConfluent:
 		if !haveSchema || s.AvroDir == "" {
 			return errors.New("--format avro-confluent needs --schema and --avro-schema-dir (<id>.avsc files)")
 		}
 	default:
-		return fmt.Errorf("--format %q: want json, avro, avro-confluent or raw", s.Format)
+		return fmt.Errorf("--format %q: want json, avro, avro-confluent, protobuf or raw", s.Format)
+	}
+	if s.Registry != "" && s.Format != FormatAvro && s.Format != FormatJSON && s.Format != FormatProtobuf {
+		return fmt.Errorf("--registry works with --format avro, json or protobuf (got %s)", s.Format)
 	}
 	if s.TimeZone == "" {
 		s.TimeZone = "UTC"
@@ -180,7 +194,18 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 				p.Units = append(p.Units, Unit{Index: len(p.Units), Topic: t.Name, Partition: pi, From: lo, To: min(lo+per, r.End)})
 			}
 		}
-		if err := p.chooseSchema(t.Name, given, state, samples); err != nil {
+		topicGiven, givenName := given, "--schema"
+		if p.Registry != "" && given == nil {
+			if topicGiven, givenName, err = registrySchema(ctx, p.Registry, t.Name, p.Format, p.ProtoMessage); err != nil {
+				var se *srclient.Error
+				// A topic with nothing to load needs no subject yet.
+				if !errors.As(err, &se) || se.Code != 40401 || p.hasUnits(t.Name) {
+					return nil, err
+				}
+				topicGiven = nil
+			}
+		}
+		if err := p.chooseSchema(t.Name, topicGiven, givenName, state, samples); err != nil {
 			return nil, err
 		}
 	}
@@ -188,6 +213,15 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 		return nil, fmt.Errorf("%w:\n  %s\nrerun with --allow-gaps to continue from the first available offsets; the manifest records the gap", ErrGone, strings.Join(gone, "\n  "))
 	}
 	return p, nil
+}
+
+func (p *Plan) hasUnits(topic string) bool {
+	for _, u := range p.Units {
+		if u.Topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 func setOffset(m map[string]map[int32]int64, topic string, p int32, off int64) {
@@ -286,7 +320,7 @@ func (l *Loader) sample(ctx context.Context, topic string, partition int32, from
 }
 
 // chooseSchema decides the columns of a topic for this run.
-func (p *Plan) chooseSchema(topic string, given *schema.Schema, state *State, samples [][]byte) error {
+func (p *Plan) chooseSchema(topic string, given *schema.Schema, givenName string, state *State, samples [][]byte) error {
 	if p.Format == FormatRaw {
 		return nil
 	}
@@ -297,7 +331,7 @@ func (p *Plan) chooseSchema(topic string, given *schema.Schema, state *State, sa
 			prev, err := schema.Parse([]byte(old))
 			if err == nil {
 				if err := schema.Check(prev, given, schema.Backward); err != nil {
-					return fmt.Errorf("topic %q: --schema is not compatible with the schema its files were written with, so readers of both would break: %w\n(load into a new target or job, or make the change compatible)", topic, err)
+					return fmt.Errorf("topic %q: %s is not compatible with the schema its files were written with (version %d), so readers of both would break: %w\n(load into a new target or job, or make the change compatible)", topic, givenName, prev.Version, err)
 				}
 			}
 		}

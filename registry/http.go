@@ -67,6 +67,14 @@ func (r *Registry) wrap(h handlerFunc) http.HandlerFunc {
 			writeErr(w, err)
 			return
 		}
+		if f, ok := v.(*forwarded); ok {
+			if f.ctype != "" {
+				w.Header().Set("Content-Type", f.ctype)
+			}
+			w.WriteHeader(f.status)
+			w.Write(f.body)
+			return
+		}
 		if s, ok := v.(rawText); ok {
 			w.Header().Set("Content-Type", contentType)
 			io.WriteString(w, string(s))
@@ -91,33 +99,34 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /subjects", r.getSubjects)
 	h("POST /subjects/{subject}", r.lookup)
 	h("POST /subjects/{subject}/{$}", r.lookup)
-	h("DELETE /subjects/{subject}", r.deleteSubject)
+	h("DELETE /subjects/{subject}", r.leaderOnly(r.deleteSubject))
 	h("GET /subjects/{subject}/versions", r.getVersions)
-	h("POST /subjects/{subject}/versions", r.register)
+	h("POST /subjects/{subject}/versions", r.leaderOnly(r.register))
 	h("GET /subjects/{subject}/versions/{version}", r.getVersion)
-	h("DELETE /subjects/{subject}/versions/{version}", r.deleteVersion)
+	h("DELETE /subjects/{subject}/versions/{version}", r.leaderOnly(r.deleteVersion))
 	h("GET /subjects/{subject}/versions/{version}/schema", r.getVersionSchema)
 	h("GET /subjects/{subject}/versions/{version}/referencedBy", r.referencedBy)
+	h("GET /subjects/{subject}/versions/{version}/referencedby", r.referencedBy) // Confluent's spelling
 	h("GET /schemas", r.getSchemas)
 	h("GET /schemas/types", func(http.ResponseWriter, *http.Request) (any, error) {
-		return []string{compat.JSON, compat.Avro}, nil
+		return []string{compat.JSON, compat.Protobuf, compat.Avro}, nil
 	})
 	h("GET /schemas/ids/{id}", r.getByID)
 	h("GET /schemas/ids/{id}/schema", r.getByIDSchema)
 	h("GET /schemas/ids/{id}/subjects", r.getByIDSubjects)
 	h("GET /schemas/ids/{id}/versions", r.getByIDVersions)
 	h("GET /config", r.getConfig)
-	h("PUT /config", r.putConfig)
-	h("DELETE /config", r.deleteConfig)
+	h("PUT /config", r.leaderOnly(r.putConfig))
+	h("DELETE /config", r.leaderOnly(r.deleteConfig))
 	h("GET /config/{subject}", r.getConfig)
-	h("PUT /config/{subject}", r.putConfig)
-	h("DELETE /config/{subject}", r.deleteConfig)
+	h("PUT /config/{subject}", r.leaderOnly(r.putConfig))
+	h("DELETE /config/{subject}", r.leaderOnly(r.deleteConfig))
 	h("GET /mode", r.getMode)
-	h("PUT /mode", r.putMode)
-	h("DELETE /mode", r.deleteMode)
+	h("PUT /mode", r.leaderOnly(r.putMode))
+	h("DELETE /mode", r.leaderOnly(r.deleteMode))
 	h("GET /mode/{subject}", r.getMode)
-	h("PUT /mode/{subject}", r.putMode)
-	h("DELETE /mode/{subject}", r.deleteMode)
+	h("PUT /mode/{subject}", r.leaderOnly(r.putMode))
+	h("DELETE /mode/{subject}", r.leaderOnly(r.deleteMode))
 	h("POST /compatibility/subjects/{subject}/versions", r.checkCompat)
 	h("POST /compatibility/subjects/{subject}/versions/{version}", r.checkCompat)
 	return mux
@@ -212,7 +221,30 @@ func (r *Registry) getVersion(_ http.ResponseWriter, req *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	return out(v), nil
+	o := out(v)
+	if o.Schema, err = r.formatted(v, req.URL.Query().Get("format")); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// formatted is v's schema in the format asked for: "serialized" gives a
+// Protobuf schema as a base64 FileDescriptorProto, what confluent-kafka's
+// Python deserializer asks for; anything else the text as stored. mu must
+// be held.
+func (r *Registry) formatted(v *schemaValue, format string) (string, error) {
+	if format != "serialized" || v.SchemaType != compat.Protobuf {
+		return v.Schema, nil
+	}
+	s, err := r.st.schema(v)
+	if err != nil {
+		return "", err
+	}
+	text, err := compat.SerializedProto(s)
+	if err != nil {
+		return "", errf(50001, "Error in the backend data store: stored schema %d does not compile: %v", v.ID, err)
+	}
+	return text, nil
 }
 
 func (r *Registry) getVersionSchema(_ http.ResponseWriter, req *http.Request) (any, error) {
@@ -233,14 +265,8 @@ func (r *Registry) referencedBy(_ http.ResponseWriter, req *http.Request) (any, 
 		return nil, err
 	}
 	ids := []int{}
-	for _, name := range r.st.subjectNames(false) {
-		for _, o := range r.st.versions(name, false) {
-			for _, ref := range o.References {
-				if ref.Subject == v.Subject && ref.Version == v.Version {
-					ids = append(ids, o.ID)
-				}
-			}
-		}
+	for _, o := range r.st.referrers(v.Subject, v.Version, false) {
+		ids = append(ids, o.ID)
 	}
 	return ids, nil
 }
@@ -287,11 +313,15 @@ func (r *Registry) getByID(_ http.ResponseWriter, req *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
+	text, err := r.formatted(v, req.URL.Query().Get("format"))
+	if err != nil {
+		return nil, err
+	}
 	return struct {
 		SchemaType string      `json:"schemaType,omitempty"`
 		Schema     string      `json:"schema"`
 		References []Reference `json:"references,omitempty"`
-	}{v.SchemaType, v.Schema, v.References}, nil
+	}{v.SchemaType, text, v.References}, nil
 }
 
 func (r *Registry) getByIDSchema(_ http.ResponseWriter, req *http.Request) (any, error) {

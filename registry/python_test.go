@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -12,13 +13,20 @@ import (
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
-// TestPythonAvro: Confluent's own serializers (confluent-kafka's
-// SchemaRegistryClient, AvroSerializer, AvroDeserializer) work against
-// the registry unchanged, across two versions of one subject.
-func TestPythonAvro(t *testing.T) {
+// TestPython: Confluent's own serializers in confluent-kafka work against
+// the registry unchanged; one broker serves both subtests (their topics
+// and subjects differ).
+func TestPython(t *testing.T) {
 	t.Parallel()
-	py := testbroker.Python(t, "fastavro")
 	b, url := startWithRegistry(t)
+	t.Run("avro", func(t *testing.T) { t.Parallel(); pythonAvro(t, b, url) })
+	t.Run("protobuf and json", func(t *testing.T) { t.Parallel(); pythonProtobufJSON(t, b, url) })
+}
+
+// pythonAvro: SchemaRegistryClient, AvroSerializer and AvroDeserializer
+// across two versions of one subject.
+func pythonAvro(t *testing.T, b *testbroker.Broker, url string) {
+	py := testbroker.Python(t, "fastavro")
 	script := filepath.Join(testbroker.RepoRoot(), "registry", "python", "avro_roundtrip.py")
 	cmd := exec.Command(py, script, "--bootstrap", b.Addr(), "--registry", url, "--topic", "pageviews", "--count", "200")
 	outb, err := cmd.Output()
@@ -58,5 +66,54 @@ func TestPythonAvro(t *testing.T) {
 	}
 	if fmt.Sprint(got.IDs) != fmt.Sprint(want) {
 		t.Fatalf("ids in the frames %v, registry's %v", got.IDs, want)
+	}
+}
+
+// pythonProtobufJSON: ProtobufSerializer and JSONSerializer, and their
+// deserializers: a Protobuf message with a reference and a well-known
+// import, framed with a message index; JSON Schema over two versions; an
+// incompatible version of each refused with 409.
+func pythonProtobufJSON(t *testing.T, b *testbroker.Broker, url string) {
+	py := testbroker.Python(t, "google.protobuf")
+	script := filepath.Join(testbroker.RepoRoot(), "registry", "python", "pb_json_roundtrip.py")
+	cmd := exec.Command(py, script, "--bootstrap", b.Addr(), "--registry", url, "--count", "50")
+	outb, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("%v\n%s\n%s", err, outb, stderr)
+	}
+	t.Logf("%s", outb)
+	var got struct {
+		PBConsumed     int            `json:"pb_consumed"`
+		PBLast         map[string]any `json:"pb_last"`
+		PBFrame        []int          `json:"pb_frame"`
+		PBIncompatible map[string]int `json:"pb_incompatible"`
+		PBSubjects     []string       `json:"pb_subjects"`
+		JSONConsumed   int            `json:"json_consumed"`
+		JSONWithPlan   int            `json:"json_with_plan"`
+		JSONIncompat   map[string]int `json:"json_incompatible"`
+	}
+	if err := json.Unmarshal(outb, &got); err != nil {
+		t.Fatalf("%v: %s", err, outb)
+	}
+	if got.PBConsumed != 50 || fmt.Sprint(got.PBLast) != "map[cents:4900 id:o49 seconds:1.700000049e+09]" {
+		t.Fatalf("protobuf: consumed %d, last %v", got.PBConsumed, got.PBLast)
+	}
+	// Magic 0, the id, then the message index [1]: count 1, index 1, both
+	// zigzag varints (2, 2).
+	if len(got.PBFrame) != 7 || got.PBFrame[0] != 0 || got.PBFrame[5] != 2 || got.PBFrame[6] != 2 {
+		t.Fatalf("protobuf frame %v", got.PBFrame)
+	}
+	if !slices.Contains(got.PBSubjects, "orders-value") || !slices.Contains(got.PBSubjects, "shop/money.proto") {
+		t.Fatalf("subjects %v, want the reference's subject too", got.PBSubjects)
+	}
+	if got.PBIncompatible["code"] != 409 || got.JSONIncompat["code"] != 409 {
+		t.Fatalf("incompatible registrations: protobuf %v, json %v, want 409", got.PBIncompatible, got.JSONIncompat)
+	}
+	if got.JSONConsumed != 50 || got.JSONWithPlan != 25 {
+		t.Fatalf("json: consumed %d, %d with plan; want 50, 25", got.JSONConsumed, got.JSONWithPlan)
 	}
 }

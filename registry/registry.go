@@ -36,6 +36,15 @@ type Config struct {
 	// for a cluster that requires them.
 	ClientOpts []kgo.Opt
 	Logger     *slog.Logger
+	// InBroker is set when the registry runs inside broker NodeID: it is
+	// the leader, taking writes, while that broker leads partition 0 of
+	// Topic (forward.go). Outside a broker it forwards every write.
+	InBroker bool
+	NodeID   int32
+	// ExpectBrokers is how many brokers the cluster is meant to have (the
+	// in-broker registry counts controller.quorum.voters): the topic's
+	// replication factor is min(3, this), waiting up to 15 s for them.
+	ExpectBrokers int
 }
 
 // DefaultTopic is kafkastore.topic's default in Confluent's registry.
@@ -72,6 +81,11 @@ type Registry struct {
 
 	writeMu sync.Mutex // one write at a time in this process
 
+	started     time.Time
+	fwd         *http.Client // forwards writes to the leader
+	leaderMu    sync.Mutex
+	leaderCache leaderInfo // leaderMu must be held
+
 	ready    chan struct{} // closed once the topic is read
 	srv      *http.Server
 	ln       net.Listener
@@ -103,7 +117,7 @@ func Start(cfg Config) (*Registry, error) {
 		return nil, fmt.Errorf("registry: schema.registry.listeners %s: %w", cfg.Listen, err)
 	}
 	r := &Registry{cfg: cfg, cl: cl, log: cfg.Logger, st: newState(), advance: make(chan struct{}),
-		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln}
+		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln, fwd: &http.Client{}, started: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.ReadTimeout}
@@ -199,9 +213,22 @@ func (r *Registry) ensureTopic(ctx context.Context) (int64, error) {
 }
 
 func (r *Registry) tryEnsureTopic(ctx context.Context, adm *kadm.Client) (int64, error) {
+	if ends, err := adm.ListEndOffsets(ctx, r.cfg.Topic); err == nil {
+		if o, ok := ends.Lookup(r.cfg.Topic, 0); ok && o.Err == nil {
+			return o.Offset, nil
+		}
+	}
 	meta, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		return 0, err
+	}
+	// A cluster starting together registers its brokers one by one: the
+	// first registry must not create the topic with one replica because
+	// it looked before the others joined (killing that broker would then
+	// stop every registry's writes). It waits, a bounded time, for as many
+	// brokers as it expects.
+	if want := min(3, r.cfg.ExpectBrokers); len(meta.Brokers) < want && time.Since(r.started) < 15*time.Second {
+		return 0, fmt.Errorf("%d of the %d brokers expected have registered", len(meta.Brokers), want)
 	}
 	rf := int16(min(3, len(meta.Brokers)))
 	compact := "compact"

@@ -292,6 +292,117 @@ func TestFranzSR(t *testing.T) {
 		}
 	})
 
+	t.Run("references", func(t *testing.T) {
+		// Avro: a record naming a type of another subject.
+		addr, err := cl.CreateSchema(ctx, "addr-value", sr.Schema{Schema: `{"type":"record","name":"Address","namespace":"web","fields":[{"name":"city","type":"string"}]}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		person := func(fields string) sr.Schema {
+			return sr.Schema{
+				Schema:     `{"type":"record","name":"Person","namespace":"web","fields":[{"name":"home","type":"web.Address"}` + fields + `]}`,
+				References: []sr.SchemaReference{{Name: "web.Address", Subject: "addr-value", Version: addr.Version}},
+			}
+		}
+		if _, err := cl.CreateSchema(ctx, "person-value", sr.Schema{Schema: person("").Schema}); code(err) != 42201 {
+			t.Fatalf("a named type of another subject without its reference: %v, want 42201", err)
+		}
+		p1, err := cl.CreateSchema(ctx, "person-value", person(""))
+		if err != nil || len(p1.References) != 1 {
+			t.Fatalf("with the reference: %+v %v", p1, err)
+		}
+		// The check resolves the reference: a field without a default is
+		// as incompatible as without references.
+		if _, err := cl.CreateSchema(ctx, "person-value", person(`,{"name":"age","type":"int"}`)); code(err) != 409 {
+			t.Fatalf("a field added without a default: %v, want 409", err)
+		}
+		by, err := cl.SchemaReferences(ctx, "addr-value", 1)
+		if err != nil || len(by) != 1 || by[0].ID != p1.ID || by[0].Subject != "person-value" {
+			t.Fatalf("referencedby: %+v %v", by, err)
+		}
+		if err := cl.DeleteSchema(ctx, "addr-value", 1, sr.SoftDelete); code(err) != 42206 {
+			t.Fatalf("deleting a referenced version: %v, want 42206", err)
+		}
+		if _, err := cl.DeleteSubject(ctx, "addr-value", sr.SoftDelete); code(err) != 42206 {
+			t.Fatalf("deleting a referenced subject: %v, want 42206", err)
+		}
+
+		// JSON Schema: $ref to another subject by the reference's name.
+		money, err := cl.CreateSchema(ctx, "money-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","properties":{"amount":{"type":"number"}}}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.CreateSchema(ctx, "order-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","properties":{"total":{"type":"string"}}}`}); err != nil {
+			t.Fatal(err)
+		}
+		// Read through the $ref, total becomes an object: old documents
+		// (a string) no longer validate.
+		refd := sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","properties":{"total":{"$ref":"money.json"}}}`,
+			References: []sr.SchemaReference{{Name: "money.json", Subject: "money-value", Version: money.Version}}}
+		if _, err := cl.CreateSchema(ctx, "order-value", refd); code(err) != 409 {
+			t.Fatalf("a string property replaced by a $ref to an object: %v, want 409", err)
+		}
+		if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "order-value"); r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		if _, err := cl.CreateSchema(ctx, "order-value", refd); err != nil {
+			t.Fatal(err)
+		}
+
+		// Referrers first, then what they reference; everything permanently,
+		// so that the ids of later subtests stay where they were.
+		for _, s := range []string{"person-value", "order-value", "addr-value", "money-value"} {
+			if _, err := cl.DeleteSubject(ctx, s, sr.SoftDelete); err != nil {
+				t.Fatalf("soft delete of %s: %v", s, err)
+			}
+			if _, err := cl.DeleteSubject(ctx, s, sr.HardDelete); err != nil {
+				t.Fatalf("hard delete of %s: %v", s, err)
+			}
+		}
+	})
+
+	t.Run("protobuf", func(t *testing.T) {
+		pb := func(body string) sr.Schema {
+			return sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Order { google.protobuf.Timestamp at = 1; ` + body + ` }`}
+		}
+		v1, err := cl.CreateSchema(ctx, "pb-value", pb(`string id = 2;`))
+		if err != nil || v1.Type != sr.TypeProtobuf {
+			t.Fatalf("%+v %v", v1, err)
+		}
+		if _, err := cl.CreateSchema(ctx, "pb-value", pb(`int32 id = 2;`)); code(err) != 409 || !strings.Contains(err.Error(), "FIELD_SCALAR_KIND_CHANGED") {
+			t.Fatalf("field 2 from string to int32: %v, want 409 naming FIELD_SCALAR_KIND_CHANGED", err)
+		}
+		if _, err := cl.CreateSchema(ctx, "pb-value", pb(`strin id = 2;`)); code(err) != 42201 {
+			t.Fatalf("unknown type: %v, want 42201", err)
+		}
+		if v2, err := cl.CreateSchema(ctx, "pb-value", pb(`string id = 2; int64 qty = 3;`)); err != nil || v2.Version != 2 {
+			t.Fatalf("a field added: %+v %v", v2, err)
+		}
+		// normalize: layout and comments do not make another schema.
+		nctx := sr.WithParams(ctx, sr.Normalize)
+		n1, err := cl.CreateSchema(nctx, "pb-value", pb(`string id = 2; int64 qty = 3; /* quantity */`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n2, err := cl.CreateSchema(nctx, "pb-value", pb("string id=2;\n  int64 qty=3;"))
+		if err != nil || n2.ID != n1.ID || n2.Version != n1.Version {
+			t.Fatalf("normalized twice: %+v then %+v %v", n1, n2, err)
+		}
+		types, err := cl.SupportedTypes(ctx)
+		if err != nil || !slices.Contains(types, sr.TypeProtobuf) {
+			t.Fatalf("types %v %v", types, err)
+		}
+		if _, err := cl.DeleteSubject(ctx, "pb-value", sr.SoftDelete); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.DeleteSubject(ctx, "pb-value", sr.HardDelete); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("second registry", func(t *testing.T) {
 		// `tributary registry` against the same cluster reads the same
 		// topic: same ids, and what one registers the other serves.
@@ -318,9 +429,15 @@ func TestFranzSR(t *testing.T) {
 		if err != nil || n.ID != 102 {
 			t.Fatalf("registered on the second registry: %+v %v, want id 102", n, err)
 		}
-		// Both registries write at once: the records that lose a race are
-		// ignored by every reader and retried, so every registration
-		// succeeds once, with one id per schema, and both agree.
+		// Outside a broker it is never the leader: it forwards the write to
+		// the registry of the broker that leads _schemas partition 0.
+		if !strings.Contains(logs.String(), "forwarded a write to the leader") {
+			t.Fatalf("tributary registry did not forward its write:\n%s", logs.String())
+		}
+		// Both registries take writes at once (forwarded to one leader; the
+		// records that would lose a race are ignored by every reader and
+		// retried), so every registration succeeds once, with one id per
+		// schema, and both agree.
 		for _, r := range cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "race-value", "race2-value") {
 			if r.Err != nil {
 				t.Fatal(r.Err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tributary-io/tributary/formats/compat"
@@ -245,4 +246,74 @@ func (s *state) modeOf(subject string) string {
 		return m
 	}
 	return "READWRITE"
+}
+
+// maxRefs bounds the schemas one schema may reference, transitively.
+const maxRefs = 1000
+
+// resolve returns the schemas refs name, transitively, each one's own
+// references before it (compat.Schema.Refs), soft-deleted versions
+// included: a stored schema stays readable while its references' records
+// exist. A reference to version -1 means the latest.
+func (s *state) resolve(refs []Reference) ([]compat.Ref, error) {
+	var out []compat.Ref
+	seen := map[[2]string]bool{}
+	var visit func(refs []Reference, depth int) error
+	visit = func(refs []Reference, depth int) error {
+		if depth > 64 || len(out) > maxRefs {
+			return errf(42201, "Invalid schema: references nested too deep or too many")
+		}
+		for _, ref := range refs {
+			v := s.refTarget(ref)
+			if v == nil {
+				return errf(42201, "Invalid schema: reference %s to subject %s version %d not found", ref.Name, ref.Subject, ref.Version)
+			}
+			k := [2]string{v.Subject, strconv.Itoa(v.Version)}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if err := visit(v.References, depth+1); err != nil {
+				return err
+			}
+			out = append(out, compat.Ref{Name: ref.Name, Text: v.Schema})
+		}
+		return nil
+	}
+	return out, visit(refs, 0)
+}
+
+func (s *state) refTarget(ref Reference) *schemaValue {
+	if ref.Version == -1 {
+		vs := s.versions(ref.Subject, false)
+		if len(vs) == 0 {
+			return nil
+		}
+		return vs[len(vs)-1]
+	}
+	return s.subjects[ref.Subject][ref.Version]
+}
+
+// schema is v with its references resolved, for the checks.
+func (s *state) schema(v *schemaValue) (compat.Schema, error) {
+	refs, err := s.resolve(v.References)
+	return compat.Schema{Type: v.SchemaType, Text: v.Schema, Refs: refs}, err
+}
+
+// referrers lists the versions that reference subject version ver, live
+// ones only unless deleted.
+func (s *state) referrers(subject string, ver int, deleted bool) []*schemaValue {
+	var out []*schemaValue
+	for _, name := range s.subjectNames(deleted) {
+		for _, o := range s.versions(name, deleted) {
+			for _, ref := range o.References {
+				if ref.Subject == subject && (ref.Version == ver ||
+					ref.Version == -1 && s.refTarget(ref) != nil && s.refTarget(ref).Version == ver) {
+					out = append(out, o)
+					break
+				}
+			}
+		}
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ type schemaRequest struct {
 	References []Reference `json:"references"`
 	ID         int         `json:"id"`
 	Version    int         `json:"version"`
+	normalize  bool        // the normalize query parameter
 }
 
 // readSchemaRequest reads the body of a request. It runs before any lock
@@ -29,6 +29,7 @@ func readSchemaRequest(req *http.Request) (*schemaRequest, error) {
 	if err := decode(req, &b); err != nil {
 		return nil, err
 	}
+	b.normalize = boolParam(req, "normalize")
 	return &b, nil
 }
 
@@ -40,32 +41,30 @@ func (r *Registry) prepare(in *schemaRequest) (*schemaRequest, error) {
 	if b.SchemaType == compat.Avro {
 		b.SchemaType = ""
 	}
-	if b.SchemaType == compat.Protobuf {
-		return nil, errf(42201, "Invalid schema: schema type PROTOBUF is not supported yet")
-	}
 	if len(b.References) == 0 {
 		b.References = nil
-		c, err := compat.Canonical(compat.Schema{Type: b.SchemaType, Text: b.Schema})
-		if errors.Is(err, compat.ErrTooDeep) {
-			return nil, errf(42201, "Invalid schema: %v", err) // not echoed: it may be large
-		}
-		if err != nil {
-			return nil, errf(42201, "Invalid schema %s: %v", b.Schema, err)
-		}
-		b.Schema = c
-		return &b, nil
 	}
-	// References are stored, not resolved: the schema names types of
-	// other subjects, which a parse of its text alone cannot know.
 	for _, ref := range b.References {
 		if _, err := r.version(ref.Subject, itoa(ref.Version), false); err != nil {
 			return nil, errf(42201, "Invalid schema: reference %s to %s version %d: %v", ref.Name, ref.Subject, ref.Version, err)
 		}
 	}
-	var c bytes.Buffer
-	if json.Compact(&c, []byte(b.Schema)) == nil {
-		b.Schema = c.String()
+	refs, err := r.st.resolve(b.References)
+	if err != nil {
+		return nil, err
 	}
+	canon := compat.Canonical
+	if b.normalize {
+		canon = compat.Normalize
+	}
+	c, err := canon(compat.Schema{Type: b.SchemaType, Text: b.Schema, Refs: refs})
+	if errors.Is(err, compat.ErrTooDeep) {
+		return nil, errf(42201, "Invalid schema: %v", err) // not echoed: it may be large
+	}
+	if err != nil {
+		return nil, errf(42201, "Invalid schema %s: %v", b.Schema, err)
+	}
+	b.Schema = c
 	return &b, nil
 }
 
@@ -76,19 +75,22 @@ func itoa(v int) string {
 	return strconv.Itoa(v)
 }
 
-// incompatible checks b against previous at level; mu must be held.
-func incompatible(level compat.Level, b *schemaRequest, previous []*schemaValue) ([]string, error) {
-	if len(b.References) > 0 {
-		return nil, nil // not resolved (see prepare)
+// incompatible checks b against previous at level, every schema with its
+// references resolved; mu must be held.
+func (r *Registry) incompatible(level compat.Level, b *schemaRequest, previous []*schemaValue) ([]string, error) {
+	refs, err := r.st.resolve(b.References)
+	if err != nil {
+		return nil, err
 	}
 	prev := make([]compat.Schema, 0, len(previous))
 	for _, p := range previous {
-		if len(p.References) > 0 {
-			continue
+		s, err := r.st.schema(p)
+		if err != nil {
+			continue // a reference permanently deleted under it: nothing to check against
 		}
-		prev = append(prev, compat.Schema{Type: p.SchemaType, Text: p.Schema})
+		prev = append(prev, s)
 	}
-	msgs, err := compat.Check(level, compat.Schema{Type: b.SchemaType, Text: b.Schema}, prev)
+	msgs, err := compat.Check(level, compat.Schema{Type: b.SchemaType, Text: b.Schema, Refs: refs}, prev)
 	if err != nil {
 		return nil, errf(42201, "Invalid schema: %v", err)
 	}
@@ -162,7 +164,7 @@ func (r *Registry) register(_ http.ResponseWriter, req *http.Request) (any, erro
 				version = b.Version
 			}
 		} else {
-			msgs, err := incompatible(r.st.level(subject), b, r.st.versions(subject, false))
+			msgs, err := r.incompatible(r.st.level(subject), b, r.st.versions(subject, false))
 			if err != nil {
 				r.mu.Unlock()
 				return nil, err
@@ -255,7 +257,7 @@ func (r *Registry) checkCompat(_ http.ResponseWriter, req *http.Request) (any, e
 		level = compat.Level(strings.TrimSuffix(string(level), "_TRANSITIVE"))
 		prev = []*schemaValue{v}
 	}
-	msgs, err := incompatible(level, b, prev)
+	msgs, err := r.incompatible(level, b, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +296,16 @@ func (r *Registry) deleteSubject(_ http.ResponseWriter, req *http.Request) (any,
 	all, live := r.st.versions(subject, true), r.st.versions(subject, false)
 	var recs [][2][]byte
 	nums := []int{}
+	doomed := live
+	if permanent {
+		doomed = all
+	}
+	for _, v := range doomed {
+		if err := r.referenced(v, permanent, subject); err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+	}
 	switch {
 	case len(all) == 0:
 		r.mu.Unlock()
@@ -346,6 +358,8 @@ func (r *Registry) deleteVersion(_ http.ResponseWriter, req *http.Request) (any,
 	}
 	var val []byte
 	switch {
+	case r.referenced(v, permanent, "") != nil:
+		err = r.referenced(v, permanent, "")
 	case !permanent && v.Deleted:
 		err = errf(40406, "Subject '%s' Version %d was soft deleted.Set permanent=true to delete permanently", subject, v.Version)
 	case permanent && !v.Deleted:
@@ -360,6 +374,19 @@ func (r *Registry) deleteVersion(_ http.ResponseWriter, req *http.Request) (any,
 		return nil, err
 	}
 	return v.Version, r.produceAll(req.Context(), [][2][]byte{{schemaKey(subject, v.Version), val}})
+}
+
+// referenced refuses to delete v while another schema references it (a
+// live one for a soft delete; any, soft-deleted too, for a permanent one,
+// which would leave it unreadable), as Confluent's 42206 does; referrers
+// in subject except (being deleted with it) do not count. mu must be held.
+func (r *Registry) referenced(v *schemaValue, permanent bool, except string) error {
+	for _, o := range r.st.referrers(v.Subject, v.Version, permanent) {
+		if o.Subject != except || except == "" {
+			return errf(42206, "One or more references exist to the schema {magic=1,keytype=SCHEMA,subject=%s,version=%d}.", v.Subject, v.Version)
+		}
+	}
+	return nil
 }
 
 func (r *Registry) putConfig(_ http.ResponseWriter, req *http.Request) (any, error) {

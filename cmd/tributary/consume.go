@@ -15,12 +15,14 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/spf13/cobra"
 
+	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/kafkacli"
 )
 
 func newConsumeCommand() *cobra.Command {
 	var (
 		bootstrap, offset, timestamp, format string
+		registryURL                          string
 		fromBeginning                        bool
 		partitions                           []int
 		count                                int64
@@ -57,6 +59,9 @@ A summary ("consumed N records") goes to stderr at the end.`,
 
   # Everything since 2024-05-01 09:00 UTC, as tab-separated key and value.
   tributary consume orders --timestamp 2024-05-01T09:00:00Z -f '%k\t%s\n'
+
+  # Records framed by Confluent's serializers, decoded to JSON.
+  tributary consume orders --from-beginning --registry http://127.0.0.1:8081
 
   # The last 5 records of partition 0, then exit.
   tributary consume orders --offset -5 --count 5 -p 0`,
@@ -120,9 +125,32 @@ A summary ("consumed N records") goes to stderr at the end.`,
 					}
 				}
 			}()
-			var n int64
+			var n, undecodable int64
 			var buf []byte
+			var dec *srclient.Decoder
+			if registryURL != "" {
+				dec = srclient.NewDecoder(srclient.New(registryURL))
+			}
 			err = cl.Consume(ctx, kafkacli.ConsumeConfig{Topic: topic, Offsets: offsets}, func(m *kafka.Message) error {
+				if dec != nil && m.Value != nil {
+					v, derr := dec.JSON(ctx, m.Value)
+					if derr != nil {
+						// Reported and skipped: one bad record must not end a
+						// follow, nor print bytes a JSON reader chokes on.
+						undecodable++
+						mu.Lock()
+						fmt.Fprintf(cmd.ErrOrStderr(), "partition %d offset %d: %v\n", m.Partition, m.Offset, derr)
+						mu.Unlock()
+						n++
+						if count > 0 && n >= count {
+							return kafkacli.ErrStop
+						}
+						return nil
+					}
+					mm := *m
+					mm.Value = v
+					m = &mm
+				}
 				buf = tmpl.Append(buf[:0], m)
 				mu.Lock()
 				_, werr := out.Write(buf)
@@ -145,7 +173,11 @@ A summary ("consumed N records") goes to stderr at the end.`,
 			if n == 1 {
 				noun = "record"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "consumed %d %s\n", n, noun)
+			if undecodable > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "consumed %d %s, %d not decoded\n", n, noun, undecodable)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "consumed %d %s\n", n, noun)
+			}
 			if errors.Is(err, context.Canceled) && ctx.Err() != nil && cmd.Context().Err() == nil {
 				return nil // Ctrl-C or SIGTERM: a clean end
 			}
@@ -160,6 +192,7 @@ A summary ("consumed N records") goes to stderr at the end.`,
 	f.IntSliceVarP(&partitions, "partition", "p", nil, "partitions to read (repeatable or comma-separated); default all")
 	f.Int64VarP(&count, "count", "c", 0, "exit after this many records; 0: follow until Ctrl-C")
 	f.StringVarP(&format, "format", "f", "", `output template, as kcat -f (see above); default '%s\n'`)
+	f.StringVar(&registryURL, "registry", "", "schema registry URL: decode Confluent-framed values (Avro, JSON Schema, Protobuf) to JSON before printing")
 	kafkaArgFlag(cmd, "topic", "the topic to read", true)
 	mirrorKafka(cmd, "kafka-console-consumer.sh", map[string]string{"max-messages": "count",
 		"from-beginning": "from-beginning", "partition": "partition", "offset": "offset", "topic": "topic"})

@@ -46,9 +46,11 @@ func (f *loadFlags) addTarget(fs *pflag.FlagSet) {
 func (f *loadFlags) addSpec(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.topics, "topics", nil, "topics to load, by name (comma-separated or repeated)")
 	fs.StringVar(&f.topicsRegex, "topics-regex", "", "also load every topic whose whole name matches this regular expression")
-	fs.StringVar(&f.settings.Format, "format", loader.FormatJSON, "record format: json, avro, avro-confluent or raw")
+	fs.StringVar(&f.settings.Format, "format", loader.FormatJSON, "record format: json, avro, avro-confluent, protobuf (with --registry) or raw")
 	fs.StringVar(&f.schemaFile, "schema", "", "YAML schema of the topics (json, avro); json without one keeps the last run's or infers one")
 	fs.StringVar(&f.settings.AvroSchema, "avro-schema", "", "the writer's Avro schema file (--format avro)")
+	fs.StringVar(&f.settings.Registry, "registry", "", "schema registry URL (--format avro, json or protobuf): records in the Confluent framing, writer schemas by id, columns from the subject <topic>-value")
+	fs.StringVar(&f.settings.ProtoMessage, "proto-message", "", "the top-level message whose fields are the columns (--format protobuf; default the file's first)")
 	fs.StringVar(&f.settings.AvroDir, "avro-schema-dir", "", "directory of <id>.avsc writer schemas (--format avro-confluent)")
 	fs.StringVar(&f.settings.TimeField, "time-field", "", "dotted path of the event-time column that partitions files by hour (default: the record timestamp)")
 	fs.StringVar(&f.settings.TimeZone, "time-zone", "UTC", "time zone of the dt=/hr= directories")

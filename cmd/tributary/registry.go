@@ -41,9 +41,14 @@ func startRegistry(cfg *brokercfg.Broker) (*registry.Registry, error) {
 		host = "127.0.0.1"
 	}
 	return registry.Start(registry.Config{
-		Brokers: []string{net.JoinHostPort(host, fmt.Sprint(l.Port))},
-		Listen:  listen,
-		Logger:  slog.Default(),
+		Brokers:  []string{net.JoinHostPort(host, fmt.Sprint(l.Port))},
+		Listen:   listen,
+		Logger:   slog.Default(),
+		InBroker: true,
+		NodeID:   int32(cfg.Int("node.id")),
+		// In combined mode every voter is a broker; split clusters create
+		// with what has registered after the wait.
+		ExpectBrokers: len(cfg.List("controller.quorum.voters")),
 	})
 }
 

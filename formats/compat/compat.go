@@ -8,12 +8,15 @@ package compat
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 )
 
 // Schema types, as the registry's schemaType field names them.
@@ -54,6 +57,18 @@ var ErrUnsupported = errors.New("formats/compat: unsupported schema type")
 type Schema struct {
 	Type string
 	Text string
+	// Refs are the schemas this one references, resolved: transitively
+	// complete, each schema's references before it (Avro parses named
+	// types in that order), each under the name the referring schema uses
+	// (a $ref URL for JSON Schema, an import path for Protobuf; Avro names
+	// types by their full name and ignores it). They share Type.
+	Refs []Ref
+}
+
+// Ref is one resolved reference.
+type Ref struct {
+	Name string
+	Text string
 }
 
 func (s Schema) typ() string {
@@ -69,13 +84,20 @@ func (s Schema) typ() string {
 func Canonical(s Schema) (string, error) {
 	switch s.typ() {
 	case Avro:
-		if _, err := parseAvro(s.Text); err != nil {
+		if _, err := parseAvroRefs(s); err != nil {
 			return "", err
 		}
 	case JSON:
-		if _, err := parseJSON(s.Text); err != nil {
+		if _, err := parseJSONRefs(s); err != nil {
 			return "", err
 		}
+	case Protobuf:
+		if _, err := ParseProto(s); err != nil {
+			return "", err
+		}
+		// Stored as sent, less surrounding white space: .proto text has
+		// no JSON form to compact (normalize=true prints a canonical one).
+		return strings.TrimSpace(s.Text), nil
 	default:
 		return "", fmt.Errorf("%w %s", ErrUnsupported, s.Type)
 	}
@@ -133,6 +155,31 @@ func parseAvro(text string) (avro.Schema, error) {
 	return avro.ParseWithCache(text, "", &avro.SchemaCache{})
 }
 
+// parseAvroRefs parses s after its references, in one cache, so that the
+// named types they define resolve in s.
+func parseAvroRefs(s Schema) (avro.Schema, error) {
+	if len(s.Refs) == 0 {
+		return parseAvro(s.Text)
+	}
+	cache := &avro.SchemaCache{}
+	for _, r := range s.Refs {
+		if err := checkDepth(r.Text); err != nil {
+			return nil, err
+		}
+		if _, err := avro.ParseWithCache(r.Text, "", cache); err != nil {
+			return nil, fmt.Errorf("reference %s: %w", r.Name, err)
+		}
+	}
+	if err := checkDepth(s.Text); err != nil {
+		return nil, err
+	}
+	return avro.ParseWithCache(s.Text, "", cache)
+}
+
+// ParseAvro parses an Avro schema with its references: the reader and
+// writer schemas of the loader and the console.
+func ParseAvro(s Schema) (avro.Schema, error) { return parseAvroRefs(s) }
+
 // Check returns why candidate may not follow previous (oldest first) at
 // level; nil when it may. Non-transitive levels look at the latest
 // previous version only, as Confluent's do.
@@ -182,11 +229,11 @@ func prefix(dir string, msgs []string) []string {
 func readable(reader, writer Schema) ([]string, error) {
 	switch reader.typ() {
 	case Avro:
-		r, err := parseAvro(reader.Text)
+		r, err := parseAvroRefs(reader)
 		if err != nil {
 			return nil, err
 		}
-		w, err := parseAvro(writer.Text)
+		w, err := parseAvroRefs(writer)
 		if err != nil {
 			return nil, err
 		}
@@ -195,15 +242,65 @@ func readable(reader, writer Schema) ([]string, error) {
 		}
 		return nil, nil
 	case JSON:
-		r, err := parseJSON(reader.Text)
+		r, err := parseJSONRefs(reader)
 		if err != nil {
 			return nil, err
 		}
-		w, err := parseJSON(writer.Text)
+		w, err := parseJSONRefs(writer)
 		if err != nil {
 			return nil, err
 		}
 		return jsonReadable(r, w, &jsonPath{seg: "#"}), nil
+	case Protobuf:
+		r, err := ParseProto(reader)
+		if err != nil {
+			return nil, err
+		}
+		w, err := ParseProto(writer)
+		if err != nil {
+			return nil, err
+		}
+		return protoReadable(r, w), nil
 	}
 	return nil, fmt.Errorf("%w %s", ErrUnsupported, reader.Type)
+}
+
+// Normalize returns the form a schema is stored and compared in when a
+// client asks for normalize=true, so that schemas that differ only in
+// layout get one id: for AVRO and JSON the JSON text with every object's
+// keys sorted (array order, which carries meaning, kept); for PROTOBUF the
+// compiled file as a base64 FileDescriptorProto (comments and layout
+// dropped, the file named alike; text and descriptor forms of one schema
+// agree).
+func Normalize(s Schema) (string, error) {
+	if _, err := Canonical(s); err != nil {
+		return "", err
+	}
+	if s.typ() == Protobuf {
+		fd, err := ParseProto(s)
+		if err != nil {
+			return "", err
+		}
+		fdp := protodesc.ToFileDescriptorProto(fd)
+		fdp.Name = proto.String(protoMain)
+		fdp.SourceCodeInfo = nil
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
+		if err != nil {
+			return "", err
+		}
+		return base64.StdEncoding.EncodeToString(b), nil
+	}
+	d := json.NewDecoder(strings.NewReader(s.Text))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil { // maps encode with sorted keys
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
 }

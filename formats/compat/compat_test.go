@@ -150,3 +150,60 @@ func TestDeepSchemas(t *testing.T) {
 		t.Fatalf("64 deep: %v %v", msgs, err)
 	}
 }
+
+// TestReferences: named Avro types and JSON $refs are resolved through the
+// references given, so the checks see what they name.
+func TestReferences(t *testing.T) {
+	t.Parallel()
+	addr := Ref{Name: "t.Addr", Text: `{"type":"record","name":"Addr","namespace":"t","fields":[{"name":"city","type":"string"}]}`}
+	p := func(fields string) Schema {
+		return Schema{Text: `{"type":"record","name":"P","namespace":"t","fields":[{"name":"home","type":"t.Addr"}` + fields + `]}`, Refs: []Ref{addr}}
+	}
+	if _, err := Canonical(Schema{Text: p("").Text}); err == nil {
+		t.Fatal("an unknown named type parsed without its reference")
+	}
+	if _, err := Canonical(p("")); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _ := Check(Backward, p(`,{"name":"n","type":"int"}`), []Schema{p("")}); len(msgs) == 0 {
+		t.Fatal("a field without default added behind a reference: compatible")
+	}
+	money := Ref{Name: "money.json", Text: `{"definitions":{"M":{"type":"object"}},"$ref":"#/definitions/M"}`}
+	js := func(total string) Schema {
+		return Schema{Type: JSON, Text: `{"type":"object","properties":{"total":` + total + `}}`, Refs: []Ref{money}}
+	}
+	if msgs, _ := Check(Backward, js(`{"$ref":"money.json"}`), []Schema{js(`{"type":"string"}`)}); len(msgs) == 0 {
+		t.Fatal("string to a $ref to an object (through a local pointer): compatible")
+	}
+	if msgs, _ := Check(Backward, js(`{"$ref":"money.json"}`), []Schema{js(`{"type":"object"}`)}); len(msgs) != 0 {
+		t.Fatalf("object to a $ref to an object: %v", msgs)
+	}
+	// A recursive schema expands to a bound and terminates.
+	rec := Schema{Type: JSON, Text: `{"type":"object","properties":{"next":{"$ref":"#"}}}`}
+	if msgs, err := Check(Full, rec, []Schema{rec}); err != nil || len(msgs) != 0 {
+		t.Fatalf("recursive schema against itself: %v %v", msgs, err)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	t.Parallel()
+	a, err := Normalize(Schema{Text: `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"type":"string","name":"b"}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Normalize(Schema{Text: `{"fields":[{"type":"int","name":"a"},{"name":"b","type":"string"}],"name":"R","type":"record"}`})
+	if a != b {
+		t.Fatalf("key order differs after normalize:\n%s\n%s", a, b)
+	}
+	p1, err := Normalize(Schema{Type: Protobuf, Text: "syntax = \"proto3\";\n// c\nmessage M { string a = 1; }"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _ := Normalize(Schema{Type: Protobuf, Text: `syntax="proto3"; message M {string a=1;}`})
+	if p1 != p2 {
+		t.Fatal("protobuf layout differs after normalize")
+	}
+	if again, _ := Normalize(Schema{Type: Protobuf, Text: p1}); again != p1 {
+		t.Fatal("normalize of a normalized protobuf schema changed it")
+	}
+}

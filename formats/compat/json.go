@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 func parseJSON(text string) (map[string]any, error) {
@@ -168,3 +169,96 @@ func jsonReadable(r, w map[string]any, path *jsonPath) []string {
 	}
 	return msgs
 }
+
+// parseJSONRefs parses s and replaces each $ref it can resolve (to a
+// reference by its name, or a JSON pointer into the same document, as in
+// "other.json#/definitions/T" or "#/$defs/T") by what it points to, so
+// that the checks see through references. Recursive schemas are expanded
+// to a bounded depth and size; a $ref left unexpanded is treated as any
+// schema (no constraint), which errs towards "compatible".
+func parseJSONRefs(s Schema) (map[string]any, error) {
+	root, err := parseJSON(s.Text)
+	if err != nil {
+		return nil, err
+	}
+	r := &jsonRefs{docs: map[string]map[string]any{}, budget: 200_000}
+	for _, ref := range s.Refs {
+		d, err := parseJSON(ref.Text)
+		if err != nil {
+			return nil, fmt.Errorf("reference %s: %w", ref.Name, err)
+		}
+		r.docs[ref.Name] = d
+	}
+	out, _ := r.node(root, root, 0).(map[string]any)
+	return out, nil
+}
+
+type jsonRefs struct {
+	docs   map[string]map[string]any
+	budget int // nodes copied; expansion stops when spent
+}
+
+// maxRefDepth bounds nested $ref expansions (a recursive schema expands
+// this deep, then stays a $ref).
+const maxRefDepth = 16
+
+func (r *jsonRefs) node(n any, doc map[string]any, depth int) any {
+	r.budget--
+	switch v := n.(type) {
+	case map[string]any:
+		if ref, ok := v["$ref"].(string); ok && depth < maxRefDepth && r.budget > 0 {
+			if target, tdoc := r.lookup(ref, doc); target != nil {
+				return r.node(target, tdoc, depth+1)
+			}
+		}
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = r.node(e, doc, depth)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = r.node(e, doc, depth)
+		}
+		return out
+	}
+	return n
+}
+
+func (r *jsonRefs) lookup(ref string, doc map[string]any) (any, map[string]any) {
+	base, frag, _ := strings.Cut(ref, "#")
+	if base != "" {
+		d, ok := r.docs[base]
+		if !ok {
+			return nil, nil
+		}
+		doc = d
+	}
+	var cur any = doc
+	for _, seg := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+		if seg == "" {
+			continue
+		}
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, nil
+		}
+		if cur, ok = m[seg]; !ok {
+			return nil, nil
+		}
+	}
+	if b, ok := cur.(bool); ok {
+		if b {
+			cur = map[string]any{}
+		} else {
+			cur = map[string]any{"not": map[string]any{}}
+		}
+	}
+	return cur, doc
+}
+
+// ResolveJSON parses a JSON Schema with its references resolved (as the
+// checks see it): what the loader maps to columns.
+func ResolveJSON(s Schema) (map[string]any, error) { return parseJSONRefs(s) }

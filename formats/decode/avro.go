@@ -61,10 +61,15 @@ type Avro struct {
 	writer    avro.Schema            // plain Avro
 	ids       map[uint32]avro.Schema // Confluent: writer schema by id
 	confluent bool
-	r         *avro.Reader
-	rows      int
-	items     int // values read in the current record, to bound zero-byte arrays
-	size      int // the current record's length, which bounds every length in it
+	// lookup finds the writer schema of an id not in ids (a schema
+	// registry); failed is why an id could not be had, asked once per
+	// decoder so that a topic full of one unknown id costs one request.
+	lookup func(id uint32) (avro.Schema, error)
+	failed map[uint32]string
+	r      *avro.Reader
+	rows   int
+	items  int // values read in the current record, to bound zero-byte arrays
+	size   int // the current record's length, which bounds every length in it
 }
 
 type anode struct {
@@ -129,6 +134,18 @@ func NewConfluentAvro(s *schema.Schema, files map[uint32]string, mem memory.Allo
 		return nil, err
 	}
 	d.ids, d.confluent = ids, true
+	return d, nil
+}
+
+// NewRegistryAvro returns a decoder for the Confluent wire format whose
+// writer schemas lookup finds by id (from a schema registry, cached by the
+// caller); an id it cannot find fails its records, with the reason.
+func NewRegistryAvro(s *schema.Schema, lookup func(id uint32) (avro.Schema, error), mem memory.Allocator) (*Avro, error) {
+	d, err := newAvro(s, mem)
+	if err != nil {
+		return nil, err
+	}
+	d.ids, d.confluent, d.lookup, d.failed = map[uint32]avro.Schema{}, true, lookup, map[uint32]string{}
 	return d, nil
 }
 
@@ -294,7 +311,18 @@ func (d *Avro) decodeOne(value []byte) (path, reason string) {
 		}
 		id := binary.BigEndian.Uint32(value[1:5])
 		var ok bool
-		if ws, ok = d.ids[id]; !ok {
+		if ws, ok = d.ids[id]; !ok && d.lookup != nil {
+			if why, bad := d.failed[id]; bad {
+				return "", why
+			}
+			s, err := d.lookup(id)
+			if err != nil {
+				d.failed[id] = fmt.Sprintf("Avro schema id %d: %v", id, err)
+				return "", d.failed[id]
+			}
+			d.ids[id], ws, ok = s, s, true
+		}
+		if !ok {
 			return "", fmt.Sprintf("unknown Avro schema id %d", id)
 		}
 		value = value[5:]

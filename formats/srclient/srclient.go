@@ -6,6 +6,7 @@ package srclient
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -97,18 +98,60 @@ func (c *Client) SchemaByID(ctx context.Context, id int) (Schema, error) {
 	var got struct {
 		Schema     string `json:"schema"`
 		SchemaType string `json:"schemaType"`
+		References []ref  `json:"references"`
 	}
 	if err := c.do(ctx, http.MethodGet, fmt.Sprintf("/schemas/ids/%d", id), nil, &got); err != nil {
 		return Schema{}, err
 	}
 	s = Schema{Schema: compat.Schema{Type: typeOrAvro(got.SchemaType), Text: got.Schema}, ID: id}
+	var err error
+	if s.Refs, err = c.resolve(ctx, got.References); err != nil {
+		return Schema{}, err
+	}
 	c.mu.Lock()
 	c.byID[id] = s
 	c.mu.Unlock()
 	return s, nil
 }
 
+type ref struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+// resolve fetches the schemas refs name, transitively, each one's own
+// references first (compat.Schema.Refs).
+func (c *Client) resolve(ctx context.Context, refs []ref) ([]compat.Ref, error) {
+	var out []compat.Ref
+	seen := map[ref]bool{}
+	var visit func(refs []ref, depth int) error
+	visit = func(refs []ref, depth int) error {
+		if depth > 64 || len(out) > 1000 {
+			return fmt.Errorf("formats/srclient: references nested too deep or too many")
+		}
+		for _, r := range refs {
+			k := ref{Subject: r.Subject, Version: r.Version}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			var v versionOut
+			if err := c.do(ctx, http.MethodGet, fmt.Sprintf("/subjects/%s/versions/%d?deleted=true", url.PathEscape(r.Subject), r.Version), nil, &v); err != nil {
+				return err
+			}
+			if err := visit(v.References, depth+1); err != nil {
+				return err
+			}
+			out = append(out, compat.Ref{Name: r.Name, Text: v.Schema})
+		}
+		return nil
+	}
+	return out, visit(refs, 0)
+}
+
 type versionOut struct {
+	References []ref  `json:"references"`
 	Subject    string `json:"subject"`
 	Version    int    `json:"version"`
 	ID         int    `json:"id"`
@@ -127,7 +170,12 @@ func (c *Client) Latest(ctx context.Context, subject string) (Schema, error) {
 	if err := c.do(ctx, http.MethodGet, "/subjects/"+url.PathEscape(subject)+"/versions/latest", nil, &v); err != nil {
 		return Schema{}, err
 	}
-	return v.schema(), nil
+	s := v.schema()
+	var err error
+	if s.Refs, err = c.resolve(ctx, v.References); err != nil {
+		return Schema{}, err
+	}
+	return s, nil
 }
 
 // Register registers s under subject (or finds it registered) and returns
@@ -157,4 +205,43 @@ func Frame(value []byte) (id int, body []byte, err error) {
 		return 0, nil, fmt.Errorf("formats/srclient: not the Confluent framing (magic byte 0 and a 4-byte schema id)")
 	}
 	return int(uint32(value[1])<<24 | uint32(value[2])<<16 | uint32(value[3])<<8 | uint32(value[4])), value[5:], nil
+}
+
+// ProtoIndexes splits the message-index path that Confluent's Protobuf
+// serializers put after the schema id: a zigzag varint count, then that
+// many zigzag varint indexes (a lone 0 byte meaning [0], the first
+// message), naming the message within the schema's file.
+func ProtoIndexes(body []byte) (indexes []int, rest []byte, err error) {
+	n, k := binary.Varint(body)
+	if k <= 0 {
+		return nil, nil, fmt.Errorf("formats/srclient: truncated Protobuf message index")
+	}
+	body = body[k:]
+	if n == 0 {
+		return []int{0}, body, nil
+	}
+	if n < 0 || n > 128 {
+		return nil, nil, fmt.Errorf("formats/srclient: Protobuf message index of %d levels", n)
+	}
+	indexes = make([]int, n)
+	for i := range indexes {
+		v, k := binary.Varint(body)
+		if k <= 0 || v < 0 || v > 1<<20 {
+			return nil, nil, fmt.Errorf("formats/srclient: bad Protobuf message index")
+		}
+		indexes[i], body = int(v), body[k:]
+	}
+	return indexes, body, nil
+}
+
+// AppendProtoIndexes is the serializer's side of ProtoIndexes.
+func AppendProtoIndexes(b []byte, indexes []int) []byte {
+	if len(indexes) == 1 && indexes[0] == 0 {
+		return append(b, 0)
+	}
+	b = binary.AppendVarint(b, int64(len(indexes)))
+	for _, i := range indexes {
+		b = binary.AppendVarint(b, int64(i))
+	}
+	return b
 }
