@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/tributary-io/tributary/broker/acl"
+
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -132,6 +134,8 @@ type Image struct {
 	// ScramBootstrapped is set once the bootstrap SCRAM users have been
 	// applied: a user deleted afterwards stays deleted across restarts.
 	ScramBootstrapped bool `json:",omitempty"`
+	// Acls are the ACL bindings (acls.go); immutable, replaced on change.
+	Acls *acl.Set `json:"-"`
 }
 
 // DynamicConfigs are the cluster-wide and the per-broker dynamic configs

@@ -26,6 +26,8 @@ type Record struct {
 	// ScramBootstrap marks the bootstrap SCRAM users (--add-scram) as
 	// applied, so that they are never applied again (scram.go).
 	ScramBootstrap *ScramBootstrapRecord `json:"scram_bootstrap,omitempty"`
+	// Acl adds or removes an ACL binding (acls.go).
+	Acl *AclRecord `json:"acl,omitempty"`
 }
 
 // BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
@@ -164,6 +166,8 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		}
 	case r.ScramBootstrap != nil:
 		n.ScramBootstrapped = true
+	case r.Acl != nil:
+		n.applyAcl(r.Acl)
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")
 	}
