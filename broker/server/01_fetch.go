@@ -38,7 +38,7 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		f := s.fetchOnce(eff)
+		f := s.fetchOnce(c, eff)
 		if f.bytes >= int64(req.MinBytes) || f.failed || !time.Now().Before(deadline) || s.closing.Load() || len(f.wake) == 0 {
 			return nil, answer(f)
 		}
@@ -50,7 +50,7 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 		done()
 		if !woken {
 			// Timed out: answer with what the final read finds.
-			return nil, answer(s.fetchOnce(eff))
+			return nil, answer(s.fetchOnce(c, eff))
 		}
 	}
 }
@@ -65,7 +65,7 @@ type fetchResult struct {
 	out    []topicBytes  // record bytes by topic, for the metrics
 }
 
-func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
+func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(req.Version)
 	res := fetchResult{resp: resp, files: newFileRanges(resp.IsFlexible(), s.sendfile)}
@@ -73,7 +73,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID
 	}
-	if replicaID >= 0 && !s.fromBroker(req.UnknownTags) {
+	if replicaID >= 0 && (!s.fromBroker(req.UnknownTags) || !c.allowedCluster(opClusterAction)) {
 		// Only brokers may read past the high watermark and move the ISR
 		// (CVE-2018-1288).
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
@@ -118,6 +118,8 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 			switch {
 			case unknownID:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case replicaID < 0 && !c.allowedTopic(opRead, name):
+				sp.ErrorCode = topicDenied
 			case !ok:
 				sp.ErrorCode = perr.Code
 			default:

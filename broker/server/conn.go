@@ -263,10 +263,17 @@ func (c *conn) serveRequest(body []byte) error {
 	var resp kmsg.Response
 	var err error
 	testHook(c)
-	if c.s.forwards(c, c.hdr.key) {
+	deny, post := c.authorizeRequest(req)
+	switch {
+	case deny != nil:
+		resp = deny
+	case c.s.forwards(c, c.hdr.key):
 		resp, err = c.s.forward(c, req, h)
-	} else {
+	default:
 		resp, err = h.fn(c, req)
+	}
+	if post != nil && resp != nil && err == nil {
+		post(resp)
 	}
 	c.s.metrics.observe(c.hdr.key, time.Since(start), err)
 	c.freeBody(err == nil)

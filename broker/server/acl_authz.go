@@ -1,0 +1,502 @@
+package server
+
+import (
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/config"
+)
+
+// Authorization (docs/security.md): with authorizer.class.name set, every
+// request is judged by the ACLs of this node's metadata image, for the
+// connection's principal and client address, with the operations and
+// error codes of Kafka's KafkaApis. authorizeRequest, called once per
+// request before its handler, refuses what a whole request may not do and
+// takes out of it the topics, groups and resources it may not touch; the
+// hook it returns puts them back into the answer with their error, in the
+// request's order, so the handlers themselves know nothing of ACLs.
+// Fetch, which writes its own answer, checks in fetchOnce.
+//
+// Requests on controller listeners are not judged: they come from brokers
+// of the cluster, forwarded after the receiving broker judged them.
+
+// setupAuthorizer reads authorizer.class.name, super.users and
+// allow.everyone.if.no.acl.found.
+func (s *Server) setupAuthorizer() {
+	if s.cfg.String("authorizer.class.name") == "" {
+		return
+	}
+	s.authorizer = &acl.Authorizer{
+		SuperUsers:   config.SuperUsers(s.cfg.String("super.users")),
+		AllowIfNoACL: s.cfg.Bool("allow.everyone.if.no.acl.found"),
+	}
+}
+
+// host is the client's address as ACL hosts name it.
+func (c *conn) host() string {
+	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	h, _, _ := net.SplitHostPort(c.nc.RemoteAddr().String())
+	return h
+}
+
+// allowed is whether the connection may do op on the resource.
+func (c *conn) allowed(op acl.Operation, typ acl.ResourceType, name string) bool {
+	if c.s.authorizer == nil || c.s.controllerListeners[c.listener] {
+		return true
+	}
+	return c.s.authorizer.Authorize(c.s.ctrl.Image().Acls, acl.Request{Principal: c.principal.String(), Host: c.host()}, op, typ, name)
+}
+
+func (c *conn) allowedCluster(op acl.Operation) bool {
+	return c.allowed(op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+}
+
+func (c *conn) allowedTopic(op acl.Operation, topic string) bool {
+	return c.allowed(op, kmsg.ACLResourceTypeTopic, topic)
+}
+
+func (c *conn) allowedGroup(op acl.Operation, group string) bool {
+	return c.allowed(op, kmsg.ACLResourceTypeGroup, group)
+}
+
+const (
+	opRead            = kmsg.ACLOperationRead
+	opWrite           = kmsg.ACLOperationWrite
+	opCreate          = kmsg.ACLOperationCreate
+	opDelete          = kmsg.ACLOperationDelete
+	opAlter           = kmsg.ACLOperationAlter
+	opDescribe        = kmsg.ACLOperationDescribe
+	opClusterAction   = kmsg.ACLOperationClusterAction
+	opDescribeConfigs = kmsg.ACLOperationDescribeConfigs
+	opAlterConfigs    = kmsg.ACLOperationAlterConfigs
+	opIdempotentWrite = kmsg.ACLOperationIdempotentWrite
+)
+
+var (
+	topicDenied   = kerr.TopicAuthorizationFailed.Code
+	groupDenied   = kerr.GroupAuthorizationFailed.Code
+	clusterDenied = kerr.ClusterAuthorizationFailed.Code
+	txnDenied     = kerr.TransactionalIDAuthorizationFailed.Code
+)
+
+// keep splits items into those allowed and the positions of the others.
+func keep[T any](items []T, ok func(T) bool) (kept []T, denied []T) {
+	for _, it := range items {
+		if ok(it) {
+			kept = append(kept, it)
+		} else {
+			denied = append(denied, it)
+		}
+	}
+	return kept, denied
+}
+
+// authorizeRequest judges req before its handler: deny, when not nil, is
+// the whole answer; post, when not nil, completes the handler's answer
+// with what was taken out of req.
+func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func(kmsg.Response)) {
+	if c.s.authorizer == nil || c.s.controllerListeners[c.listener] {
+		return nil, nil
+	}
+	switch q := req.(type) {
+	case *kmsg.ProduceRequest:
+		if q.TransactionID != nil && !c.allowed(opWrite, kmsg.ACLResourceTypeTransactionalId, *q.TransactionID) {
+			r := q.ResponseKind().(*kmsg.ProduceResponse)
+			for _, t := range q.Topics {
+				r.Topics = append(r.Topics, produceTopicError(t, txnDenied))
+			}
+			return r, nil
+		}
+		var denied []kmsg.ProduceRequestTopic
+		q.Topics, denied = keep(q.Topics, func(t kmsg.ProduceRequestTopic) bool { return c.allowedTopic(opWrite, t.Topic) })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.ProduceResponse)
+			for _, t := range denied {
+				r.Topics = append(r.Topics, produceTopicError(t, topicDenied))
+			}
+		}
+	case *kmsg.ListOffsetsRequest:
+		var denied []kmsg.ListOffsetsRequestTopic
+		q.Topics, denied = keep(q.Topics, func(t kmsg.ListOffsetsRequestTopic) bool { return c.allowedTopic(opDescribe, t.Topic) })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.ListOffsetsResponse)
+			for _, t := range denied {
+				st := kmsg.NewListOffsetsResponseTopic()
+				st.Topic = t.Topic
+				for _, p := range t.Partitions {
+					sp := kmsg.NewListOffsetsResponseTopicPartition()
+					sp.Partition, sp.ErrorCode, sp.Timestamp, sp.Offset = p.Partition, topicDenied, -1, -1
+					st.Partitions = append(st.Partitions, sp)
+				}
+				r.Topics = append(r.Topics, st)
+			}
+		}
+	case *kmsg.MetadataRequest:
+		return nil, c.authorizeMetadata(q)
+	case *kmsg.OffsetCommitRequest:
+		if !c.allowedGroup(opRead, q.Group) {
+			r := q.ResponseKind().(*kmsg.OffsetCommitResponse)
+			for _, t := range q.Topics {
+				r.Topics = append(r.Topics, commitTopicError(t, groupDenied))
+			}
+			return r, nil
+		}
+		var denied []kmsg.OffsetCommitRequestTopic
+		q.Topics, denied = keep(q.Topics, func(t kmsg.OffsetCommitRequestTopic) bool { return c.allowedTopic(opRead, t.Topic) })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.OffsetCommitResponse)
+			for _, t := range denied {
+				r.Topics = append(r.Topics, commitTopicError(t, topicDenied))
+			}
+		}
+	case *kmsg.OffsetFetchRequest:
+		return c.authorizeOffsetFetch(q)
+	case *kmsg.FindCoordinatorRequest:
+		return c.authorizeFindCoordinator(q)
+	case *kmsg.JoinGroupRequest:
+		if !c.allowedGroup(opRead, q.Group) {
+			r := q.ResponseKind().(*kmsg.JoinGroupResponse)
+			r.ErrorCode, r.Generation = groupDenied, -1
+			return r, nil
+		}
+	case *kmsg.SyncGroupRequest:
+		if !c.allowedGroup(opRead, q.Group) {
+			r := q.ResponseKind().(*kmsg.SyncGroupResponse)
+			r.ErrorCode = groupDenied
+			return r, nil
+		}
+	case *kmsg.HeartbeatRequest:
+		if !c.allowedGroup(opRead, q.Group) {
+			r := q.ResponseKind().(*kmsg.HeartbeatResponse)
+			r.ErrorCode = groupDenied
+			return r, nil
+		}
+	case *kmsg.LeaveGroupRequest:
+		if !c.allowedGroup(opRead, q.Group) {
+			r := q.ResponseKind().(*kmsg.LeaveGroupResponse)
+			r.ErrorCode = groupDenied
+			return r, nil
+		}
+	case *kmsg.DescribeGroupsRequest:
+		all := q.Groups
+		q.Groups, _ = keep(q.Groups, func(g string) bool { return c.allowedGroup(opDescribe, g) })
+		if len(q.Groups) == len(all) {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeGroupsResponse)
+			got := map[string]kmsg.DescribeGroupsResponseGroup{}
+			for _, g := range r.Groups {
+				got[g.Group] = g
+			}
+			r.Groups = r.Groups[:0]
+			for _, name := range all {
+				g, ok := got[name]
+				if !ok {
+					g = kmsg.NewDescribeGroupsResponseGroup()
+					g.Group, g.ErrorCode = name, groupDenied
+				}
+				r.Groups = append(r.Groups, g)
+			}
+		}
+	case *kmsg.ListGroupsRequest:
+		if c.allowedCluster(opDescribe) {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.ListGroupsResponse)
+			r.Groups, _ = keep(r.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return c.allowedGroup(opDescribe, g.Group) })
+		}
+	case *kmsg.DeleteGroupsRequest:
+		var denied []string
+		q.Groups, denied = keep(q.Groups, func(g string) bool { return c.allowedGroup(opDelete, g) })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.DeleteGroupsResponse)
+			for _, g := range denied {
+				rg := kmsg.NewDeleteGroupsResponseGroup()
+				rg.Group, rg.ErrorCode = g, groupDenied
+				r.Groups = append(r.Groups, rg)
+			}
+		}
+	case *kmsg.OffsetDeleteRequest:
+		if !c.allowedGroup(opDelete, q.Group) {
+			r := q.ResponseKind().(*kmsg.OffsetDeleteResponse)
+			r.ErrorCode = groupDenied
+			return r, nil
+		}
+		var denied []kmsg.OffsetDeleteRequestTopic
+		q.Topics, denied = keep(q.Topics, func(t kmsg.OffsetDeleteRequestTopic) bool { return c.allowedTopic(opRead, t.Topic) })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.OffsetDeleteResponse)
+			for _, t := range denied {
+				rt := kmsg.NewOffsetDeleteResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, topicDenied
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+		}
+	case *kmsg.CreateTopicsRequest:
+		if c.allowedCluster(opCreate) {
+			return nil, nil
+		}
+		all := q.Topics
+		q.Topics, _ = keep(q.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return c.allowedTopic(opCreate, t.Topic) })
+		if len(q.Topics) == len(all) {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.CreateTopicsResponse)
+			got := map[string]kmsg.CreateTopicsResponseTopic{}
+			for _, t := range r.Topics {
+				got[t.Topic] = t
+			}
+			r.Topics = r.Topics[:0]
+			for _, t := range all {
+				rt, ok := got[t.Topic]
+				if !ok {
+					rt = kmsg.NewCreateTopicsResponseTopic()
+					rt.Topic, rt.ErrorCode, rt.NumPartitions, rt.ReplicationFactor = t.Topic, topicDenied, -1, -1
+					rt.ConfigErrorCode = topicDenied
+					rt.ErrorMessage = strPtr("Authorization failed.")
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+		}
+	case *kmsg.DeleteTopicsRequest:
+		return nil, c.authorizeDeleteTopics(q)
+	case *kmsg.DeleteRecordsRequest:
+		var denied []kmsg.DeleteRecordsRequestTopic
+		q.Topics, denied = keep(q.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool { return c.allowedTopic(opDelete, t.Topic) })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.DeleteRecordsResponse)
+			for _, t := range denied {
+				rt := kmsg.NewDeleteRecordsResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewDeleteRecordsResponseTopicPartition()
+					rp.Partition, rp.ErrorCode, rp.LowWatermark = p.Partition, topicDenied, -1
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+		}
+	case *kmsg.InitProducerIDRequest:
+		r := q.ResponseKind().(*kmsg.InitProducerIDResponse)
+		r.ProducerID, r.ProducerEpoch = -1, -1
+		if q.TransactionalID != nil {
+			if !c.allowed(opWrite, kmsg.ACLResourceTypeTransactionalId, *q.TransactionalID) {
+				r.ErrorCode = txnDenied
+				return r, nil
+			}
+			return nil, nil
+		}
+		if !c.allowedCluster(opIdempotentWrite) && !c.s.authorizer.AuthorizeAny(c.s.ctrl.Image().Acls, acl.Request{Principal: c.principal.String(), Host: c.host()}, opWrite, kmsg.ACLResourceTypeTopic) {
+			r.ErrorCode = clusterDenied
+			return r, nil
+		}
+	case *kmsg.OffsetForLeaderEpochRequest:
+		if c.allowedCluster(opClusterAction) {
+			return nil, nil
+		}
+		var denied []kmsg.OffsetForLeaderEpochRequestTopic
+		q.Topics, denied = keep(q.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) bool { return c.allowedTopic(opDescribe, t.Topic) })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.OffsetForLeaderEpochResponse)
+			for _, t := range denied {
+				rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+					rp.Partition, rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = p.Partition, topicDenied, -1, -1
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+		}
+	case *kmsg.DescribeConfigsRequest:
+		return nil, c.authorizeConfigs(q)
+	case *kmsg.AlterConfigsRequest:
+		return nil, c.authorizeConfigs(q)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return nil, c.authorizeConfigs(q)
+	case *kmsg.DescribeLogDirsRequest:
+		if !c.allowedCluster(opDescribe) {
+			r := q.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+			r.ErrorCode = clusterDenied
+			return r, nil
+		}
+	case *kmsg.CreatePartitionsRequest:
+		all := q.Topics
+		q.Topics, _ = keep(q.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool { return c.allowedTopic(opAlter, t.Topic) })
+		if len(q.Topics) == len(all) {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.CreatePartitionsResponse)
+			got := map[string]kmsg.CreatePartitionsResponseTopic{}
+			for _, t := range r.Topics {
+				got[t.Topic] = t
+			}
+			r.Topics = r.Topics[:0]
+			for _, t := range all {
+				rt, ok := got[t.Topic]
+				if !ok {
+					rt = kmsg.NewCreatePartitionsResponseTopic()
+					rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, topicDenied, strPtr("The topic authorization is failed.")
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+		}
+	case *kmsg.ElectLeadersRequest:
+		if !c.allowedCluster(opAlter) {
+			r := q.ResponseKind().(*kmsg.ElectLeadersResponse)
+			r.ErrorCode = clusterDenied
+			for _, t := range q.Topics {
+				rt := kmsg.NewElectLeadersResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewElectLeadersResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, clusterDenied
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+			return r, nil
+		}
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		if !c.allowedCluster(opAlter) {
+			r := q.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+			r.ErrorCode = clusterDenied
+			for _, t := range q.Topics {
+				rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, clusterDenied
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+			return r, nil
+		}
+	case *kmsg.ListPartitionReassignmentsRequest:
+		if !c.allowedCluster(opDescribe) {
+			r := q.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+			r.ErrorCode = clusterDenied
+			return r, nil
+		}
+	case *kmsg.DescribeClusterRequest:
+		if !c.allowedCluster(opDescribe) {
+			r := q.ResponseKind().(*kmsg.DescribeClusterResponse)
+			r.ErrorCode, r.ControllerID = clusterDenied, -1
+			return r, nil
+		}
+	case *kmsg.DescribeQuorumRequest:
+		if !c.allowedCluster(opDescribe) {
+			r := q.ResponseKind().(*kmsg.DescribeQuorumResponse)
+			r.ErrorCode = clusterDenied
+			return r, nil
+		}
+	case *kmsg.UnregisterBrokerRequest:
+		if !c.allowedCluster(opAlter) {
+			r := q.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+			r.ErrorCode = clusterDenied
+			return r, nil
+		}
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		if !c.allowedCluster(opDescribe) {
+			r := q.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+			r.ErrorCode = clusterDenied
+			return r, nil
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		if !c.allowedCluster(opAlter) {
+			r := q.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+			seen := map[string]bool{}
+			add := func(u string) {
+				if !seen[u] {
+					seen[u] = true
+					rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+					rr.User, rr.ErrorCode = u, clusterDenied
+					r.Results = append(r.Results, rr)
+				}
+			}
+			for _, d := range q.Deletions {
+				add(d.Name)
+			}
+			for _, u := range q.Upsertions {
+				add(u.Name)
+			}
+			return r, nil
+		}
+	case *kmsg.DescribeTopicPartitionsRequest:
+		var denied []kmsg.DescribeTopicPartitionsRequestTopic
+		q.Topics, denied = keep(q.Topics, func(t kmsg.DescribeTopicPartitionsRequestTopic) bool { return c.allowedTopic(opDescribe, t.Topic) })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeTopicPartitionsResponse)
+			for _, t := range denied {
+				rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+				rt.Topic, rt.ErrorCode = strPtr(t.Topic), topicDenied
+				r.Topics = append(r.Topics, rt)
+			}
+		}
+	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest:
+		// Served on controller listeners only, which are not judged.
+	}
+	return nil, nil
+}
+
+func produceTopicError(t kmsg.ProduceRequestTopic, code int16) kmsg.ProduceResponseTopic {
+	rt := kmsg.NewProduceResponseTopic()
+	rt.Topic = t.Topic
+	for _, p := range t.Partitions {
+		rp := kmsg.NewProduceResponseTopicPartition()
+		rp.Partition, rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = p.Partition, code, -1, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
+}
+
+func commitTopicError(t kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCommitResponseTopic {
+	rt := kmsg.NewOffsetCommitResponseTopic()
+	rt.Topic = t.Topic
+	for _, p := range t.Partitions {
+		rp := kmsg.NewOffsetCommitResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = p.Partition, code
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
+}
