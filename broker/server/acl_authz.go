@@ -416,11 +416,7 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 			return r, nil
 		}
 	case *kmsg.DescribeClusterRequest:
-		if !c.allowedCluster(opDescribe) {
-			r := q.ResponseKind().(*kmsg.DescribeClusterResponse)
-			r.ErrorCode, r.ControllerID = clusterDenied, -1
-			return r, nil
-		}
+		// Open to all, as in Kafka: it shows only what Metadata does.
 	case *kmsg.DescribeQuorumRequest:
 		if !c.allowedCluster(opDescribe) {
 			r := q.ResponseKind().(*kmsg.DescribeQuorumResponse)
@@ -460,18 +456,29 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 			return r, nil
 		}
 	case *kmsg.DescribeTopicPartitionsRequest:
+		// No topics asks for all of them: those it may not describe are
+		// left out; named ones it may not describe are refused.
 		var denied []kmsg.DescribeTopicPartitionsRequestTopic
+		named := len(q.Topics) > 0
 		q.Topics, denied = keep(q.Topics, func(t kmsg.DescribeTopicPartitionsRequestTopic) bool { return c.allowedTopic(opDescribe, t.Topic) })
-		if len(denied) == 0 {
-			return nil, nil
-		}
-		return nil, func(resp kmsg.Response) {
-			r := resp.(*kmsg.DescribeTopicPartitionsResponse)
+		addDenied := func(r *kmsg.DescribeTopicPartitionsResponse) {
 			for _, t := range denied {
 				rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 				rt.Topic, rt.ErrorCode = strPtr(t.Topic), topicDenied
 				r.Topics = append(r.Topics, rt)
 			}
+		}
+		if named && len(q.Topics) == 0 {
+			r := q.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+			addDenied(r)
+			return r, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeTopicPartitionsResponse)
+			r.Topics, _ = keep(r.Topics, func(t kmsg.DescribeTopicPartitionsResponseTopic) bool {
+				return t.Topic == nil || c.allowedTopic(opDescribe, *t.Topic)
+			})
+			addDenied(r)
 		}
 	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest:
 		// Served on controller listeners only, which are not judged.
