@@ -518,18 +518,20 @@ func fetchReq(s *aclSide, topic string) kmsg.Request {
 }
 
 func TestAclMatrixLikeKafka(t *testing.T) {
+	t0 := time.Now()
 	var kafka *testbroker.Kafka
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		kafka = testbroker.StartKafkaAuthorizer(t, aclUsers, []string{"User:admin"}, "auto.create.topics.enable=true")
+		kafka = testbroker.StartKafkaAuthorizer(t, aclUsers, []string{"User:admin"}, "auto.create.topics.enable=true", "transaction.state.log.num.partitions=1")
 	}()
 	plainPort, saslPort := testbroker.FreePort(t), testbroker.FreePort(t)
 	jaas := "org.apache.kafka.common.security.plain.PlainLoginModule required"
 	for u, p := range aclUsers {
 		jaas += fmt.Sprintf(" user_%s=%q", u, p)
 	}
+	defer func() { t.Logf("cases done after %v", time.Since(t0)) }()
 	trib := testbroker.StartConfig(t, testbroker.Config{
 		Dir: t.TempDir(), Port: plainPort,
 		Listeners: fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d", plainPort, saslPort),
@@ -543,6 +545,7 @@ func TestAclMatrixLikeKafka(t *testing.T) {
 		},
 	})
 	wg.Wait()
+	t.Logf("brokers up after %v", time.Since(t0))
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -555,8 +558,10 @@ func TestAclMatrixLikeKafka(t *testing.T) {
 		newAclSide(t, "tributary", probe.addr, versions),
 	}
 	_ = trib
+	start := time.Now()
 	for _, s := range sides {
 		s.setup(t)
+		t.Logf("%s set up after %v", s.name, time.Since(start))
 	}
 	for _, tc := range aclCases() {
 		t.Run(tc.name, func(t *testing.T) {
