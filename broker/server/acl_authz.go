@@ -3,6 +3,8 @@ package server
 import (
 	"net"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,15 +26,33 @@ import (
 // of the cluster, forwarded after the receiving broker judged them.
 
 // setupAuthorizer reads authorizer.class.name, super.users and
-// allow.everyone.if.no.acl.found.
+// allow.everyone.if.no.acl.found, and counts the open listeners in
+// tributary_broker_open_listeners.
 func (s *Server) setupAuthorizer() {
-	if s.cfg.String("authorizer.class.name") == "" {
-		return
+	if s.cfg.String("authorizer.class.name") != "" {
+		s.authorizer = &acl.Authorizer{
+			SuperUsers:   config.SuperUsers(s.cfg.String("super.users")),
+			AllowIfNoACL: s.cfg.Bool("allow.everyone.if.no.acl.found"),
+		}
 	}
-	s.authorizer = &acl.Authorizer{
-		SuperUsers:   config.SuperUsers(s.cfg.String("super.users")),
-		AllowIfNoACL: s.cfg.Bool("allow.everyone.if.no.acl.found"),
+	open := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tributary_broker_open_listeners",
+		Help: "1 for each listener that accepts unauthenticated PLAINTEXT connections from the network while no authorizer is configured: anyone who reaches it may read, write and delete every topic (docs/security.md)."},
+		[]string{"listener"})
+	s.metrics.reg.MustRegister(open)
+	ls, _ := s.cfg.Listeners() // setupSecurity reports a bad value
+	for _, l := range ls {
+		if s.openListener(l.Protocol, l.Name, l.Host) {
+			open.WithLabelValues(l.Name).Set(1)
+		}
 	}
+}
+
+// openListener is whether a listener lets anyone on the network do
+// anything: PLAINTEXT, not on loopback, not a controller listener, and
+// no authorizer.
+func (s *Server) openListener(protocol, name, host string) bool {
+	return protocol == "PLAINTEXT" && !s.controllerNames[name] && !loopback(host) && s.authorizer == nil
 }
 
 // host is the client's address as ACL hosts name it.

@@ -97,7 +97,7 @@ func (s *Server) setupSecurity() error {
 			}
 		}
 		s.security[l.Name] = sec
-		if l.Protocol == "PLAINTEXT" && !s.controllerNames[l.Name] && !loopback(l.Host) {
+		if s.openListener(l.Protocol, l.Name, l.Host) {
 			s.logger.Warn("listener "+l.Name+" accepts unauthenticated PLAINTEXT connections from the network: anyone who reaches "+l.Addr()+
 				" can read, write and delete every topic; use SSL, SASL_SSL or a firewall (docs/security.md)", "listener", l.Name)
 		}
