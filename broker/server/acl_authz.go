@@ -280,18 +280,19 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 			}
 		}
 	case *kmsg.CreateTopicsRequest:
-		if c.allowedCluster(opCreate) {
-			return nil, nil
-		}
 		all := q.Topics
-		q.Topics, _ = keep(q.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return c.allowedTopic(opCreate, t.Topic) })
-		if len(q.Topics) == len(all) {
-			return nil, nil
+		if !c.allowedCluster(opCreate) {
+			q.Topics, _ = keep(q.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return c.allowedTopic(opCreate, t.Topic) })
 		}
 		return nil, func(resp kmsg.Response) {
 			r := resp.(*kmsg.CreateTopicsResponse)
 			got := map[string]kmsg.CreateTopicsResponseTopic{}
 			for _, t := range r.Topics {
+				// A topic created by one who may not describe its configs
+				// is answered without them, as Kafka's controller does.
+				if t.ErrorCode == 0 && !c.allowedTopic(opDescribeConfigs, t.Topic) {
+					t.Configs, t.NumPartitions, t.ReplicationFactor, t.ConfigErrorCode = nil, -1, -1, topicDenied
+				}
 				got[t.Topic] = t
 			}
 			r.Topics = r.Topics[:0]
@@ -300,7 +301,6 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 				if !ok {
 					rt = kmsg.NewCreateTopicsResponseTopic()
 					rt.Topic, rt.ErrorCode, rt.NumPartitions, rt.ReplicationFactor = t.Topic, topicDenied, -1, -1
-					rt.ConfigErrorCode = topicDenied
 					rt.ErrorMessage = strPtr("Authorization failed.")
 				}
 				r.Topics = append(r.Topics, rt)
@@ -502,6 +502,8 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 		}
 	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest:
 		// Served on controller listeners only, which are not judged.
+	default:
+		return c.authorizeMore(req)
 	}
 	return nil, nil
 }

@@ -368,8 +368,9 @@ func aclCases() []aclCase {
 			r.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "acl-new", NumPartitions: 1, ReplicationFactor: 1}}
 			return r
 		}, codes: func(s *aclSide, r kmsg.Response) []int16 {
+			// Allowed to create, not to describe its configs.
 			t := r.(*kmsg.CreateTopicsResponse).Topics[0]
-			return []int16{t.ErrorCode} // Kafka's topic config error depends on DESCRIBE_CONFIGS
+			return []int16{t.ErrorCode, t.ConfigErrorCode, int16(t.NumPartitions), int16(len(t.Configs))}
 		}, denied: topicDenied},
 		{name: "CreatePartitions", req: func(s *aclSide) kmsg.Request {
 			r := kmsg.NewPtrCreatePartitionsRequest()
