@@ -470,6 +470,34 @@ func aclCases() []aclCase {
 			}
 			return seen
 		}},
+		{name: "DescribeQuorum", req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrDescribeQuorumRequest()
+			r.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
+			return r
+		}, codes: func(s *aclSide, r kmsg.Response) []int16 { return []int16{r.(*kmsg.DescribeQuorumResponse).ErrorCode} }, denied: clusterDenied},
+		{name: "UnregisterBroker", req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrUnregisterBrokerRequest()
+			r.BrokerID = 99
+			return r
+		}, denied: clusterDenied},
+		{name: "AlterUserScramCredentials", req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			r.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "zed", Mechanism: 1, Iterations: 4096,
+				Salt: []byte("0123456789abcdef"), SaltedPassword: []byte("0123456789abcdef0123456789abcdef")}}
+			return r
+		}, denied: clusterDenied},
+		{name: "Metadata/by-id", req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Topics = []kmsg.MetadataRequestTopic{{TopicID: s.ids["acl-topic"]}}
+			return r
+		}, codes: func(s *aclSide, r kmsg.Response) []int16 {
+			t := r.(*kmsg.MetadataResponse).Topics[0]
+			named := int16(0)
+			if t.Topic != nil {
+				named = 1
+			}
+			return []int16{t.ErrorCode, named}
+		}, denied: topicDenied},
 		{name: "DescribeAcls", req: func(s *aclSide) kmsg.Request {
 			r := kmsg.NewPtrDescribeACLsRequest()
 			r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeMatch, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
