@@ -214,13 +214,16 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 	case *kmsg.DescribeGroupsRequest:
 		all := q.Groups
 		q.Groups, _ = keep(q.Groups, func(g string) bool { return c.allowedGroup(opDescribe, g) })
-		if len(q.Groups) == len(all) {
+		if len(q.Groups) == len(all) && !q.IncludeAuthorizedOperations {
 			return nil, nil
 		}
 		return nil, func(resp kmsg.Response) {
 			r := resp.(*kmsg.DescribeGroupsResponse)
 			got := map[string]kmsg.DescribeGroupsResponseGroup{}
 			for _, g := range r.Groups {
+				if q.IncludeAuthorizedOperations {
+					g.AuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeGroup, g.Group)
+				}
 				got[g.Group] = g
 			}
 			r.Groups = r.Groups[:0]
@@ -437,6 +440,15 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 		}
 	case *kmsg.DescribeClusterRequest:
 		// Open to all, as in Kafka: it shows only what Metadata does.
+		if q.IncludeClusterAuthorizedOperations {
+			return nil, func(resp kmsg.Response) {
+				r := resp.(*kmsg.DescribeClusterResponse)
+				r.ClusterAuthorizedOperations = 0
+				if c.allowedCluster(opDescribe) {
+					r.ClusterAuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeCluster, acl.ClusterName)
+				}
+			}
+		}
 	case *kmsg.DescribeQuorumRequest:
 		if !c.allowedCluster(opDescribe) {
 			r := q.ResponseKind().(*kmsg.DescribeQuorumResponse)
@@ -528,4 +540,25 @@ func commitTopicError(t kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCo
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return rt
+}
+
+// supportedOps are the operations each resource type has (Kafka's
+// AclEntry.supportedOperations), which authorized_operations reports.
+var supportedOps = map[acl.ResourceType][]acl.Operation{
+	kmsg.ACLResourceTypeTopic:           {opRead, opWrite, opCreate, opDescribe, opDelete, opAlter, opDescribeConfigs, opAlterConfigs},
+	kmsg.ACLResourceTypeGroup:           {opRead, opDescribe, opDelete, opDescribeConfigs, opAlterConfigs},
+	kmsg.ACLResourceTypeCluster:         {opCreate, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite, opAlter, opDescribe},
+	kmsg.ACLResourceTypeTransactionalId: {opDescribe, opWrite},
+}
+
+// authorizedOps is the KIP-430 bit field of the operations the
+// connection may do on a resource: bit n for operation code n.
+func (c *conn) authorizedOps(typ acl.ResourceType, name string) int32 {
+	var bits int32
+	for _, op := range supportedOps[typ] {
+		if c.allowed(op, typ, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
 )
 
 // The requests whose authorization is more than a filter: see
@@ -49,8 +51,13 @@ func (c *conn) authorizeMetadata(q *kmsg.MetadataRequest) func(kmsg.Response) {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID, mt.ErrorCode = t.TopicID, topicDenied
 				t = mt
+			} else if q.IncludeTopicAuthorizedOperations && t.Topic != nil && t.ErrorCode == 0 {
+				t.AuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeTopic, *t.Topic)
 			}
 			out = append(out, t)
+		}
+		if q.IncludeClusterAuthorizedOperations && c.allowedCluster(opDescribe) {
+			r.AuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeCluster, acl.ClusterName)
 		}
 		r.Topics = out
 		for _, name := range denied {

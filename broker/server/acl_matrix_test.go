@@ -266,6 +266,23 @@ func aclCases() []aclCase {
 			r.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("acl-topic")}}
 			return r
 		}, denied: topicDenied},
+		{name: "Metadata/authorized-operations", req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("acl-topic")}}
+			r.IncludeTopicAuthorizedOperations = true
+			return r
+		}, codes: func(s *aclSide, r kmsg.Response) []int16 {
+			t := r.(*kmsg.MetadataResponse).Topics[0]
+			return []int16{t.ErrorCode, int16(t.AuthorizedOperations), int16(t.AuthorizedOperations >> 16)}
+		}, denied: topicDenied},
+		{name: "DescribeCluster/authorized-operations", req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrDescribeClusterRequest()
+			r.IncludeClusterAuthorizedOperations = true
+			return r
+		}, codes: func(s *aclSide, r kmsg.Response) []int16 {
+			d := r.(*kmsg.DescribeClusterResponse)
+			return []int16{d.ErrorCode, int16(d.ClusterAuthorizedOperations), int16(d.ClusterAuthorizedOperations >> 16)}
+		}},
 		{name: "Metadata/all", req: func(s *aclSide) kmsg.Request { return kmsg.NewPtrMetadataRequest() },
 			codes: func(s *aclSide, r kmsg.Response) []int16 {
 				var seen []int16 // 1 for each of our topics listed
@@ -340,6 +357,14 @@ func aclCases() []aclCase {
 			r := kmsg.NewPtrDescribeGroupsRequest()
 			r.Groups = []string{"acl-group"}
 			return r
+		}, denied: groupDenied},
+		{name: "DescribeGroups/authorized-operations", req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrDescribeGroupsRequest()
+			r.Groups, r.IncludeAuthorizedOperations = []string{"acl-group"}, true
+			return r
+		}, codes: func(s *aclSide, r kmsg.Response) []int16 {
+			g := r.(*kmsg.DescribeGroupsResponse).Groups[0]
+			return []int16{g.ErrorCode, int16(g.AuthorizedOperations), int16(g.AuthorizedOperations >> 16)}
 		}, denied: groupDenied},
 		{name: "ListGroups", req: func(s *aclSide) kmsg.Request { return kmsg.NewPtrListGroupsRequest() },
 			codes: func(s *aclSide, r kmsg.Response) []int16 {
