@@ -57,11 +57,14 @@ func (s *Server) openListener(protocol, name, host string) bool {
 
 // host is the client's address as ACL hosts name it.
 func (c *conn) host() string {
-	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String()
+	if c.remoteHost == "" {
+		if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+			c.remoteHost = a.IP.String()
+		} else {
+			c.remoteHost, _, _ = net.SplitHostPort(c.nc.RemoteAddr().String())
+		}
 	}
-	h, _, _ := net.SplitHostPort(c.nc.RemoteAddr().String())
-	return h
+	return c.remoteHost
 }
 
 // allowed is whether the connection may do op on the resource.

@@ -45,6 +45,9 @@ type conn struct {
 	exchange    auth.Exchange
 	mechanism   string
 	closeAfter  bool
+	// remoteHost is the client's IP address as ACLs name hosts, once
+	// asked (acl_authz.go).
+	remoteHost string
 
 	// out is the last response's buffer, kept for the next: responses are
 	// written one at a time, and a caught-up consumer's thousands of small
