@@ -543,6 +543,30 @@ func aclCases() []aclCase {
 				Principal: "User:carol", Host: "*", Operation: kmsg.ACLOperationRead, PermissionType: kmsg.ACLPermissionTypeAllow}}
 			return r
 		}, denied: clusterDenied},
+		{name: "CreateAcls/invalid", who: []string{"admin"}, req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrCreateACLsRequest()
+			c := func(typ kmsg.ACLResourceType, name string, pat kmsg.ACLResourcePatternType, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) kmsg.CreateACLsRequestCreation {
+				return kmsg.CreateACLsRequestCreation{ResourceType: typ, ResourceName: name, ResourcePatternType: pat,
+					Principal: "User:carol", Host: "*", Operation: op, PermissionType: perm}
+			}
+			const topic, lit, read, allow = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+			r.Creations = []kmsg.CreateACLsRequestCreation{
+				c(topic, "ok-topic", lit, read, allow),
+				c(topic, "", lit, read, allow),
+				c(kmsg.ACLResourceTypeCluster, "other", lit, kmsg.ACLOperationAlter, allow),
+				// A MATCH or ANY value in a creation fails Kafka's whole
+				// request with UNKNOWN_SERVER_ERROR (an exception while it
+				// reads the request); Tributary refuses that creation
+				// alone with INVALID_REQUEST (acl.Binding.Validate).
+			}
+			return r
+		}, codes: func(s *aclSide, r kmsg.Response) []int16 {
+			var out []int16 // in order: which creation failed matters
+			for _, res := range r.(*kmsg.CreateACLsResponse).Results {
+				out = append(out, res.ErrorCode)
+			}
+			return out
+		}},
 		{name: "DeleteAcls", req: func(s *aclSide) kmsg.Request {
 			r := kmsg.NewPtrDeleteACLsRequest()
 			r.Filters = []kmsg.DeleteACLsRequestFilter{{ResourceType: kmsg.ACLResourceTypeAny, ResourcePatternType: kmsg.ACLResourcePatternTypeAny,
