@@ -142,3 +142,28 @@ func TestAuthorizeAny(t *testing.T) {
 		t.Fatal("wildcard deny, allowed")
 	}
 }
+
+// TestMatchFilterAgreesWithAuthorize: a MATCH filter for a resource
+// selects exactly the bindings Authorize consults for it, so what
+// `tributary acl list --resource-pattern-type match` shows is what decides.
+func TestMatchFilterAgreesWithAuthorize(t *testing.T) {
+	names := []string{"*", "p", "pay", "payments", "pays", "x"}
+	var all []Binding
+	for _, n := range names {
+		for _, pat := range []PatternType{lit, pre} {
+			all = append(all, b(topic, pat, n, alice, "*", read, allowP))
+		}
+	}
+	for _, res := range []string{"payments", "pay", "p", "x", "other"} {
+		name := res
+		f := Filter{ResourceType: topic, ResourceName: &name, PatternType: kmsg.ACLResourcePatternTypeMatch,
+			Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}
+		for _, bb := range all {
+			// Alone, a binding allows alice iff it applies to res.
+			applies := (&Authorizer{}).Authorize(NewSet(bb), Request{alice, "h"}, read, topic, res)
+			if got := f.Matches(bb); got != applies {
+				t.Errorf("resource %q, %v: MATCH selects %v, Authorize applies %v", res, bb, got, applies)
+			}
+		}
+	}
+}
