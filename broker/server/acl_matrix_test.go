@@ -73,7 +73,7 @@ func newAclSide(t *testing.T, name, addr string, versions *kversion.Versions) *a
 func (s *aclSide) setup(t *testing.T) {
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.TimeoutMillis = 10000
-	for _, name := range []string{"acl-topic", "acl-pre-topic", "acl-deny-topic", "acl-del", "acl-none"} {
+	for _, name := range []string{"acl-topic", "acl-pre-topic", "acl-deny-topic", "acl-del", "acl-none", "acl-host-topic"} {
 		rt := kmsg.NewCreateTopicsRequestTopic()
 		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
 		ct.Topics = append(ct.Topics, rt)
@@ -95,7 +95,7 @@ func (s *aclSide) setup(t *testing.T) {
 				ready++
 			}
 		}
-		if ready >= 5 {
+		if ready >= 6 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -133,11 +133,12 @@ func (s *aclSide) setup(t *testing.T) {
 		}
 	}
 	ca := kmsg.NewPtrCreateACLsRequest()
+	host := "*"
 	add := func(typ kmsg.ACLResourceType, pat kmsg.ACLResourcePatternType, res, principal string, perm kmsg.ACLPermissionType, ops ...kmsg.ACLOperation) {
 		for _, op := range ops {
 			c := kmsg.NewCreateACLsRequestCreation()
 			c.ResourceType, c.ResourceName, c.ResourcePatternType = typ, res, pat
-			c.Principal, c.Host, c.Operation, c.PermissionType = principal, "*", op, perm
+			c.Principal, c.Host, c.Operation, c.PermissionType = principal, host, op, perm
 			ca.Creations = append(ca.Creations, c)
 		}
 	}
@@ -157,6 +158,12 @@ func (s *aclSide) setup(t *testing.T) {
 	add(group, lit, "acl-group2", "User:alice", allow, opDelete)
 	add(cluster, lit, "kafka-cluster", "User:alice", allow, opAlter, opAlterConfigs)
 	add(txn, lit, "acl-txn", "User:alice", allow, opWrite)
+	// Hosts: the clients connect from 127.0.0.1.
+	host = "127.0.0.1"
+	add(topic, lit, "acl-host-topic", "User:alice", allow, opWrite)
+	host = "10.9.9.9"
+	add(topic, lit, "acl-host-topic", "User:alice", deny, opWrite)
+	add(topic, lit, "acl-host-topic", "User:bob", allow, opWrite)
 	for i, r := range s.send(t, "admin", ca).(*kmsg.CreateACLsResponse).Results {
 		if r.ErrorCode != 0 {
 			t.Fatalf("%s: creating ACL %d: %v", s.name, i, kerr.ErrorForCode(r.ErrorCode))
@@ -248,6 +255,7 @@ func aclCases() []aclCase {
 	return []aclCase{
 		{name: "Produce", req: topicReq("acl-topic"), denied: topicDenied},
 		{name: "Produce/prefixed", req: topicReq("acl-pre-topic"), denied: topicDenied},
+		{name: "Produce/hosts", req: topicReq("acl-host-topic"), denied: topicDenied},
 		{name: "Produce/super-user", req: topicReq("acl-none"), denied: topicDenied, who: []string{"admin", "bob"}},
 		{name: "Fetch", req: func(s *aclSide) kmsg.Request { return fetchReq(s, "acl-topic") }, denied: topicDenied},
 		{name: "Fetch/deny-over-allow", req: func(s *aclSide) kmsg.Request { return fetchReq(s, "acl-deny-topic") }, denied: 0},
