@@ -100,6 +100,7 @@ func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 				unknownID = true
 			}
 		}
+		readDenied := replicaID < 0 && !unknownID && !c.allowedTopic(opRead, name)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.RecordBatches = []byte{} // empty, never null, as Kafka: kafka-go fails on a null records field
@@ -118,7 +119,7 @@ func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 			switch {
 			case unknownID:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case replicaID < 0 && !c.allowedTopic(opRead, name):
+			case readDenied:
 				sp.ErrorCode = topicDenied
 			case !ok:
 				sp.ErrorCode = perr.Code

@@ -45,9 +45,6 @@ func (s *Server) handleDescribeAcls(c *conn, req *kmsg.DescribeACLsRequest) (*km
 	}
 	f := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
 		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}
-	if req.Version == 0 {
-		f.PatternType = kmsg.ACLResourcePatternTypeLiteral
-	}
 	if err := f.ValidateFilter(); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, strPtr(err.Error())
 		return resp, nil

@@ -72,7 +72,7 @@ func (c *conn) allowed(op acl.Operation, typ acl.ResourceType, name string) bool
 	if c.s.authorizer == nil || c.s.controllerListeners[c.listener] {
 		return true
 	}
-	return c.s.authorizer.Authorize(c.s.ctrl.Image().Acls, acl.Request{Principal: c.principal.String(), Host: c.host()}, op, typ, name)
+	return c.s.authorizer.Authorize(c.s.ctrl.Image().Acls, acl.Request{Principal: c.Principal().String(), Host: c.host()}, op, typ, name)
 }
 
 func (c *conn) allowedCluster(op acl.Operation) bool {
@@ -343,7 +343,7 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 			}
 			return nil, nil
 		}
-		if !c.allowedCluster(opIdempotentWrite) && !c.s.authorizer.AuthorizeAny(c.s.ctrl.Image().Acls, acl.Request{Principal: c.principal.String(), Host: c.host()}, opWrite, kmsg.ACLResourceTypeTopic) {
+		if !c.allowedCluster(opIdempotentWrite) && !c.s.authorizer.AuthorizeAny(c.s.ctrl.Image().Acls, acl.Request{Principal: c.Principal().String(), Host: c.host()}, opWrite, kmsg.ACLResourceTypeTopic) {
 			r.ErrorCode = clusterDenied
 			return r, nil
 		}
