@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/config"
 )
 
@@ -33,6 +35,11 @@ func (s *Server) setupAuthorizer() {
 		s.authorizer = &acl.Authorizer{
 			SuperUsers:   config.SuperUsers(s.cfg.String("super.users")),
 			AllowIfNoACL: s.cfg.Bool("allow.everyone.if.no.acl.found"),
+		}
+		if s.cfg.IsSet("controller.quorum.voters") && !slices.Contains(s.authorizer.SuperUsers, auth.Anonymous.String()) {
+			// The commonest way to break a cluster with ACLs: followers
+			// fetch as ANONYMOUS over the PLAINTEXT inter-broker listener.
+			s.logger.Warn("the authorizer is on and User:ANONYMOUS is not in super.users: brokers replicate as User:ANONYMOUS on a PLAINTEXT inter-broker listener, so replica fetches fail with CLUSTER_AUTHORIZATION_FAILED unless an ACL allows it CLUSTER_ACTION on the cluster (docs/security.md)")
 		}
 	}
 	open := prometheus.NewGaugeVec(prometheus.GaugeOpts{
