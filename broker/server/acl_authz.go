@@ -135,7 +135,14 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 	}
 	switch q := req.(type) {
 	case *kmsg.ProduceRequest:
+		// With acks=0 a refusal closes the connection after the allowed
+		// topics are written, as Kafka does with any error there: the
+		// producer learns of it only that way.
 		if q.TransactionID != nil && !c.allowed(opWrite, kmsg.ACLResourceTypeTransactionalId, *q.TransactionID) {
+			if q.Acks == 0 {
+				q.Topics, c.closeAfter = nil, true
+				return nil, nil
+			}
 			r := q.ResponseKind().(*kmsg.ProduceResponse)
 			for _, t := range q.Topics {
 				r.Topics = append(r.Topics, produceTopicError(t, txnDenied))
@@ -147,6 +154,7 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 		if len(denied) == 0 {
 			return nil, nil
 		}
+		c.closeAfter = c.closeAfter || q.Acks == 0
 		return nil, func(resp kmsg.Response) {
 			r := resp.(*kmsg.ProduceResponse)
 			for _, t := range denied {

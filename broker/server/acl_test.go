@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/config"
 )
 
@@ -110,5 +114,43 @@ func TestAclsSurviveRestart(t *testing.T) {
 	d := describe(s)
 	if len(d.Resources) != 2 || d.Resources[0].ResourcePatternType != kmsg.ACLResourcePatternTypePrefixed || d.Resources[0].ACLs[0].Principal != "User:alice" {
 		t.Fatalf("after restart: %+v", d.Resources)
+	}
+}
+
+// TestRefusedAcksZeroProduceCloses: a Produce with acks=0 that the
+// authorizer refuses closes the connection, as Kafka does, since the
+// producer hears of the refusal no other way; an allowed one does not.
+func TestRefusedAcksZeroProduceCloses(t *testing.T) {
+	t.Parallel()
+	s := startBroker(t, map[string]string{"authorizer.class.name": config.StandardAuthorizer, "allow.everyone.if.no.acl.found": "true"})
+	for _, name := range []string{"open", "closed"} {
+		if _, err := s.ctrl.CreateTopic(topicSpec(name), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if errs, _, err := s.ctrl.CreateAcls([]acl.Binding{{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "closed", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+		Principal: "User:*", Host: "*", Operation: kmsg.ACLOperationWrite, Permission: kmsg.ACLPermissionTypeDeny}}); err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	for _, tc := range []struct {
+		topic  string
+		closed bool
+	}{{"open", false}, {"closed", true}} {
+		nc, err := net.Dial("tcp", s.Addr("PLAINTEXT"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = 0, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: tc.topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: testBatch(t, []byte("v"))}}}}
+		nc.Write(frame(req, 9, nil))
+		nc.Write(frame(kmsg.NewPtrApiVersionsRequest(), 3, nil))
+		var sz [4]byte
+		_, err = io.ReadFull(nc, sz[:])
+		nc.Close()
+		if closed := errors.Is(err, io.EOF); closed != tc.closed || (!closed && err != nil) {
+			t.Errorf("acks=0 to %s: the next request's answer: %v, want closed %v", tc.topic, err, tc.closed)
+		}
 	}
 }

@@ -284,6 +284,9 @@ func (c *conn) serveRequest(body []byte) error {
 		return err
 	}
 	if resp == nil {
+		if c.closeAfter {
+			return errClose // acks=0 with an error nobody is told of (acl_authz.go)
+		}
 		return nil // acks=0
 	}
 	resp.SetVersion(c.hdr.version)
