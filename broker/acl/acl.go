@@ -147,7 +147,17 @@ type Set struct {
 	bindings map[Binding]struct{}
 
 	once  sync.Once
-	index map[ResourceType][]Binding
+	index map[ResourceType]*typeIndex
+}
+
+// typeIndex holds one resource type's bindings the way Authorize looks
+// them up: LITERAL ones by name, the "*" ones, and the PREFIXED ones,
+// which are scanned (there are few in practice, as in Kafka's clusters).
+type typeIndex struct {
+	all      []Binding
+	literal  map[string][]Binding
+	wildcard []Binding
+	prefixed []Binding
 }
 
 // NewSet is a set of bs.
@@ -235,17 +245,58 @@ func (s *Set) Select(f Filter) []Binding {
 	return out
 }
 
-func (s *Set) byType(t ResourceType) []Binding {
+func (s *Set) typeIndex(t ResourceType) *typeIndex {
 	if s == nil {
 		return nil
 	}
 	s.once.Do(func() {
-		s.index = map[ResourceType][]Binding{}
+		s.index = map[ResourceType]*typeIndex{}
 		for _, b := range s.All() {
-			s.index[b.ResourceType] = append(s.index[b.ResourceType], b)
+			ix := s.index[b.ResourceType]
+			if ix == nil {
+				ix = &typeIndex{literal: map[string][]Binding{}}
+				s.index[b.ResourceType] = ix
+			}
+			ix.all = append(ix.all, b)
+			switch {
+			case b.PatternType == kmsg.ACLResourcePatternTypePrefixed:
+				ix.prefixed = append(ix.prefixed, b)
+			case b.ResourceName == Wildcard:
+				ix.wildcard = append(ix.wildcard, b)
+			default:
+				ix.literal[b.ResourceName] = append(ix.literal[b.ResourceName], b)
+			}
 		}
 	})
 	return s.index[t]
+}
+
+func (s *Set) byType(t ResourceType) []Binding {
+	if ix := s.typeIndex(t); ix != nil {
+		return ix.all
+	}
+	return nil
+}
+
+// forResource calls fn with every binding whose pattern matches the
+// resource, until fn returns false.
+func (s *Set) forResource(t ResourceType, name string, fn func(Binding) bool) {
+	ix := s.typeIndex(t)
+	if ix == nil {
+		return
+	}
+	for _, bs := range [][]Binding{ix.literal[name], ix.wildcard} {
+		for _, b := range bs {
+			if !fn(b) {
+				return
+			}
+		}
+	}
+	for _, b := range ix.prefixed {
+		if strings.HasPrefix(name, b.ResourceName) && !fn(b) {
+			return
+		}
+	}
 }
 
 // Authorizer decides as Kafka's StandardAuthorizer does.
@@ -273,20 +324,22 @@ func (a *Authorizer) Authorize(s *Set, r Request, op Operation, typ ResourceType
 	if slices.Contains(a.SuperUsers, r.Principal) {
 		return true
 	}
-	allowed, found := false, false
-	for _, b := range s.byType(typ) {
-		if !patternMatches(b, name) {
-			continue
-		}
+	allowed, found, denied := false, false, false
+	s.forResource(typ, name, func(b Binding) bool {
 		found = true
 		switch result(b, r, op) {
 		case deny:
+			denied = true
 			return false
 		case allow:
 			allowed = true
 		}
-	}
-	if !found {
+		return true
+	})
+	switch {
+	case denied:
+		return false
+	case !found:
 		return a.AllowIfNoACL
 	}
 	return allowed
@@ -323,16 +376,6 @@ func (a *Authorizer) AuthorizeAny(s *Set, r Request, op Operation, typ ResourceT
 		if b.Permission == kmsg.ACLPermissionTypeAllow && result(b, r, op) == allow && !denied(b) {
 			return true
 		}
-	}
-	return false
-}
-
-func patternMatches(b Binding, name string) bool {
-	switch b.PatternType {
-	case kmsg.ACLResourcePatternTypeLiteral:
-		return b.ResourceName == name || b.ResourceName == Wildcard
-	case kmsg.ACLResourcePatternTypePrefixed:
-		return strings.HasPrefix(name, b.ResourceName)
 	}
 	return false
 }
