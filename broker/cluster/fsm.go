@@ -101,6 +101,7 @@ func (img *Image) records() []Record {
 	}
 	rs = append(rs, img.scramRecords()...)
 	rs = append(rs, img.clientQuotaRecords()...)
+	rs = append(rs, img.aclRecords()...)
 	return rs
 }
 

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/tributary-io/tributary/broker/acl"
+
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -137,6 +139,8 @@ type Image struct {
 	// ClientQuotas are the client quotas (quotas.go); immutable, replaced
 	// on change.
 	ClientQuotas *quota.Table `json:"-"`
+	// Acls are the ACL bindings (acls.go); immutable, replaced on change.
+	Acls *acl.Set `json:"-"`
 }
 
 // DynamicConfigs are the cluster-wide and the per-broker dynamic configs

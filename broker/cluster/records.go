@@ -28,6 +28,8 @@ type Record struct {
 	ScramBootstrap *ScramBootstrapRecord `json:"scram_bootstrap,omitempty"`
 	// ClientQuota sets or removes a client quota (quotas.go).
 	ClientQuota *ClientQuotaRecord `json:"client_quota,omitempty"`
+	// Acl adds or removes an ACL binding (acls.go).
+	Acl *AclRecord `json:"acl,omitempty"`
 }
 
 // BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
@@ -168,6 +170,8 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		n.ScramBootstrapped = true
 	case r.ClientQuota != nil:
 		n.applyClientQuota(r.ClientQuota)
+	case r.Acl != nil:
+		n.applyAcl(r.Acl)
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")
 	}

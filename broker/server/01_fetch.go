@@ -51,7 +51,7 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		f := s.fetchOnce(eff)
+		f := s.fetchOnce(c, eff)
 		if f.bytes >= int64(req.MinBytes) || f.failed || !time.Now().Before(deadline) || s.closing.Load() || len(f.wake) == 0 {
 			return nil, answer(f)
 		}
@@ -65,7 +65,7 @@ func (s *Server) handleFetch(c *conn, req *kmsg.FetchRequest) (kmsg.Response, er
 		done()
 		if !woken {
 			// Timed out: answer with what the final read finds.
-			return nil, answer(s.fetchOnce(eff))
+			return nil, answer(s.fetchOnce(c, eff))
 		}
 	}
 }
@@ -80,7 +80,7 @@ type fetchResult struct {
 	out    []topicBytes  // record bytes by topic, for the metrics
 }
 
-func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
+func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(req.Version)
 	res := fetchResult{resp: resp, files: newFileRanges(resp.IsFlexible(), s.sendfile)}
@@ -88,7 +88,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID
 	}
-	if replicaID >= 0 && !s.fromBroker(req.UnknownTags) {
+	if replicaID >= 0 && (!s.fromBroker(req.UnknownTags) || !c.allowedCluster(opClusterAction)) {
 		// Only brokers may read past the high watermark and move the ISR
 		// (CVE-2018-1288).
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
@@ -115,6 +115,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 				unknownID = true
 			}
 		}
+		readDenied := replicaID < 0 && !unknownID && !c.allowedTopic(opRead, name)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.RecordBatches = []byte{} // empty, never null, as Kafka: kafka-go fails on a null records field
@@ -133,6 +134,8 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) fetchResult {
 			switch {
 			case unknownID:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case readDenied:
+				sp.ErrorCode = topicDenied
 			case !ok:
 				sp.ErrorCode = perr.Code
 			default:

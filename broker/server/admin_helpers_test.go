@@ -190,7 +190,8 @@ func TestAdminApiVersionsLikeKafka(t *testing.T) {
 		got[k.ApiKey] = fmt.Sprintf("v%d-v%d", k.MinVersion, k.MaxVersion)
 	}
 	for _, key := range []kmsg.Key{kmsg.DeleteTopics, kmsg.DeleteRecords, kmsg.DescribeConfigs, kmsg.AlterConfigs,
-		kmsg.DescribeLogDirs, kmsg.CreatePartitions, kmsg.IncrementalAlterConfigs, kmsg.DescribeTopicPartitions} {
+		kmsg.DescribeLogDirs, kmsg.CreatePartitions, kmsg.IncrementalAlterConfigs, kmsg.DescribeTopicPartitions,
+		kmsg.DescribeACLs, kmsg.CreateACLs, kmsg.DeleteACLs} {
 		if got[key.Int16()] != want[key.Int16()] {
 			t.Errorf("%s: %s, Kafka 4.4 %s", key.Name(), got[key.Int16()], want[key.Int16()])
 		}

@@ -46,6 +46,9 @@ type conn struct {
 	exchange    auth.Exchange
 	mechanism   string
 	closeAfter  bool
+	// remoteHost is the client's IP address as ACLs name hosts, once
+	// asked (acl_authz.go).
+	remoteHost string
 
 	// Of client quotas (quota_enforce.go): when the request's handler
 	// started, how long it waited for data (not work), and how long to
@@ -293,13 +296,24 @@ func (c *conn) serveRequest(body []byte) error {
 	var err error
 	testHook(c)
 	c.started, c.waited = start, 0
-	resp, err = c.withQuotas(req, h, len(body))
+	deny, post := c.authorizeRequest(req)
+	if deny != nil {
+		resp = deny
+	} else {
+		resp, err = c.withQuotas(req, h, len(body))
+	}
+	if post != nil && resp != nil && err == nil {
+		post(resp)
+	}
 	c.s.metrics.observe(c.hdr.key, time.Since(start), err)
 	c.freeBody(err == nil)
 	if err != nil {
 		return err
 	}
 	if resp == nil {
+		if c.closeAfter {
+			return errClose // acks=0 with an error nobody is told of (acl_authz.go)
+		}
 		c.mute() // acks=0, or a Fetch that wrote its own answer
 		return nil
 	}

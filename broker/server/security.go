@@ -100,7 +100,7 @@ func (s *Server) setupSecurity() error {
 		if l.Protocol == "PLAINTEXT" && s.controllerNames[l.Name] && s.cfg.IsSet("controller.quorum.voters") && !loopback(l.Host) {
 			s.logger.Warn("controller listener "+l.Name+" is PLAINTEXT on the network: anyone who reaches "+l.Addr()+" can register brokers, join Raft and change SCRAM users; secure it or firewall it (docs/security.md, \"Securing the cluster's own traffic\")", "listener", l.Name)
 		}
-		if l.Protocol == "PLAINTEXT" && !s.controllerNames[l.Name] && !loopback(l.Host) {
+		if s.openListener(l.Protocol, l.Name, l.Host) {
 			s.logger.Warn("listener "+l.Name+" accepts unauthenticated PLAINTEXT connections from the network: anyone who reaches "+l.Addr()+
 				" can read, write and delete every topic; use SSL, SASL_SSL or a firewall (docs/security.md)", "listener", l.Name)
 		}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/tributary-io/tributary/broker/acl"
+
 	"bufio"
 	"context"
 	"crypto/rand"
@@ -39,6 +41,8 @@ type Server struct {
 	clusterID string
 	pids      *producerIDs
 	groups    *group.Coordinator
+	// authorizer judges requests (acl_authz.go); nil allows everything.
+	authorizer *acl.Authorizer
 
 	// roles are process.roles: a broker-only node hosts partitions and
 	// follows the metadata; a controller-only node votes and decides.
@@ -159,6 +163,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 	s.apis = s.handlers()
 	maps.Copy(s.apis, s.securityHandlers())
 	maps.Copy(s.apis, s.quotaHandlers())
+	maps.Copy(s.apis, s.aclHandlers())
 	s.metrics.serves(slices.Collect(maps.Keys(s.apis)))
 	s.authFailures = newAuthMetrics(opt.Registry)
 	s.quotas = newQuotas(s, cfg, opt.Registry)
@@ -180,6 +185,7 @@ func (s *Server) Start() error {
 	if s.limits, err = newConnLimits(s.cfg); err != nil {
 		return err
 	}
+	s.setupAuthorizer()
 	if err := s.setupSecurity(); err != nil {
 		return err
 	}

@@ -94,7 +94,18 @@ how many are led by another than their preferred replica (what
 				}
 				fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\t%d\t%d\t%s\n", b.ID, b.Host, b.Port, rack, b.Leads, b.Replicas, b.OfflineReplicaOf, ctrl)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			var ids []int32
+			for _, b := range info.Brokers {
+				ids = append(ids, int32(b.ID))
+			}
+			withKadm(cmd, *bootstrap, 10*time.Second, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
+				printOpenListeners(ctx, w, adm, ids)
+				return nil
+			})
+			return nil
 		},
 	}
 }

@@ -59,6 +59,7 @@ type Kafka struct {
 	java, lib string
 	props     string
 	port      int
+	saslPort  int // StartKafkaAuthorizer's SASL listener
 	cmd       *exec.Cmd
 	done      chan struct{}
 	logMu     sync.Mutex
