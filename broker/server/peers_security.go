@@ -172,10 +172,10 @@ func (c *conn) peer() bool {
 	if c.saslPending || c.principal == auth.Anonymous {
 		return false
 	}
-	// Authorizer hook: with an authorizer, the peer's principal also needs
-	// CLUSTER_ACTION on the CLUSTER resource here, as Kafka's inter-broker
-	// APIs and replica fetches do.
-	return true
+	// With an authorizer the peer's principal also needs CLUSTER_ACTION on
+	// the cluster, as Kafka's inter-broker APIs do (super.users usually
+	// names the brokers' own principal).
+	return c.allowedCluster(opClusterAction)
 }
 
 // refusePeer logs an unauthenticated connection's attempt at a peer's API,
