@@ -71,7 +71,9 @@ func newQuotas(s *Server, cfg *config.Broker, reg prometheus.Registerer) *quotas
 // withQuotas serves a request (dispatch) with the quotas around it: the
 // mutation check before, the recording after.
 func (c *conn) withQuotas(req kmsg.Request, h handler, size int) (kmsg.Response, error) {
-	if !c.s.quotas.m.Active() || c.quotaExempt() {
+	// quotaExempt first: a controller listener accepts before s.ctrl, which
+	// Active reads, exists (acceptRaftEarly).
+	if c.quotaExempt() || !c.s.quotas.m.Active() {
 		return c.dispatch(req, h)
 	}
 	var resp kmsg.Response
