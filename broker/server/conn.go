@@ -45,6 +45,9 @@ type conn struct {
 	exchange    auth.Exchange
 	mechanism   string
 	closeAfter  bool
+	// sessionExpiry is when the SASL session ends (KIP-368): zero for
+	// never. Past it, the connection must re-authenticate or is closed.
+	sessionExpiry time.Time
 
 	// out is the last response's buffer, kept for the next: responses are
 	// written one at a time, and a caught-up consumer's thousands of small

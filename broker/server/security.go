@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/config"
 )
 
 // Who a connection is (docs/security.md). Each listener has a security
@@ -37,6 +39,10 @@ type listenerSecurity struct {
 	// mechanisms are sasl.enabled.mechanisms of a SASL listener.
 	mechanisms []string
 	plainUsers auth.Users
+	oauth      *auth.OAuthValidator
+	// maxReauth is connections.max.reauth.ms: 0 lets sessions live as
+	// long as their credential.
+	maxReauth time.Duration
 }
 
 // tlsHandshakeTimeout bounds a TLS handshake, which runs on the
@@ -95,6 +101,13 @@ func (s *Server) setupSecurity() error {
 					return fmt.Errorf("broker/server: listener.name.%s.plain.sasl.jaas.config: %w", strings.ToLower(l.Name), err)
 				}
 			}
+			if slices.Contains(sec.mechanisms, auth.OAUTHBEARER) {
+				if sec.oauth, err = s.oauthValidator(l.Name); err != nil {
+					return fmt.Errorf("broker/server: listener %s: %w", l.Name, err)
+				}
+			}
+			ms, _ := strconv.ParseInt(s.cfg.ListenerString(l.Name, "connections.max.reauth.ms"), 10, 64)
+			sec.maxReauth = time.Duration(ms) * time.Millisecond
 		}
 		s.security[l.Name] = sec
 		if l.Protocol == "PLAINTEXT" && !s.controllerNames[l.Name] && !loopback(l.Host) {
@@ -103,6 +116,22 @@ func (s *Server) setupSecurity() error {
 		}
 	}
 	return nil
+}
+
+// oauthValidator reads a listener's sasl.oauthbearer.* settings, each of
+// which may be given for the listener and mechanism, the listener, or the
+// broker, and loads the JWKS.
+func (s *Server) oauthValidator(listener string) (*auth.OAuthValidator, error) {
+	get := func(name string) string { return s.cfg.ListenerMechanismString(listener, "oauthbearer", name) }
+	num := func(name string) int64 { n, _ := strconv.ParseInt(get(name), 10, 64); return n }
+	return auth.NewOAuthValidator(auth.OAuthSettings{
+		JWKSURL:   get("sasl.oauthbearer.jwks.endpoint.url"),
+		Refresh:   time.Duration(num("sasl.oauthbearer.jwks.endpoint.refresh.ms")) * time.Millisecond,
+		Audience:  config.SplitList(get("sasl.oauthbearer.expected.audience")),
+		Issuer:    get("sasl.oauthbearer.expected.issuer"),
+		SubClaim:  get("sasl.oauthbearer.sub.claim.name"),
+		ClockSkew: time.Duration(num("sasl.oauthbearer.clock.skew.seconds")) * time.Second,
+	})
 }
 
 // loopback is whether a listener host binds the loopback interface only.
@@ -175,6 +204,16 @@ var preAuthAllowed = map[int16]bool{
 // authenticating: most often a client configured for PLAINTEXT or SSL
 // pointed at a SASL listener, which the log line says.
 func (c *conn) checkPreAuth(key int16) error {
+	if !c.saslPending && !c.sessionExpiry.IsZero() && key != kmsg.SASLHandshake.Int16() && c.exchange == nil &&
+		!time.Now().Before(c.sessionExpiry) {
+		// KIP-368, as Kafka's SocketServer: a session that has expired
+		// may start re-authenticating (SaslHandshake); anything else
+		// closes the connection, and the client reconnects and logs in.
+		c.s.authFailures.WithLabelValues(c.listener, "session_expired").Inc()
+		c.logger.Info("SASL session expired without re-authentication; closing the connection",
+			"principal", c.principal.String(), "api", kmsg.NameForKey(key), "client_id", clip(c.clientID))
+		return errClose
+	}
 	if !c.saslPending || preAuthAllowed[key] {
 		return nil
 	}
