@@ -226,7 +226,7 @@ func (c *conn) checkPreAuth(key int16) error {
 func newAuthMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
 	m := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tributary_broker_authentication_failures_total",
-		Help: "Connections that failed to authenticate, by listener and why: tls (handshake or certificate), sasl (wrong credentials or a malformed exchange), mechanism (not enabled), sasl_on_plaintext (SASL tried on a listener without it), unauthenticated_request (a request before SASL) (Kafka failed-authentication-total)."},
+		Help: "Connections that failed to authenticate, by listener and why: tls (handshake or certificate), sasl (wrong credentials or a malformed exchange), mechanism (not enabled), sasl_on_plaintext (SASL tried on a listener without it), unauthenticated_request (a request before SASL), session_expired (a request after the SASL session ended, KIP-368) (Kafka failed-authentication-total)."},
 		[]string{"listener", "reason"})
 	reg.MustRegister(m)
 	return m
