@@ -97,7 +97,10 @@ func (s *tailSection) apply(cfg *tail.Config, topic string) {
 
 // runTail runs a tailer producing to brokers until ctx ends.
 func runTail(ctx context.Context, cfg tail.Config, brokers []string) (done <-chan error, err error) {
-	w := tail.NewWriter(brokers, cfg.BatchLines, cfg.Logger)
+	w, err := tail.NewWriter(brokers, cfg.BatchLines, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
 	t, err := tail.New(cfg, w)
 	if err != nil {
 		w.Close()
