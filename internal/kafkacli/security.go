@@ -2,9 +2,9 @@ package kafkacli
 
 import (
 	"bufio"
-	"encoding/json"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
