@@ -192,6 +192,7 @@ finish, then delivery is closed.`,
 	f.StringVar(&o.sslKeystore, "ssl-keystore-location", "", "serve --listen over HTTPS: a PEM file of the private key and certificate chain, as the broker's ssl.keystore.location (re-read when it changes)")
 	f.StringVar(&o.sslKeyPassword, "ssl-key-password", "", "password of an encrypted PKCS#8 key in --ssl-keystore-location (better in the config file or TRIBUTARY_SSL_KEY_PASSWORD than on the command line)")
 	addAdminPprofFlag(f, &o.adminPprof)
+	addAdminAccessFlags(f)
 	addCheckConfigFlag(f, &o.checkConfig)
 	return cmd
 }
@@ -305,6 +306,10 @@ func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions, cmd 
 	}
 	var ready atomic.Bool
 	if o.adminListen != "" {
+		opts, err := adminOptions(o.adminPprof)
+		if err != nil {
+			return err
+		}
 		a, err := admin.Listen(o.adminListen, reg, func() error {
 			if !ready.Load() {
 				return errors.New("the tracker is starting or stopping")
@@ -313,7 +318,7 @@ func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions, cmd 
 				return err
 			}
 			return c.Ready() // delivery refused events within Retry-After
-		}, logger, adminOptions(o.adminPprof)...)
+		}, logger, opts...)
 		if err != nil {
 			return fmt.Errorf("--admin-listen %s: %w", o.adminListen, err)
 		}
