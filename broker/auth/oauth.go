@@ -193,7 +193,11 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 			if err1 != nil || err2 != nil || len(n) < 256 || len(e) == 0 || len(e) > 4 {
 				return nil, fmt.Errorf("JWKS key %d (%q): not an RSA public key of 2048 bits or more", i, k.Kid)
 			}
-			keys[k.Kid] = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
+			pub := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
+			if pub.E < 3 || pub.E%2 == 0 {
+				return nil, fmt.Errorf("JWKS key %d (%q): RSA exponent %d is not an odd number of 3 or more", i, k.Kid, pub.E)
+			}
+			keys[k.Kid] = pub
 		case "EC":
 			var c elliptic.Curve
 			switch k.Crv {

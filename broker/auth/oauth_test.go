@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,4 +86,37 @@ func TestOAuthJWKSURLRotationAndSubClaim(t *testing.T) {
 	if _, err := v.Validate(sign("k1", k1, claims)); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("40 s past exp with 30 s skew: %v", err)
 	}
+}
+
+// FuzzOAuth feeds arbitrary client messages and JWKS documents to the
+// exchange and the key set parser: nothing may panic, and nothing but a
+// token signed by the set's key may authenticate.
+func FuzzOAuth(f *testing.F) {
+	f.Add([]byte("n,,\x01auth=Bearer a.b.c\x01\x01"), []byte(`{"keys":[{"kty":"EC","crv":"P-256","x":"AA","y":"AA"}]}`))
+	f.Add([]byte("n,a=x,\x01auth=Bearer eyJhbGciOiJFUzI1NiJ9.e30.AAAA\x01k=v\x01\x01"), []byte(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}]}`))
+	f.Add([]byte("\x01"), []byte(`{}`))
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	x, y := make([]byte, 32), make([]byte, 32)
+	k.X.FillBytes(x)
+	k.Y.FillBytes(y)
+	b64 := base64.RawURLEncoding
+	set := `{"keys":[{"kty":"EC","crv":"P-256","x":"` + b64.EncodeToString(x) + `","y":"` + b64.EncodeToString(y) + `"}]}`
+	file := filepath.Join(f.TempDir(), "jwks.json")
+	os.WriteFile(file, []byte(set), 0o600)
+	v, err := NewOAuthValidator(OAuthSettings{JWKSURL: "file://" + file})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, msg, jwks []byte) {
+		ParseJWKS(jwks)
+		ex := NewOAuth(v)
+		for range 2 {
+			if _, err := ex.Step(msg); err != nil {
+				break
+			}
+		}
+		if ex.Done() {
+			t.Fatalf("authenticated with %q, which the fuzzer cannot have signed", msg)
+		}
+	})
 }
