@@ -94,6 +94,13 @@ var securityDefs = []Def{
 }
 
 func init() {
+	// Kafka's documented form for re-authentication is per listener
+	// and mechanism: listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms.
+	for _, m := range []string{"plain", "scram-sha-256", "scram-sha-512", "oauthbearer"} {
+		d := listenerDefs["connections.max.reauth.ms"]
+		d.Name = m + ".connections.max.reauth.ms"
+		listenerOnlyDefs[d.Name] = d
+	}
 	for name, d := range oauthDefs {
 		listenerDefs[name] = d
 		d.Name = "oauthbearer." + name

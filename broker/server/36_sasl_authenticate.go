@@ -82,7 +82,7 @@ func (s *Server) handleSaslAuthenticate(c *conn, req *kmsg.SASLAuthenticateReque
 func (s *Server) sessionLifetime(c *conn, ex auth.Exchange) time.Duration {
 	limit := time.Duration(0)
 	if sec := s.security[c.listener]; sec != nil {
-		limit = sec.maxReauth
+		limit = sec.maxReauth[c.mechanism]
 	}
 	if e, ok := ex.(interface{ Expires() time.Time }); ok {
 		left := time.Until(e.Expires())

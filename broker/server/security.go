@@ -40,9 +40,9 @@ type listenerSecurity struct {
 	mechanisms []string
 	plainUsers auth.Users
 	oauth      *auth.OAuthValidator
-	// maxReauth is connections.max.reauth.ms: 0 lets sessions live as
-	// long as their credential.
-	maxReauth time.Duration
+	// maxReauth is connections.max.reauth.ms by mechanism: 0 lets
+	// sessions live as long as their credential.
+	maxReauth map[string]time.Duration
 }
 
 // tlsHandshakeTimeout bounds a TLS handshake, which runs on the
@@ -106,8 +106,11 @@ func (s *Server) setupSecurity() error {
 					return fmt.Errorf("broker/server: listener %s: %w", l.Name, err)
 				}
 			}
-			ms, _ := strconv.ParseInt(s.cfg.ListenerString(l.Name, "connections.max.reauth.ms"), 10, 64)
-			sec.maxReauth = time.Duration(ms) * time.Millisecond
+			sec.maxReauth = map[string]time.Duration{}
+			for _, m := range sec.mechanisms {
+				ms, _ := strconv.ParseInt(s.cfg.ListenerMechanismString(l.Name, m, "connections.max.reauth.ms"), 10, 64)
+				sec.maxReauth[m] = time.Duration(ms) * time.Millisecond
+			}
 		}
 		s.security[l.Name] = sec
 		if l.Protocol == "PLAINTEXT" && !s.controllerNames[l.Name] && !loopback(l.Host) {

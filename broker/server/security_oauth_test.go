@@ -120,7 +120,7 @@ func TestOAuthBearerAndReauth(t *testing.T) {
 			"sasl.oauthbearer.expected.audience=tributary,other",
 			"sasl.oauthbearer.expected.issuer=https://idp.test",
 			"sasl.oauthbearer.clock.skew.seconds=5",
-			fmt.Sprintf("listener.name.sasl_plaintext.connections.max.reauth.ms=%d", reauth.Milliseconds()),
+			fmt.Sprintf("listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=%d", reauth.Milliseconds()),
 			"connection.failed.authentication.delay.ms=0",
 		},
 	})
