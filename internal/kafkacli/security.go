@@ -312,6 +312,9 @@ func (p ClientProps) KgoOpts() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
+// Protocol is the process's security.protocol (PLAINTEXT when unset).
+func Protocol() string { return current().Protocol() }
+
 // ClientOpts are the process's client properties as franz-go options.
 func ClientOpts() ([]kgo.Opt, error) { return current().KgoOpts() }
 
