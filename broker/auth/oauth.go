@@ -416,7 +416,10 @@ func (o *oauthExchange) Step(in []byte) ([]byte, error) {
 	}
 	tok, err := o.v.Validate(token)
 	if err == nil && authz != "" && authz != tok.Principal {
-		err = fmt.Errorf("authorization id %q is not the token's principal %q", clipped(authz), tok.Principal)
+		// Kafka refuses this at once, with its message, not with the
+		// invalid_token challenge: the token itself is good.
+		return nil, authFailed("Authentication failed: Client requested an authorization id that is different from the token's principal name",
+			"OAUTHBEARER authorization id %q is not the token's principal %q", authz, tok.Principal)
 	}
 	if err != nil {
 		o.failed, o.reason = true, "OAUTHBEARER token refused: "+err.Error()
