@@ -89,6 +89,8 @@ type jwks struct {
 	keys   map[string]crypto.PublicKey // by kid; "" for keys without one
 	loaded time.Time
 	tried  time.Time
+	// loading is set while one login re-reads the set.
+	loading bool
 }
 
 const jwksMinReload = 10 * time.Second
@@ -97,12 +99,23 @@ const jwksMinReload = 10 * time.Second
 const maxJWKSBytes = 1 << 20
 
 func (j *jwks) load() error {
+	keys, err := j.fetch()
+	if err != nil {
+		return err
+	}
+	j.keys, j.loaded = keys, time.Now()
+	return nil
+}
+
+// fetch reads the set; it holds no lock, so that logins with known keys go
+// on while a slow provider answers.
+func (j *jwks) fetch() (map[string]crypto.PublicKey, error) {
 	var r io.Reader
 	switch j.url.Scheme {
 	case "file":
 		f, err := os.Open(j.url.Path)
 		if err != nil {
-			return fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
+			return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
 		}
 		defer f.Close()
 		r = f
@@ -111,46 +124,52 @@ func (j *jwks) load() error {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.url.String(), nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
+			return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url %s answered %s", j.url.Redacted(), resp.Status)
+			return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url %s answered %s", j.url.Redacted(), resp.Status)
 		}
 		r = resp.Body
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxJWKSBytes))
 	if err != nil {
-		return fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
+		return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
 	}
-	keys, err := ParseJWKS(data)
-	if err != nil {
-		return err
-	}
-	j.keys, j.loaded = keys, time.Now()
-	return nil
+	return ParseJWKS(data)
 }
 
 // key finds the key a token names, re-reading the set when it is old or
-// lacks the key.
+// lacks the key. One login at a time reads it; the others use what is
+// loaded meanwhile.
 func (j *jwks) key(kid string, now time.Time) (crypto.PublicKey, error) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	k, ok := j.pick(kid)
-	if (!ok || now.Sub(j.loaded) > j.refresh) && now.Sub(j.tried) >= jwksMinReload {
-		j.tried = now
-		if err := j.load(); err != nil {
-			// The old keys stay in service.
-			return k, fmt.Errorf("reloading the JWKS: %w", err)
+	reload := (!ok || now.Sub(j.loaded) > j.refresh) && now.Sub(j.tried) >= jwksMinReload && !j.loading
+	if reload {
+		j.tried, j.loading = now, true
+	}
+	j.mu.Unlock()
+	if reload {
+		keys, err := j.fetch()
+		j.mu.Lock()
+		j.loading = false
+		if err == nil {
+			j.keys, j.loaded = keys, time.Now()
 		}
 		k, ok = j.pick(kid)
+		j.mu.Unlock()
+		if err != nil && !ok {
+			// The old keys stay in service.
+			return nil, fmt.Errorf("reloading the JWKS: %w", err)
+		}
 	}
 	if !ok {
-		return nil, fmt.Errorf("no key with kid %q in the JWKS", kid)
+		return nil, fmt.Errorf("no key with kid %q in the JWKS", clipped(kid))
 	}
 	return k, nil
 }
