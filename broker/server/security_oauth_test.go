@@ -241,10 +241,12 @@ func TestOAuthBearerAndReauth(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if n := logins.Load(); n < 3 {
-			t.Errorf("%d logins over %v with sessions of %v; want re-authentications", n, 3*reauth, reauth)
+		// Each connection logs in once when dialled; the produce
+		// connection, busy throughout, re-authenticates in place at least
+		// twice rather than reconnecting.
+		if n, d := logins.Load(), dials.Load(); n-d < 2 {
+			t.Errorf("%d logins on %d connections over %v with sessions of %v; want re-authentications on open connections", n, d, 3*reauth, reauth)
 		}
-		t.Logf("logins %d, dials %d", logins.Load(), dials.Load())
 	})
 }
 
