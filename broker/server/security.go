@@ -105,6 +105,12 @@ func (s *Server) setupSecurity() error {
 				if sec.oauth, err = s.oauthValidator(l.Name); err != nil {
 					return fmt.Errorf("broker/server: listener %s: %w", l.Name, err)
 				}
+				if !l.TLS() && !loopback(l.Host) {
+					// A bearer token is as good as a password to whoever
+					// reads it off the wire, until it expires.
+					s.logger.Warn("listener "+l.Name+" takes OAUTHBEARER tokens without TLS: anyone on the network path can read a token and use it until it expires; use SASL_SSL",
+						"listener", l.Name)
+				}
 			}
 			sec.maxReauth = map[string]time.Duration{}
 			for _, m := range sec.mechanisms {
