@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/sink"
 )
@@ -50,7 +51,10 @@ func (e *processExecutor) execute(ctx context.Context, p *loader.Plan, paralleli
 		}
 		args = append(args, e.kerberos.Flags()...)
 		wg.Go(func() {
-			errs[i] = runChild(ctx, e.log, fmt.Sprintf("worker %d/%d", i, n), e.bin, args, nil)
+			// The workers connect as the scheduler does: its client
+			// properties go in their environment, never on their
+			// command line, which every local user can read.
+			errs[i] = runChild(ctx, e.log, fmt.Sprintf("worker %d/%d", i, n), e.bin, args, kafkacli.ChildEnv())
 		})
 	}
 	wg.Wait()

@@ -40,8 +40,30 @@ var listenerDefs = defs(
 	Def{Name: "ssl.endpoint.identification.algorithm", Type: String, Default: "https",
 		Doc: "On the controller and inter-broker listeners, what this broker checks of a peer's certificate when it connects to it: https, that the certificate names the host it dialled; empty, the chain only (any other value counts as https). A broker does not check its clients' host names."},
 	Def{Name: "sasl.enabled.mechanisms", Type: List, Default: "SCRAM-SHA-256,SCRAM-SHA-512",
-		Check: listOf("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
-		Doc:   "The SASL mechanisms a SASL_PLAINTEXT or SASL_SSL listener offers. Kafka's default is GSSAPI, which Tributary does not offer; PLAIN needs users in plain.sasl.jaas.config."},
+		Check: listOf("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"),
+		Doc:   "The SASL mechanisms a SASL_PLAINTEXT or SASL_SSL listener offers. Kafka's default is GSSAPI, which Tributary does not offer; PLAIN needs users in plain.sasl.jaas.config, OAUTHBEARER a JWKS in sasl.oauthbearer.jwks.endpoint.url."},
+	Def{Name: "connections.max.reauth.ms", Type: Long, Default: "0", Check: atLeast(0),
+		Doc: "The longest a SASL session lives before the client must re-authenticate on its connection (KIP-368; SaslAuthenticate v1+ tells the client). A connection whose session has expired is closed at its next request. 0: sessions do not expire, except OAUTHBEARER ones, which end when their token expires."},
+)
+
+// oauthDefs are the OAUTHBEARER validation settings (KIP-768). Like
+// Kafka, they may also be set for one listener and mechanism:
+// listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.expected.audience.
+var oauthDefs = defs(
+	Def{Name: "sasl.oauthbearer.jwks.endpoint.url", Type: String, NoDefault: true,
+		Doc: "Where the keys that sign OAUTHBEARER tokens are: the identity provider's JWKS (https:// or http://), or a file:// holding one. Read at start (the broker does not start without it), every sasl.oauthbearer.jwks.endpoint.refresh.ms, and when a token names a key the set lacks (at most every 10 s)."},
+	Def{Name: "sasl.oauthbearer.jwks.endpoint.refresh.ms", Type: Long, Default: "3600000", Check: atLeast(1000),
+		Doc: "How often the JWKS is read again."},
+	Def{Name: "sasl.oauthbearer.expected.audience", Type: List, Default: "",
+		Doc: "When set, a token's aud claim must name one of these."},
+	Def{Name: "sasl.oauthbearer.expected.issuer", Type: String, NoDefault: true,
+		Doc: "When set, a token's iss claim must be this."},
+	Def{Name: "sasl.oauthbearer.sub.claim.name", Type: String, Default: "sub",
+		Doc: "The claim that names the principal (User:<value>)."},
+	Def{Name: "sasl.oauthbearer.scope.claim.name", Type: String, Default: "scope",
+		Doc: "Accepted for Kafka's configs; scopes are not checked."},
+	Def{Name: "sasl.oauthbearer.clock.skew.seconds", Type: Int, Default: "30", Check: atLeast(0),
+		Doc: "How far the broker's clock may be from the token issuer's when exp and nbf are checked."},
 )
 
 // listenerOnlyDefs exist only with the listener prefix, as in Kafka: a
@@ -53,6 +75,10 @@ var listenerOnlyDefs = defs(
 		Doc: "SCRAM users live in the metadata log (AlterUserScramCredentials, tributary broker --add-scram); on the inter-broker listener, the username and password options are what this broker logs in with when sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256."},
 	Def{Name: "scram-sha-512.sasl.jaas.config", Type: Password, NoDefault: true, Sensitive: true,
 		Doc: "SCRAM users live in the metadata log (AlterUserScramCredentials, tributary broker --add-scram); on the inter-broker listener, the username and password options are what this broker logs in with when sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512."},
+	Def{Name: "oauthbearer.sasl.jaas.config", Type: Password, NoDefault: true, Sensitive: true,
+		Doc: "Accepted for Kafka's configs (OAuthBearerLoginModule required;); the validation settings are sasl.oauthbearer.*."},
+	Def{Name: "oauthbearer.sasl.server.callback.handler.class", Type: String, NoDefault: true,
+		Doc: "Accepted for Kafka's configs: Tributary always validates OAUTHBEARER tokens as Kafka's OAuthBearerValidatorCallbackHandler does, against sasl.oauthbearer.jwks.endpoint.url."},
 )
 
 // securityDefs are broker-wide only.
@@ -70,6 +96,18 @@ var securityDefs = []Def{
 }
 
 func init() {
+	// Kafka's documented form for re-authentication is per listener
+	// and mechanism: listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms.
+	for _, m := range []string{"plain", "scram-sha-256", "scram-sha-512", "oauthbearer"} {
+		d := listenerDefs["connections.max.reauth.ms"]
+		d.Name = m + ".connections.max.reauth.ms"
+		listenerOnlyDefs[d.Name] = d
+	}
+	for name, d := range oauthDefs {
+		listenerDefs[name] = d
+		d.Name = "oauthbearer." + name
+		listenerOnlyDefs[d.Name] = d
+	}
 	for _, d := range listenerDefs {
 		if _, dup := BrokerDefs[d.Name]; dup {
 			panic("config: " + d.Name + " defined twice")
@@ -121,6 +159,16 @@ func (b *Broker) ListenerString(listener, name string) string {
 	return b.String(name)
 }
 
+// ListenerMechanismString is a SASL mechanism's setting on one listener:
+// listener.name.<l>.<mechanism>.<name>, else ListenerString, as Kafka's
+// callback handlers read their configs.
+func (b *Broker) ListenerMechanismString(listener, mechanism, name string) string {
+	if v, ok := b.set["listener.name."+strings.ToLower(listener)+"."+strings.ToLower(mechanism)+"."+name]; ok {
+		return v
+	}
+	return b.ListenerString(listener, name)
+}
+
 // ListenerIsSet is whether a listener has name, either as its own override
 // or broker-wide.
 func (b *Broker) ListenerIsSet(listener, name string) bool {
@@ -170,6 +218,9 @@ func (b *Broker) securityChecks() []string {
 			for _, m := range mechs {
 				if m == "PLAIN" && !b.ListenerIsSet(l.Name, "plain.sasl.jaas.config") {
 					errs = append(errs, fmt.Sprintf("listener %s enables PLAIN but has no users: set listener.name.%s.plain.sasl.jaas.config", l.Name, strings.ToLower(l.Name)))
+				}
+				if m == "OAUTHBEARER" && b.ListenerMechanismString(l.Name, "oauthbearer", "sasl.oauthbearer.jwks.endpoint.url") == "" {
+					errs = append(errs, fmt.Sprintf("listener %s enables OAUTHBEARER but has no keys to check tokens with: set sasl.oauthbearer.jwks.endpoint.url (or listener.name.%s.oauthbearer.sasl.oauthbearer.jwks.endpoint.url)", l.Name, strings.ToLower(l.Name)))
 				}
 			}
 		}

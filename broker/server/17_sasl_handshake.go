@@ -35,8 +35,15 @@ func (s *Server) handleSaslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) (*
 	}
 	resp.SupportedMechanisms = sec.mechanisms
 	switch {
-	case !c.saslPending || c.exchange != nil:
+	case c.exchange != nil, !c.saslPending && c.mechanism == "":
 		resp.ErrorCode = kerr.IllegalSaslState.Code
+		c.closeAfter = true
+	case !c.saslPending && req.Mechanism != c.mechanism:
+		// KIP-368: a re-authentication keeps its mechanism.
+		s.authFailures.WithLabelValues(c.listener, "mechanism").Inc()
+		c.logger.Info("re-authentication with another SASL mechanism refused", "mechanism", clip(req.Mechanism), "was", c.mechanism, "client_id", clip(c.clientID))
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		resp.SupportedMechanisms = []string{c.mechanism}
 		c.closeAfter = true
 	case !slices.Contains(sec.mechanisms, req.Mechanism):
 		s.authFailures.WithLabelValues(c.listener, "mechanism").Inc()
@@ -45,6 +52,8 @@ func (s *Server) handleSaslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) (*
 		c.closeAfter = true
 	case req.Mechanism == auth.PLAIN:
 		c.exchange, c.mechanism = auth.NewPlain(sec.plainUsers), req.Mechanism
+	case req.Mechanism == auth.OAUTHBEARER:
+		c.exchange, c.mechanism = auth.NewOAuth(sec.oauth), req.Mechanism
 	case !s.metadataCaughtUp.Load():
 		c.logger.Info("SCRAM login before this broker's metadata has caught up; closing so that the client retries", "client_id", clip(c.clientID))
 		return nil, errClose

@@ -48,9 +48,50 @@ func (s *Server) handleSaslAuthenticate(c *conn, req *kmsg.SASLAuthenticateReque
 	}
 	resp.SASLAuthBytes = out
 	if c.exchange.Done() {
-		c.principal = c.exchange.Principal()
+		p := c.exchange.Principal()
+		if !c.saslPending && p != c.principal {
+			// KIP-368: a re-authentication may renew the session, never
+			// change who the connection is.
+			msg := "Cannot change principals during re-authentication from " + c.principal.String() + ": " + p.String()
+			s.authFailures.WithLabelValues(c.listener, "sasl").Inc()
+			c.logger.Info("SASL re-authentication as another principal refused", "was", c.principal.String(), "principal", p.String(), "client_id", clip(c.clientID))
+			resp.ErrorCode, resp.ErrorMessage, resp.SASLAuthBytes = kerr.SaslAuthenticationFailed.Code, &msg, nil
+			c.closeAfter = true
+			return resp, nil
+		}
+		lifetime := s.sessionLifetime(c, c.exchange)
+		if lifetime > 0 {
+			c.sessionExpiry = time.Now().Add(lifetime)
+		}
+		if req.Version >= 1 {
+			resp.SessionLifetimeMillis = lifetime.Milliseconds()
+		}
+		reauth := !c.saslPending
+		c.principal = p
 		c.saslPending, c.exchange = false, nil
-		c.logger.Debug("authenticated", "principal", c.principal.String(), "mechanism", c.mechanism)
+		c.logger.Debug("authenticated", "principal", c.principal.String(), "mechanism", c.mechanism, "reauthentication", reauth, "session_lifetime", lifetime)
 	}
 	return resp, nil
+}
+
+// sessionLifetime is how long the session just authenticated may live, as
+// Kafka computes it: connections.max.reauth.ms, or the credential's
+// expiry (an OAUTHBEARER token's exp) when sooner; 0 is unlimited. A
+// credential already expired gives the smallest positive lifetime, so
+// that the next request closes the connection.
+func (s *Server) sessionLifetime(c *conn, ex auth.Exchange) time.Duration {
+	limit := time.Duration(0)
+	if sec := s.security[c.listener]; sec != nil {
+		limit = sec.maxReauth[c.mechanism]
+	}
+	if e, ok := ex.(interface{ Expires() time.Time }); ok {
+		left := time.Until(e.Expires())
+		if left < time.Millisecond {
+			left = time.Millisecond
+		}
+		if limit == 0 || left < limit {
+			return left
+		}
+	}
+	return limit
 }

@@ -57,6 +57,10 @@ type conn struct {
 	waited   time.Duration
 	throttle time.Duration
 
+	// sessionExpiry is when the SASL session ends (KIP-368): zero for
+	// never. Past it, the connection must re-authenticate or is closed.
+	sessionExpiry time.Time
+
 	// out is the last response's buffer, kept for the next: responses are
 	// written one at a time, and a caught-up consumer's thousands of small
 	// fetch answers a second would otherwise each be garbage.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/config"
 )
 
 // Who a connection is (docs/security.md). Each listener has a security
@@ -37,6 +39,10 @@ type listenerSecurity struct {
 	// mechanisms are sasl.enabled.mechanisms of a SASL listener.
 	mechanisms []string
 	plainUsers auth.Users
+	oauth      *auth.OAuthValidator
+	// maxReauth is connections.max.reauth.ms by mechanism: 0 lets
+	// sessions live as long as their credential.
+	maxReauth map[string]time.Duration
 }
 
 // tlsHandshakeTimeout bounds a TLS handshake, which runs on the
@@ -95,6 +101,22 @@ func (s *Server) setupSecurity() error {
 					return fmt.Errorf("broker/server: listener.name.%s.plain.sasl.jaas.config: %w", strings.ToLower(l.Name), err)
 				}
 			}
+			if slices.Contains(sec.mechanisms, auth.OAUTHBEARER) {
+				if sec.oauth, err = s.oauthValidator(l.Name); err != nil {
+					return fmt.Errorf("broker/server: listener %s: %w", l.Name, err)
+				}
+				if !l.TLS() && !loopback(l.Host) {
+					// A bearer token is as good as a password to whoever
+					// reads it off the wire, until it expires.
+					s.logger.Warn("listener "+l.Name+" takes OAUTHBEARER tokens without TLS: anyone on the network path can read a token and use it until it expires; use SASL_SSL",
+						"listener", l.Name)
+				}
+			}
+			sec.maxReauth = map[string]time.Duration{}
+			for _, m := range sec.mechanisms {
+				ms, _ := strconv.ParseInt(s.cfg.ListenerMechanismString(l.Name, m, "connections.max.reauth.ms"), 10, 64)
+				sec.maxReauth[m] = time.Duration(ms) * time.Millisecond
+			}
 		}
 		s.security[l.Name] = sec
 		if l.Protocol == "PLAINTEXT" && s.controllerNames[l.Name] && s.cfg.IsSet("controller.quorum.voters") && !loopback(l.Host) {
@@ -106,6 +128,22 @@ func (s *Server) setupSecurity() error {
 		}
 	}
 	return nil
+}
+
+// oauthValidator reads a listener's sasl.oauthbearer.* settings, each of
+// which may be given for the listener and mechanism, the listener, or the
+// broker, and loads the JWKS.
+func (s *Server) oauthValidator(listener string) (*auth.OAuthValidator, error) {
+	get := func(name string) string { return s.cfg.ListenerMechanismString(listener, "oauthbearer", name) }
+	num := func(name string) int64 { n, _ := strconv.ParseInt(get(name), 10, 64); return n }
+	return auth.NewOAuthValidator(auth.OAuthSettings{
+		JWKSURL:   get("sasl.oauthbearer.jwks.endpoint.url"),
+		Refresh:   time.Duration(num("sasl.oauthbearer.jwks.endpoint.refresh.ms")) * time.Millisecond,
+		Audience:  config.SplitList(get("sasl.oauthbearer.expected.audience")),
+		Issuer:    get("sasl.oauthbearer.expected.issuer"),
+		SubClaim:  get("sasl.oauthbearer.sub.claim.name"),
+		ClockSkew: time.Duration(num("sasl.oauthbearer.clock.skew.seconds")) * time.Second,
+	})
 }
 
 // loopback is whether a listener host binds the loopback interface only.
@@ -178,6 +216,16 @@ var preAuthAllowed = map[int16]bool{
 // authenticating: most often a client configured for PLAINTEXT or SSL
 // pointed at a SASL listener, which the log line says.
 func (c *conn) checkPreAuth(key int16) error {
+	if !c.saslPending && !c.sessionExpiry.IsZero() && key != kmsg.SASLHandshake.Int16() && c.exchange == nil &&
+		!time.Now().Before(c.sessionExpiry) {
+		// KIP-368, as Kafka's SocketServer: a session that has expired
+		// may start re-authenticating (SaslHandshake); anything else
+		// closes the connection, and the client reconnects and logs in.
+		c.s.authFailures.WithLabelValues(c.listener, "session_expired").Inc()
+		c.logger.Info("SASL session expired without re-authentication; closing the connection",
+			"principal", c.principal.String(), "api", kmsg.NameForKey(key), "client_id", clip(c.clientID))
+		return errClose
+	}
 	if !c.saslPending || preAuthAllowed[key] {
 		return nil
 	}
@@ -190,7 +238,7 @@ func (c *conn) checkPreAuth(key int16) error {
 func newAuthMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
 	m := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tributary_broker_authentication_failures_total",
-		Help: "Connections that failed to authenticate, by listener and why: tls (handshake or certificate), sasl (wrong credentials or a malformed exchange), mechanism (not enabled), sasl_on_plaintext (SASL tried on a listener without it), unauthenticated_request (a request before SASL), unauthenticated_peer (a peer's API or Raft from a connection that did not authenticate, on a secured listener) (Kafka failed-authentication-total)."},
+		Help: "Connections that failed to authenticate, by listener and why: tls (handshake or certificate), sasl (wrong credentials or a malformed exchange), mechanism (not enabled), sasl_on_plaintext (SASL tried on a listener without it), unauthenticated_request (a request before SASL), unauthenticated_peer (a peer's API or Raft from a connection that did not authenticate, on a secured listener), session_expired (a request after the SASL session ended, KIP-368) (Kafka failed-authentication-total)."},
 		[]string{"listener", "reason"})
 	reg.MustRegister(m)
 	return m

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tributary-io/tributary/internal/admin"
 )
 
 // newAdminCommand talks to a running daemon's admin endpoint. "admin
@@ -43,6 +45,8 @@ address. A wildcard host (0.0.0.0, [::]) is reached on loopback.`,
 func addAdminTargetFlags(cmd *cobra.Command, addr *string, timeout *time.Duration) {
 	cmd.Flags().StringVar(addr, "admin-listen", "127.0.0.1:9644", "the daemon's admin address (broker 9644, tracker 9645, jobs 9646)")
 	cmd.Flags().DurationVar(timeout, "timeout", 3*time.Second, "how long to wait for an answer")
+	// The same keys as the daemon's, so that one config file serves both.
+	addAdminAccessFlags(cmd.Flags())
 }
 
 // adminURL is the URL of path on the admin endpoint at listen.
@@ -63,6 +67,13 @@ func adminDo(ctx context.Context, method, url, body string, timeout time.Duratio
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
+	}
+	token, err := admin.ReadToken(adminAccess.token, adminAccess.tokenFile)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

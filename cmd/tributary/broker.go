@@ -109,6 +109,7 @@ message naming it.`,
 	f.StringVar(&adminListen, "admin-listen", admin.BrokerDefault, "address of /metrics, /healthz, /readyz, /loglevel and /debug/pprof; empty to turn off. "+
 		"Left unset, 127.0.0.1 at the first listener's port + 552 (9644 for 9092), so that nodes on one host do not collide")
 	addAdminPprofFlag(f, &pprof)
+	addAdminAccessFlags(f)
 	addCheckConfigFlag(f, &checkConfig)
 	addScramFlag(f)
 	return cmd
@@ -196,12 +197,16 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 	s := server.New(cfg, server.Options{Logger: slog.Default(), NoSendfile: noSendfile, Registry: reg, BootstrapScram: scram})
 	var ready atomic.Bool
 	if adminListen != "" {
+		opts, err := adminOptions(pprof)
+		if err != nil {
+			return err
+		}
 		a, err := admin.Listen(adminListen, reg, func() error {
 			if !ready.Load() {
 				return errors.New("the broker is starting or stopping")
 			}
 			return s.Ready()
-		}, slog.Default(), adminOptions(pprof)...)
+		}, slog.Default(), opts...)
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("--admin-listen %s: %w: another process (another node on this host?) has it; "+
 				"set --admin-listen to a free address, or to \"\" to turn the admin endpoint off", adminListen, err)

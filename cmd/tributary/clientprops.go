@@ -24,7 +24,13 @@ func addClientPropsFlags(root *cobra.Command) {
 
 func applyClientProps(*cobra.Command) error {
 	if commandConfig == "" && len(clientSets) == 0 {
-		return nil
+		// A load worker started by the jobs scheduler inherits its
+		// properties (kafkacli.ChildEnv).
+		p, err := kafkacli.PropsFromEnv()
+		if p == nil || err != nil {
+			return err
+		}
+		return kafkacli.SetClientProps(p)
 	}
 	p, err := kafkacli.LoadClientProps(commandConfig, clientSets)
 	if err != nil {

@@ -71,6 +71,7 @@ committed offsets are all in --data-dir).`,
 	f.StringVar(&o.trackerListen, "tracker-listen", "127.0.0.1:8080", "the tracker's HTTP API")
 	f.StringVar(&o.jobsListen, "jobs-listen", "127.0.0.1:9646", "the jobs API")
 	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9644", "/metrics (broker, tracker and jobs together), /healthz, /readyz, /loglevel")
+	addAdminAccessFlags(f)
 	f.StringVar(&o.target, "target", "", "where the loads go (default file://<data-dir>/lake); hdfs://namenode:port/path for HDFS")
 	f.StringVar(&o.writeKey, "write-key", "dev-key", "the tracker source's write key")
 	f.BoolVar(&o.generate, "generate", false, "send simulated web traffic through the tracker")
@@ -91,6 +92,11 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	}
 	if o.target == "" {
 		o.target = "file://" + filepath.Join(data, "lake")
+	}
+	if p := kafkacli.Protocol(); p != "PLAINTEXT" {
+		// Its broker is its own, PLAINTEXT on loopback (docs/security.md):
+		// TLS or SASL towards it could only fail, later and obscurely.
+		return fmt.Errorf("tributary dev runs its own PLAINTEXT broker on loopback, so the client property security.protocol=%s cannot apply; drop it (--command-config, -X) for dev", p)
 	}
 	reg := admin.NewRegistry()
 
@@ -179,7 +185,11 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 
 	// One admin endpoint for the three.
 	if o.adminListen != "" {
-		a, err := admin.Listen(o.adminListen, reg, func() error { return sinkReady() }, logger)
+		acc, _, err := adminAccessOption()
+		if err != nil {
+			return err
+		}
+		a, err := admin.Listen(o.adminListen, reg, func() error { return sinkReady() }, logger, acc)
 		if err != nil {
 			return fmt.Errorf("--admin-listen %s: %w", o.adminListen, err)
 		}

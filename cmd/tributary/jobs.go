@@ -125,7 +125,13 @@ max_clock_skew), resuming its plan.`,
 			if err := s.Start(ctx); err != nil {
 				return err
 			}
-			srv := &http.Server{Handler: s.Handler(reg), ReadHeaderTimeout: 10 * time.Second}
+			_, acc, err := adminAccessOption()
+			if err != nil {
+				return err
+			}
+			// The jobs API starts and cancels loads: off loopback it
+			// takes the admin token, as the other daemons' endpoints.
+			srv := &http.Server{Handler: admin.Guard(s.Handler(reg), ln.Addr(), acc, slog.Default()), ReadHeaderTimeout: 10 * time.Second}
 			go srv.Serve(ln)
 			slog.Info("jobs API ready", "addr", ln.Addr().String(), "owner", s.Owner(), "file", file)
 			hup := make(chan os.Signal, 1)
@@ -146,6 +152,7 @@ max_clock_skew), resuming its plan.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", defaultJobsListen, "address of the jobs API, /metrics and /healthz")
+	addAdminAccessFlags(f)
 	addBootstrapFlag(f, &bootstrap)
 	f.StringVar(&hdfsUser, "hdfs-user", "", "HDFS user of jobs that set no hdfs_user (default $HADOOP_USER_NAME, else the OS user)")
 	addKerberosFlags(f, &kerberos)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/formats/schema"
 	"github.com/tributary-io/tributary/internal/admin"
 	"github.com/tributary-io/tributary/tracker"
@@ -27,10 +29,13 @@ import (
 // trackerOptions are the tracker command's flags.
 type trackerOptions struct {
 	listen, bootstrap, topic, spoolDir, adminListen string
-	spoolMaxBytes                                   int64
-	writeKeys, trustedProxies                       []string
-	ack, ip                                         string
-	sendInvalid, adminPprof, checkConfig            bool
+	// sslKeystore and sslKeyPassword make --listen serve HTTPS, with the
+	// broker's PEM keystore format (docs/security.md).
+	sslKeystore, sslKeyPassword          string
+	spoolMaxBytes                        int64
+	writeKeys, trustedProxies            []string
+	ack, ip                              string
+	sendInvalid, adminPprof, checkConfig bool
 }
 
 // trackerFile is the part of the --config file that has no flag.
@@ -184,7 +189,10 @@ finish, then delivery is closed.`,
 	f.StringSliceVar(&o.trustedProxies, "trusted-proxies", nil, "proxies (IP or CIDR) whose X-Forwarded-For is believed")
 	f.BoolVar(&o.sendInvalid, "send-invalid", false, "send the --write-key sources' invalid events raw to <topic>.invalid")
 	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9645", "address of /metrics, /healthz, /readyz, /loglevel and /debug/pprof; empty to turn off")
+	f.StringVar(&o.sslKeystore, "ssl-keystore-location", "", "serve --listen over HTTPS: a PEM file of the private key and certificate chain, as the broker's ssl.keystore.location (re-read when it changes)")
+	f.StringVar(&o.sslKeyPassword, "ssl-key-password", "", "password of an encrypted PKCS#8 key in --ssl-keystore-location (better in the config file or TRIBUTARY_SSL_KEY_PASSWORD than on the command line)")
 	addAdminPprofFlag(f, &o.adminPprof)
+	addAdminAccessFlags(f)
 	addCheckConfigFlag(f, &o.checkConfig)
 	return cmd
 }
@@ -298,6 +306,10 @@ func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions, cmd 
 	}
 	var ready atomic.Bool
 	if o.adminListen != "" {
+		opts, err := adminOptions(o.adminPprof)
+		if err != nil {
+			return err
+		}
 		a, err := admin.Listen(o.adminListen, reg, func() error {
 			if !ready.Load() {
 				return errors.New("the tracker is starting or stopping")
@@ -306,7 +318,7 @@ func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions, cmd 
 				return err
 			}
 			return c.Ready() // delivery refused events within Retry-After
-		}, logger, adminOptions(o.adminPprof)...)
+		}, logger, opts...)
 		if err != nil {
 			return fmt.Errorf("--admin-listen %s: %w", o.adminListen, err)
 		}
@@ -316,12 +328,23 @@ func runTracker(ctx context.Context, cfg collect.Config, o *trackerOptions, cmd 
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
+	scheme := "http"
+	if o.sslKeystore != "" {
+		// The broker's TLS files and reload: a renewed certificate
+		// written over the file serves new connections within a second.
+		st, err := auth.NewServerTLS(auth.TLSSettings{Listener: "tracker", Keystore: o.sslKeystore, KeyPassword: o.sslKeyPassword, Logger: logger})
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--ssl-keystore-location: %w", err)
+		}
+		ln, scheme = tls.NewListener(ln, st.Config()), "https"
+	}
 	srv := c.HTTPServer(o.listen)
 	srv.Handler = trackerjs.Mount(srv.Handler) // the browser library, at /tracker.js
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	ready.Store(true)
-	logger.Info("tracker ready", "addr", ln.Addr().String(), "sources", len(cfg.Sources), "bootstrap", o.bootstrap)
+	logger.Info("tracker ready", "addr", ln.Addr().String(), "scheme", scheme, "sources", len(cfg.Sources), "bootstrap", o.bootstrap)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sig)

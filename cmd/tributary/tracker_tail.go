@@ -97,7 +97,10 @@ func (s *tailSection) apply(cfg *tail.Config, topic string) {
 
 // runTail runs a tailer producing to brokers until ctx ends.
 func runTail(ctx context.Context, cfg tail.Config, brokers []string) (done <-chan error, err error) {
-	w := tail.NewWriter(brokers, cfg.BatchLines, cfg.Logger)
+	w, err := tail.NewWriter(brokers, cfg.BatchLines, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
 	t, err := tail.New(cfg, w)
 	if err != nil {
 		w.Close()
@@ -271,6 +274,7 @@ bytes. SIGTERM or Ctrl-C stops it after the batch in flight.`,
 	f.IntVar(&cfg.MaxLineBytes, "max-line-bytes", tail.DefaultMaxLineBytes, "longer lines are cut to this many bytes")
 	f.IntVar(&cfg.BatchLines, "batch-lines", tail.DefaultBatchLines, "lines per produce call, the most resent after a crash")
 	f.StringVar(&adminListen, "admin-listen", "127.0.0.1:9646", "address of /metrics, /healthz and /readyz; empty to turn off")
+	addAdminAccessFlags(f)
 	return cmd
 }
 
@@ -288,7 +292,13 @@ func runTrackerTail(ctx context.Context, cfg tail.Config, brokers []string, admi
 		return err
 	}
 	if adminListen != "" {
-		a, err := admin.Listen(adminListen, reg, func() error { return nil }, logger)
+		acc, _, err := adminAccessOption()
+		if err != nil {
+			stop()
+			<-done
+			return err
+		}
+		a, err := admin.Listen(adminListen, reg, func() error { return nil }, logger, acc)
 		if err != nil {
 			stop()
 			<-done

@@ -51,8 +51,9 @@ func NewRegistry() *prometheus.Registry {
 type Option func(*options)
 
 type options struct {
-	level *slog.LevelVar
-	pprof bool
+	level  *slog.LevelVar
+	pprof  bool
+	access *Access
 }
 
 // WithLogLevel serves GET/PUT /loglevel over level, which must be the
@@ -112,7 +113,11 @@ func Listen(addr string, reg *prometheus.Registry, ready func() error, logger *s
 	}
 	// A CPU profile or trace runs for ?seconds= (30 by default), so the
 	// write timeout leaves room for one of up to a few minutes.
-	s := &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 5 * time.Minute}}
+	var handler http.Handler = mux
+	if o.access != nil {
+		handler = Guard(mux, ln.Addr(), *o.access, logger)
+	}
+	s := &Server{ln: ln, srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 5 * time.Minute}}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("admin endpoint stopped", "err", err)

@@ -77,7 +77,7 @@ func Connect(ctx context.Context, bootstrap string) (*Cluster, error) {
 		ClientID:    ClientID,
 		DialTimeout: 10 * time.Second,
 	}
-	if err := secureTransport(tr); err != nil {
+	if err := SecureTransport(tr); err != nil {
 		return nil, err
 	}
 	c := &Cluster{

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -72,6 +73,34 @@ func current() ClientProps {
 	propsMu.Lock()
 	defer propsMu.Unlock()
 	return props
+}
+
+// ChildEnvVar carries a process's client properties to the tributary
+// processes it starts (the jobs scheduler's load workers), as JSON.
+const ChildEnvVar = "TRIBUTARY_KAFKA_CLIENT_PROPERTIES"
+
+// ChildEnv is the environment that gives a child tributary process this
+// process's client properties; nil when there are none.
+func ChildEnv() []string {
+	p := current()
+	if len(p) == 0 {
+		return nil
+	}
+	data, _ := json.Marshal(p)
+	return []string{ChildEnvVar + "=" + string(data)}
+}
+
+// PropsFromEnv reads what ChildEnv set; nil when unset.
+func PropsFromEnv() (ClientProps, error) {
+	v, ok := os.LookupEnv(ChildEnvVar)
+	if !ok || v == "" {
+		return nil, nil
+	}
+	p := ClientProps{}
+	if err := json.Unmarshal([]byte(v), &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", ChildEnvVar, err)
+	}
+	return p, nil
 }
 
 // LoadClientProps reads a Java properties file (may be empty) and then
@@ -283,12 +312,16 @@ func (p ClientProps) KgoOpts() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
+// Protocol is the process's security.protocol (PLAINTEXT when unset).
+func Protocol() string { return current().Protocol() }
+
 // ClientOpts are the process's client properties as franz-go options.
 func ClientOpts() ([]kgo.Opt, error) { return current().KgoOpts() }
 
-// secureTransport applies the process's properties to a kafka-go
-// transport.
-func secureTransport(tr *kafka.Transport) error {
+// SecureTransport applies the process's properties to a kafka-go
+// transport: every producer the tracker, the loader and the jobs open
+// goes through it.
+func SecureTransport(tr *kafka.Transport) error {
 	p := current()
 	var err error
 	if tr.TLS, err = p.TLSConfig(); err != nil {

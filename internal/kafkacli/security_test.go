@@ -68,3 +68,29 @@ request.timeout.ms: 30000
 		}
 	}
 }
+
+// A load worker started by the jobs scheduler gets the scheduler's client
+// properties through its environment, whole (a JAAS value with spaces and
+// quotes included).
+func TestChildEnvCarriesProps(t *testing.T) {
+	want := ClientProps{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+		"sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="etl" password="p w\"d";`}
+	if err := SetClientProps(want); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { SetClientProps(nil) })
+	env := ChildEnv()
+	if len(env) != 1 || !strings.HasPrefix(env[0], ChildEnvVar+"=") {
+		t.Fatalf("ChildEnv: %q", env)
+	}
+	t.Setenv(ChildEnvVar, strings.TrimPrefix(env[0], ChildEnvVar+"="))
+	got, err := PropsFromEnv()
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("PropsFromEnv: %v, %v", got, err)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: got %q, want %q", k, got[k], v)
+		}
+	}
+}

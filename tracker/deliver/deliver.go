@@ -129,13 +129,19 @@ func New(cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
+	tr := &kafka.Transport{ClientID: kafkacli.ClientID, DialTimeout: 5 * time.Second,
+		// kafka-go keeps a failed metadata lookup for MetadataTTL (6 s by
+		// default): a broker that comes back would wait that long.
+		MetadataTTL: time.Second}
+	// The process's client properties (TLS, SASL; docs/security.md).
+	if err := kafkacli.SecureTransport(tr); err != nil {
+		sp.Close()
+		return nil, err
+	}
 	s := &Sink{cfg: cfg, sp: sp, stop: make(chan struct{}), drained: make(chan struct{})}
 	s.w = &kafka.Writer{
-		Addr: kafka.TCP(cfg.Brokers...),
-		Transport: &kafka.Transport{ClientID: kafkacli.ClientID, DialTimeout: 5 * time.Second,
-			// kafka-go keeps a failed metadata lookup for MetadataTTL (6 s by
-			// default): a broker that comes back would wait that long.
-			MetadataTTL: time.Second},
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Transport:    tr,
 		Balancer:     kafkacli.NewPartitioner(-1),
 		RequiredAcks: kafka.RequireAll,
 		// As Kafka's own producers do: the broker's
