@@ -235,6 +235,19 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, err
 // AppendAsLeaderWithin is AppendAsLeader spending the decompression of the
 // producer's batches from budget, the request's (nil for none).
 func (l *Log) AppendAsLeaderWithin(batches []byte, leaderEpoch int32, budget *record.Budget) (AppendInfo, error) {
+	return l.appendAsLeader(batches, leaderEpoch, budget, record.FromClient)
+}
+
+// AppendFromBroker appends batches this broker wrote itself as the leader
+// (transaction markers, which are control batches, and a coordinator's
+// transactional offset commits, which carry no sequence): offsets and the
+// leader epoch are assigned as for a producer's, but the batches are
+// checked as a replica's and stored as they are.
+func (l *Log) AppendFromBroker(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.appendAsLeader(batches, leaderEpoch, nil, record.FromReplica)
+}
+
+func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, budget *record.Budget, origin record.Origin) (AppendInfo, error) {
 	cfg := l.cfg.Load()
 	lim := record.Limits{
 		MaxBytes:             cfg.MaxMessageBytes,
@@ -248,14 +261,14 @@ func (l *Log) AppendAsLeaderWithin(batches []byte, leaderEpoch int32, budget *re
 	}
 	// Checked before the lock: decompressing and walking every record is
 	// the costly part, and it needs nothing of the log's.
-	parsed, err := splitValid(batches, record.FromClient, lim)
+	parsed, err := splitValid(batches, origin, lim)
 	if err != nil {
 		return AppendInfo{}, err
 	}
 	// What is stored: the producer's batches, or the same records in the
 	// topic's compression.type, built before the lock as the check was.
 	data, stored := batches, parsed
-	if cfg.Compression != CompressionProducer {
+	if cfg.Compression != CompressionProducer && origin == record.FromClient {
 		if data, stored, err = recompress(batches, parsed, cfg.Compression, cfg.MaxMessageBytes); err != nil {
 			return AppendInfo{}, err
 		}
@@ -750,4 +763,16 @@ func (l *Log) Delete() error {
 	// Unlinking is safe under readers: their open files and mappings stay
 	// valid until they release the segments.
 	return os.RemoveAll(l.dir)
+}
+
+// SegmentBase is the base offset of the segment holding offset (the first
+// segment's for an offset below it), the name of the files that belong
+// to that segment, such as a transaction index.
+func (l *Log) SegmentBase(offset int64) int64 {
+	segs := l.segments()
+	if len(segs) == 0 {
+		return offset
+	}
+	i := max(sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })-1, 0)
+	return segs[i].base
 }
