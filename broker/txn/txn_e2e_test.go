@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,4 +237,122 @@ func TestTransactionsSingleNode(t *testing.T) {
 		sameSet(t, "read_committed after the abort", consumeAll(t, b.Addr(), "txn-out", true, len(want)), want)
 	})
 	_ = fmt.Sprint
+}
+
+// TestTransactionsGroupSession is consume-transform-produce with franz-go's
+// GroupTransactSession, two members (the second joins midway, a
+// rebalance), every fourth transaction aborted: the output a
+// read_committed consumer sees is exactly the committed input,
+// transformed, once each.
+func TestTransactionsGroupSession(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, txnProps...)
+	createTopic(t, b.Addr(), "etl-in", 3)
+	createTopic(t, b.Addr(), "etl-out", 3)
+	p := txnProducer(t, b.Addr(), "etl-feed")
+	var input []string
+	for i := range 6 {
+		vs := values(fmt.Sprintf("in%d-", i), 100)
+		commit := i != 2
+		produceTxn(t, p, "etl-in", vs, commit)
+		if commit {
+			input = append(input, vs...)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	done, aborted := 0, 0
+	byWorker := map[string]int{}
+	finished := make(chan struct{})
+	worker := func(id string) error {
+		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID(id),
+			kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("etl-in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.RequireStableFetchOffsets(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxWait(200*time.Millisecond), kgo.TransactionTimeout(10*time.Second),
+			// A batch a fetch: many small transactions.
+			kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1),
+			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		n := 0
+		for {
+			select {
+			case <-finished:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			default:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			fs := sess.PollFetches(pctx)
+			pcancel()
+			recs := fs.Records()
+			if len(recs) == 0 {
+				continue
+			}
+			if err := sess.Begin(); err != nil {
+				return err
+			}
+			for _, r := range recs {
+				sess.Produce(ctx, &kgo.Record{Topic: "etl-out", Value: append([]byte("x-"), r.Value...)}, nil)
+			}
+			n++
+			commit := n%4 != 0
+			committed, err := sess.End(ctx, kgo.TransactionEndTry(commit))
+			if err != nil {
+				return fmt.Errorf("%s: end: %w", id, err)
+			}
+			mu.Lock()
+			if !committed {
+				aborted++
+			}
+			mu.Unlock()
+			if committed {
+				mu.Lock()
+				byWorker[id]++
+				done += len(recs)
+				if done >= len(input) {
+					select {
+					case <-finished:
+					default:
+						close(finished)
+					}
+				}
+				mu.Unlock()
+			}
+		}
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- worker("etl-1") }()
+	go func() {
+		// The second member joins once the first has committed some.
+		for {
+			mu.Lock()
+			d := done
+			mu.Unlock()
+			if d > 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		errs <- worker("etl-2")
+	}()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("transactions committed by worker %v, aborted %d", byWorker, aborted)
+	if aborted == 0 {
+		t.Fatal("no transaction was aborted: the test did not test aborts")
+	}
+	var want []string
+	for _, v := range input {
+		want = append(want, "x-"+v)
+	}
+	sameSet(t, "etl output, read_committed", consumeAll(t, b.Addr(), "etl-out", true, len(want)), want)
 }
