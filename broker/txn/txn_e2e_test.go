@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ var txnProps = []string{
 
 func createTopic(t *testing.T, addr, topic string, partitions int32) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(seeds(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 
 func txnProducer(t *testing.T, addr, id string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.TransactionalID(id),
+	cl, err := kgo.NewClient(append([]kgo.Opt{seeds(addr), kgo.TransactionalID(id),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func consumeAll(t *testing.T, addr, topic string, committed bool, n int) []strin
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
+	cl, err := kgo.NewClient(seeds(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -357,3 +358,6 @@ func TestTransactionsGroupSession(t *testing.T) {
 	}
 	sameSet(t, "etl output, read_committed", consumeAll(t, b.Addr(), "etl-out", true, len(want)), want)
 }
+
+// seeds are the seed brokers of a comma-separated bootstrap list.
+func seeds(addr string) kgo.Opt { return kgo.SeedBrokers(strings.Split(addr, ",")...) }

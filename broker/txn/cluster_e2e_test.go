@@ -1,0 +1,81 @@
+package txn_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/testcluster"
+)
+
+// TestTransactionsCluster: transactions on a 3-node cluster, where the
+// transaction state and the data are replicated and the markers go from
+// the coordinator to the partitions' leaders on other nodes. The
+// coordinator of an open transaction is killed with kill -9; the producer
+// commits it through the new coordinator, which loaded the state from its
+// replica; a read_committed consumer reads exactly the committed
+// transactions.
+func TestTransactionsCluster(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Start(t, 3, "transaction.state.log.replication.factor=3", "transaction.state.log.num.partitions=5",
+		"offsets.topic.replication.factor=3", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
+		"group.initial.rebalance.delay.ms=0")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	resp, err := c.Admin().CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "ctx")
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Leaders("ctx", 20*time.Second)
+	p := txnProducer(t, c.Bootstrap(), "ctx-1", kgo.RequiredAcks(kgo.AllISRAcks()))
+	a, bv, cv := values("A-", 60), values("B-", 30), values("C-", 60)
+	produceTxn(t, p, "ctx", a, true)
+	produceTxn(t, p, "ctx", bv, false)
+
+	// The coordinator of ctx-1.
+	admin, err := kgo.NewClient(seeds(c.Bootstrap()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKey = 1, "ctx-1"
+	fr, err := fc.RequestWith(ctx, admin)
+	if err != nil || fr.ErrorCode != 0 {
+		t.Fatalf("FindCoordinator: %v %v", err, kerr.ErrorForCode(fr.ErrorCode))
+	}
+	coord := fr.NodeID
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range cv {
+		p.Produce(ctx, &kgo.Record{Topic: "ctx", Value: []byte(v)}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killing the coordinator, node %d, with the transaction open", coord)
+	c.Node(coord).Kill()
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit through the new coordinator: %v", err)
+	}
+	c.Node(coord).Restart()
+	want := append(append([]string{}, a...), cv...)
+	sameSet(t, "read_committed on the cluster", consumeAll(t, c.Bootstrap(), "ctx", true, len(want)), want)
+	// Every partition's LSO reaches its high watermark.
+	deadline := time.Now().Add(20 * time.Second)
+	for endOffsets(t, admin, "ctx", 3, true) != endOffsets(t, admin, "ctx", 3, false) {
+		if time.Now().After(deadline) {
+			t.Fatal("the LSO stays below the high watermark after the commit")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
