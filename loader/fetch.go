@@ -36,59 +36,48 @@ func (r *rangeReader) read(ctx context.Context, fn func([]decode.Record) error) 
 	var recs []decode.Record
 	empty := 0
 	for r.next < r.to {
-		resp, err := r.client.Fetch(ctx, &kafka.FetchRequest{
-			Topic: r.topic, Partition: int(r.partition), Offset: r.next,
-			MinBytes: 1, MaxBytes: fetchMaxBytes, MaxWait: 500 * time.Millisecond,
-		})
+		resp, err := fetchCommitted(ctx, r.client, r.topic, r.partition, r.next, fetchMaxBytes, 500*time.Millisecond)
 		if err != nil {
 			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, unwrapKafka(err))
 		}
-		if resp.Error != nil {
-			if errors.Is(resp.Error, kafka.OffsetOutOfRange) && resp.LogStartOffset > r.next {
-				gap := Gap{Topic: r.topic, Partition: r.partition, From: r.next, To: min(resp.LogStartOffset, r.to),
+		if resp.err != nil {
+			if errors.Is(resp.err, kafka.OffsetOutOfRange) && resp.logStartOffset > r.next {
+				gap := Gap{Topic: r.topic, Partition: r.partition, From: r.next, To: min(resp.logStartOffset, r.to),
 					Reason: "deleted by retention or DeleteRecords while the run was planned"}
 				if !r.allowGaps {
 					return fmt.Errorf("%s/%d: %w: offsets %d to %d are gone, the first available is %d (rerun with --allow-gaps to skip them)",
-						r.topic, r.partition, ErrGone, gap.From, gap.To-1, resp.LogStartOffset)
+						r.topic, r.partition, ErrGone, gap.From, gap.To-1, resp.logStartOffset)
 				}
 				r.gaps = append(r.gaps, gap)
 				r.next = gap.To
 				continue
 			}
-			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, resp.Error)
+			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, resp.err)
 		}
 		recs = recs[:0]
-		for {
-			rec, err := resp.Records.ReadRecord()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("reading %s/%d near offset %d: %w", r.topic, r.partition, r.next, err)
-			}
+		for _, rec := range resp.records {
 			if rec.Offset < r.next {
 				continue // the head of a batch that starts before the range
 			}
 			if rec.Offset >= r.to {
-				r.next = r.to
 				break
 			}
-			d, err := toRecord(r.topic, r.partition, rec)
-			if err != nil {
-				return err
-			}
-			recs = append(recs, d)
-			r.next = rec.Offset + 1
+			recs = append(recs, rec)
+		}
+		// Aborted records and markers are skipped, not loaded: the range
+		// moves past them too.
+		if resp.next > r.next {
+			r.next = min(resp.next, r.to)
 		}
 		if len(recs) == 0 {
 			if r.next >= r.to {
 				break
 			}
-			// Nothing new: compacted away up to the high watermark, or the
-			// log was truncated below the range after the plan.
-			if resp.HighWatermark <= r.next {
+			// Nothing new: compacted away up to the last stable offset,
+			// or the log was truncated below the range after the plan.
+			if resp.next < 0 && resp.lastStable <= r.next {
 				if empty++; empty >= 3 {
-					return fmt.Errorf("%s/%d: the log ends at %d, before the planned end %d (truncated after the plan?)", r.topic, r.partition, resp.HighWatermark, r.to)
+					return fmt.Errorf("%s/%d: the committed log ends at %d, before the planned end %d (truncated after the plan?)", r.topic, r.partition, resp.lastStable, r.to)
 				}
 			}
 			continue

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 
 	"github.com/tributary-io/tributary/formats/schema"
 	"github.com/tributary-io/tributary/internal/kafkacli"
@@ -131,7 +130,9 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 	}
 	var gone []string
 	for _, t := range topics {
-		ranges, err := l.Cluster.Offsets(ctx, t.Name, t.PartitionIndexes())
+		// A plan ends at the last stable offsets: an open transaction's
+		// records wait for the next run, decided.
+		ranges, err := l.Cluster.StableOffsets(ctx, t.Name, t.PartitionIndexes())
 		if err != nil {
 			return nil, err
 		}
@@ -249,29 +250,24 @@ const sampleRecords = 200
 // sample reads the first records of a partition's range: their values, and
 // the average size of a record.
 func (l *Loader) sample(ctx context.Context, topic string, partition int32, from int64) ([][]byte, int64, error) {
-	resp, err := l.Cluster.Client.Fetch(ctx, &kafka.FetchRequest{
-		Topic: topic, Partition: int(partition), Offset: from, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Second,
-	})
+	resp, err := fetchCommitted(ctx, l.Cluster.Client, topic, partition, from, 1<<20, time.Second)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, unwrapKafka(err))
 	}
-	if resp.Error != nil {
-		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, resp.Error)
+	if resp.err != nil {
+		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, resp.err)
 	}
 	var out [][]byte
 	var size, n int64
-	for ; n < sampleRecords; n++ {
-		rec, err := resp.Records.ReadRecord()
-		if err != nil {
+	for _, rec := range resp.records {
+		if n >= sampleRecords {
 			break
 		}
 		if rec.Offset < from {
 			continue
 		}
-		d, err := toRecord(topic, partition, rec)
-		if err != nil {
-			return nil, 0, err
-		}
+		n++
+		d := rec
 		size += int64(len(d.Key)+len(d.Value)) + 70 // a record's framing in a batch
 		// Only JSON objects teach inference anything; the bad records
 		// among them go to _errors at load time.
