@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/tributary-io/tributary/formats/decode"
+	"github.com/tributary-io/tributary/internal/kafkacli"
 )
 
 // fetchMaxBytes is what one Fetch may return. 4 MiB keeps a worker's memory
@@ -36,38 +37,38 @@ func (r *rangeReader) read(ctx context.Context, fn func([]decode.Record) error) 
 	var recs []decode.Record
 	empty := 0
 	for r.next < r.to {
-		resp, err := fetchCommitted(ctx, r.client, r.topic, r.partition, r.next, fetchMaxBytes, 500*time.Millisecond)
+		recs = recs[:0]
+		resp, err := kafkacli.FetchCommitted(ctx, r.client, r.topic, r.partition, r.next, fetchMaxBytes, 500*time.Millisecond, func(rec *kafka.Record) error {
+			if rec.Offset < r.next || rec.Offset >= r.to {
+				return nil // the head of a batch that starts before the range, or past its end
+			}
+			d, err := toRecord(r.topic, r.partition, rec)
+			if err == nil {
+				recs = append(recs, d)
+			}
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, unwrapKafka(err))
 		}
-		if resp.err != nil {
-			if errors.Is(resp.err, kafka.OffsetOutOfRange) && resp.logStartOffset > r.next {
-				gap := Gap{Topic: r.topic, Partition: r.partition, From: r.next, To: min(resp.logStartOffset, r.to),
+		if resp.Err != nil {
+			if errors.Is(resp.Err, kafka.OffsetOutOfRange) && resp.LogStartOffset > r.next {
+				gap := Gap{Topic: r.topic, Partition: r.partition, From: r.next, To: min(resp.LogStartOffset, r.to),
 					Reason: "deleted by retention or DeleteRecords while the run was planned"}
 				if !r.allowGaps {
 					return fmt.Errorf("%s/%d: %w: offsets %d to %d are gone, the first available is %d (rerun with --allow-gaps to skip them)",
-						r.topic, r.partition, ErrGone, gap.From, gap.To-1, resp.logStartOffset)
+						r.topic, r.partition, ErrGone, gap.From, gap.To-1, resp.LogStartOffset)
 				}
 				r.gaps = append(r.gaps, gap)
 				r.next = gap.To
 				continue
 			}
-			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, resp.err)
-		}
-		recs = recs[:0]
-		for _, rec := range resp.records {
-			if rec.Offset < r.next {
-				continue // the head of a batch that starts before the range
-			}
-			if rec.Offset >= r.to {
-				break
-			}
-			recs = append(recs, rec)
+			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, resp.Err)
 		}
 		// Aborted records and markers are skipped, not loaded: the range
 		// moves past them too.
-		if resp.next > r.next {
-			r.next = min(resp.next, r.to)
+		if resp.Next > r.next {
+			r.next = min(resp.Next, r.to)
 		}
 		if len(recs) == 0 {
 			if r.next >= r.to {
@@ -75,9 +76,9 @@ func (r *rangeReader) read(ctx context.Context, fn func([]decode.Record) error) 
 			}
 			// Nothing new: compacted away up to the last stable offset,
 			// or the log was truncated below the range after the plan.
-			if resp.next < 0 && resp.lastStable <= r.next {
+			if resp.Next < 0 && resp.LastStable <= r.next {
 				if empty++; empty >= 3 {
-					return fmt.Errorf("%s/%d: the committed log ends at %d, before the planned end %d (truncated after the plan?)", r.topic, r.partition, resp.lastStable, r.to)
+					return fmt.Errorf("%s/%d: the committed log ends at %d, before the planned end %d (truncated after the plan?)", r.topic, r.partition, resp.LastStable, r.to)
 				}
 			}
 			continue

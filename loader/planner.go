@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 
 	"github.com/tributary-io/tributary/formats/schema"
 	"github.com/tributary-io/tributary/internal/kafkacli"
@@ -250,30 +251,30 @@ const sampleRecords = 200
 // sample reads the first records of a partition's range: their values, and
 // the average size of a record.
 func (l *Loader) sample(ctx context.Context, topic string, partition int32, from int64) ([][]byte, int64, error) {
-	resp, err := fetchCommitted(ctx, l.Cluster.Client, topic, partition, from, 1<<20, time.Second)
-	if err != nil {
-		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, unwrapKafka(err))
-	}
-	if resp.err != nil {
-		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, resp.err)
-	}
 	var out [][]byte
 	var size, n int64
-	for _, rec := range resp.records {
-		if n >= sampleRecords {
-			break
-		}
-		if rec.Offset < from {
-			continue
+	resp, err := kafkacli.FetchCommitted(ctx, l.Cluster.Client, topic, partition, from, 1<<20, time.Second, func(rec *kafka.Record) error {
+		if n >= sampleRecords || rec.Offset < from {
+			return nil
 		}
 		n++
-		d := rec
+		d, err := toRecord(topic, partition, rec)
+		if err != nil {
+			return err
+		}
 		size += int64(len(d.Key)+len(d.Value)) + 70 // a record's framing in a batch
 		// Only JSON objects teach inference anything; the bad records
 		// among them go to _errors at load time.
 		if v := bytes.TrimSpace(d.Value); len(v) > 0 && v[0] == '{' && json.Valid(v) {
 			out = append(out, d.Value)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, unwrapKafka(err))
+	}
+	if resp.Err != nil {
+		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, resp.Err)
 	}
 	if n == 0 {
 		return nil, 1024, nil

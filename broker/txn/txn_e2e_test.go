@@ -3,6 +3,7 @@ package txn_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,6 +190,15 @@ func TestTransactionsSingleNode(t *testing.T) {
 		all = append(append(append(all, c1...), a1...), c2...)
 		sameSet(t, "read_committed", consumeAll(t, b.Addr(), "txn-out", true, len(want)), want)
 		sameSet(t, "read_uncommitted", consumeAll(t, b.Addr(), "txn-out", false, len(all)), all)
+		// tributary consume --isolation read_committed.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, testbroker.Binary(t), "consume", "txn-out", "-b", b.Addr(), "--from-beginning",
+			"--isolation", "read_committed", "--count", strconv.Itoa(len(want))).Output()
+		if err != nil {
+			t.Fatalf("tributary consume --isolation read_committed: %v", err)
+		}
+		sameSet(t, "tributary consume --isolation read_committed", strings.Fields(string(out)), want)
 	})
 
 	t.Run("open transaction holds the LSO through kill -9", func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 func newConsumeCommand() *cobra.Command {
 	var (
 		bootstrap, offset, timestamp, format string
+		isolation                            string
 		fromBeginning                        bool
 		partitions                           []int
 		count                                int64
@@ -40,6 +41,12 @@ Where to start, in every partition read (give at most one):
                       end (as kcat -o -N). N must lie within the partition.
   --timestamp T       the first record at or after T, given as RFC 3339
                       (2024-05-01T12:00:00Z) or Unix milliseconds
+
+--isolation read_committed reads only the records of committed transactions
+(and those written outside transactions), up to the last stable offset, as
+a consumer with isolation.level=read_committed does; the default,
+read_uncommitted, reads everything up to the high watermark, aborted
+transactions included, as Kafka's console consumer does by default.
 
 It then follows new records until Ctrl-C, which ends it cleanly (exit 0),
 or until --count records have been printed.
@@ -73,6 +80,9 @@ A summary ("consumed N records") goes to stderr at the end.`,
 			start, err := parseStart(fromBeginning, offset, timestamp)
 			if err != nil {
 				return err
+			}
+			if isolation != "read_uncommitted" && isolation != "read_committed" {
+				return fmt.Errorf("--isolation %q: want read_committed or read_uncommitted", isolation)
 			}
 			if count < 0 {
 				return fmt.Errorf("--count %d: want a number of records, or 0 to follow until Ctrl-C", count)
@@ -122,7 +132,7 @@ A summary ("consumed N records") goes to stderr at the end.`,
 			}()
 			var n int64
 			var buf []byte
-			err = cl.Consume(ctx, kafkacli.ConsumeConfig{Topic: topic, Offsets: offsets}, func(m *kafka.Message) error {
+			err = cl.Consume(ctx, kafkacli.ConsumeConfig{Topic: topic, Offsets: offsets, ReadCommitted: isolation == "read_committed"}, func(m *kafka.Message) error {
 				buf = tmpl.Append(buf[:0], m)
 				mu.Lock()
 				_, werr := out.Write(buf)
@@ -160,9 +170,10 @@ A summary ("consumed N records") goes to stderr at the end.`,
 	f.IntSliceVarP(&partitions, "partition", "p", nil, "partitions to read (repeatable or comma-separated); default all")
 	f.Int64VarP(&count, "count", "c", 0, "exit after this many records; 0: follow until Ctrl-C")
 	f.StringVarP(&format, "format", "f", "", `output template, as kcat -f (see above); default '%s\n'`)
+	f.StringVar(&isolation, "isolation", "read_uncommitted", "read_committed: only committed transactions, up to the last stable offset; read_uncommitted: everything")
 	kafkaArgFlag(cmd, "topic", "the topic to read", true)
 	mirrorKafka(cmd, "kafka-console-consumer.sh", map[string]string{"max-messages": "count",
-		"from-beginning": "from-beginning", "partition": "partition", "offset": "offset", "topic": "topic"})
+		"from-beginning": "from-beginning", "partition": "partition", "offset": "offset", "topic": "topic", "isolation-level": "isolation"})
 	return cmd
 }
 

@@ -1,4 +1,4 @@
-package loader
+package kafkacli
 
 import (
 	"context"
@@ -12,28 +12,29 @@ import (
 	"github.com/segmentio/kafka-go/protocol"
 
 	fetchAPI "github.com/segmentio/kafka-go/protocol/fetch"
-	"github.com/tributary-io/tributary/formats/decode"
 )
 
-// The loader reads committed data only (KIP-98 read_committed): its plans
-// end at each partition's last stable offset, and its fetches ask for
-// read_committed, which stops at the LSO and names the aborted
-// transactions whose records the fetch may hold. kafka-go's Client.Fetch
-// returns neither the aborted transactions nor the batches' producers, so
-// the fetch is sent here, through the client's transport, and the records
-// of aborted transactions are dropped as Kafka's consumer drops them.
+// A read_committed fetch (KIP-98) stops at the last stable offset and
+// names the aborted transactions whose records it may hold. kafka-go's
+// Client.Fetch returns neither the aborted transactions nor the batches'
+// producers, and its Reader does not drop aborted records, so the fetch is
+// sent here, through the client's transport, and the records of aborted
+// transactions are dropped as Kafka's consumer drops them. The loader and
+// `tributary consume --isolation read_committed` read this way.
 
-// committedFetch is one read_committed fetch of a partition.
-type committedFetch struct {
-	err                                       error // the partition's error
-	highWatermark, lastStable, logStartOffset int64
-	records                                   []decode.Record // committed, in offset order
-	// next is the offset after the last one the fetch covered, skipped
+// CommittedFetch is one read_committed fetch of a partition.
+type CommittedFetch struct {
+	Err                                       error // the partition's error
+	HighWatermark, LastStable, LogStartOffset int64
+	// Next is the offset after the last one the fetch covered, skipped
 	// records (aborted ones, markers) included; -1 when it covered none.
-	next int64
+	Next int64
 }
 
-func fetchCommitted(ctx context.Context, c *kafka.Client, topic string, partition int32, offset int64, maxBytes int, maxWait time.Duration) (*committedFetch, error) {
+// FetchCommitted fetches a partition read_committed from offset and calls
+// fn with each committed record, in offset order, before it reads the
+// next: a record's bytes are valid only during the call.
+func FetchCommitted(ctx context.Context, c *kafka.Client, topic string, partition int32, offset int64, maxBytes int, maxWait time.Duration, fn func(*kafka.Record) error) (*CommittedFetch, error) {
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -61,13 +62,13 @@ func fetchCommitted(ctx context.Context, c *kafka.Client, topic string, partitio
 		return nil, fmt.Errorf("fetch of %s/%d: no partition in the response", topic, partition)
 	}
 	p := &res.Topics[0].Partitions[0]
-	out := &committedFetch{highWatermark: p.HighWatermark, lastStable: p.LastStableOffset, logStartOffset: p.LogStartOffset, next: -1}
+	out := &CommittedFetch{HighWatermark: p.HighWatermark, LastStable: p.LastStableOffset, LogStartOffset: p.LogStartOffset, Next: -1}
 	if p.ErrorCode != 0 {
-		out.err = kafka.Error(p.ErrorCode)
+		out.Err = kafka.Error(p.ErrorCode)
 		return out, nil
 	}
 	if res.ErrorCode != 0 {
-		out.err = kafka.Error(res.ErrorCode)
+		out.Err = kafka.Error(res.ErrorCode)
 		return out, nil
 	}
 	aborted := slices.Clone(p.AbortedTransactions)
@@ -105,7 +106,7 @@ func fetchCommitted(ctx context.Context, c *kafka.Client, topic string, partitio
 			if err != nil {
 				return nil, fmt.Errorf("reading %s/%d near offset %d: %w", topic, partition, offset, err)
 			}
-			out.next = max(out.next, r.Offset+1)
+			out.Next = max(out.Next, r.Offset+1)
 			if control {
 				// A marker ends the producer's transaction, aborted or
 				// committed: its later batches are a new one.
@@ -115,12 +116,9 @@ func fetchCommitted(ctx context.Context, c *kafka.Client, topic string, partitio
 				continue
 			}
 			if !skip {
-				// Now: a record's bytes are only valid until the next read.
-				d, err := toRecord(topic, partition, r)
-				if err != nil {
+				if err := fn(r); err != nil {
 					return nil, err
 				}
-				out.records = append(out.records, d)
 			}
 		}
 	}
