@@ -215,6 +215,7 @@ func (p *Partition) ExpireProducers(d time.Duration) int {
 // so how stale it is bounds the replay, never the correctness.
 func (p *Partition) MaintainProducers(expiration time.Duration) error {
 	p.ExpireProducers(expiration)
+	p.pruneAborted()
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
 	if p.closed {

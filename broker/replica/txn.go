@@ -348,3 +348,21 @@ func (p *Partition) AppendFromBroker(batches []byte) (int64, error) {
 	p.advanceHW()
 	return info.LastOffset, nil
 }
+
+// pruneAborted forgets the aborted transactions whose markers retention
+// or DeleteRecords removed: no fetch can reach their records any more.
+// Their index files go at the next rebuild.
+func (p *Partition) pruneAborted() {
+	start := p.Log.LogStartOffset()
+	t := &p.txns
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for n < len(t.aborted) && t.aborted[n].LastOffset < start {
+		delete(t.onDisk, [2]int64{t.aborted[n].ProducerID, t.aborted[n].LastOffset})
+		n++
+	}
+	if n > 0 {
+		t.aborted = slices.Delete(t.aborted, 0, n)
+	}
+}
