@@ -366,3 +366,14 @@ func (p *Partition) pruneAborted() {
 		t.aborted = slices.Delete(t.aborted, 0, n)
 	}
 }
+
+// TxnOpen says whether the producer has an open transaction here at this
+// epoch: its later batches belong to it, and need no verification with the
+// coordinator (KIP-890 part 1 verifies the first batch of a transaction in
+// each partition).
+func (p *Partition) TxnOpen(producerID int64, epoch int16) bool {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	e, ok := p.producers.Producers()[producerID]
+	return ok && e.Epoch == epoch && e.CurrentTxnFirstOffset >= 0
+}

@@ -46,7 +46,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			case req.TransactionID != nil && !txnBatch(rp.Records):
 				sp.ErrorCode = kerr.InvalidRecord.Code
 				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches with a producer id")
-			case req.TransactionID != nil && s.verifyTxnProduceCode(*req.TransactionID, rt.Topic, rp, &sp.ErrorCode):
+			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, &sp.ErrorCode):
 				sp.ErrorMessage = strPtr("the partition is not in the producer's ongoing transaction (AddPartitionsToTxn first)")
 			case req.Acks == -1 && int64(part.ISRSize()) < s.minISR(t.Configs):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
@@ -160,9 +160,9 @@ func txnBatch(records []byte) bool {
 
 // verifyTxnProduceCode is verifyTxnProduce for a partition of a produce.
 // It reports a refusal, whose code it sets.
-func (s *Server) verifyTxnProduceCode(id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16) bool {
+func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16) bool {
 	b, _, _ := record.Split(rp.Records)
-	if err := s.verifyTxnProduce(id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition); err != nil {
+	if err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition); err != nil {
 		*code = err.Code
 		return true
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -338,13 +339,76 @@ func (s *Server) handleDescribeProducers(c *conn, req *kmsg.DescribeProducersReq
 }
 
 // verifyTxnProduce checks that a transactional produce to a partition
-// belongs to the producer's ongoing transaction (KIP-890 part 1), when
-// this broker is the transaction's coordinator. Elsewhere the partition's
-// own producer-state checks apply.
-func (s *Server) verifyTxnProduce(id string, pid int64, epoch int16, topic string, partition int32) *kerr.Error {
-	code := s.txns.Verify(id, pid, epoch, txn.TP{Topic: topic, Partition: partition})
-	if code == kerr.NotCoordinator || code == kerr.CoordinatorLoadInProgress {
+// belongs to the producer's ongoing transaction, as Kafka's leaders do
+// since KIP-890 part 1: without it, a produce delayed past its
+// transaction's end would open a transaction no coordinator knows, and
+// hold the last stable offset back for ever. The first batch of a
+// transaction in a partition is checked with the coordinator (this broker
+// itself, or another by DescribeTransactions); later ones belong to the
+// transaction the partition already has open.
+func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32) *kerr.Error {
+	if part.TxnOpen(pid, epoch) {
 		return nil
 	}
-	return code
+	tp := txn.TP{Topic: topic, Partition: partition}
+	code := s.txns.Verify(id, pid, epoch, tp)
+	if code != kerr.NotCoordinator {
+		return code
+	}
+	return s.verifyRemote(id, pid, epoch, tp)
+}
+
+// verifyRemote asks the transaction's coordinator on another broker.
+// An unreachable coordinator is NOT_COORDINATOR, which producers retry.
+func (s *Server) verifyRemote(id string, pid int64, epoch int16, tp txn.TP) *kerr.Error {
+	img := s.ctrl.Image()
+	t, ok := img.Topics[txn.Topic]
+	if !ok || len(t.Partitions) == 0 {
+		return kerr.CoordinatorNotAvailable
+	}
+	leader := t.Partitions[group.PartitionFor(id, int32(len(t.Partitions)))].Leader
+	b, ok := img.Brokers[leader]
+	if leader < 0 || leader == s.nodeID || !ok {
+		return kerr.NotCoordinator
+	}
+	addr, err := s.interBrokerAddr(b)
+	if err != nil {
+		return kerr.NotCoordinator
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID))
+	if err != nil {
+		return kerr.NotCoordinator
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	r, err := conn.RoundTrip(req, 5*time.Second)
+	if err != nil {
+		return kerr.NotCoordinator
+	}
+	resp := r.(*kmsg.DescribeTransactionsResponse)
+	if len(resp.TransactionStates) != 1 {
+		return kerr.NotCoordinator
+	}
+	st := resp.TransactionStates[0]
+	switch {
+	case st.ErrorCode == kerr.TransactionalIDNotFound.Code:
+		return kerr.InvalidProducerIDMapping
+	case st.ErrorCode != 0:
+		return kerr.NotCoordinator // moved or loading: the producer retries
+	case st.ProducerID != pid:
+		return kerr.InvalidProducerIDMapping
+	case epoch < st.ProducerEpoch:
+		return kerr.InvalidProducerEpoch
+	case st.State != txn.Ongoing.String():
+		return kerr.InvalidTxnState
+	}
+	for _, t := range st.Topics {
+		if t.Topic == tp.Topic && slices.Contains(t.Partitions, tp.Partition) {
+			return nil
+		}
+	}
+	return kerr.InvalidTxnState
 }
