@@ -2,6 +2,7 @@ package txn_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -70,6 +71,39 @@ func TestTransactionsCluster(t *testing.T) {
 	c.Node(coord).Restart()
 	want := append(append([]string{}, a...), cv...)
 	sameSet(t, "read_committed on the cluster", consumeAll(t, c.Bootstrap(), "ctx", true, len(want)), want)
+	// A produce outside the transaction is refused by a partition leader
+	// that is not the coordinator too: it asks the coordinator.
+	pid, epoch, code := initPID(t, admin, "ctx-raw", 10000)
+	if code != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(code))
+	}
+	fc.CoordinatorKey = "ctx-raw"
+	if fr, err = fc.RequestWith(ctx, admin); err != nil || fr.ErrorCode != 0 {
+		t.Fatalf("FindCoordinator: %v", err)
+	}
+	before := endOffsets(t, admin, "ctx", 3, false)
+	remote := 0
+	for part, leader := range c.Leaders("ctx", 20*time.Second) {
+		if leader == fr.NodeID {
+			continue
+		}
+		remote++
+		got := produceRaw(t, admin, "ctx-raw", "ctx", part, txnBatch(t, pid, epoch, 0, "stray"))
+		for i := 0; i < 50 && got == kerr.NotLeaderForPartition.Code; i++ {
+			// The client's metadata predates the restart's elections.
+			admin.ForceMetadataRefresh()
+			time.Sleep(100 * time.Millisecond)
+			got = produceRaw(t, admin, "ctx-raw", "ctx", part, txnBatch(t, pid, epoch, 0, "stray"))
+		}
+		wantCode(t, fmt.Sprintf("produce outside the transaction to partition %d, led by node %d, coordinator %d", part, leader, fr.NodeID),
+			got, kerr.InvalidTxnState)
+	}
+	if remote == 0 {
+		t.Log("every partition is led by the coordinator: the remote check was not exercised")
+	}
+	if got := endOffsets(t, admin, "ctx", 3, false); got != before {
+		t.Fatalf("refused produces appended: %d, was %d", got, before)
+	}
 	// Every partition's LSO reaches its high watermark.
 	deadline := time.Now().Add(20 * time.Second)
 	for endOffsets(t, admin, "ctx", 3, true) != endOffsets(t, admin, "ctx", 3, false) {
