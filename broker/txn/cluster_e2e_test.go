@@ -3,6 +3,7 @@ package txn_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func TestTransactionsCluster(t *testing.T) {
 	c := testcluster.Start(t, 3, "transaction.state.log.replication.factor=3", "transaction.state.log.num.partitions=5",
 		"offsets.topic.replication.factor=3", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
 		"group.initial.rebalance.delay.ms=0")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	resp, err := c.Admin().CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "ctx")
 	if err == nil {
@@ -53,23 +54,44 @@ func TestTransactionsCluster(t *testing.T) {
 	if err != nil || fr.ErrorCode != 0 {
 		t.Fatalf("FindCoordinator: %v %v", err, kerr.ErrorForCode(fr.ErrorCode))
 	}
-	coord := fr.NodeID
-	if err := p.BeginTransaction(); err != nil {
-		t.Fatal(err)
+	want := append([]string{}, a...)
+	// make test kills once; make test-long (TRIBUTARY_TEST_LONG) kills the
+	// coordinator of an open transaction eight times, committing or
+	// aborting each, wherever the coordinator moved.
+	rounds := 1
+	if os.Getenv("TRIBUTARY_TEST_LONG") != "" {
+		rounds = 8
 	}
-	for _, v := range cv {
-		p.Produce(ctx, &kgo.Record{Topic: "ctx", Value: []byte(v)}, nil)
+	for round := range rounds {
+		fr, err := fc.RequestWith(ctx, admin)
+		if err != nil || fr.ErrorCode != 0 {
+			t.Fatalf("FindCoordinator: %v %v", err, kerr.ErrorForCode(fr.ErrorCode))
+		}
+		coord := fr.NodeID
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		vs := cv
+		if round > 0 {
+			vs = values(fmt.Sprintf("R%d-", round), 40)
+		}
+		for _, v := range vs {
+			p.Produce(ctx, &kgo.Record{Topic: "ctx", Value: []byte(v)}, nil)
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		commit := round%3 != 2
+		t.Logf("round %d: killing the coordinator, node %d, with the transaction open; then commit=%v", round, coord, commit)
+		c.Node(coord).Kill()
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("ending the transaction through the new coordinator: %v", err)
+		}
+		if commit {
+			want = append(want, vs...)
+		}
+		c.Node(coord).Restart()
 	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("killing the coordinator, node %d, with the transaction open", coord)
-	c.Node(coord).Kill()
-	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatalf("commit through the new coordinator: %v", err)
-	}
-	c.Node(coord).Restart()
-	want := append(append([]string{}, a...), cv...)
 	sameSet(t, "read_committed on the cluster", consumeAll(t, c.Bootstrap(), "ctx", true, len(want)), want)
 	// A produce outside the transaction is refused by a partition leader
 	// that is not the coordinator too: it asks the coordinator.

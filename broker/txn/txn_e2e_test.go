@@ -223,6 +223,16 @@ func TestTransactionsSingleNode(t *testing.T) {
 		if lso >= hw {
 			t.Fatalf("with a transaction open, LSO sum %d is not below HW sum %d", lso, hw)
 		}
+		// tributary txn list and describe show it open.
+		out, err := exec.Command(testbroker.Binary(t), "txn", "list", "-b", b.Addr(), "--state", "Ongoing").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "tx-open") || strings.Contains(string(out), "tx-a") {
+			t.Fatalf("tributary txn list --state Ongoing: %v\n%s", err, out)
+		}
+		out, err = exec.Command(testbroker.Binary(t), "txn", "describe", "tx-open", "-b", b.Addr()).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Ongoing") || !strings.Contains(string(out), "txn-out-") {
+			t.Fatalf("tributary txn describe: %v\n%s", err, out)
+		}
+		t.Logf("tributary txn describe tx-open:\n%s", out)
 		b.Kill()
 		b.Restart()
 		admin, err = kgo.NewClient(kgo.SeedBrokers(b.Addr()))
