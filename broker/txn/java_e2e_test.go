@@ -15,7 +15,8 @@ import (
 // TestTransactionsJava runs Kafka's own clients and tools (4.4 jars)
 // against the broker: the Java producer fenced by a second instance with
 // the same transactional.id (testdata/TxnFencing.java), then
-// kafka-transactions.sh list and describe.
+// kafka-transactions.sh list and describe, and kafka-dump-log.sh on the
+// .txnindex files.
 func TestTransactionsJava(t *testing.T) {
 	t.Parallel()
 	k := testbroker.FindJDK(t)
@@ -25,7 +26,7 @@ func TestTransactionsJava(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, k.Java, append(k.JVMArgs(k.Classpath(classes)), "TxnFencing", b.Addr(), "jtx", "java-tx")...)
+	cmd := exec.CommandContext(ctx, k.Java, append(k.JVMArgs(k.Classpath(classes)), "TxnFencing", b.Addr(), "jtx", "java-tx", b.DataDir())...)
 	out, err := cmd.Output()
 	stdout := string(out)
 	if err != nil || !strings.Contains(stdout, "TXN DONE") {
@@ -61,6 +62,11 @@ func TestTransactionsJava(t *testing.T) {
 	}
 	if out := tool("describe"); !strings.Contains(out, "java-tx") || !strings.Contains(out, "CompleteCommit") {
 		t.Errorf("kafka-transactions describe does not show java-tx committed")
+	}
+	// The zombie's aborted transaction is in the .txnindex of the
+	// partitions it wrote to, which Kafka's DumpLogSegments reads.
+	if out := tool("dump-log"); !strings.Contains(out, "producerId: 0") || !strings.Contains(out, "lastStableOffset") {
+		t.Errorf("kafka-dump-log does not show the aborted transaction in the .txnindex files")
 	}
 	if out := tool("describe-producers"); !strings.Contains(out, "CurrentTransactionStartOffset") || !strings.Contains(out, "None") {
 		t.Errorf("kafka-transactions describe-producers shows no producer without an open transaction")

@@ -19,7 +19,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
 // second's initTransactions fences the first and aborts its open
 // transaction; the first's next commit fails as fenced; a read_committed
 // consumer reads exactly the two committed transactions.
-// Args: bootstrap topic transactional.id
+// Then kafka-transactions.sh and kafka-dump-log.sh (on the partitions'
+// .txnindex files) run in this JVM.
+// Args: bootstrap topic transactional.id data-dir
 public class TxnFencing {
     static KafkaProducer<String, String> producer(String bootstrap, String id) {
         Properties p = new Properties();
@@ -102,6 +104,25 @@ public class TxnFencing {
             }
             System.out.println("EXIT " + code);
         }
+        // kafka-dump-log.sh on the aborted-transaction indexes.
+        List<String> indexes = new ArrayList<>();
+        java.io.File[] dirs = new java.io.File(args[3]).listFiles();
+        if (dirs != null) {
+            for (java.io.File d : dirs) {
+                if (!d.getName().startsWith(topic + "-")) continue;
+                java.io.File[] fs = d.listFiles((dir, name) -> name.endsWith(".txnindex"));
+                if (fs != null) for (java.io.File f : fs) indexes.add(f.getPath());
+            }
+        }
+        System.out.println("TOOL dump-log");
+        int code = 0;
+        try {
+            if (indexes.isEmpty()) throw new ToolExit(99);
+            org.apache.kafka.tools.DumpLogSegments.main(new String[]{"--files", String.join(",", indexes)});
+        } catch (ToolExit e) {
+            code = e.code;
+        }
+        System.out.println("EXIT " + code);
         System.out.println("TXN DONE");
         System.out.flush();
         Runtime.getRuntime().halt(0);
