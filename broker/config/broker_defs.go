@@ -121,6 +121,7 @@ var BrokerDefs = defs(
 	Def{Name: "transaction.state.log.min.isr", Type: Int, Default: "2", Check: atLeast(1), Doc: "min.insync.replicas of __transaction_state, capped by its replication factor."},
 	Def{Name: "transaction.state.log.segment.bytes", Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Segment size of __transaction_state."},
 	Def{Name: "transaction.max.timeout.ms", Type: Int, Default: "900000", Check: atLeast(1), Doc: "The largest transaction.timeout.ms a producer may ask for; a larger one is INVALID_TRANSACTION_TIMEOUT."},
+	Def{Name: "transactional.id.expiration.ms", Type: Int, Default: "604800000", Check: atLeast(1), Doc: "A transactional id with no transaction open for this long is forgotten (a tombstone in __transaction_state)."},
 	Def{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: Int, Default: "10000", Check: atLeast(1), Doc: "How often transactions open for longer than their timeout are looked for and aborted."},
 
 	// Groups and offsets (the group coordinator).

@@ -229,3 +229,29 @@ func TestTransactionsBadInput(t *testing.T) {
 
 // nil0 is "no error" for wantCode.
 var nil0 = &kerr.Error{Message: "NONE", Code: 0}
+
+// TestTransactionalIDExpiration: an id idle for longer than
+// transactional.id.expiration.ms is forgotten, and starts afresh.
+func TestTransactionalIDExpiration(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, "transactional.id.expiration.ms=500", "transaction.abort.timed.out.transaction.cleanup.interval.ms=100")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, _, code := initPID(t, cl, "exp-tx", 10000); code != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(code))
+	}
+	for deadline := time.Now().Add(15 * time.Second); describeTxn(t, cl, "exp-tx").ErrorCode != kerr.TransactionalIDNotFound.Code; {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle transactional id was not expired")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Kill()
+	b.Restart() // the tombstone is in the log: it stays forgotten
+	if st := describeTxn(t, cl, "exp-tx"); st.ErrorCode != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("after a restart the expired id is back: %s", st.State)
+	}
+}

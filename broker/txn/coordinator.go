@@ -381,6 +381,18 @@ func (c *Coordinator) lookup(id string, create bool) (*Meta, *kerr.Error) {
 // write persists m's state as next and, once the ISR has it, makes it m's.
 // m.mu must be held.
 func (c *Coordinator) write(m *Meta, next *Meta) *kerr.Error {
+	next.LastUpdate = c.now().UnixMilli()
+	if code := c.append(m, encodeValue(next.value()), next.LastUpdate); code != nil {
+		return code
+	}
+	m.ProducerID, m.Epoch, m.TimeoutMs, m.Status = next.ProducerID, next.Epoch, next.TimeoutMs, next.Status
+	m.Partitions, m.LastUpdate, m.Start = next.Partitions, next.LastUpdate, next.Start
+	return nil
+}
+
+// append writes one record of m's id (value nil: a tombstone) and waits
+// for the ISR. m.mu must be held.
+func (c *Coordinator) append(m *Meta, value []byte, now int64) *kerr.Error {
 	part, ok := c.parts.Get(Topic, m.partition)
 	if !ok {
 		return kerr.NotCoordinator
@@ -391,10 +403,9 @@ func (c *Coordinator) write(m *Meta, next *Meta) *kerr.Error {
 	if !led || part.LeaderEpoch() != epoch {
 		return kerr.NotCoordinator
 	}
-	next.LastUpdate = c.now().UnixMilli()
 	opts := record.DefaultBuildOptions()
-	opts.BaseTimestamp = next.LastUpdate
-	b, err := record.Build(opts, record.NewRecords(record.KV{Key: encodeKey(m.ID), Value: encodeValue(next.value())}))
+	opts.BaseTimestamp = now
+	b, err := record.Build(opts, record.NewRecords(record.KV{Key: encodeKey(m.ID), Value: value}))
 	if err != nil {
 		return kerr.UnknownServerError
 	}
@@ -410,8 +421,6 @@ func (c *Coordinator) write(m *Meta, next *Meta) *kerr.Error {
 	default:
 		return kerr.CoordinatorNotAvailable
 	}
-	m.ProducerID, m.Epoch, m.TimeoutMs, m.Status = next.ProducerID, next.Epoch, next.TimeoutMs, next.Status
-	m.Partitions, m.LastUpdate, m.Start = next.Partitions, next.LastUpdate, next.Start
 	return nil
 }
 
@@ -648,6 +657,7 @@ func (c *Coordinator) timers() {
 			return
 		case <-tick.C:
 			c.abortExpired()
+			c.expireIDs()
 		case <-retry.C:
 			c.retryMarkers()
 		}
@@ -674,6 +684,30 @@ func (c *Coordinator) abortExpired() {
 			c.logger.Info("aborting an expired transaction", "id", m.ID, "producer_id", m.ProducerID, "epoch", m.Epoch)
 			if code := c.endLocked(m, false, true); code != nil {
 				c.logger.Warn("aborting an expired transaction", "id", m.ID, "err", code)
+			}
+		}
+		m.mu.Unlock()
+	}
+}
+
+// expireIDs forgets the transactional ids idle (no transaction open) for
+// longer than transactional.id.expiration.ms, with a tombstone, as Kafka
+// does; the next InitProducerId of such an id starts it afresh.
+func (c *Coordinator) expireIDs() {
+	cutoff := c.now().UnixMilli() - c.bcfg.Int("transactional.id.expiration.ms")
+	for _, m := range c.snapshot() {
+		if !m.mu.TryLock() {
+			continue // busy: not idle
+		}
+		idle := m.Status == Empty || m.Status == CompleteCommit || m.Status == CompleteAbort
+		if idle && m.ProducerID >= 0 && m.LastUpdate < cutoff {
+			if code := c.append(m, nil, c.now().UnixMilli()); code == nil {
+				c.mu.Lock()
+				if c.txns[m.ID] == m {
+					delete(c.txns, m.ID)
+				}
+				c.mu.Unlock()
+				c.logger.Info("expired a transactional id", "id", m.ID, "producer_id", m.ProducerID)
 			}
 		}
 		m.mu.Unlock()
