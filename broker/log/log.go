@@ -47,6 +47,9 @@ type Log struct {
 	now    func() time.Time
 
 	cfg atomic.Pointer[Config]
+	// txns is the partition's view of its transactions, for the cleaner
+	// (SetTxnView); nil: no transactions.
+	txns atomic.Pointer[TxnView]
 
 	segs  atomic.Pointer[[]*segment] // by base offset; the last is active
 	end   atomic.Int64               // log end offset: the next offset to assign
@@ -775,4 +778,35 @@ func (l *Log) SegmentBase(offset int64) int64 {
 	}
 	i := max(sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })-1, 0)
 	return segs[i].base
+}
+
+// TxnView is what the cleaner needs to know of a partition's transactions,
+// which the partition (broker/replica) keeps: the log knows batches, not
+// their outcome.
+type TxnView struct {
+	// Stable is the last stable offset: cleaning stops below it, so that
+	// a record of an undecided transaction never removes an older one.
+	Stable func() int64
+	// Aborted says whether the transactional batch of producerID at
+	// offset belongs to an aborted transaction: the cleaner removes it,
+	// and never lets its keys remove older records.
+	Aborted func(producerID, offset int64) bool
+}
+
+// SetTxnView gives the cleaner the partition's transactions.
+func (l *Log) SetTxnView(v *TxnView) { l.txns.Store(v) }
+
+// cleanBound is the offset cleaning must not pass: the last stable offset
+// when the partition has a view of its transactions, else none (-1).
+func (l *Log) cleanBound() int64 {
+	if v := l.txns.Load(); v != nil && v.Stable != nil {
+		return v.Stable()
+	}
+	return -1
+}
+
+// abortedBatch says whether b is a batch of an aborted transaction.
+func (l *Log) abortedBatch(b record.Batch) bool {
+	v := l.txns.Load()
+	return v != nil && v.Aborted != nil && b.Transactional() && !b.Control() && v.Aborted(b.ProducerID(), b.BaseOffset())
 }

@@ -96,6 +96,7 @@ func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self in
 	if err := p.rebuildProducers(); err != nil {
 		return nil, err
 	}
+	l.SetTxnView(&log.TxnView{Stable: p.LastStableOffset, Aborted: p.abortedAt})
 	return p, nil
 }
 

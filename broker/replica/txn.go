@@ -39,10 +39,11 @@ import (
 // rebuilds the rest, so an index entry lost in a crash comes back.
 type txnState struct {
 	mu        sync.Mutex
-	openFirst int64                   // the oldest open transaction's first offset, -1: none
-	pending   []producer.CompletedTxn // ended, marker not yet below the high watermark
-	aborted   []producer.CompletedTxn // by marker offset
-	onDisk    map[[2]int64]bool       // (producer, marker offset) of the index files' entries
+	openFirst int64                             // the oldest open transaction's first offset, -1: none
+	pending   []producer.CompletedTxn           // ended, marker not yet below the high watermark
+	aborted   []producer.CompletedTxn           // by marker offset
+	byPID     map[int64][]producer.CompletedTxn // aborted, by producer, by marker offset
+	onDisk    map[[2]int64]bool                 // (producer, marker offset) of the index files' entries
 }
 
 const (
@@ -161,6 +162,7 @@ func (p *Partition) txnsChangedLocked(done []producer.CompletedTxn, write bool) 
 			continue
 		}
 		t.aborted = append(t.aborted, c)
+		t.byPID[c.ProducerID] = append(t.byPID[c.ProducerID], c)
 		key := [2]int64{c.ProducerID, c.LastOffset}
 		if write && !t.onDisk[key] {
 			if err := appendTxnIndex(p.Log.Dir(), p.Log.SegmentBase(c.LastOffset), c, c.LastOffset+1); err != nil {
@@ -182,7 +184,7 @@ func (p *Partition) loadTxnIndexLocked(from int64) error {
 	t := &p.txns
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.openFirst, t.pending, t.aborted, t.onDisk = -1, nil, nil, map[[2]int64]bool{}
+	t.openFirst, t.pending, t.aborted, t.onDisk, t.byPID = -1, nil, nil, map[[2]int64]bool{}, map[int64][]producer.CompletedTxn{}
 	dir := p.Log.Dir()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -228,7 +230,21 @@ func (p *Partition) loadTxnIndexLocked(from int64) error {
 		}
 	}
 	slices.SortFunc(t.aborted, func(a, b producer.CompletedTxn) int { return cmpInt64(a.LastOffset, b.LastOffset) })
+	for _, c := range t.aborted {
+		t.byPID[c.ProducerID] = append(t.byPID[c.ProducerID], c)
+	}
 	return nil
+}
+
+// abortedAt says whether producerID's batch at offset belongs to one of
+// its aborted transactions: the log cleaner's question (log.TxnView).
+func (p *Partition) abortedAt(producerID, offset int64) bool {
+	t := &p.txns
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cs := t.byPID[producerID]
+	i, _ := slices.BinarySearchFunc(cs, offset, func(c producer.CompletedTxn, off int64) int { return cmpInt64(c.LastOffset, off) })
+	return i < len(cs) && cs[i].FirstOffset <= offset
 }
 
 // replayTxn is the transaction a control batch, seen by its header in a
@@ -364,6 +380,17 @@ func (p *Partition) pruneAborted() {
 	}
 	if n > 0 {
 		t.aborted = slices.Delete(t.aborted, 0, n)
+		for pid, cs := range t.byPID {
+			k := 0
+			for k < len(cs) && cs[k].LastOffset < start {
+				k++
+			}
+			if k == len(cs) {
+				delete(t.byPID, pid)
+			} else if k > 0 {
+				t.byPID[pid] = slices.Delete(cs, 0, k)
+			}
+		}
 	}
 }
 
