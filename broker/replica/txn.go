@@ -196,8 +196,7 @@ func (p *Partition) loadTxnIndexLocked(from int64) error {
 		if !ok {
 			continue
 		}
-		base, err := strconv.ParseInt(digits, 10, 64)
-		if err != nil {
+		if _, err := strconv.ParseInt(digits, 10, 64); err != nil {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
@@ -221,7 +220,6 @@ func (p *Partition) loadTxnIndexLocked(from int64) error {
 				return err
 			}
 		}
-		_ = base
 		for _, c := range keep {
 			t.onDisk[[2]int64{c.ProducerID, c.LastOffset}] = true
 			if c.LastOffset >= start && c.LastOffset < from {
@@ -247,8 +245,9 @@ func (p *Partition) abortedAt(producerID, offset int64) bool {
 	return i < len(cs) && cs[i].FirstOffset <= offset
 }
 
-// replayTxn is the transaction a control batch, seen by its header in a
-// replay, ended: its marker's type needs its record, read from the log.
+// replayBatch is the batch whose header a replay saw: the header itself,
+// except for a control batch, whose marker type is in its record, read
+// from the log.
 func (p *Partition) replayBatch(h record.Batch) (record.Batch, error) {
 	if !h.Control() {
 		return h, nil

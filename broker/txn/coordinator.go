@@ -40,8 +40,8 @@ import (
 // Topic is the internal topic of transaction states.
 const Topic = "__transaction_state"
 
-// writeTimeout is how long a state write waits for the ISR (Kafka's
-// transaction.state.log... request timeout is the same 5 s order).
+// writeTimeout is how long a state write, or a round of markers, waits
+// for the ISR.
 const writeTimeout = 5 * time.Second
 
 // MarkerWriter writes the markers of a transaction to its partitions,
@@ -131,7 +131,7 @@ func (c *Coordinator) Stop() {
 	c.wg.Wait()
 }
 
-// Partitions is transaction.state.log.num.partitions, or the topic's
+// numPartitions is transaction.state.log.num.partitions, or the topic's
 // partition count once it exists.
 func (c *Coordinator) numPartitions() int32 {
 	if t, ok := c.ctrl.Image().Topics[Topic]; ok && len(t.Partitions) > 0 {
@@ -588,13 +588,9 @@ func (c *Coordinator) EndTxn(id string, producerID int64, epoch int16, commit bo
 			return nil
 		}
 		return kerr.InvalidTxnState
-	case Empty:
-		if !commit {
-			// Nothing was added: aborting nothing is fine for the
-			// client, as a Kafka coordinator answers an empty abort.
-			return kerr.InvalidTxnState
-		}
 	}
+	// Empty (nothing begun), or the other end of a finished transaction:
+	// Kafka's INVALID_TXN_STATE.
 	return kerr.InvalidTxnState
 }
 
@@ -609,13 +605,10 @@ func (c *Coordinator) endLocked(m *Meta, commit, fence bool) *kerr.Error {
 	if commit {
 		next.Status = PrepareCommit
 	}
-	if fence {
-		if m.Epoch >= math.MaxInt16-1 {
-			// Kafka gives a new producer id instead; aborting with the
-			// same epoch is as good here, since the caller bumps next.
-		} else {
-			next.Epoch = m.Epoch + 1
-		}
+	if fence && m.Epoch < math.MaxInt16-1 {
+		// At the last epoch the abort keeps it; the InitProducerId that
+		// follows gives a new producer id (Kafka gives it here).
+		next.Epoch = m.Epoch + 1
 	}
 	if code := c.write(m, next); code != nil {
 		return code
@@ -772,6 +765,3 @@ func (c *Coordinator) List() []Listed {
 	})
 	return out
 }
-
-// Loaded says whether any partition is still loading.
-func (c *Coordinator) LoadingAny() bool { return c.Loading() }
