@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/internal/testcluster"
+	"github.com/tributary-io/tributary/internal/txncheck"
 )
 
 // TestTransactionsCluster: transactions on a 3-node cluster, where the
@@ -56,6 +57,7 @@ func TestTransactionsCluster(t *testing.T) {
 		t.Fatalf("FindCoordinator: %v %v", err, kerr.ErrorForCode(fr.ErrorCode))
 	}
 	want := append([]string{}, a...)
+	history := []txncheck.Txn{{ID: "A", Values: a, Outcome: txncheck.Committed}, {ID: "B", Values: bv, Outcome: txncheck.Aborted}}
 	// make test kills once; make test-long (TRIBUTARY_TEST_LONG) kills the
 	// coordinator of an open transaction eight times, committing or
 	// aborting each, wherever the coordinator moved.
@@ -108,9 +110,19 @@ func TestTransactionsCluster(t *testing.T) {
 		if commit {
 			want = append(want, vs...)
 		}
+		outcome := txncheck.Aborted
+		if commit {
+			outcome = txncheck.Committed
+		}
+		history = append(history, txncheck.Txn{ID: fmt.Sprintf("round-%d", round), Values: vs, Outcome: outcome})
 		c.Node(coord).Restart()
 	}
-	sameSet(t, "read_committed on the cluster", consumeAll(t, c.Bootstrap(), "ctx", true, len(want)), want)
+	// The Jepsen-style check: no lost, aborted, duplicate or torn read.
+	if res := txncheck.Check(history, consumeReads(t, c.Bootstrap(), "ctx", true, len(want))); !res.Ok() {
+		t.Fatalf("read_committed on the cluster: %v", res)
+	} else {
+		t.Logf("read_committed on the cluster: %v", res)
+	}
 	// A produce outside the transaction is refused by a partition leader
 	// that is not the coordinator too: it asks the coordinator.
 	pid, epoch, code := initPID(t, admin, "ctx-raw", 10000)

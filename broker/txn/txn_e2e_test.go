@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
+	"github.com/tributary-io/tributary/internal/txncheck"
 )
 
 // txnProps make transactions time out fast enough for a test to see it.
@@ -76,6 +77,16 @@ func produceTxn(t *testing.T, cl *kgo.Client, topic string, values []string, com
 // second past the end, at an isolation level.
 func consumeAll(t *testing.T, addr, topic string, committed bool, n int) []string {
 	t.Helper()
+	var out []string
+	for _, r := range consumeReads(t, addr, topic, committed, n) {
+		out = append(out, r.Value)
+	}
+	return out
+}
+
+// consumeReads is consumeAll with where each value was read.
+func consumeReads(t *testing.T, addr, topic string, committed bool, n int) []txncheck.Read {
+	t.Helper()
 	iso := kgo.ReadUncommitted()
 	if committed {
 		iso = kgo.ReadCommitted()
@@ -86,7 +97,7 @@ func consumeAll(t *testing.T, addr, topic string, committed bool, n int) []strin
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	var out []string
+	var out []txncheck.Read
 	deadline := time.Now().Add(20 * time.Second)
 	quiet := 0
 	for time.Now().Before(deadline) && quiet < 3 {
@@ -94,7 +105,10 @@ func consumeAll(t *testing.T, addr, topic string, committed bool, n int) []strin
 		fs := cl.PollFetches(ctx)
 		cancel()
 		got := 0
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)); got++ })
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, txncheck.Read{Value: string(r.Value), Partition: r.Partition, Offset: r.Offset})
+			got++
+		})
 		if got == 0 && len(out) >= n {
 			quiet += 3 // one quiet poll past the end is enough
 		}
