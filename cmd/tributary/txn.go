@@ -40,6 +40,11 @@ func newTxnListCommand(bootstrap *string) *cobra.Command {
 sorted by id. STATE is the coordinator's: Empty, Ongoing, PrepareCommit,
 PrepareAbort, CompleteCommit, CompleteAbort, Dead or PrepareEpochFence.
 --state keeps those in the given states (repeatable or comma-separated).`,
+		Example: `  # Every transactional id.
+  tributary txn list
+
+  # Transactions open now (a long-open one holds read_committed consumers back).
+  tributary txn list --state Ongoing`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withKadm(cmd, *bootstrap, 0, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
@@ -69,7 +74,8 @@ func newTxnDescribeCommand(bootstrap *string) *cobra.Command {
 producer id and epoch, state, transaction.timeout.ms, when its current
 transaction started and how long it has been open, and the partitions it
 added. An unknown id is an error.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  tributary txn describe orders-etl-1`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withKadm(cmd, *bootstrap, 0, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
 				ds, err := adm.DescribeTransactions(ctx, args[0])
