@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/tributary-io/tributary/formats/decode"
+	"github.com/tributary-io/tributary/internal/kafkacli"
 )
 
 // fetchMaxBytes is what one Fetch may return. 4 MiB keeps a worker's memory
@@ -36,15 +37,22 @@ func (r *rangeReader) read(ctx context.Context, fn func([]decode.Record) error) 
 	var recs []decode.Record
 	empty := 0
 	for r.next < r.to {
-		resp, err := r.client.Fetch(ctx, &kafka.FetchRequest{
-			Topic: r.topic, Partition: int(r.partition), Offset: r.next,
-			MinBytes: 1, MaxBytes: fetchMaxBytes, MaxWait: 500 * time.Millisecond,
+		recs = recs[:0]
+		resp, err := kafkacli.FetchCommitted(ctx, r.client, r.topic, r.partition, r.next, fetchMaxBytes, 500*time.Millisecond, func(rec *kafka.Record) error {
+			if rec.Offset < r.next || rec.Offset >= r.to {
+				return nil // the head of a batch that starts before the range, or past its end
+			}
+			d, err := toRecord(r.topic, r.partition, rec)
+			if err == nil {
+				recs = append(recs, d)
+			}
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, unwrapKafka(err))
 		}
-		if resp.Error != nil {
-			if errors.Is(resp.Error, kafka.OffsetOutOfRange) && resp.LogStartOffset > r.next {
+		if resp.Err != nil {
+			if errors.Is(resp.Err, kafka.OffsetOutOfRange) && resp.LogStartOffset > r.next {
 				gap := Gap{Topic: r.topic, Partition: r.partition, From: r.next, To: min(resp.LogStartOffset, r.to),
 					Reason: "deleted by retention or DeleteRecords while the run was planned"}
 				if !r.allowGaps {
@@ -55,40 +63,22 @@ func (r *rangeReader) read(ctx context.Context, fn func([]decode.Record) error) 
 				r.next = gap.To
 				continue
 			}
-			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, resp.Error)
+			return fmt.Errorf("fetching %s/%d at offset %d: %w", r.topic, r.partition, r.next, resp.Err)
 		}
-		recs = recs[:0]
-		for {
-			rec, err := resp.Records.ReadRecord()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("reading %s/%d near offset %d: %w", r.topic, r.partition, r.next, err)
-			}
-			if rec.Offset < r.next {
-				continue // the head of a batch that starts before the range
-			}
-			if rec.Offset >= r.to {
-				r.next = r.to
-				break
-			}
-			d, err := toRecord(r.topic, r.partition, rec)
-			if err != nil {
-				return err
-			}
-			recs = append(recs, d)
-			r.next = rec.Offset + 1
+		// Aborted records and markers are skipped, not loaded: the range
+		// moves past them too.
+		if resp.Next > r.next {
+			r.next = min(resp.Next, r.to)
 		}
 		if len(recs) == 0 {
 			if r.next >= r.to {
 				break
 			}
-			// Nothing new: compacted away up to the high watermark, or the
-			// log was truncated below the range after the plan.
-			if resp.HighWatermark <= r.next {
+			// Nothing new: compacted away up to the last stable offset,
+			// or the log was truncated below the range after the plan.
+			if resp.Next < 0 && resp.LastStable <= r.next {
 				if empty++; empty >= 3 {
-					return fmt.Errorf("%s/%d: the log ends at %d, before the planned end %d (truncated after the plan?)", r.topic, r.partition, resp.HighWatermark, r.to)
+					return fmt.Errorf("%s/%d: the committed log ends at %d, before the planned end %d (truncated after the plan?)", r.topic, r.partition, resp.LastStable, r.to)
 				}
 			}
 			continue

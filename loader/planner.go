@@ -145,7 +145,9 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 	}
 	var gone []string
 	for _, t := range topics {
-		ranges, err := l.Cluster.Offsets(ctx, t.Name, t.PartitionIndexes())
+		// A plan ends at the last stable offsets: an open transaction's
+		// records wait for the next run, decided.
+		ranges, err := l.Cluster.StableOffsets(ctx, t.Name, t.PartitionIndexes())
 		if err != nil {
 			return nil, err
 		}
@@ -283,28 +285,16 @@ const sampleRecords = 200
 // sample reads the first records of a partition's range: their values, and
 // the average size of a record.
 func (l *Loader) sample(ctx context.Context, topic string, partition int32, from int64) ([][]byte, int64, error) {
-	resp, err := l.Cluster.Client.Fetch(ctx, &kafka.FetchRequest{
-		Topic: topic, Partition: int(partition), Offset: from, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Second,
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, unwrapKafka(err))
-	}
-	if resp.Error != nil {
-		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, resp.Error)
-	}
 	var out [][]byte
 	var size, n int64
-	for ; n < sampleRecords; n++ {
-		rec, err := resp.Records.ReadRecord()
-		if err != nil {
-			break
+	resp, err := kafkacli.FetchCommitted(ctx, l.Cluster.Client, topic, partition, from, 1<<20, time.Second, func(rec *kafka.Record) error {
+		if n >= sampleRecords || rec.Offset < from {
+			return nil
 		}
-		if rec.Offset < from {
-			continue
-		}
+		n++
 		d, err := toRecord(topic, partition, rec)
 		if err != nil {
-			return nil, 0, err
+			return err
 		}
 		size += int64(len(d.Key)+len(d.Value)) + 70 // a record's framing in a batch
 		// Only JSON objects teach inference anything; the bad records
@@ -312,6 +302,13 @@ func (l *Loader) sample(ctx context.Context, topic string, partition int32, from
 		if v := bytes.TrimSpace(d.Value); len(v) > 0 && v[0] == '{' && json.Valid(v) {
 			out = append(out, d.Value)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, unwrapKafka(err))
+	}
+	if resp.Err != nil {
+		return nil, 0, fmt.Errorf("sampling %s/%d at %d: %w", topic, partition, from, resp.Err)
 	}
 	if n == 0 {
 		return nil, 1024, nil

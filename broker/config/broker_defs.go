@@ -121,6 +121,15 @@ var BrokerDefs = defs(
 	Def{Name: "log.flush.offset.checkpoint.interval.ms", Type: Int, Default: "60000", Check: atLeast(0), Doc: "How often recovery points are checkpointed."},
 	Def{Name: "log.flush.start.offset.checkpoint.interval.ms", Type: Int, Default: "60000", Check: atLeast(0), Doc: "How often log start offsets are checkpointed."},
 
+	// Transactions (the transaction coordinator, broker/txn).
+	Def{Name: "transaction.state.log.num.partitions", Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __transaction_state."},
+	Def{Name: "transaction.state.log.replication.factor", Type: Short, Default: "3", Check: atLeast(1), Doc: "Replicas of __transaction_state, capped by the live brokers at creation."},
+	Def{Name: "transaction.state.log.min.isr", Type: Int, Default: "2", Check: atLeast(1), Doc: "min.insync.replicas of __transaction_state, capped by its replication factor."},
+	Def{Name: "transaction.state.log.segment.bytes", Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Segment size of __transaction_state."},
+	Def{Name: "transaction.max.timeout.ms", Type: Int, Default: "900000", Check: atLeast(1), Doc: "The largest transaction.timeout.ms a producer may ask for; a larger one is INVALID_TRANSACTION_TIMEOUT."},
+	Def{Name: "transactional.id.expiration.ms", Type: Int, Default: "604800000", Check: atLeast(1), Doc: "A transactional id with no transaction open for this long is forgotten (a tombstone in __transaction_state)."},
+	Def{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: Int, Default: "10000", Check: atLeast(1), Doc: "How often transactions open for longer than their timeout are looked for and aborted."},
+
 	// Groups and offsets (the group coordinator).
 	Def{Name: "offsets.topic.num.partitions", Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
 	Def{Name: "offsets.topic.replication.factor", Type: Short, Default: "3", Check: atLeast(1), Doc: "Replicas of __consumer_offsets, capped by the live brokers at creation."},

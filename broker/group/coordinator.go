@@ -192,7 +192,8 @@ func (c *Coordinator) load(p int32) {
 	defer c.wg.Done()
 	start := c.now()
 	var recs []Record
-	err := c.readPartition(p, &recs)
+	open := map[int64][]Record{}
+	err := c.readPartition(p, &recs, open)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.loading, p)
@@ -209,13 +210,20 @@ func (c *Coordinator) load(p int32) {
 			c.logger.Warn("skipping record of "+OffsetsTopic, "partition", p, "err", err)
 		}
 	}
+	for pid, rs := range open {
+		c.gs.loadPending(pid, rs)
+	}
 	c.loaded[p] = true
 	if len(recs) > 0 {
 		c.logger.Info("loaded groups", "partition", p, "records", len(recs), "took", time.Since(start))
 	}
 }
 
-func (c *Coordinator) readPartition(p int32, out *[]Record) error {
+// readPartition reads a partition's records in log order into out. The
+// records of a transactional batch wait in open, by producer, for their
+// transaction's marker: a commit moves them to out, an abort drops them,
+// and those of a transaction still open at the end stay in open.
+func (c *Coordinator) readPartition(p int32, out *[]Record, open map[int64][]Record) error {
 	part, ok := c.parts.Get(OffsetsTopic, p)
 	if !ok {
 		return fmt.Errorf("broker/group: %s-%d is not hosted here", OffsetsTopic, p)
@@ -245,6 +253,10 @@ func (c *Coordinator) readPartition(p int32, out *[]Record) error {
 		for b, rest, ok := record.Split(buf); ok; b, rest, ok = record.Split(rest) {
 			next = b.LastOffset() + 1
 			if b.Control() {
+				if typ, ok := b.ControlType(); ok && typ == record.ControlCommit {
+					*out = append(*out, open[b.ProducerID()]...)
+				}
+				delete(open, b.ProducerID())
 				continue
 			}
 			rs, err := b.DecodeRecords()
@@ -253,6 +265,10 @@ func (c *Coordinator) readPartition(p int32, out *[]Record) error {
 			}
 			for _, r := range rs {
 				if b.RecordOffset(&r) < off {
+					continue
+				}
+				if b.Transactional() {
+					open[b.ProducerID()] = append(open[b.ProducerID()], Record{Key: r.Key, Value: r.Value})
 					continue
 				}
 				*out = append(*out, Record{Key: r.Key, Value: r.Value})
@@ -431,9 +447,16 @@ func (c *Coordinator) append(w Write) (*replica.Partition, int64, error) {
 	}
 	opts := record.DefaultBuildOptions()
 	opts.BaseTimestamp = c.now().UnixMilli()
+	if w.Txn != nil {
+		opts.ProducerID, opts.ProducerEpoch, opts.Transactional = w.Txn.ID, w.Txn.Epoch, true
+	}
 	b, err := record.Build(opts, recs)
 	if err != nil {
 		return nil, 0, err
+	}
+	if w.Txn != nil {
+		last, err := part.AppendFromBroker(b)
+		return part, last, err
 	}
 	res, err := part.AppendAsLeader(b)
 	if err != nil {

@@ -266,6 +266,19 @@ func (gs *Groups) ExpireOffsets(now time.Time) {
 // Unload forgets the groups of a partition this node no longer leads.
 // Waiting members are told NOT_COORDINATOR, so they look it up again.
 func (gs *Groups) Unload(partition int32) {
+	for pid, ps := range gs.pending {
+		keep := ps[:0]
+		for _, p := range ps {
+			if gs.Partition(p.group) != partition {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) == 0 {
+			delete(gs.pending, pid)
+		} else {
+			gs.pending[pid] = keep
+		}
+	}
 	for id, g := range gs.groups {
 		if gs.Partition(id) != partition {
 			continue

@@ -136,6 +136,16 @@ type Write struct {
 	Partition int32
 	Records   []Record
 	Done      func(err error)
+	// Txn, when set, makes the write a transactional batch of that
+	// producer: offsets committed inside a transaction (TxnOffsetCommit),
+	// which count only once its commit marker is written.
+	Txn *TxnProducer
+}
+
+// TxnProducer is the producer of a transactional write.
+type TxnProducer struct {
+	ID    int64
+	Epoch int16
 }
 
 // Record is one key and value; a nil value is a tombstone.
@@ -147,6 +157,9 @@ type Groups struct {
 	cfg    Config
 	groups map[string]*Group
 	writes []Write
+	// pending are the offsets committed in open transactions, by
+	// producer id (txn_offsets.go).
+	pending map[int64][]pendingOffset
 	// NewMemberID makes member ids; tests replace it to be deterministic.
 	NewMemberID func(clientID string) string
 	// Rebalances counts join phases that ended with members, each a new
@@ -157,7 +170,7 @@ type Groups struct {
 
 // NewGroups is an empty state machine.
 func NewGroups(cfg Config) *Groups {
-	return &Groups{cfg: cfg, groups: map[string]*Group{}, NewMemberID: randomMemberID}
+	return &Groups{cfg: cfg, groups: map[string]*Group{}, pending: map[int64][]pendingOffset{}, NewMemberID: randomMemberID}
 }
 
 func randomMemberID(clientID string) string {

@@ -169,7 +169,7 @@ func (l *Log) clean(ctx context.Context, now time.Time, firstDirty, upTo int64, 
 	if budget == 0 {
 		budget = offsetMapBudget
 	}
-	om, mapped, err := buildOffsetMap(ctx, r.segs, r.dirtyFrom, r.uncleanable, budget)
+	om, mapped, err := buildOffsetMap(ctx, r.segs, r.dirtyFrom, r.uncleanable, budget, l.abortedBatch)
 	if err != nil {
 		return res, l.cleanFailed(err, r.segs[r.dirtyFrom:r.uncleanable], marks)
 	}

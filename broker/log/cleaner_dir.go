@@ -108,7 +108,7 @@ func (c *dirCleaner) cleanDirtiest(ctx context.Context) bool {
 		if !cfg.Compact || c.uncleanable[l] {
 			continue
 		}
-		r, err := l.cleanableRange(l.now(), c.offsetFor(l), -1)
+		r, err := l.cleanableRange(l.now(), c.offsetFor(l), l.cleanBound())
 		if err != nil {
 			continue // closed: deleted or moved meanwhile
 		}
@@ -120,10 +120,10 @@ func (c *dirCleaner) cleanDirtiest(ctx context.Context) bool {
 	if best == nil {
 		return false
 	}
-	// TODO(replication): bound by the partition's last stable offset once
-	// the replica layer knows it; until then only the active segment and
-	// min.compaction.lag.ms bound cleaning.
-	res, err := best.Clean(ctx, best.now(), c.offsetFor(best), -1)
+	// Bounded by the partition's last stable offset (its high watermark
+	// when no transaction is open), besides the active segment and
+	// min.compaction.lag.ms.
+	res, err := best.Clean(ctx, best.now(), c.offsetFor(best), best.cleanBound())
 	switch {
 	case err == nil:
 		c.firstDirty[best.tp] = dirtyOffset{best, res.FirstDirty}

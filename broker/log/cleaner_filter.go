@@ -26,8 +26,10 @@ type filterStats struct {
 // MemoryRecords.filterTo and Cleaner.shouldRetainRecord:
 //
 //   - A control batch is kept as it is. (Kafka also removes transaction
-//     markers once their transaction's records are gone; Tributary has no
-//     transactions yet.)
+//     markers once their transaction's records are gone and
+//     delete.retention.ms has passed; Tributary keeps them.) A batch of an
+//     aborted transaction is dropped whole, by the caller, which knows the
+//     partition's transactions (Log.SetTxnView).
 //   - A batch whose records do not decode is kept as it is: its CRC holds,
 //     so it is what the producer sent (appends do not decompress), and the
 //     cleaner cannot know which of its records are obsolete. Failing

@@ -40,14 +40,17 @@ func (m *offsetMap) retain(key []byte, offset int64) bool {
 // a time until the map outgrows budget, and returns the index of the first
 // segment it did not map.
 // Control batches carry no keys of the partition's data and are skipped.
-func buildOffsetMap(ctx context.Context, segs []*segment, from, to int, budget int64) (*offsetMap, int, error) {
+//
+// Batches of aborted transactions (aborted, nil for none) are skipped too:
+// their records are removed, and must not remove older ones.
+func buildOffsetMap(ctx context.Context, segs []*segment, from, to int, budget int64, aborted func(record.Batch) bool) (*offsetMap, int, error) {
 	m := &offsetMap{last: map[string]int64{}}
 	for i := from; i < to; i++ {
 		if i > from && m.bytes >= budget {
 			return m, i, nil
 		}
 		err := forEachBatch(ctx, segs[i], func(b record.Batch, _ int64) error {
-			if b.Control() {
+			if b.Control() || aborted != nil && aborted(b) {
 				return nil
 			}
 			recs, err := b.DecodeRecords()

@@ -54,6 +54,13 @@ func (p *cleanPass) cleanGroup(ctx context.Context, verify []*segment, n int, ma
 		before += s.size.Load()
 		err := forEachBatch(ctx, s, func(b record.Batch, _ int64) error {
 			kept, v, bs, err := filterBatch(b, p.om, p.now, p.cfg)
+			if l.abortedBatch(b) {
+				// A batch of an aborted transaction: no read_committed
+				// consumer sees it, so it goes (Kafka's cleaner drops it
+				// too; its marker stays).
+				n := int64(b.RecordCount())
+				kept, v, bs, err = nil, batchDropped, filterStats{read: n, removed: n}, nil
+			}
 			if err != nil {
 				return fmt.Errorf("batch at offset %d of %s: %w", b.BaseOffset(), s.log.Name(), err)
 			}

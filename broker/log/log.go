@@ -47,6 +47,9 @@ type Log struct {
 	now    func() time.Time
 
 	cfg atomic.Pointer[Config]
+	// txns is the partition's view of its transactions, for the cleaner
+	// (SetTxnView); nil: no transactions.
+	txns atomic.Pointer[TxnView]
 
 	segs  atomic.Pointer[[]*segment] // by base offset; the last is active
 	end   atomic.Int64               // log end offset: the next offset to assign
@@ -235,6 +238,19 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendInfo, err
 // AppendAsLeaderWithin is AppendAsLeader spending the decompression of the
 // producer's batches from budget, the request's (nil for none).
 func (l *Log) AppendAsLeaderWithin(batches []byte, leaderEpoch int32, budget *record.Budget) (AppendInfo, error) {
+	return l.appendAsLeader(batches, leaderEpoch, budget, record.FromClient)
+}
+
+// AppendFromBroker appends batches this broker wrote itself as the leader
+// (transaction markers, which are control batches, and a coordinator's
+// transactional offset commits, which carry no sequence): offsets and the
+// leader epoch are assigned as for a producer's, but the batches are
+// checked as a replica's and stored as they are.
+func (l *Log) AppendFromBroker(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.appendAsLeader(batches, leaderEpoch, nil, record.FromReplica)
+}
+
+func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, budget *record.Budget, origin record.Origin) (AppendInfo, error) {
 	cfg := l.cfg.Load()
 	lim := record.Limits{
 		MaxBytes:             cfg.MaxMessageBytes,
@@ -248,14 +264,14 @@ func (l *Log) AppendAsLeaderWithin(batches []byte, leaderEpoch int32, budget *re
 	}
 	// Checked before the lock: decompressing and walking every record is
 	// the costly part, and it needs nothing of the log's.
-	parsed, err := splitValid(batches, record.FromClient, lim)
+	parsed, err := splitValid(batches, origin, lim)
 	if err != nil {
 		return AppendInfo{}, err
 	}
 	// What is stored: the producer's batches, or the same records in the
 	// topic's compression.type, built before the lock as the check was.
 	data, stored := batches, parsed
-	if cfg.Compression != CompressionProducer {
+	if cfg.Compression != CompressionProducer && origin == record.FromClient {
 		if data, stored, err = recompress(batches, parsed, cfg.Compression, cfg.MaxMessageBytes); err != nil {
 			return AppendInfo{}, err
 		}
@@ -750,4 +766,47 @@ func (l *Log) Delete() error {
 	// Unlinking is safe under readers: their open files and mappings stay
 	// valid until they release the segments.
 	return os.RemoveAll(l.dir)
+}
+
+// SegmentBase is the base offset of the segment holding offset (the first
+// segment's for an offset below it), the name of the files that belong
+// to that segment, such as a transaction index.
+func (l *Log) SegmentBase(offset int64) int64 {
+	segs := l.segments()
+	if len(segs) == 0 {
+		return offset
+	}
+	i := max(sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })-1, 0)
+	return segs[i].base
+}
+
+// TxnView is what the cleaner needs to know of a partition's transactions,
+// which the partition (broker/replica) keeps: the log knows batches, not
+// their outcome.
+type TxnView struct {
+	// Stable is the last stable offset: cleaning stops below it, so that
+	// a record of an undecided transaction never removes an older one.
+	Stable func() int64
+	// Aborted says whether the transactional batch of producerID at
+	// offset belongs to an aborted transaction: the cleaner removes it,
+	// and never lets its keys remove older records.
+	Aborted func(producerID, offset int64) bool
+}
+
+// SetTxnView gives the cleaner the partition's transactions.
+func (l *Log) SetTxnView(v *TxnView) { l.txns.Store(v) }
+
+// cleanBound is the offset cleaning must not pass: the last stable offset
+// when the partition has a view of its transactions, else none (-1).
+func (l *Log) cleanBound() int64 {
+	if v := l.txns.Load(); v != nil && v.Stable != nil {
+		return v.Stable()
+	}
+	return -1
+}
+
+// abortedBatch says whether b is a batch of an aborted transaction.
+func (l *Log) abortedBatch(b record.Batch) bool {
+	v := l.txns.Load()
+	return v != nil && v.Aborted != nil && b.Transactional() && !b.Control() && v.Aborted(b.ProducerID(), b.BaseOffset())
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"slices"
 )
 
@@ -47,8 +46,9 @@ import (
 //     batch's max timestamp for a batch replayed from the log), and read it
 //     back as both the batch's timestamp and the expiry reference, as Kafka
 //     does.
-//   - coordinatorEpoch and currentTxnFirstOffset belong to transactions,
-//     which Tributary does not support yet: written as -1, ignored on read.
+//   - coordinatorEpoch is that of the producer's last marker, and
+//     currentTxnFirstOffset the first offset of its open transaction: the
+//     last stable offset after a restart starts from them.
 //   - Any other version, a bad CRC, a length that is not 10+46n, or an
 //     impossible entry (a negative producer id, or a batch with a negative
 //     sequence or offset delta, or one starting below offset 0) makes the file
@@ -101,8 +101,8 @@ func EncodeSnapshot(s *State) []byte {
 		b = be.AppendUint64(b, uint64(lastOffset))
 		b = be.AppendUint32(b, uint32(delta))
 		b = be.AppendUint64(b, uint64(e.LastTimestamp))
-		b = be.AppendUint32(b, math.MaxUint32) // coordinatorEpoch -1
-		b = be.AppendUint64(b, math.MaxUint64) // currentTxnFirstOffset -1
+		b = be.AppendUint32(b, uint32(e.CoordinatorEpoch))
+		b = be.AppendUint64(b, uint64(e.CurrentTxnFirstOffset))
 	}
 	be.PutUint32(b[2:], crc32.Checksum(b[snapshotCRCStart:], castagnoli))
 	return b
@@ -125,7 +125,7 @@ func DecodeSnapshot(data []byte) (*State, error) {
 	if n < 0 || int64(len(data)-snapshotHeaderSize) != n*snapshotEntrySize {
 		return nil, fmt.Errorf("%w: %d entries in %d bytes", ErrCorruptSnapshot, n, len(data))
 	}
-	s := &State{producers: make(map[int64]*Entry, n)}
+	s := &State{producers: make(map[int64]*Entry, n), open: map[int64]int64{}}
 	for p := data[snapshotHeaderSize:]; len(p) > 0; p = p[snapshotEntrySize:] {
 		pid := int64(be.Uint64(p))
 		epoch := int16(be.Uint16(p[8:]))
@@ -136,7 +136,16 @@ func DecodeSnapshot(data []byte) (*State, error) {
 		if pid < 0 || lastOffset >= 0 && (seq < 0 || delta < 0 || lastOffset < int64(delta)) {
 			return nil, fmt.Errorf("%w: producer %d with last sequence %d, last offset %d and offset delta %d", ErrCorruptSnapshot, pid, seq, lastOffset, delta)
 		}
-		e := &Entry{ProducerID: pid, Epoch: epoch, LastTimestamp: ts}
+		coordEpoch := int32(be.Uint32(p[34:]))
+		txnFirst := int64(be.Uint64(p[38:]))
+		if txnFirst < -1 {
+			return nil, fmt.Errorf("%w: producer %d with transaction first offset %d", ErrCorruptSnapshot, pid, txnFirst)
+		}
+		e := &Entry{ProducerID: pid, Epoch: epoch, LastTimestamp: ts, CoordinatorEpoch: coordEpoch, CurrentTxnFirstOffset: txnFirst}
+		delete(s.open, pid)
+		if txnFirst >= 0 {
+			s.open[pid] = txnFirst
+		}
 		if lastOffset >= 0 {
 			e.Batches = []BatchMeta{{
 				FirstSeq: subSeq(seq, delta), LastSeq: seq,

@@ -30,6 +30,13 @@ type Entry struct {
 	// producer's last batch was appended, or, for a batch replayed from the
 	// log or read from a snapshot, the time stored there (see Replay).
 	LastTimestamp int64
+	// CoordinatorEpoch is that of the last transaction marker written for
+	// the producer; -1 before any.
+	CoordinatorEpoch int32
+	// CurrentTxnFirstOffset is the offset of the first batch of the
+	// producer's open transaction, -1 when none is open: the last stable
+	// offset of the partition cannot pass it.
+	CurrentTxnFirstOffset int64
 }
 
 func (e *Entry) last() *BatchMeta {
@@ -42,10 +49,23 @@ func (e *Entry) last() *BatchMeta {
 // State is one partition's idempotent producers.
 type State struct {
 	producers map[int64]*Entry
+	// open is the first offset of every open transaction, by producer:
+	// the few entries the last stable offset depends on.
+	open map[int64]int64
 }
 
 // NewState is an empty state.
-func NewState() *State { return &State{producers: map[int64]*Entry{}} }
+func NewState() *State { return &State{producers: map[int64]*Entry{}, open: map[int64]int64{}} }
+
+// CompletedTxn is a transaction a marker ended: the producer, the offsets
+// of its first batch and of the marker, and whether it was aborted (then
+// it belongs in the aborted-transaction index).
+type CompletedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+	Aborted     bool
+}
 
 // Error is a refused batch with its Kafka error.
 type Error struct {
@@ -132,17 +152,52 @@ func (s *State) Check(b record.Batch) (*BatchMeta, error) {
 }
 
 // Update records a batch that was appended with its offsets assigned.
-// appendTime is the broker's clock, the expiry reference. Control batches
-// (transaction markers) carry no sequence and are not recorded.
-func (s *State) Update(b record.Batch, appendTime int64) {
+// appendTime is the broker's clock, the expiry reference.
+func (s *State) Update(b record.Batch, appendTime int64) { s.Apply(b, appendTime) }
+
+// Apply records a batch that was appended with its offsets assigned, as
+// Update, and returns the transaction a marker (a control batch, which
+// carries no sequence) ended, if any. A transactional batch opens its
+// producer's transaction unless one is open. A batch without a sequence
+// (written by a coordinator: transactional offset commits) is not
+// remembered for duplicate detection. A newer epoch, from a batch or from
+// a marker (the coordinator fences a producer by bumping its epoch),
+// forgets the older epoch's batches.
+func (s *State) Apply(b record.Batch, appendTime int64) *CompletedTxn {
 	pid := b.ProducerID()
-	if pid < 0 || b.Control() {
-		return
+	if pid < 0 {
+		return nil
 	}
 	e, ok := s.producers[pid]
-	if !ok || b.ProducerEpoch() != e.Epoch {
-		e = &Entry{ProducerID: pid, Epoch: b.ProducerEpoch()}
+	if !ok {
+		e = &Entry{ProducerID: pid, Epoch: b.ProducerEpoch(), CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
 		s.producers[pid] = e
+	} else if b.ProducerEpoch() != e.Epoch {
+		e.Epoch, e.Batches = b.ProducerEpoch(), nil
+	}
+	e.LastTimestamp = appendTime
+	if b.Control() {
+		typ, ok := b.ControlType()
+		if !ok || (typ != record.ControlAbort && typ != record.ControlCommit) {
+			return nil
+		}
+		e.CoordinatorEpoch = markerCoordinatorEpoch(b, e.CoordinatorEpoch)
+		first := e.CurrentTxnFirstOffset
+		e.CurrentTxnFirstOffset = -1
+		delete(s.open, pid)
+		if first < 0 {
+			// A marker with nothing open (a retried marker, or the
+			// abort of a transaction that wrote nothing here).
+			first = b.BaseOffset()
+		}
+		return &CompletedTxn{ProducerID: pid, FirstOffset: first, LastOffset: b.LastOffset(), Aborted: typ == record.ControlAbort}
+	}
+	if b.Transactional() && e.CurrentTxnFirstOffset < 0 {
+		e.CurrentTxnFirstOffset = b.BaseOffset()
+		s.open[pid] = b.BaseOffset()
+	}
+	if b.BaseSequence() < 0 {
+		return nil
 	}
 	e.Batches = append(e.Batches, BatchMeta{
 		FirstSeq: b.BaseSequence(), LastSeq: lastSeq(b),
@@ -151,8 +206,33 @@ func (s *State) Update(b record.Batch, appendTime int64) {
 	if n := len(e.Batches); n > MaxBatchesPerProducer {
 		e.Batches = append(e.Batches[:0], e.Batches[n-MaxBatchesPerProducer:]...)
 	}
-	e.LastTimestamp = appendTime
+	return nil
 }
+
+// markerCoordinatorEpoch is the coordinator epoch in a marker's value
+// (version int16, coordinator epoch int32), or old when it cannot be read.
+func markerCoordinatorEpoch(b record.Batch, old int32) int32 {
+	rs, err := b.DecodeRecords()
+	if err != nil || len(rs) == 0 || len(rs[0].Value) < 6 {
+		return old
+	}
+	return int32(uint32(rs[0].Value[2])<<24 | uint32(rs[0].Value[3])<<16 | uint32(rs[0].Value[4])<<8 | uint32(rs[0].Value[5]))
+}
+
+// FirstUnstableOffset is the first offset of the oldest open transaction,
+// or -1 when none is open.
+func (s *State) FirstUnstableOffset() int64 {
+	first := int64(-1)
+	for _, off := range s.open {
+		if first < 0 || off < first {
+			first = off
+		}
+	}
+	return first
+}
+
+// OpenTxns is each producer with an open transaction and its first offset.
+func (s *State) OpenTxns() map[int64]int64 { return s.open }
 
 // Replay records a batch read back from the log while recovering: the
 // batches after the snapshot recovery started from, in offset order. The
@@ -161,13 +241,13 @@ func (s *State) Update(b record.Batch, appendTime int64) {
 // topic). A batch the producer's entry already covers (its last offset is
 // not past the entry's last batch) is skipped, so replaying from an offset
 // inside a batch the snapshot already holds records it once.
-func (s *State) Replay(b record.Batch) {
+func (s *State) Replay(b record.Batch) *CompletedTxn {
 	if e, ok := s.producers[b.ProducerID()]; ok {
 		if l := e.last(); l != nil && b.LastOffset() <= l.LastOffset {
-			return
+			return nil
 		}
 	}
-	s.Update(b, b.MaxTimestamp())
+	return s.Apply(b, b.MaxTimestamp())
 }
 
 // Producers is every producer's entry; the caller must not modify them.
@@ -180,7 +260,9 @@ func (s *State) Len() int { return len(s.producers) }
 func (s *State) Expire(cutoff int64) int {
 	n := 0
 	for pid, e := range s.producers {
-		if e.LastTimestamp < cutoff {
+		// A producer with an open transaction stays: the transaction
+		// coordinator ends it (by its timeout) with a marker.
+		if e.LastTimestamp < cutoff && e.CurrentTxnFirstOffset < 0 {
 			delete(s.producers, pid)
 			n++
 		}

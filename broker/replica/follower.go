@@ -15,10 +15,7 @@ func (p *Partition) AppendAsFollower(batches []byte, leaderHW int64) error {
 		if _, err := p.Log.AppendAsFollower(batches); err != nil {
 			return err
 		}
-		now := p.now().UnixMilli()
-		for b, r, ok := record.Split(batches); ok; b, r, ok = record.Split(r) {
-			p.producers.Update(b, now)
-		}
+		p.applyLocked(batches, p.now().UnixMilli())
 	}
 	p.followHW(leaderHW)
 	return nil

@@ -46,6 +46,7 @@ type Partition struct {
 
 	appendMu  sync.Mutex
 	producers *producer.State
+	txns      txnState // the LSO and the aborted index (txn.go); its own lock
 	now       func() time.Time
 
 	// Producer snapshots: snapMu serializes the snapshot files and is taken
@@ -95,6 +96,7 @@ func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self in
 	if err := p.rebuildProducers(); err != nil {
 		return nil, err
 	}
+	l.SetTxnView(&log.TxnView{Stable: p.LastStableOffset, Aborted: p.abortedAt})
 	return p, nil
 }
 
@@ -109,9 +111,19 @@ func (p *Partition) rebuildProducers() error {
 	if err != nil {
 		return fmt.Errorf("broker/replica: load producer state of %s: %w", p.TP, err)
 	}
+	if err := p.loadTxnIndexLocked(from); err != nil {
+		return fmt.Errorf("broker/replica: load transaction index of %s: %w", p.TP, err)
+	}
 	replayed := 0
-	err = p.Log.ScanHeaders(from, func(b record.Batch) error {
-		st.Replay(b)
+	var done []producer.CompletedTxn
+	err = p.Log.ScanHeaders(from, func(h record.Batch) error {
+		b, err := p.replayBatch(h)
+		if err != nil {
+			return err
+		}
+		if c := st.Replay(b); c != nil {
+			done = append(done, *c)
+		}
 		replayed++
 		return nil
 	})
@@ -119,6 +131,7 @@ func (p *Partition) rebuildProducers() error {
 		return fmt.Errorf("broker/replica: replay producer state of %s: %w", p.TP, err)
 	}
 	p.producers = st
+	p.txnsChangedLocked(done, true)
 	p.snapSegs, p.snapSize = p.Log.SegmentCount(), p.Log.Size()
 	if replayed > 0 {
 		// The newest snapshot is behind the log: take one at the next
@@ -175,10 +188,7 @@ func (p *Partition) AppendAsLeaderWithin(batches []byte, budget *record.Budget) 
 	if err != nil {
 		return AppendResult{}, err
 	}
-	now := p.now().UnixMilli()
-	for b, r, ok := record.Split(batches); ok; b, r, ok = record.Split(r) {
-		p.producers.Update(b, now)
-	}
+	p.applyLocked(batches, p.now().UnixMilli())
 	p.advanceHW()
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.Log.LogStartOffset(), Records: info.Records}, nil
 }
@@ -206,6 +216,7 @@ func (p *Partition) ExpireProducers(d time.Duration) int {
 // so how stale it is bounds the replay, never the correctness.
 func (p *Partition) MaintainProducers(expiration time.Duration) error {
 	p.ExpireProducers(expiration)
+	p.pruneAborted()
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
 	if p.closed {

@@ -19,10 +19,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 		fill(resp, req, kerr.InvalidRequiredAcks, fmt.Sprintf("acks=%d: must be -1, 0 or 1", req.Acks))
 		return resp, nil
 	}
-	if req.TransactionID != nil {
-		fill(resp, req, kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet")
-		return resp, nil
-	}
+	// ACL: WRITE on TRANSACTIONAL_ID *req.TransactionID when it is set.
 	img := s.ctrl.Image()
 	var pending []pendingAck
 	// What the request's compressed batches may inflate to, in all.
@@ -46,6 +43,11 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			switch {
 			case t == nil || perr != nil:
 				sp.ErrorCode = perr.Code
+			case req.TransactionID != nil && !txnBatch(rp.Records):
+				sp.ErrorCode = kerr.InvalidRecord.Code
+				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches with a producer id")
+			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, &sp.ErrorCode):
+				sp.ErrorMessage = strPtr("the partition is not in the producer's ongoing transaction (AddPartitionsToTxn first)")
 			case req.Acks == -1 && int64(part.ISRSize()) < s.minISR(t.Configs):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", part.ISRSize(), s.minISR(t.Configs)))
@@ -149,4 +151,22 @@ func (s *Server) awaitCommit(resp *kmsg.ProduceResponse, pending []pendingAck, t
 			}
 		}
 	}
+}
+
+// txnBatch says whether records open with a transactional batch of a
+// producer, as a transactional produce must send.
+func txnBatch(records []byte) bool {
+	b, _, ok := record.Split(records)
+	return ok && b.Transactional() && b.ProducerID() >= 0
+}
+
+// verifyTxnProduceCode is verifyTxnProduce for a partition of a produce.
+// It reports a refusal, whose code it sets.
+func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16) bool {
+	b, _, _ := record.Split(rp.Records)
+	if err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition); err != nil {
+		*code = err.Code
+		return true
+	}
+	return false
 }

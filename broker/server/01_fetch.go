@@ -188,7 +188,7 @@ func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 						break
 					}
 				}
-				n, err := s.readPartition(part, rp, &sp, maxBytes-res.bytes, res.bytes == 0, res.files, upTo)
+				n, err := s.readPartition(part, rp, &sp, maxBytes-res.bytes, res.bytes == 0, res.files, upTo, req.IsolationLevel == 1)
 				if err != nil {
 					sp.ErrorCode = kafkaCode(err)
 				}
@@ -219,9 +219,25 @@ func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 // consumer, -1 for the log end for a follower) and the byte limits. first
 // says no records are in the response yet, so the first batch is returned
 // whole even when it is larger than the limits (KIP-74).
-func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, files *fileRanges, upTo int64) (int64, error) {
+//
+// A read_committed consumer reads up to the last stable offset instead,
+// and is told the aborted transactions whose records it may get, which it
+// drops (KIP-98).
+func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, files *fileRanges, upTo int64, readCommitted bool) (int64, error) {
 	hw := part.HighWatermark()
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, part.Log.LogStartOffset()
+	lso := part.LastStableOffset()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, part.Log.LogStartOffset()
+	if readCommitted && upTo >= 0 {
+		upTo = min(upTo, lso)
+		for _, a := range part.AbortedTxns(rp.FetchOffset, upTo) {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+		}
+		if sp.AbortedTransactions == nil {
+			sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
+	}
 	limit := min(int64(rp.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {
 		return 0, nil
@@ -229,6 +245,7 @@ func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopi
 	slice, err := part.Log.Read(rp.FetchOffset, log.ReadOptions{MaxBytes: int(max(limit, 0)), MinOneBatch: first, UpTo: upTo})
 	if err != nil {
 		if errors.Is(err, log.ErrOffsetOutOfRange) && rp.FetchOffset == hw {
+			sp.AbortedTransactions = nil
 			return 0, nil
 		}
 		return 0, err

@@ -30,7 +30,7 @@ func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg
 			} else if code := checkLeaderEpoch(part, rp.CurrentLeaderEpoch); code != nil {
 				sp.ErrorCode = code.Code
 			} else {
-				sp.ErrorCode = listOffset(part, rp.Timestamp, &sp)
+				sp.ErrorCode = listOffset(part, rp.Timestamp, &sp, req.IsolationLevel == 1)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -39,13 +39,15 @@ func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg
 	return resp, nil
 }
 
-func listOffset(p *replica.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+func listOffset(p *replica.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition, readCommitted bool) int16 {
 	sp.LeaderEpoch = p.LeaderEpoch()
 	switch ts {
 	case latestTimestamp:
-		// Consumers see up to the high watermark (read_committed is the
-		// same until transactions exist).
+		// A read_committed consumer's end is the last stable offset.
 		sp.Offset = p.HighWatermark()
+		if readCommitted {
+			sp.Offset = p.LastStableOffset()
+		}
 		return 0
 	case earliestTimestamp, earliestLocalTimestamp:
 		sp.Offset = p.Log.LogStartOffset()

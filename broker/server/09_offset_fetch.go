@@ -3,6 +3,7 @@ package server
 import (
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/group"
@@ -25,7 +26,7 @@ func (s *Server) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (*kmsg
 			}
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
-			code, res := s.fetchOffsets(rg.Group, topics)
+			code, res := s.fetchOffsets(rg.Group, topics, req.RequireStable)
 			g.ErrorCode = code
 			for _, t := range res {
 				gt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -48,7 +49,7 @@ func (s *Server) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (*kmsg
 			topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 		}
 	}
-	code, res := s.fetchOffsets(req.Group, topics)
+	code, res := s.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable)
 	if req.Version >= 2 {
 		resp.ErrorCode = code
 	}
@@ -77,7 +78,10 @@ type fetchedTopic struct {
 }
 
 // fetchOffsets looks up a group's offsets; topics nil is all of them.
-func (s *Server) fetchOffsets(groupID string, topics []fetchTopic) (int16, []fetchedTopic) {
+// requireStable (KIP-447) answers UNSTABLE_OFFSET_COMMIT for a partition
+// with an offset pending in an open transaction, which the consumer
+// retries, rather than the older committed offset.
+func (s *Server) fetchOffsets(groupID string, topics []fetchTopic, requireStable bool) (int16, []fetchedTopic) {
 	committed, code := s.groups.Committed(groupID)
 	if code != nil {
 		committed = nil
@@ -101,7 +105,13 @@ func (s *Server) fetchOffsets(groupID string, topics []fetchTopic) (int16, []fet
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
 			empty := ""
 			rp.Metadata = &empty
-			if o, ok := committed[group.TopicPartition{Topic: t.topic, Partition: p}]; ok {
+			tp := group.TopicPartition{Topic: t.topic, Partition: p}
+			if requireStable && code == nil && s.groups.Unstable(groupID, tp) {
+				rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+				ft.parts = append(ft.parts, rp)
+				continue
+			}
+			if o, ok := committed[tp]; ok {
 				meta := o.Metadata
 				rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, &meta
 			}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -15,9 +16,8 @@ const (
 // handleFindCoordinator names the leader of the group's __consumer_offsets
 // partition as its coordinator (on a single node, this node), which the
 // first group lookup creates; while a partition loads, its groups are
-// COORDINATOR_LOAD_IN_PROGRESS. There
-// is no transaction coordinator yet, which clients are told with
-// COORDINATOR_NOT_AVAILABLE. Clients also read the API's presence as a
+// COORDINATOR_LOAD_IN_PROGRESS. A transactional id's coordinator is the
+// leader of its __transaction_state partition, the same way. Clients also read the API's presence as a
 // feature: librdkafka only compresses with lz4 when the broker lists it.
 func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -39,6 +39,12 @@ func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 			groupErr = err
 		}
 	}
+	if req.CoordinatorType == coordinatorTransaction && self != nil {
+		// ACL: DESCRIBE on TRANSACTIONAL_ID for each key.
+		if err := s.txns.EnsureTopic(); err != nil {
+			groupErr = err
+		}
+	}
 	img := s.ctrl.Image()
 	brokers := map[int32]kmsg.MetadataResponseBroker{}
 	for _, b := range s.metadataBrokers(img, c.listener) {
@@ -49,25 +55,31 @@ func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 		co.Key, co.NodeID, co.Port = key, -1, -1
 		// In a cluster, a group's coordinator is the leader of its
 		// __consumer_offsets partition, wherever that is.
+		// A transactional id's, of its __transaction_state partition.
 		leader := s.nodeID
-		if ot, ok := img.Topics[group.OffsetsTopic]; ok && len(ot.Partitions) > 0 {
+		internal := group.OffsetsTopic
+		if req.CoordinatorType == coordinatorTransaction {
+			internal = txn.Topic
+		}
+		if ot, ok := img.Topics[internal]; ok && len(ot.Partitions) > 0 {
 			leader = ot.Partitions[group.PartitionFor(key, int32(len(ot.Partitions)))].Leader
 		}
 		switch {
-		case req.CoordinatorType == coordinatorGroup && groupErr == nil && leader != s.nodeID:
+		case req.CoordinatorType != coordinatorGroup && req.CoordinatorType != coordinatorTransaction:
+			co.ErrorCode = kerr.InvalidRequest.Code
+		case groupErr == nil && leader != s.nodeID:
 			if b, ok := brokers[leader]; ok {
 				co.NodeID, co.Host, co.Port = b.NodeID, b.Host, b.Port
 			} else {
 				co.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			}
-		case req.CoordinatorType != coordinatorGroup:
-			co.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			co.ErrorMessage = strPtr("there is no transaction coordinator yet")
+		case req.CoordinatorType == coordinatorTransaction && self != nil && groupErr == nil && s.txns.Status(key) == kerr.CoordinatorLoadInProgress:
+			co.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		case self == nil:
 			co.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case groupErr != nil:
 			co.ErrorCode, co.ErrorMessage = kerr.CoordinatorNotAvailable.Code, errorMessage(groupErr)
-		case s.groups.Status(key) == kerr.CoordinatorLoadInProgress:
+		case req.CoordinatorType == coordinatorGroup && s.groups.Status(key) == kerr.CoordinatorLoadInProgress:
 			co.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		default:
 			co.NodeID, co.Host, co.Port = self.NodeID, self.Host, self.Port

@@ -15,9 +15,16 @@ func (s *Server) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		// Without a transaction coordinator, a transactional producer is
-		// told plainly that it may not run here.
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		// ACL: WRITE on TRANSACTIONAL_ID *req.TransactionalID.
+		pid, epoch, code := s.txns.InitProducerID(*req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+		if code != nil {
+			resp.ErrorCode = code.Code
+			if code == kerr.ProducerFenced && req.Version < 4 {
+				resp.ErrorCode = kerr.InvalidProducerEpoch.Code // PRODUCER_FENCED is v4+ (KIP-588)
+			}
+			return resp, nil
+		}
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
 		return resp, nil
 	}
 	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16-1 {

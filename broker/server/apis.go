@@ -59,6 +59,16 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.DeleteGroups.Int16():   {min: 0, max: 2, fn: typed(s.handleDeleteGroups)},
 		kmsg.OffsetDelete.Int16():   {min: 0, max: 0, fn: typed(s.handleOffsetDelete)},
 
+		// Transactions (broker/txn, txn.go).
+		kmsg.AddPartitionsToTxn.Int16():   {min: 0, max: 3, fn: typed(s.handleAddPartitionsToTxn)},
+		kmsg.AddOffsetsToTxn.Int16():      {min: 0, max: 3, fn: typed(s.handleAddOffsetsToTxn)},
+		kmsg.EndTxn.Int16():               {min: 0, max: 4, fn: typed(s.handleEndTxn)},
+		kmsg.TxnOffsetCommit.Int16():      {min: 0, max: 3, fn: typed(s.handleTxnOffsetCommit)},
+		kmsg.WriteTxnMarkers.Int16():      {min: 1, max: 1, fn: typed(s.handleWriteTxnMarkers)},
+		kmsg.DescribeProducers.Int16():    {min: 0, max: 0, fn: typed(s.handleDescribeProducers)},
+		kmsg.DescribeTransactions.Int16(): {min: 0, max: 0, fn: typed(s.handleDescribeTransactions)},
+		kmsg.ListTransactions.Int16():     {min: 0, max: 1, fn: typed(s.handleListTransactions)},
+
 		// Topic and config administration.
 		kmsg.DeleteTopics.Int16():            {min: 1, max: 6, fn: typed(s.handleDeleteTopics)},
 		kmsg.DeleteRecords.Int16():           {min: 0, max: 2, fn: typed(s.handleDeleteRecords)},

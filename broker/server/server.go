@@ -27,6 +27,7 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/txn"
 )
 
 // Server is one broker node.
@@ -43,6 +44,7 @@ type Server struct {
 	groups    *group.Coordinator
 	// authorizer judges requests (acl_authz.go); nil allows everything.
 	authorizer *acl.Authorizer
+	txns       *txn.Coordinator
 
 	// roles are process.roles: a broker-only node hosts partitions and
 	// follows the metadata; a controller-only node votes and decides.
@@ -281,6 +283,8 @@ func (s *Server) Start() error {
 	}
 	s.groups = group.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger)
 	s.groups.Start()
+	s.txns = txn.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger, s.pids.allocate, s.writeMarkers)
+	s.txns.Start()
 	// A log whose topic is gone from the metadata is deleted, but only on
 	// a single node: in a quorum the image fills in as Raft replays the
 	// log, and a log missing from a partial image is not an orphan.
@@ -605,6 +609,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		<-done
+	}
+	if s.txns != nil {
+		s.txns.Stop()
 	}
 	if s.groups != nil {
 		s.groups.Stop()

@@ -23,6 +23,7 @@ func newConsumeCommand() *cobra.Command {
 	var (
 		bootstrap, offset, timestamp, format string
 		registryURL                          string
+		isolation                            string
 		fromBeginning                        bool
 		partitions                           []int
 		count                                int64
@@ -42,6 +43,12 @@ Where to start, in every partition read (give at most one):
                       end (as kcat -o -N). N must lie within the partition.
   --timestamp T       the first record at or after T, given as RFC 3339
                       (2024-05-01T12:00:00Z) or Unix milliseconds
+
+--isolation read_committed reads only the records of committed transactions
+(and those written outside transactions), up to the last stable offset, as
+a consumer with isolation.level=read_committed does; the default,
+read_uncommitted, reads everything up to the high watermark, aborted
+transactions included, as Kafka's console consumer does by default.
 
 It then follows new records until Ctrl-C, which ends it cleanly (exit 0),
 or until --count records have been printed.
@@ -78,6 +85,9 @@ A summary ("consumed N records") goes to stderr at the end.`,
 			start, err := parseStart(fromBeginning, offset, timestamp)
 			if err != nil {
 				return err
+			}
+			if isolation != "read_uncommitted" && isolation != "read_committed" {
+				return fmt.Errorf("--isolation %q: want read_committed or read_uncommitted", isolation)
 			}
 			if count < 0 {
 				return fmt.Errorf("--count %d: want a number of records, or 0 to follow until Ctrl-C", count)
@@ -131,7 +141,7 @@ A summary ("consumed N records") goes to stderr at the end.`,
 			if registryURL != "" {
 				dec = srclient.NewDecoder(srclient.New(registryURL))
 			}
-			err = cl.Consume(ctx, kafkacli.ConsumeConfig{Topic: topic, Offsets: offsets}, func(m *kafka.Message) error {
+			err = cl.Consume(ctx, kafkacli.ConsumeConfig{Topic: topic, Offsets: offsets, ReadCommitted: isolation == "read_committed"}, func(m *kafka.Message) error {
 				if dec != nil && m.Value != nil {
 					v, derr := dec.JSON(ctx, m.Value)
 					if derr != nil {
@@ -193,9 +203,10 @@ A summary ("consumed N records") goes to stderr at the end.`,
 	f.Int64VarP(&count, "count", "c", 0, "exit after this many records; 0: follow until Ctrl-C")
 	f.StringVarP(&format, "format", "f", "", `output template, as kcat -f (see above); default '%s\n'`)
 	f.StringVar(&registryURL, "registry", "", "schema registry URL: decode Confluent-framed values (Avro, JSON Schema, Protobuf) to JSON before printing")
+	f.StringVar(&isolation, "isolation", "read_uncommitted", "read_committed: only committed transactions, up to the last stable offset; read_uncommitted: everything")
 	kafkaArgFlag(cmd, "topic", "the topic to read", true)
 	mirrorKafka(cmd, "kafka-console-consumer.sh", map[string]string{"max-messages": "count",
-		"from-beginning": "from-beginning", "partition": "partition", "offset": "offset", "topic": "topic"})
+		"from-beginning": "from-beginning", "partition": "partition", "offset": "offset", "topic": "topic", "isolation-level": "isolation"})
 	return cmd
 }
 

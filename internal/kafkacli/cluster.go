@@ -226,11 +226,21 @@ type OffsetRange struct {
 // Offsets lists the log start offset and high watermark of partitions of a
 // topic (ListOffsets to each leader).
 func (c *Cluster) Offsets(ctx context.Context, topic string, partitions []int) (map[int]OffsetRange, error) {
+	return c.offsets(ctx, topic, partitions, kafka.ReadUncommitted)
+}
+
+// StableOffsets is Offsets whose ends are the last stable offsets
+// (read_committed): below them every transaction is decided.
+func (c *Cluster) StableOffsets(ctx context.Context, topic string, partitions []int) (map[int]OffsetRange, error) {
+	return c.offsets(ctx, topic, partitions, kafka.ReadCommitted)
+}
+
+func (c *Cluster) offsets(ctx context.Context, topic string, partitions []int, iso kafka.IsolationLevel) (map[int]OffsetRange, error) {
 	reqs := make([]kafka.OffsetRequest, 0, 2*len(partitions))
 	for _, p := range partitions {
 		reqs = append(reqs, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 	}
-	resp, err := c.Client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	resp, err := c.Client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}, IsolationLevel: iso})
 	if err != nil {
 		return nil, fmt.Errorf("listing offsets of %q: %w", topic, unwrapClient(err))
 	}

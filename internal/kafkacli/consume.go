@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 	"time"
@@ -104,6 +105,10 @@ type ConsumeConfig struct {
 	// Idle, if set, ends Consume with ErrIdle when no record arrives for
 	// that long.
 	Idle time.Duration
+	// ReadCommitted reads only committed transactions (isolation.level
+	// read_committed): up to the last stable offset, aborted records
+	// dropped. Otherwise every record up to the high watermark is read.
+	ReadCommitted bool
 }
 
 // Consume reads the partitions directly, one kafka-go Reader per partition
@@ -141,6 +146,26 @@ func (c *Cluster) Consume(ctx context.Context, cfg ConsumeConfig, fn func(*kafka
 		return err
 	}
 	for _, p := range partitions {
+		if cfg.ReadCommitted {
+			wg.Add(1)
+			go func(p int) {
+				defer wg.Done()
+				if err := c.consumeCommitted(ctx, cfg.Topic, p, cfg.Offsets[p], maxBytes, maxWait, func(m kafka.Message) bool {
+					select {
+					case items <- item{m: m}:
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				}); err != nil && ctx.Err() == nil {
+					select {
+					case items <- item{err: fmt.Errorf("reading %q partition %d: %w", cfg.Topic, p, err)}:
+					case <-ctx.Done():
+					}
+				}
+			}(p)
+			continue
+		}
 		r := kafka.NewReader(kafka.ReaderConfig{
 			Brokers:     c.Brokers,
 			Topic:       cfg.Topic,
@@ -218,4 +243,56 @@ func (c *Cluster) Consume(ctx context.Context, cfg ConsumeConfig, fn func(*kafka
 			}
 		}
 	}
+}
+
+// consumeCommitted reads a partition read_committed from offset with
+// FetchCommitted and hands each record to send until send says stop or
+// ctx ends.
+func (c *Cluster) consumeCommitted(ctx context.Context, topic string, p int, offset int64, maxBytes int, maxWait time.Duration, send func(kafka.Message) bool) error {
+	for ctx.Err() == nil {
+		var batch []kafka.Message
+		resp, err := FetchCommitted(ctx, c.Client, topic, int32(p), offset, maxBytes, maxWait, func(r *kafka.Record) error {
+			if r.Offset < offset {
+				return nil
+			}
+			m := kafka.Message{Topic: topic, Partition: p, Offset: r.Offset, Time: r.Time}
+			var err error
+			if m.Key, err = readAll(r.Key); err != nil {
+				return err
+			}
+			if m.Value, err = readAll(r.Value); err != nil {
+				return err
+			}
+			for _, h := range r.Headers {
+				m.Headers = append(m.Headers, kafka.Header{Key: h.Key, Value: append([]byte(nil), h.Value...)})
+			}
+			batch = append(batch, m)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if resp.Err != nil {
+			return resp.Err
+		}
+		for _, m := range batch {
+			m.HighWaterMark = resp.HighWatermark
+			if !send(m) {
+				return nil
+			}
+		}
+		if resp.Next > offset {
+			offset = resp.Next
+		}
+	}
+	return ctx.Err()
+}
+
+// readAll is a record's key or value, nil for a null one.
+func readAll(b kafka.Bytes) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	defer b.Close()
+	return io.ReadAll(b)
 }

@@ -1,0 +1,414 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/txn"
+	"github.com/tributary-io/tributary/internal/kwire"
+)
+
+// Transactions (KIP-98, KIP-447): the coordinator's APIs, served by
+// broker/txn, and the partition leaders' WriteTxnMarkers. See
+// docs/transactions.md.
+
+func (s *Server) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	// ACL: WRITE on TRANSACTIONAL_ID req.TransactionalID, WRITE on each topic.
+	img := s.ctrl.Image()
+	var tps []txn.TP
+	unknown := map[txn.TP]bool{}
+	for _, rt := range req.Topics {
+		t := img.Topics[rt.Topic]
+		for _, p := range rt.Partitions {
+			tp := txn.TP{Topic: rt.Topic, Partition: p}
+			if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+				unknown[tp] = true
+			}
+			tps = append(tps, tp)
+		}
+	}
+	var code *kerr.Error
+	if len(unknown) == 0 {
+		code = s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps)
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewAddPartitionsToTxnResponseTopic()
+		st.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			sp.Partition = p
+			switch {
+			case unknown[txn.TP{Topic: rt.Topic, Partition: p}]:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case len(unknown) > 0:
+				sp.ErrorCode = kerr.OperationNotAttempted.Code
+			case code != nil:
+				sp.ErrorCode = code.Code
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func (s *Server) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest) (*kmsg.AddOffsetsToTxnResponse, error) {
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	// ACL: WRITE on TRANSACTIONAL_ID req.TransactionalID, READ on GROUP req.Group.
+	if err := s.groups.EnsureTopic(); err != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil
+	}
+	n := int32(s.cfg.Int("offsets.topic.num.partitions"))
+	if t, ok := s.ctrl.Image().Topics[group.OffsetsTopic]; ok {
+		n = int32(len(t.Partitions))
+	}
+	tp := txn.TP{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.Group, n)}
+	if code := s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TP{tp}); code != nil {
+		resp.ErrorCode = code.Code
+	}
+	return resp, nil
+}
+
+func (s *Server) handleEndTxn(c *conn, req *kmsg.EndTxnRequest) (*kmsg.EndTxnResponse, error) {
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	// ACL: WRITE on TRANSACTIONAL_ID req.TransactionalID.
+	if code := s.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); code != nil {
+		resp.ErrorCode = code.Code
+	}
+	return resp, nil
+}
+
+func (s *Server) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
+	// ACL: WRITE on TRANSACTIONAL_ID req.TransactionalID, READ on GROUP req.Group.
+	img := s.ctrl.Image()
+	known := func(topic string, p int32) bool {
+		t := img.Topics[topic]
+		return t != nil && p >= 0 && int(p) < len(t.Partitions)
+	}
+	return s.groups.TxnCommitOffsets(req, known), nil
+}
+
+// handleWriteTxnMarkers writes markers to partitions led here, for a
+// transaction coordinator on another broker (or this one). Only brokers
+// may send it.
+func (s *Server) handleWriteTxnMarkers(c *conn, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	// ACL: CLUSTER_ACTION on CLUSTER (Kafka's check; here the inter-broker secret).
+	allowed := s.fromBroker(req.UnknownTags)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition = p
+				if !allowed {
+					rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				} else if code := s.writeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, txn.TP{Topic: t.Topic, Partition: p}); code != nil {
+					rp.ErrorCode = code.Code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp, nil
+}
+
+// writeMarker writes one marker to a partition led here and waits for the
+// ISR to have it; in __consumer_offsets it also settles the transaction's
+// pending offsets.
+func (s *Server) writeMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, tp txn.TP) *kerr.Error {
+	part, perr := s.leaderPartition(tp.Topic, tp.Partition)
+	if perr != nil {
+		return perr
+	}
+	off, err := part.AppendMarker(pid, epoch, commit, coordinatorEpoch)
+	if err != nil {
+		return replica.KafkaError(err)
+	}
+	if tp.Topic == group.OffsetsTopic {
+		s.groups.CompleteTxn(tp.Partition, pid, commit)
+	}
+	return part.WaitCommitted(off, 1, time.Now().Add(5*time.Second), s.stopping)
+}
+
+// writeMarkers is the coordinator's MarkerWriter: each partition's marker
+// goes to its leader, this broker's own directly, the others' by
+// WriteTxnMarkers, all leaders at once. It returns the partitions not
+// written.
+func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TP) []txn.TP {
+	img := s.ctrl.Image()
+	byLeader := map[int32][]txn.TP{}
+	var failed []txn.TP
+	for _, tp := range tps {
+		t, ok := img.Topics[tp.Topic]
+		if !ok || int(tp.Partition) >= len(t.Partitions) {
+			continue // deleted: nothing to mark
+		}
+		l := t.Partitions[tp.Partition].Leader
+		if l < 0 {
+			failed = append(failed, tp)
+			continue
+		}
+		byLeader[l] = append(byLeader[l], tp)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for leader, ps := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var bad []txn.TP
+			if leader == s.nodeID {
+				for _, tp := range ps {
+					if code := s.writeMarker(pid, epoch, commit, coordinatorEpoch, tp); code != nil {
+						s.logger.Warn("writing a transaction marker", "partition", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition), "err", code)
+						bad = append(bad, tp)
+					}
+				}
+			} else {
+				bad = s.sendMarkers(ctx, leader, pid, epoch, commit, coordinatorEpoch, ps)
+			}
+			mu.Lock()
+			failed = append(failed, bad...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return failed
+}
+
+// sendMarkers sends WriteTxnMarkers to another broker.
+func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TP) []txn.TP {
+	b, ok := s.ctrl.Image().Brokers[leader]
+	if !ok {
+		return tps
+	}
+	addr, err := s.interBrokerAddr(b)
+	if err != nil {
+		return tps
+	}
+	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID))
+	if err != nil {
+		s.logger.Warn("sending transaction markers", "leader", leader, "err", err)
+		return tps
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.SetVersion(1)
+	req.UnknownTags.Set(replica.SecretTag, []byte(s.ctrl.Image().Secret))
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, coordinatorEpoch
+	byTopic := map[string]int{}
+	for _, tp := range tps {
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(m.Topics)
+			byTopic[tp.Topic] = i
+			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			t.Topic = tp.Topic
+			m.Topics = append(m.Topics, t)
+		}
+		m.Topics[i].Partitions = append(m.Topics[i].Partitions, tp.Partition)
+	}
+	req.Markers = append(req.Markers, m)
+	deadline, _ := ctx.Deadline()
+	r, err := conn.RoundTrip(req, time.Until(deadline))
+	if err != nil {
+		s.logger.Warn("sending transaction markers", "leader", leader, "err", err)
+		return tps
+	}
+	var bad []txn.TP
+	for _, rm := range r.(*kmsg.WriteTxnMarkersResponse).Markers {
+		for _, rt := range rm.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					bad = append(bad, txn.TP{Topic: rt.Topic, Partition: rp.Partition})
+				}
+			}
+		}
+	}
+	return bad
+}
+
+func (s *Server) handleDescribeTransactions(c *conn, req *kmsg.DescribeTransactionsRequest) (*kmsg.DescribeTransactionsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	for _, id := range req.TransactionalIDs {
+		// ACL: DESCRIBE on TRANSACTIONAL_ID id.
+		st := kmsg.NewDescribeTransactionsResponseTransactionState()
+		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
+		m, code := s.txns.Describe(id)
+		if code != nil {
+			st.ErrorCode = code.Code
+		} else {
+			st.State, st.ProducerID, st.ProducerEpoch, st.TimeoutMillis, st.StartTimestamp = m.Status.String(), m.ProducerID, m.Epoch, m.TimeoutMs, m.Start
+			byTopic := map[string]int{}
+			for _, tp := range sortedTPs(m.Partitions) {
+				i, ok := byTopic[tp.Topic]
+				if !ok {
+					i = len(st.Topics)
+					byTopic[tp.Topic] = i
+					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+					t.Topic = tp.Topic
+					st.Topics = append(st.Topics, t)
+				}
+				st.Topics[i].Partitions = append(st.Topics[i].Partitions, tp.Partition)
+			}
+		}
+		resp.TransactionStates = append(resp.TransactionStates, st)
+	}
+	return resp, nil
+}
+
+func sortedTPs(m map[txn.TP]bool) []txn.TP {
+	var out []txn.TP
+	for tp := range m {
+		out = append(out, tp)
+	}
+	txn.SortTPs(out)
+	return out
+}
+
+func (s *Server) handleListTransactions(c *conn, req *kmsg.ListTransactionsRequest) (*kmsg.ListTransactionsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+	states := map[string]bool{}
+	for _, st := range req.StateFilters {
+		states[st] = true
+	}
+	pids := map[int64]bool{}
+	for _, p := range req.ProducerIDFilters {
+		pids[p] = true
+	}
+	now := time.Now().UnixMilli()
+	for _, l := range s.txns.List() {
+		// ACL: DESCRIBE on TRANSACTIONAL_ID l.ID (unauthorized ids are left out).
+		switch {
+		case len(states) > 0 && !states[l.Status.String()]:
+			continue
+		case len(pids) > 0 && !pids[l.ProducerID]:
+			continue
+		case req.Version >= 1 && req.DurationFilterMillis >= 0 && (l.Status != txn.Ongoing || now-l.Start < req.DurationFilterMillis):
+			continue
+		}
+		st := kmsg.NewListTransactionsResponseTransactionState()
+		st.TransactionalID, st.ProducerID, st.TransactionState = l.ID, l.ProducerID, l.Status.String()
+		resp.TransactionStates = append(resp.TransactionStates, st)
+	}
+	return resp, nil
+}
+
+func (s *Server) handleDescribeProducers(c *conn, req *kmsg.DescribeProducersRequest) (*kmsg.DescribeProducersResponse, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, rt := range req.Topics {
+		// ACL: READ on TOPIC rt.Topic.
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition = p
+			part, perr := s.leaderPartition(rt.Topic, p)
+			if perr != nil {
+				sp.ErrorCode = perr.Code
+			} else {
+				for _, o := range part.Producers() {
+					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = o.ProducerID, int32(o.Epoch), o.LastSequence, o.LastTimestamp
+					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = o.CoordinatorEpoch, o.FirstOffset
+					sp.ActiveProducers = append(sp.ActiveProducers, ap)
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// verifyTxnProduce checks that a transactional produce to a partition
+// belongs to the producer's ongoing transaction, as Kafka's leaders do
+// since KIP-890 part 1: without it, a produce delayed past its
+// transaction's end would open a transaction no coordinator knows, and
+// hold the last stable offset back for ever. The first batch of a
+// transaction in a partition is checked with the coordinator (this broker
+// itself, or another by DescribeTransactions); later ones belong to the
+// transaction the partition already has open.
+func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32) *kerr.Error {
+	if part.TxnOpen(pid, epoch) {
+		return nil
+	}
+	tp := txn.TP{Topic: topic, Partition: partition}
+	code := s.txns.Verify(id, pid, epoch, tp)
+	if code != kerr.NotCoordinator {
+		return code
+	}
+	return s.verifyRemote(id, pid, epoch, tp)
+}
+
+// verifyRemote asks the transaction's coordinator on another broker.
+// An unreachable coordinator is NOT_COORDINATOR, which producers retry.
+func (s *Server) verifyRemote(id string, pid int64, epoch int16, tp txn.TP) *kerr.Error {
+	img := s.ctrl.Image()
+	t, ok := img.Topics[txn.Topic]
+	if !ok || len(t.Partitions) == 0 {
+		return kerr.CoordinatorNotAvailable
+	}
+	leader := t.Partitions[group.PartitionFor(id, int32(len(t.Partitions)))].Leader
+	b, ok := img.Brokers[leader]
+	if leader < 0 || leader == s.nodeID || !ok {
+		return kerr.NotCoordinator
+	}
+	addr, err := s.interBrokerAddr(b)
+	if err != nil {
+		return kerr.NotCoordinator
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID))
+	if err != nil {
+		return kerr.NotCoordinator
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	r, err := conn.RoundTrip(req, 5*time.Second)
+	if err != nil {
+		return kerr.NotCoordinator
+	}
+	resp := r.(*kmsg.DescribeTransactionsResponse)
+	if len(resp.TransactionStates) != 1 {
+		return kerr.NotCoordinator
+	}
+	st := resp.TransactionStates[0]
+	switch {
+	case st.ErrorCode == kerr.TransactionalIDNotFound.Code:
+		return kerr.InvalidProducerIDMapping
+	case st.ErrorCode != 0:
+		return kerr.NotCoordinator // moved or loading: the producer retries
+	case st.ProducerID != pid:
+		return kerr.InvalidProducerIDMapping
+	case epoch < st.ProducerEpoch:
+		return kerr.InvalidProducerEpoch
+	case st.State != txn.Ongoing.String():
+		return kerr.InvalidTxnState
+	}
+	for _, t := range st.Topics {
+		if t.Topic == tp.Topic && slices.Contains(t.Partitions, tp.Partition) {
+			return nil
+		}
+	}
+	return kerr.InvalidTxnState
+}

@@ -1,0 +1,257 @@
+package txn_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/testbroker"
+)
+
+func request[R kmsg.Response](t *testing.T, cl *kgo.Client, req kmsg.Request) R {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp.(R)
+}
+
+func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	if got != want.Code {
+		t.Errorf("%s: %v, want %v", what, kerr.ErrorForCode(got), want)
+	}
+}
+
+func initPID(t *testing.T, cl *kgo.Client, id string, timeoutMs int32) (int64, int16, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID, req.TransactionTimeoutMillis = &id, timeoutMs
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp := request[*kmsg.InitProducerIDResponse](t, cl, req)
+		if (resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code || resp.ErrorCode == kerr.ConcurrentTransactions.Code) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		return resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode
+	}
+}
+
+func txnBatch(t *testing.T, pid int64, epoch int16, seq int32, vals ...string) []byte {
+	t.Helper()
+	opts := record.DefaultBuildOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = pid, epoch, seq, true
+	opts.BaseTimestamp = time.Now().UnixMilli()
+	var kvs []record.KV
+	for _, v := range vals {
+		kvs = append(kvs, record.KV{Value: []byte(v)})
+	}
+	b, err := record.Build(opts, record.NewRecords(kvs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func produceRaw(t *testing.T, cl *kgo.Client, id, topic string, partition int32, batch []byte) int16 {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return request[*kmsg.ProduceResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+}
+
+func addPartition(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, topic string, partition int32) int16 {
+	t.Helper()
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	return request[*kmsg.AddPartitionsToTxnResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+}
+
+func endTxn(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, commit bool) int16 {
+	t.Helper()
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
+	return request[*kmsg.EndTxnResponse](t, cl, req).ErrorCode
+}
+
+func describeTxn(t *testing.T, cl *kgo.Client, id string) kmsg.DescribeTransactionsResponseTransactionState {
+	t.Helper()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	return request[*kmsg.DescribeTransactionsResponse](t, cl, req).TransactionStates[0]
+}
+
+// TestTransactionsBadInput: each misuse gets Kafka's error and changes
+// nothing: no record is appended, no transaction state moves.
+func TestTransactionsBadInput(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, txnProps...)
+	createTopic(t, b.Addr(), "bad", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const id = "bad-tx"
+	pid, epoch, code := initPID(t, cl, id, 10000)
+	if code != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(code))
+	}
+	hw := func() int64 { return endOffsets(t, cl, "bad", 1, false) }
+	start := hw()
+
+	// A transactional produce to a partition not added to the transaction.
+	wantCode(t, "produce without AddPartitionsToTxn", produceRaw(t, cl, id, "bad", 0, txnBatch(t, pid, epoch, 0, "x")), kerr.InvalidTxnState)
+	// A transactional id's produce with a non-transactional batch.
+	plain := record.DefaultBuildOptions()
+	plainBatch, _ := record.Build(plain, record.NewRecords(record.KV{Value: []byte("p")}))
+	wantCode(t, "transactional produce of a plain batch", produceRaw(t, cl, id, "bad", 0, plainBatch), kerr.InvalidRecord)
+	if got := hw(); got != start {
+		t.Fatalf("refused produces appended: high watermark %d, was %d", got, start)
+	}
+	// Stale epoch.
+	wantCode(t, "AddPartitionsToTxn with a stale epoch", addPartition(t, cl, id, pid, epoch-1, "bad", 0), kerr.ProducerFenced)
+	wantCode(t, "AddPartitionsToTxn with another producer id", addPartition(t, cl, id, pid+1, epoch, "bad", 0), kerr.InvalidProducerIDMapping)
+	if st := describeTxn(t, cl, id); st.State != "Empty" || len(st.Topics) != 0 {
+		t.Fatalf("refused AddPartitionsToTxn changed the state: %s %v", st.State, st.Topics)
+	}
+	// EndTxn of an unknown id, and of an id with nothing begun.
+	wantCode(t, "EndTxn of an unknown transactional id", endTxn(t, cl, "no-such-tx", 1, 0, true), kerr.InvalidProducerIDMapping)
+	wantCode(t, "EndTxn with nothing begun", endTxn(t, cl, id, pid, epoch, true), kerr.InvalidTxnState)
+	// A timeout above transaction.max.timeout.ms.
+	if _, _, code := initPID(t, cl, "too-long", 1<<30); code != kerr.InvalidTransactionTimeout.Code {
+		t.Errorf("InitProducerId with a huge timeout: %v", kerr.ErrorForCode(code))
+	}
+
+	// A zombie: a second instance fences the first.
+	wantCode(t, "AddPartitionsToTxn", addPartition(t, cl, id, pid, epoch, "bad", 0), nil0)
+	wantCode(t, "produce", produceRaw(t, cl, id, "bad", 0, txnBatch(t, pid, epoch, 0, "zombie")), nil0)
+	pid2, epoch2, code := initPID(t, cl, id, 10000)
+	if code != 0 || pid2 != pid || epoch2 <= epoch {
+		t.Fatalf("second InitProducerId: %d/%d %v, first %d/%d", pid2, epoch2, kerr.ErrorForCode(code), pid, epoch)
+	}
+	if st := describeTxn(t, cl, id); st.State != "Empty" {
+		t.Fatalf("the zombie's transaction was not aborted: %s", st.State)
+	}
+	before := hw()
+	wantCode(t, "the zombie's produce", produceRaw(t, cl, id, "bad", 0, txnBatch(t, pid, epoch, 1, "late")), kerr.InvalidProducerEpoch)
+	wantCode(t, "the zombie's EndTxn", endTxn(t, cl, id, pid, epoch, true), kerr.ProducerFenced)
+	if got := hw(); got != before {
+		t.Fatalf("the zombie appended: high watermark %d, was %d", got, before)
+	}
+	if lso := endOffsets(t, cl, "bad", 1, true); lso != before {
+		t.Fatalf("after the fencing abort, LSO %d, high watermark %d", lso, before)
+	}
+	if got := consumeAll(t, b.Addr(), "bad", true, 0); len(got) != 0 {
+		t.Fatalf("read_committed read the zombie's aborted records: %v", got)
+	}
+
+	// TxnOffsetCommit from a fenced member: a stale generation, an
+	// unknown member.
+	member, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("bad-group"), kgo.ConsumeTopics("bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	var memberID string
+	var gen int32
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		member.PollFetches(ctx)
+		cancel()
+		if m, g := member.GroupMetadata(); g > 0 {
+			memberID, gen = m, g
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the consumer did not join its group")
+		}
+	}
+	commit := func(gen int32, memberID string) int16 {
+		c := kmsg.NewPtrTxnOffsetCommitRequest()
+		c.TransactionalID, c.Group, c.ProducerID, c.ProducerEpoch = id, "bad-group", pid2, epoch2
+		c.Generation, c.MemberID = gen, memberID
+		ct := kmsg.NewTxnOffsetCommitRequestTopic()
+		ct.Topic = "bad"
+		cp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset, cp.LeaderEpoch = 0, 1, -1
+		ct.Partitions = append(ct.Partitions, cp)
+		c.Topics = append(c.Topics, ct)
+		c.SetVersion(3)
+		return request[*kmsg.TxnOffsetCommitResponse](t, cl, c).Topics[0].Partitions[0].ErrorCode
+	}
+	stable := func() (int64, int16) {
+		f := kmsg.NewPtrOffsetFetchRequest()
+		f.Group, f.RequireStable = "bad-group", true
+		ft := kmsg.NewOffsetFetchRequestTopic()
+		ft.Topic, ft.Partitions = "bad", []int32{0}
+		f.Topics = append(f.Topics, ft)
+		f.SetVersion(7)
+		p := request[*kmsg.OffsetFetchResponse](t, cl, f).Topics[0].Partitions[0]
+		return p.Offset, p.ErrorCode
+	}
+	wantCode(t, "TxnOffsetCommit of a stale generation", commit(gen-1, memberID), kerr.IllegalGeneration)
+	wantCode(t, "TxnOffsetCommit of an unknown member", commit(gen, "not-a-member"), kerr.UnknownMemberID)
+	if off, code := stable(); code != 0 || off != -1 {
+		t.Errorf("after refused TxnOffsetCommits, OffsetFetch: offset %d, %v", off, kerr.ErrorForCode(code))
+	}
+	// The member's own commit is pending until the transaction commits.
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid2, epoch2, "bad-group"
+	wantCode(t, "AddOffsetsToTxn", request[*kmsg.AddOffsetsToTxnResponse](t, cl, ao).ErrorCode, nil0)
+	wantCode(t, "TxnOffsetCommit of the member", commit(gen, memberID), nil0)
+	if _, code := stable(); code != kerr.UnstableOffsetCommit.Code {
+		t.Errorf("OffsetFetch require_stable with a pending offset: %v", kerr.ErrorForCode(code))
+	}
+	wantCode(t, "EndTxn commit", endTxn(t, cl, id, pid2, epoch2, true), nil0)
+	if off, code := stable(); code != 0 || off != 1 {
+		t.Errorf("after the commit, OffsetFetch: offset %d, %v", off, kerr.ErrorForCode(code))
+	}
+}
+
+// nil0 is "no error" for wantCode.
+var nil0 = &kerr.Error{Message: "NONE", Code: 0}
+
+// TestTransactionalIDExpiration: an id idle for longer than
+// transactional.id.expiration.ms is forgotten, and starts afresh.
+func TestTransactionalIDExpiration(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, "transactional.id.expiration.ms=500", "transaction.abort.timed.out.transaction.cleanup.interval.ms=100")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, _, code := initPID(t, cl, "exp-tx", 10000); code != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(code))
+	}
+	for deadline := time.Now().Add(15 * time.Second); describeTxn(t, cl, "exp-tx").ErrorCode != kerr.TransactionalIDNotFound.Code; {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle transactional id was not expired")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Kill()
+	b.Restart() // the tombstone is in the log: it stays forgotten
+	if st := describeTxn(t, cl, "exp-tx"); st.ErrorCode != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("after a restart the expired id is back: %s", st.State)
+	}
+}
