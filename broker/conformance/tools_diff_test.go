@@ -336,7 +336,8 @@ func TestKafkaToolsDiff(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		tOne = extBroker(t, "group.initial.rebalance.delay.ms=0", "node.id=1", "process.roles=broker,controller",
-			"num.partitions=1", "offsets.topic.replication.factor=1", "offsets.topic.num.partitions=3")
+			"num.partitions=1", "offsets.topic.replication.factor=1", "offsets.topic.num.partitions=3",
+			"transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1")
 	}()
 	go func() { defer wg.Done(); tThree = testcluster.Start(t, 3, "group.initial.rebalance.delay.ms=0") }()
 	wg.Wait()
@@ -419,6 +420,7 @@ var brokerAllDiffers = []struct{ why, names string }{
 	{"no default in Kafka, one in Tributary, whose single node starts without a file", "node.id process.roles"},
 	{"Tributary only: Kafka reads it from meta.properties", "cluster.id"},
 	{"Tributary only: the in-process schema registry", "schema.registry.listeners"},
+	{"Kafka's StandardAuthorizer reads them from the broker's file, but Kafka does not list them", "allow.everyone.if.no.acl.found super.users"},
 	{"Kafka's defaults are GSSAPI and JKS, which Tributary does not offer (docs/security.md)",
 		"sasl.enabled.mechanisms ssl.keystore.type ssl.truststore.type"},
 }

@@ -127,6 +127,11 @@ func newSchemaRegisterCommand(client srClientFunc) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "register SUBJECT --file FILE",
 		Short: "Register a schema under a subject (or find it registered); prints its id and version",
+		Long: `Register the schema in FILE under SUBJECT. The registry checks it against the
+subject's compatibility level first and answers 409 with the reasons when it
+is incompatible. Registering a schema the subject already has is not an
+error: its id and version are printed again. --type says how to read FILE
+(avro, the default, json or protobuf); --ref names schemas it imports.`,
 		Example: `  tributary schema register orders-value --file order.avsc
   tributary schema register signups-value --file signup.json --type json --normalize`,
 		Args: cobra.ExactArgs(1),
@@ -161,8 +166,10 @@ func newSchemaListCommand(client srClientFunc) *cobra.Command {
 	var deleted bool
 	var prefix string
 	cmd := &cobra.Command{
-		Use:     "list",
-		Short:   "List subjects with their versions",
+		Use:   "list",
+		Short: "List subjects with their versions",
+		Long: `List the registry's subjects, each with the versions it holds; --prefix keeps
+those whose name starts with it, --deleted adds soft-deleted ones.`,
 		Example: `  tributary schema list --prefix orders`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -205,6 +212,10 @@ func newSchemaGetCommand(client srClientFunc) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get [SUBJECT]",
 		Short: "Print a subject's version, or the schema of an id, as JSON",
+		Long: `Print one version of SUBJECT (the latest unless --version says otherwise) as
+the registry returns it: subject, version, id, type and schema. With --id, the
+schema of that global id instead; --schema-only prints just the schema text,
+ready to be saved to a file.`,
 		Example: `  tributary schema get orders-value
   tributary schema get orders-value --version 2 --schema-only > order-v2.avsc
   tributary schema get --id 7`,
@@ -258,6 +269,10 @@ func newSchemaCheckCommand(client srClientFunc) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check SUBJECT --file FILE",
 		Short: "Check whether a schema may be registered under a subject; exits 1 if not",
+		Long: `Ask the registry whether the schema in FILE is compatible with SUBJECT under
+its compatibility level (against the latest version, or --version), without
+registering it. Prints the verdict and the reasons; exits 1 when it is not
+compatible, so that CI can gate a schema change on it.`,
 		Example: `  tributary schema check orders-value --file order-v2.avsc
   tributary schema check orders-value --file order-v2.avsc --version 1`,
 		Args: cobra.ExactArgs(1),
@@ -399,6 +414,10 @@ func newSchemaModeCommand(client srClientFunc) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mode [SUBJECT]",
 		Short: "Print or set the mode (READWRITE, READONLY, IMPORT), global or of a subject",
+		Long: `Print the registry's mode, global without SUBJECT or of one subject, or set it
+with --set. READONLY refuses registrations; IMPORT lets a migration register
+schemas under the ids they had in another registry; --reset returns a
+subject to the global mode.`,
 		Example: `  tributary schema mode
   tributary schema mode --set IMPORT
   tributary schema mode orders-value --set READONLY`,
