@@ -189,6 +189,13 @@ func flatten(prefix string, v any, out map[string]string) {
 
 func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, adminListen string, pprof bool) error {
 	raiseHeapFloor()
+	// Caught from the start: a SIGTERM that arrives while the broker starts
+	// (after it logged "broker ready", before the registry is up) waits
+	// for the start to finish and then stops it cleanly, instead of
+	// killing the process by the signal's default action.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
 	reg := admin.NewRegistry()
 	scram, err := parseAddScram(addScram)
 	if err != nil {
@@ -237,9 +244,6 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 	}
 	ready.Store(true)
 	defer ready.Store(false)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sig)
 	select {
 	case got := <-sig:
 		slog.Info("stopping", "signal", got.String())
