@@ -124,6 +124,19 @@ func TestTransactionsBadInput(t *testing.T) {
 	plain := record.DefaultBuildOptions()
 	plainBatch, _ := record.Build(plain, record.NewRecords(record.KV{Value: []byte("p")}))
 	wantCode(t, "transactional produce of a plain batch", produceRaw(t, cl, id, "bad", 0, plainBatch), kerr.InvalidRecord)
+	// Only the first batch transactional.
+	wantCode(t, "transactional produce of a transactional then a plain batch", produceRaw(t, cl, id, "bad", 0, append(txnBatch(t, pid, epoch, 0, "x"), plainBatch...)), kerr.InvalidRecord)
+	// A transactional batch without a transactional id, even behind a
+	// plain one: no coordinator would ever end its transaction.
+	noID := kmsg.NewPtrProduceRequest()
+	noID.Acks, noID.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "bad"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = append(append([]byte(nil), plainBatch...), txnBatch(t, 4242, 0, 0, "hang")...)
+	rt.Partitions = append(rt.Partitions, rp)
+	noID.Topics = append(noID.Topics, rt)
+	wantCode(t, "produce of a transactional batch without a transactional id", request[*kmsg.ProduceResponse](t, cl, noID).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
 	if got := hw(); got != start {
 		t.Fatalf("refused produces appended: high watermark %d, was %d", got, start)
 	}
