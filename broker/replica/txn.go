@@ -355,6 +355,13 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coo
 func (p *Partition) AppendFromBroker(batches []byte) (int64, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	// A fenced producer's offsets are refused as its records are: the
+	// epoch check of a produce, under the same lock.
+	for b, r, ok := record.Split(batches); ok; b, r, ok = record.Split(r) {
+		if e, ok := p.producers.Producers()[b.ProducerID()]; ok && b.ProducerID() >= 0 && b.ProducerEpoch() < e.Epoch {
+			return 0, &producer.Error{Code: kerr.InvalidProducerEpoch, Reason: fmt.Sprintf("producer %d epoch %d is older than the current %d", b.ProducerID(), b.ProducerEpoch(), e.Epoch)}
+		}
+	}
 	info, err := p.Log.AppendFromBroker(batches, p.LeaderEpoch())
 	if err != nil {
 		return 0, err

@@ -95,6 +95,34 @@ func (s *Server) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 		t := img.Topics[topic]
 		return t != nil && p >= 0 && int(p) < len(t.Partitions)
 	}
+	// The producer must be the current one and the group's partition of
+	// __consumer_offsets in its ongoing transaction (AddOffsetsToTxn):
+	// a zombie's offsets would be committed by the new instance's
+	// transaction, and offsets outside any transaction would stay pending
+	// for ever, no marker ever ending them.
+	n := int32(s.cfg.Int("offsets.topic.num.partitions"))
+	if t, ok := img.Topics[group.OffsetsTopic]; ok {
+		n = int32(len(t.Partitions))
+	}
+	tp := txn.TP{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.Group, n)}
+	code := s.txns.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
+	if code == kerr.NotCoordinator {
+		code = s.verifyRemote(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
+	}
+	if code != nil {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
 	return s.groups.TxnCommitOffsets(req, known), nil
 }
 

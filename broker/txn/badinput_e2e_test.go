@@ -198,9 +198,10 @@ func TestTransactionsBadInput(t *testing.T) {
 			t.Fatal("the consumer did not join its group")
 		}
 	}
+	commitEpoch := epoch2
 	commit := func(gen int32, memberID string) int16 {
 		c := kmsg.NewPtrTxnOffsetCommitRequest()
-		c.TransactionalID, c.Group, c.ProducerID, c.ProducerEpoch = id, "bad-group", pid2, epoch2
+		c.TransactionalID, c.Group, c.ProducerID, c.ProducerEpoch = id, "bad-group", pid2, commitEpoch
 		c.Generation, c.MemberID = gen, memberID
 		ct := kmsg.NewTxnOffsetCommitRequestTopic()
 		ct.Topic = "bad"
@@ -221,15 +222,23 @@ func TestTransactionsBadInput(t *testing.T) {
 		p := request[*kmsg.OffsetFetchResponse](t, cl, f).Topics[0].Partitions[0]
 		return p.Offset, p.ErrorCode
 	}
+	// Outside any transaction: nothing would ever end it, and the
+	// offset would stay pending (UNSTABLE_OFFSET_COMMIT) for ever.
+	wantCode(t, "TxnOffsetCommit without AddOffsetsToTxn", commit(gen, memberID), kerr.InvalidTxnState)
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid2, epoch2, "bad-group"
+	wantCode(t, "AddOffsetsToTxn", request[*kmsg.AddOffsetsToTxnResponse](t, cl, ao).ErrorCode, nil0)
+	// The fenced instance's commit would be committed by the new one's
+	// transaction.
+	commitEpoch = epoch
+	wantCode(t, "the zombie's TxnOffsetCommit", commit(gen, memberID), kerr.InvalidProducerEpoch)
+	commitEpoch = epoch2
 	wantCode(t, "TxnOffsetCommit of a stale generation", commit(gen-1, memberID), kerr.IllegalGeneration)
 	wantCode(t, "TxnOffsetCommit of an unknown member", commit(gen, "not-a-member"), kerr.UnknownMemberID)
 	if off, code := stable(); code != 0 || off != -1 {
 		t.Errorf("after refused TxnOffsetCommits, OffsetFetch: offset %d, %v", off, kerr.ErrorForCode(code))
 	}
 	// The member's own commit is pending until the transaction commits.
-	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
-	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid2, epoch2, "bad-group"
-	wantCode(t, "AddOffsetsToTxn", request[*kmsg.AddOffsetsToTxnResponse](t, cl, ao).ErrorCode, nil0)
 	wantCode(t, "TxnOffsetCommit of the member", commit(gen, memberID), nil0)
 	if _, code := stable(); code != kerr.UnstableOffsetCommit.Code {
 		t.Errorf("OffsetFetch require_stable with a pending offset: %v", kerr.ErrorForCode(code))
