@@ -205,7 +205,9 @@ func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commi
 				for _, tp := range ps {
 					if code := s.writeMarker(pid, epoch, commit, coordinatorEpoch, tp); code != nil {
 						s.logger.Warn("writing a transaction marker", "partition", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition), "err", code)
-						bad = append(bad, tp)
+						if !finalMarkerError(code.Code) {
+							bad = append(bad, tp)
+						}
 					}
 				}
 			} else {
@@ -218,6 +220,14 @@ func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commi
 	}
 	wg.Wait()
 	return failed
+}
+
+// finalMarkerError says whether a partition's refusal of a marker is final:
+// the producer or the coordinator moved on (a newer epoch), so no retry can
+// ever write it. Kafka's TransactionMarkerRequestCompletionHandler stops
+// sending those too; retrying would hold the transaction prepared for ever.
+func finalMarkerError(code int16) bool {
+	return code == kerr.InvalidProducerEpoch.Code || code == kerr.TransactionCoordinatorFenced.Code
 }
 
 // sendMarkers sends WriteTxnMarkers to another broker.
@@ -264,7 +274,7 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	for _, rm := range r.(*kmsg.WriteTxnMarkersResponse).Markers {
 		for _, rt := range rm.Topics {
 			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 {
+				if rp.ErrorCode != 0 && !finalMarkerError(rp.ErrorCode) {
 					bad = append(bad, txn.TP{Topic: rt.Topic, Partition: rp.Partition})
 				}
 			}
@@ -428,7 +438,7 @@ func (s *Server) verifyRemote(id string, pid int64, epoch int16, tp txn.TP) *ker
 		return kerr.NotCoordinator // moved or loading: the producer retries
 	case st.ProducerID != pid:
 		return kerr.InvalidProducerIDMapping
-	case epoch < st.ProducerEpoch:
+	case epoch != st.ProducerEpoch:
 		return kerr.InvalidProducerEpoch
 	case st.State != txn.Ongoing.String():
 		return kerr.InvalidTxnState

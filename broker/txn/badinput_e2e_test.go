@@ -128,15 +128,18 @@ func TestTransactionsBadInput(t *testing.T) {
 	wantCode(t, "transactional produce of a transactional then a plain batch", produceRaw(t, cl, id, "bad", 0, append(txnBatch(t, pid, epoch, 0, "x"), plainBatch...)), kerr.InvalidRecord)
 	// A transactional batch without a transactional id, even behind a
 	// plain one: no coordinator would ever end its transaction.
-	noID := kmsg.NewPtrProduceRequest()
-	noID.Acks, noID.TimeoutMillis = -1, 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "bad"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = append(append([]byte(nil), plainBatch...), txnBatch(t, 4242, 0, 0, "hang")...)
-	rt.Partitions = append(rt.Partitions, rp)
-	noID.Topics = append(noID.Topics, rt)
-	wantCode(t, "produce of a transactional batch without a transactional id", request[*kmsg.ProduceResponse](t, cl, noID).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	produceNoID := func(records []byte) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "bad"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = records
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return request[*kmsg.ProduceResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+	}
+	wantCode(t, "produce of a transactional batch without a transactional id", produceNoID(append(append([]byte(nil), plainBatch...), txnBatch(t, 4242, 0, 0, "hang")...)), kerr.TransactionalIDAuthorizationFailed)
 	if got := hw(); got != start {
 		t.Fatalf("refused produces appended: high watermark %d, was %d", got, start)
 	}
@@ -246,6 +249,23 @@ func TestTransactionsBadInput(t *testing.T) {
 	wantCode(t, "EndTxn commit", endTxn(t, cl, id, pid2, epoch2, true), nil0)
 	if off, code := stable(); code != 0 || off != 1 {
 		t.Errorf("after the commit, OffsetFetch: offset %d, %v", off, kerr.ErrorForCode(code))
+	}
+
+	// A newer epoch than the coordinator's, transactional or plain, would
+	// move the partition past the epoch of the coordinator's markers: the
+	// transaction could never end.
+	wantCode(t, "AddPartitionsToTxn", addPartition(t, cl, id, pid2, epoch2, "bad", 0), nil0)
+	wantCode(t, "produce of a future epoch", produceRaw(t, cl, id, "bad", 0, txnBatch(t, pid2, epoch2+3, 0, "future")), kerr.InvalidProducerEpoch)
+	wantCode(t, "produce", produceRaw(t, cl, id, "bad", 0, txnBatch(t, pid2, epoch2, 0, "ok")), nil0)
+	plain.ProducerID, plain.ProducerEpoch, plain.BaseSequence = pid2, epoch2+1, 0
+	plainBatch, _ = record.Build(plain, record.NewRecords(record.KV{Value: []byte("p")}))
+	wantCode(t, "plain batch of a producer with a transaction open", produceNoID(plainBatch), kerr.InvalidTxnState)
+	wantCode(t, "EndTxn commit", endTxn(t, cl, id, pid2, epoch2, true), nil0)
+	if st := describeTxn(t, cl, id); st.State != "CompleteCommit" {
+		t.Errorf("after EndTxn, the transaction is %s", st.State)
+	}
+	if hw, lso := hw(), endOffsets(t, cl, "bad", 1, true); lso != hw {
+		t.Errorf("after the commit, LSO %d, high watermark %d", lso, hw)
 	}
 }
 

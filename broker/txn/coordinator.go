@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -96,6 +97,8 @@ type Coordinator struct {
 	stopped bool             // mu
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// retrying is set while a round of retryMarkers runs.
+	retrying atomic.Bool
 }
 
 // NewCoordinator makes the coordinator of a broker; alloc gives producer
@@ -547,7 +550,10 @@ func (c *Coordinator) Verify(id string, producerID int64, epoch int16, tp TP) *k
 	switch {
 	case m.ProducerID != producerID:
 		return kerr.InvalidProducerIDMapping
-	case epoch < m.Epoch:
+	case epoch != m.Epoch:
+		// A newer epoch than the coordinator's is no transaction of its
+		// either: let through, it would open one whose markers (of the
+		// current epoch) the partition then refuses.
 		return kerr.InvalidProducerEpoch
 	case m.Status != Ongoing || !m.Partitions[tp]:
 		return kerr.InvalidTxnState
@@ -652,7 +658,16 @@ func (c *Coordinator) timers() {
 			c.abortExpired()
 			c.expireIDs()
 		case <-retry.C:
-			c.retryMarkers()
+			// Off this loop, so that leaders slow to take markers never
+			// delay the timeouts' aborts; one round at a time.
+			if c.retrying.CompareAndSwap(false, true) {
+				c.wg.Add(1)
+				go func() {
+					defer c.wg.Done()
+					defer c.retrying.Store(false)
+					c.retryMarkers()
+				}()
+			}
 		}
 	}
 }
@@ -709,14 +724,26 @@ func (c *Coordinator) expireIDs() {
 
 // retryMarkers completes prepared transactions whose markers could not all
 // be written, or that a load found prepared.
+// The transactions are retried at once, so a round takes one marker
+// timeout, not one per transaction.
 func (c *Coordinator) retryMarkers() {
+	var wg sync.WaitGroup
 	for _, m := range c.snapshot() {
-		m.mu.Lock()
-		if m.Status == PrepareCommit || m.Status == PrepareAbort {
-			c.completeLocked(m)
+		if !m.mu.TryLock() {
+			continue // an operation is on it: it completes it itself
 		}
-		m.mu.Unlock()
+		if m.Status != PrepareCommit && m.Status != PrepareAbort {
+			m.mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer m.mu.Unlock()
+			c.completeLocked(m)
+		}()
 	}
+	wg.Wait()
 }
 
 // Describe is a transactional id's state for DescribeTransactions.
