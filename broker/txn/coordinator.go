@@ -63,6 +63,9 @@ type Meta struct {
 	LastUpdate int64
 	Start      int64
 	partition  int32
+	// coordEpoch is the coordinator epoch of the load this Meta belongs
+	// to: an operation that began before a reload must not write.
+	coordEpoch int32
 	// retry are the partitions whose markers are still to be written, in
 	// a Prepare state; all of them after a load.
 	retry []TP
@@ -245,7 +248,7 @@ func (c *Coordinator) load(p int32, epoch int32) {
 	}
 	for id, v := range states {
 		m := &Meta{ID: id, ProducerID: v.ProducerID, Epoch: v.Epoch, TimeoutMs: v.TimeoutMs, Status: v.Status,
-			Partitions: map[TP]bool{}, LastUpdate: v.LastUpdate, Start: v.Start, partition: p}
+			Partitions: map[TP]bool{}, LastUpdate: v.LastUpdate, Start: v.Start, partition: p, coordEpoch: epoch}
 		for _, tp := range v.Partitions {
 			m.Partitions[tp] = true
 		}
@@ -365,7 +368,7 @@ func (c *Coordinator) lookup(id string, create bool) (*Meta, *kerr.Error) {
 			c.mu.Unlock()
 			return nil, nil
 		}
-		m = &Meta{ID: id, ProducerID: -1, Epoch: -1, Status: Empty, Partitions: map[TP]bool{}, partition: p}
+		m = &Meta{ID: id, ProducerID: -1, Epoch: -1, Status: Empty, Partitions: map[TP]bool{}, partition: p, coordEpoch: c.loaded[p]}
 		c.txns[id] = m
 	}
 	c.mu.Unlock()
@@ -403,7 +406,9 @@ func (c *Coordinator) append(m *Meta, value []byte, now int64) *kerr.Error {
 	c.mu.Lock()
 	epoch, led := c.loaded[m.partition]
 	c.mu.Unlock()
-	if !led || part.LeaderEpoch() != epoch {
+	// m of an earlier load (an operation that outlived a reload): its
+	// state may be stale, the reloaded Meta is the id's truth.
+	if !led || part.LeaderEpoch() != epoch || m.coordEpoch != epoch {
 		return kerr.NotCoordinator
 	}
 	opts := record.DefaultBuildOptions()
@@ -429,7 +434,7 @@ func (c *Coordinator) append(m *Meta, value []byte, now int64) *kerr.Error {
 
 func (m *Meta) copy() *Meta {
 	n := &Meta{ID: m.ID, ProducerID: m.ProducerID, Epoch: m.Epoch, TimeoutMs: m.TimeoutMs, Status: m.Status,
-		Partitions: make(map[TP]bool, len(m.Partitions)), LastUpdate: m.LastUpdate, Start: m.Start, partition: m.partition}
+		Partitions: make(map[TP]bool, len(m.Partitions)), LastUpdate: m.LastUpdate, Start: m.Start, partition: m.partition, coordEpoch: m.coordEpoch}
 	for tp := range m.Partitions {
 		n.Partitions[tp] = true
 	}
