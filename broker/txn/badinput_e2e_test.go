@@ -267,6 +267,23 @@ func TestTransactionsBadInput(t *testing.T) {
 	if hw, lso := hw(), endOffsets(t, cl, "bad", 1, true); lso != hw {
 		t.Errorf("after the commit, LSO %d, high watermark %d", lso, hw)
 	}
+
+	// KIP-360: an InitProducerId that presents the producer's id and epoch,
+	// retried because its answer was lost, gets the same answer instead of
+	// fencing the producer that asked; an older epoch is fenced.
+	reinit := func(epoch int16) (int16, int16) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = kmsg.StringPtr(id), 10000, pid2, epoch
+		resp := request[*kmsg.InitProducerIDResponse](t, cl, req)
+		return resp.ProducerEpoch, resp.ErrorCode
+	}
+	epoch3, code := reinit(epoch2)
+	wantCode(t, "InitProducerId with the current epoch", code, nil0)
+	if again, code := reinit(epoch2); code != 0 || again != epoch3 {
+		t.Errorf("retried InitProducerId: epoch %d %v, first answer %d", again, kerr.ErrorForCode(code), epoch3)
+	}
+	_, code = reinit(epoch2 - 1)
+	wantCode(t, "InitProducerId with an older epoch", code, kerr.ProducerFenced)
 }
 
 // nil0 is "no error" for wantCode.

@@ -66,6 +66,10 @@ type Meta struct {
 	// coordEpoch is the coordinator epoch of the load this Meta belongs
 	// to: an operation that began before a reload must not write.
 	coordEpoch int32
+	// prevEpoch is the epoch the last InitProducerId bumped from, -1 when
+	// unknown (in memory only, as Kafka's lastProducerEpoch): that call
+	// presenting it again is a retry whose answer was lost (KIP-360).
+	prevEpoch int16
 	// retry are the partitions whose markers are still to be written, in
 	// a Prepare state; all of them after a load.
 	retry []TP
@@ -248,7 +252,7 @@ func (c *Coordinator) load(p int32, epoch int32) {
 	}
 	for id, v := range states {
 		m := &Meta{ID: id, ProducerID: v.ProducerID, Epoch: v.Epoch, TimeoutMs: v.TimeoutMs, Status: v.Status,
-			Partitions: map[TP]bool{}, LastUpdate: v.LastUpdate, Start: v.Start, partition: p, coordEpoch: epoch}
+			Partitions: map[TP]bool{}, LastUpdate: v.LastUpdate, Start: v.Start, partition: p, coordEpoch: epoch, prevEpoch: -1}
 		for _, tp := range v.Partitions {
 			m.Partitions[tp] = true
 		}
@@ -368,7 +372,7 @@ func (c *Coordinator) lookup(id string, create bool) (*Meta, *kerr.Error) {
 			c.mu.Unlock()
 			return nil, nil
 		}
-		m = &Meta{ID: id, ProducerID: -1, Epoch: -1, Status: Empty, Partitions: map[TP]bool{}, partition: p, coordEpoch: c.loaded[p]}
+		m = &Meta{ID: id, ProducerID: -1, Epoch: -1, Status: Empty, Partitions: map[TP]bool{}, partition: p, coordEpoch: c.loaded[p], prevEpoch: -1}
 		c.txns[id] = m
 	}
 	c.mu.Unlock()
@@ -463,8 +467,17 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, producerID int6
 		return -1, -1, code
 	}
 	defer m.mu.Unlock()
+	if producerID >= 0 && producerID == m.ProducerID && epoch == m.prevEpoch && epoch != m.Epoch && m.Status == Empty {
+		// Its retry: bumping again would fence the very producer that
+		// asked, which holds the answer it never received.
+		return m.ProducerID, m.Epoch, nil
+	}
 	if producerID >= 0 && m.ProducerID >= 0 && (producerID != m.ProducerID || epoch != m.Epoch) {
 		return -1, -1, kerr.ProducerFenced
+	}
+	prev := int16(-1)
+	if producerID >= 0 {
+		prev = epoch
 	}
 	switch m.Status {
 	case PrepareCommit, PrepareAbort:
@@ -495,6 +508,10 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, producerID int6
 	if code := c.write(m, next); code != nil {
 		return -1, -1, code
 	}
+	if next.ProducerID != producerID {
+		prev = -1 // a new producer id: the old one's epoch is no retry of it
+	}
+	m.prevEpoch = prev
 	return m.ProducerID, m.Epoch, nil
 }
 
