@@ -13,7 +13,6 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/broker/txn"
-	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 // Transactions (KIP-98, KIP-447): the coordinator's APIs, served by
@@ -240,7 +239,10 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	if err != nil {
 		return tps
 	}
-	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID))
+	// The inter-broker listener's security, as replica fetches: on a
+	// secured cluster a plain dial would send the cluster secret in
+	// cleartext to a TLS port, and no marker would arrive.
+	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID))
 	if err != nil {
 		s.logger.Warn("sending transaction markers", "leader", leader, "err", err)
 		return tps
@@ -415,7 +417,7 @@ func (s *Server) verifyRemote(id string, pid int64, epoch int16, tp txn.TP) *ker
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID))
+	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID))
 	if err != nil {
 		return kerr.NotCoordinator
 	}
