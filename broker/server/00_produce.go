@@ -40,6 +40,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
 			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
+			var guard *replica.VerificationGuard
 			switch {
 			case t == nil || perr != nil:
 				sp.ErrorCode = perr.Code
@@ -52,13 +53,19 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			case req.TransactionID != nil && !txnBatch(rp.Records):
 				sp.ErrorCode = kerr.InvalidRecord.Code
 				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches of one producer id and epoch")
-			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, &sp.ErrorCode):
+			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, &sp.ErrorCode, &guard):
 				sp.ErrorMessage = strPtr("the partition is not in the producer's ongoing transaction (AddPartitionsToTxn first)")
 			case req.Acks == -1 && int64(part.ISRSize()) < s.minISR(t.Configs):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", part.ISRSize(), s.minISR(t.Configs)))
 			default:
-				res, err := part.AppendAsLeaderWithin(rp.Records, budget)
+				var res replica.AppendResult
+				var err error
+				if req.TransactionID != nil {
+					res, err = part.AppendTxnAsLeader(rp.Records, budget, guard)
+				} else {
+					res, err = part.AppendAsLeaderWithin(rp.Records, budget)
+				}
 				if err != nil {
 					sp.ErrorCode, sp.ErrorMessage = kafkaCode(err), errorMessage(err)
 					sp.ErrorRecords = recordErrors(err)
@@ -189,11 +196,13 @@ func anyTxn(records []byte) bool {
 
 // verifyTxnProduceCode is verifyTxnProduce for a partition of a produce.
 // It reports a refusal, whose code it sets.
-func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16) bool {
+func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16, guard **replica.VerificationGuard) bool {
 	b, _, _ := record.Split(rp.Records)
-	if err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition); err != nil {
+	g, err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition)
+	if err != nil {
 		*code = err.Code
 		return true
 	}
+	*guard = g
 	return false
 }

@@ -386,16 +386,25 @@ func (s *Server) handleDescribeProducers(c *conn, req *kmsg.DescribeProducersReq
 // transaction in a partition is checked with the coordinator (this broker
 // itself, or another by DescribeTransactions); later ones belong to the
 // transaction the partition already has open.
-func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32) *kerr.Error {
-	if part.TxnOpen(pid, epoch) {
-		return nil
+//
+// The guard it returns goes to the append (AppendTxnAsLeader), which
+// refuses it if a marker ended the transaction since: the check and the
+// append are not under one lock, the coordinator being asked between.
+func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32) (*replica.VerificationGuard, *kerr.Error) {
+	open, guard := part.BeginTxnVerification(pid, epoch)
+	if open {
+		return nil, nil
 	}
 	tp := txn.TP{Topic: topic, Partition: partition}
 	code := s.txns.Verify(id, pid, epoch, tp)
-	if code != kerr.NotCoordinator {
-		return code
+	if code == kerr.NotCoordinator {
+		code = s.verifyRemote(id, pid, epoch, tp)
 	}
-	return s.verifyRemote(id, pid, epoch, tp)
+	if code != nil {
+		part.EndTxnVerification(pid, guard)
+		return nil, code
+	}
+	return guard, nil
 }
 
 // verifyRemote asks the transaction's coordinator on another broker.
