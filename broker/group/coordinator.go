@@ -193,12 +193,19 @@ func (c *Coordinator) load(p int32) {
 	start := c.now()
 	var recs []Record
 	open := map[int64][]Record{}
-	err := c.readPartition(p, &recs, open)
+	end, err := c.readPartition(p, -1, &recs, open)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.loading, p)
 	if c.stopped {
 		return
+	}
+	if err == nil {
+		// The rest, written while the load read, under mu: a marker
+		// written meanwhile had its CompleteTxn run before the pending
+		// offsets it ends were loaded, and would never end them; one
+		// written from now on finds them loaded.
+		_, err = c.readPartition(p, end, &recs, open)
 	}
 	if err != nil {
 		c.logger.Error("loading groups", "partition", p, "err", err)
@@ -222,29 +229,34 @@ func (c *Coordinator) load(p int32) {
 // readPartition reads a partition's records in log order into out. The
 // records of a transactional batch wait in open, by producer, for their
 // transaction's marker: a commit moves them to out, an abort drops them,
-// and those of a transaction still open at the end stay in open.
-func (c *Coordinator) readPartition(p int32, out *[]Record, open map[int64][]Record) error {
+// and those of a transaction still open at the end stay in open. It reads
+// from offset from (the log start when negative) and returns the offset it
+// read to.
+func (c *Coordinator) readPartition(p int32, from int64, out *[]Record, open map[int64][]Record) (int64, error) {
 	part, ok := c.parts.Get(OffsetsTopic, p)
 	if !ok {
-		return fmt.Errorf("broker/group: %s-%d is not hosted here", OffsetsTopic, p)
+		return 0, fmt.Errorf("broker/group: %s-%d is not hosted here", OffsetsTopic, p)
 	}
 	// To the log end, as Kafka: a new leader's log is the partition's
 	// truth, and its high watermark may still lag its predecessor's.
 	off, hw := part.Log.LogStartOffset(), part.Log.LogEndOffset()
+	if from > off {
+		off = from
+	}
 	for off < hw {
 		select {
 		case <-c.stop:
-			return errors.New("broker/group: stopping")
+			return off, errors.New("broker/group: stopping")
 		default:
 		}
 		slice, err := part.Log.Read(off, log.ReadOptions{MaxBytes: 1 << 20, MinOneBatch: true, UpTo: hw})
 		if err != nil {
-			return err
+			return off, err
 		}
 		buf, err := slice.ReadAll()
 		slice.Release()
 		if err != nil {
-			return err
+			return off, err
 		}
 		if len(buf) == 0 {
 			break
@@ -261,7 +273,7 @@ func (c *Coordinator) readPartition(p int32, out *[]Record, open map[int64][]Rec
 			}
 			rs, err := b.DecodeRecords()
 			if err != nil {
-				return err
+				return off, err
 			}
 			for _, r := range rs {
 				if b.RecordOffset(&r) < off {
@@ -275,11 +287,11 @@ func (c *Coordinator) readPartition(p int32, out *[]Record, open map[int64][]Rec
 			}
 		}
 		if next <= off {
-			return fmt.Errorf("broker/group: reading %s-%d made no progress at offset %d", OffsetsTopic, p, off)
+			return off, fmt.Errorf("broker/group: reading %s-%d made no progress at offset %d", OffsetsTopic, p, off)
 		}
 		off = next
 	}
-	return nil
+	return off, nil
 }
 
 func (c *Coordinator) timers() {

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,7 +41,7 @@ func (gs *Groups) TxnCommit(c Commit, producer TxnProducer, offsets []OffsetAt, 
 	}
 	w.Done = func(err error) {
 		if err == nil {
-			gs.pending[producer.ID] = append(gs.pending[producer.ID], ps...)
+			gs.addPending(producer.ID, ps)
 		}
 		done(err)
 	}
@@ -75,8 +76,26 @@ func (gs *Groups) loadPending(producerID int64, rs []Record) {
 		if len(r.Key) < 2 || r.Key[1] > 1 || k.ReadFrom(r.Key) != nil {
 			continue
 		}
-		gs.pending[producerID] = append(gs.pending[producerID], pendingOffset{k.Group, TopicPartition{k.Topic, k.Partition}, r})
+		gs.addPending(producerID, []pendingOffset{{k.Group, TopicPartition{k.Topic, k.Partition}, r}})
 	}
+}
+
+// addPending records offsets of a producer's open transaction. A later
+// commit of the same group's partition in the transaction replaces the
+// earlier one (the marker applies only the last), so a transaction holds
+// at most one pending offset per partition it commits, however often it
+// commits.
+func (gs *Groups) addPending(producerID int64, ps []pendingOffset) {
+	cur := gs.pending[producerID]
+	for _, p := range ps {
+		i := slices.IndexFunc(cur, func(q pendingOffset) bool { return q.group == p.group && q.tp == p.tp })
+		if i >= 0 {
+			cur[i] = p
+		} else {
+			cur = append(cur, p)
+		}
+	}
+	gs.pending[producerID] = cur
 }
 
 // Unstable says whether a partition of the group has an offset pending in

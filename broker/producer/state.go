@@ -131,6 +131,12 @@ func (s *State) Check(b record.Batch) (*BatchMeta, error) {
 	}
 	epoch, first, last := b.ProducerEpoch(), b.BaseSequence(), lastSeq(b)
 	switch {
+	case !b.Transactional() && e.CurrentTxnFirstOffset >= 0:
+		// Kafka's ProducerAppendInfo: a plain batch of a producer with
+		// an open transaction (of a newer epoch, it would move the
+		// producer past the epoch the coordinator's markers carry, and
+		// the transaction could never end).
+		return nil, &Error{kerr.InvalidTxnState, fmt.Sprintf("producer %d has a transaction open: a non-transactional batch is refused", pid)}
 	case epoch < e.Epoch:
 		return nil, &Error{kerr.InvalidProducerEpoch, fmt.Sprintf("producer %d epoch %d is older than the current %d", pid, epoch, e.Epoch)}
 	case epoch > e.Epoch:

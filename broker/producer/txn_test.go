@@ -3,6 +3,7 @@ package producer
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/record"
@@ -78,5 +79,27 @@ func TestTransactionState(t *testing.T) {
 	s.Expire(100)
 	if _, ok := s.Producers()[3]; !ok {
 		t.Fatal("a producer with an open transaction expired")
+	}
+}
+
+// TestPlainBatchInOpenTxn: a producer with a transaction open cannot write
+// a plain batch (of a newer epoch it would move the producer past the
+// epoch of the coordinator's markers, and the transaction never ends);
+// after the marker it can.
+func TestPlainBatchInOpenTxn(t *testing.T) {
+	s := NewState()
+	s.Apply(txnBatch(t, 1, 0, 0, 0, 1), 1)
+	opts := record.DefaultBuildOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.BaseOffset = 1, 1, 0, 1
+	plain, err := record.Build(opts, []kmsg.Record{{Value: []byte("p")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Check(plain); err == nil || err.(*Error).Code != kerr.InvalidTxnState {
+		t.Fatalf("plain batch with a transaction open: %v, want INVALID_TXN_STATE", err)
+	}
+	s.Apply(marker(t, 1, 0, true, 1), 2)
+	if _, err := s.Check(plain); err != nil {
+		t.Fatalf("plain batch after the marker: %v", err)
 	}
 }

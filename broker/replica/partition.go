@@ -46,7 +46,8 @@ type Partition struct {
 
 	appendMu  sync.Mutex
 	producers *producer.State
-	txns      txnState // the LSO and the aborted index (txn.go); its own lock
+	guards    map[int64]*VerificationGuard // appendMu; txn.go
+	txns      txnState                     // the LSO and the aborted index (txn.go); its own lock
 	now       func() time.Time
 
 	// Producer snapshots: snapMu serializes the snapshot files and is taken
@@ -169,11 +170,23 @@ func (p *Partition) AppendAsLeader(batches []byte) (AppendResult, error) {
 // AppendAsLeaderWithin is AppendAsLeader for a producer's request, whose
 // batches' decompression is spent from budget (see record.Budget).
 func (p *Partition) AppendAsLeaderWithin(batches []byte, budget *record.Budget) (AppendResult, error) {
+	return p.appendAsLeader(batches, budget, false, nil)
+}
+
+// appendAsLeader is AppendAsLeaderWithin; a transactional produce's
+// batches (txn) must belong to their producer's open transaction or
+// carry the guard of their verification (see AppendTxnAsLeader).
+func (p *Partition) appendAsLeader(batches []byte, budget *record.Budget, txn bool, guard *VerificationGuard) (AppendResult, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	first, _, ok := record.Split(batches)
 	if !ok {
 		return AppendResult{}, &record.Error{Kafka: kerr.CorruptMessage, Reason: "records are not a whole batch"}
+	}
+	if txn {
+		if err := p.checkGuardLocked(first, guard); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	// Idempotent producers send one batch per partition per request, so the
 	// first batch decides whether the request is a retry.
@@ -189,6 +202,9 @@ func (p *Partition) AppendAsLeaderWithin(batches []byte, budget *record.Budget) 
 		return AppendResult{}, err
 	}
 	p.applyLocked(batches, p.now().UnixMilli())
+	if txn {
+		delete(p.guards, first.ProducerID()) // its transaction is open now
+	}
 	p.advanceHW()
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.Log.LogStartOffset(), Records: info.Records}, nil
 }

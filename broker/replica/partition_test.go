@@ -550,3 +550,49 @@ func TestKafkaError(t *testing.T) {
 		}
 	}
 }
+
+// TestVerificationGuard: a marker written between a transactional
+// produce's verification and its append (the transaction ended) makes the
+// append INVALID_TXN_STATE instead of opening a transaction no coordinator
+// knows; a fresh verification's append opens it, and later batches of the
+// open transaction need no guard.
+func TestVerificationGuard(t *testing.T) {
+	d := testDir(t, t.TempDir())
+	defer d.Close()
+	p := testPartition(t, d)
+	defer p.Close()
+	batch := func(seq int32) []byte {
+		opts := record.DefaultBuildOptions()
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = 7, 0, seq, true
+		opts.BaseTimestamp = testNow.UnixMilli()
+		b, err := record.Build(opts, record.NewRecords(record.KV{Value: []byte("v")}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	open, g := p.BeginTxnVerification(7, 0)
+	if open || g == nil {
+		t.Fatalf("no transaction open: BeginTxnVerification %v %v", open, g)
+	}
+	if _, err := p.AppendMarker(7, 0, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	end := p.Log.LogEndOffset()
+	if _, err := p.AppendTxnAsLeader(batch(0), nil, g); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("append after a marker cleared its guard: %v, want INVALID_TXN_STATE", err)
+	}
+	if got := p.Log.LogEndOffset(); got != end {
+		t.Fatalf("the refused append moved the log end to %d from %d", got, end)
+	}
+	_, g = p.BeginTxnVerification(7, 0)
+	if _, err := p.AppendTxnAsLeader(batch(0), nil, g); err != nil {
+		t.Fatalf("append with its guard: %v", err)
+	}
+	if open, _ := p.BeginTxnVerification(7, 0); !open {
+		t.Fatal("the transaction is not open after its first batch")
+	}
+	if _, err := p.AppendTxnAsLeader(batch(1), nil, nil); err != nil {
+		t.Fatalf("a later batch of the open transaction: %v", err)
+	}
+}

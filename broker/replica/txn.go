@@ -346,6 +346,9 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coo
 		return 0, err
 	}
 	p.applyLocked(b, p.now().UnixMilli())
+	// A produce verified against the transaction this marker ends must
+	// not open another.
+	delete(p.guards, producerID)
 	p.advanceHW()
 	return info.LastOffset, nil
 }
@@ -355,6 +358,13 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coo
 func (p *Partition) AppendFromBroker(batches []byte) (int64, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	// A fenced producer's offsets are refused as its records are: the
+	// epoch check of a produce, under the same lock.
+	for b, r, ok := record.Split(batches); ok; b, r, ok = record.Split(r) {
+		if e, ok := p.producers.Producers()[b.ProducerID()]; ok && b.ProducerID() >= 0 && b.ProducerEpoch() < e.Epoch {
+			return 0, &producer.Error{Code: kerr.InvalidProducerEpoch, Reason: fmt.Sprintf("producer %d epoch %d is older than the current %d", b.ProducerID(), b.ProducerEpoch(), e.Epoch)}
+		}
+	}
 	info, err := p.Log.AppendFromBroker(batches, p.LeaderEpoch())
 	if err != nil {
 		return 0, err
@@ -393,13 +403,56 @@ func (p *Partition) pruneAborted() {
 	}
 }
 
-// TxnOpen says whether the producer has an open transaction here at this
-// epoch: its later batches belong to it, and need no verification with the
-// coordinator (KIP-890 part 1 verifies the first batch of a transaction in
-// each partition).
-func (p *Partition) TxnOpen(producerID int64, epoch int16) bool {
+// VerificationGuard ties a transactional produce's verification with the
+// coordinator to its append, as Kafka's VerificationGuard: a marker written
+// between the two (the transaction ended) clears the producer's guard, and
+// the append, which would open a transaction no coordinator knows, is
+// refused.
+type VerificationGuard struct{ _ byte } // not zero-sized: each is distinct
+
+// BeginTxnVerification says whether the producer has an open transaction
+// here at this epoch (its later batches belong to it, and need no
+// verification with the coordinator: KIP-890 part 1 verifies the first
+// batch of a transaction in each partition); otherwise it gives the guard
+// to verify with and pass to AppendTxnAsLeader.
+func (p *Partition) BeginTxnVerification(producerID int64, epoch int16) (bool, *VerificationGuard) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	e, ok := p.producers.Producers()[producerID]
-	return ok && e.Epoch == epoch && e.CurrentTxnFirstOffset >= 0
+	if e, ok := p.producers.Producers()[producerID]; ok && e.Epoch == epoch && e.CurrentTxnFirstOffset >= 0 {
+		return true, nil
+	}
+	g := &VerificationGuard{}
+	if p.guards == nil {
+		p.guards = map[int64]*VerificationGuard{}
+	}
+	p.guards[producerID] = g
+	return false, g
+}
+
+// EndTxnVerification forgets a guard whose verification failed.
+func (p *Partition) EndTxnVerification(producerID int64, g *VerificationGuard) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.guards[producerID] == g {
+		delete(p.guards, producerID)
+	}
+}
+
+// AppendTxnAsLeader is AppendAsLeaderWithin for a transactional produce:
+// its batches join their producer's open transaction, or open one with
+// the guard of their verification, which no marker cleared meanwhile.
+func (p *Partition) AppendTxnAsLeader(batches []byte, budget *record.Budget, g *VerificationGuard) (AppendResult, error) {
+	return p.appendAsLeader(batches, budget, true, g)
+}
+
+// checkGuardLocked is AppendTxnAsLeader's check. appendMu must be held.
+func (p *Partition) checkGuardLocked(first record.Batch, g *VerificationGuard) error {
+	pid := first.ProducerID()
+	if e, ok := p.producers.Producers()[pid]; ok && e.Epoch == first.ProducerEpoch() && e.CurrentTxnFirstOffset >= 0 {
+		return nil
+	}
+	if g == nil || p.guards[pid] != g {
+		return &producer.Error{Code: kerr.InvalidTxnState, Reason: fmt.Sprintf("producer %d: the transaction ended since the produce was verified", pid)}
+	}
+	return nil
 }

@@ -40,19 +40,32 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
 			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
+			var guard *replica.VerificationGuard
 			switch {
 			case t == nil || perr != nil:
 				sp.ErrorCode = perr.Code
+			case req.TransactionID == nil && anyTxn(rp.Records):
+				// Kafka's handleProduceRequest: without an id no
+				// coordinator would ever end the transaction the batch
+				// opens, and the last stable offset would stay behind it.
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				sp.ErrorMessage = strPtr("a transactional batch needs the produce's transactional id")
 			case req.TransactionID != nil && !txnBatch(rp.Records):
 				sp.ErrorCode = kerr.InvalidRecord.Code
-				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches with a producer id")
-			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, &sp.ErrorCode):
+				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches of one producer id and epoch")
+			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, &sp.ErrorCode, &guard):
 				sp.ErrorMessage = strPtr("the partition is not in the producer's ongoing transaction (AddPartitionsToTxn first)")
 			case req.Acks == -1 && int64(part.ISRSize()) < s.minISR(t.Configs):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", part.ISRSize(), s.minISR(t.Configs)))
 			default:
-				res, err := part.AppendAsLeaderWithin(rp.Records, budget)
+				var res replica.AppendResult
+				var err error
+				if req.TransactionID != nil {
+					res, err = part.AppendTxnAsLeader(rp.Records, budget, guard)
+				} else {
+					res, err = part.AppendAsLeaderWithin(rp.Records, budget)
+				}
 				if err != nil {
 					sp.ErrorCode, sp.ErrorMessage = kafkaCode(err), errorMessage(err)
 					sp.ErrorRecords = recordErrors(err)
@@ -156,17 +169,40 @@ func (s *Server) awaitCommit(resp *kmsg.ProduceResponse, pending []pendingAck, t
 // txnBatch says whether records open with a transactional batch of a
 // producer, as a transactional produce must send.
 func txnBatch(records []byte) bool {
-	b, _, ok := record.Split(records)
-	return ok && b.Transactional() && b.ProducerID() >= 0
+	first, rest, ok := record.Split(records)
+	if !ok || !first.Transactional() || first.ProducerID() < 0 {
+		return false
+	}
+	// Every batch, not only the first, which alone is verified with the
+	// coordinator.
+	for b, r, ok := record.Split(rest); ok; b, r, ok = record.Split(r) {
+		if !b.Transactional() || b.ProducerID() != first.ProducerID() || b.ProducerEpoch() != first.ProducerEpoch() {
+			return false
+		}
+	}
+	return true
+}
+
+// anyTxn reports whether any batch of a partition's records is
+// transactional.
+func anyTxn(records []byte) bool {
+	for b, r, ok := record.Split(records); ok; b, r, ok = record.Split(r) {
+		if b.Transactional() {
+			return true
+		}
+	}
+	return false
 }
 
 // verifyTxnProduceCode is verifyTxnProduce for a partition of a produce.
 // It reports a refusal, whose code it sets.
-func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16) bool {
+func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16, guard **replica.VerificationGuard) bool {
 	b, _, _ := record.Split(rp.Records)
-	if err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition); err != nil {
+	g, err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition)
+	if err != nil {
 		*code = err.Code
 		return true
 	}
+	*guard = g
 	return false
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/broker/txn"
-	"github.com/tributary-io/tributary/internal/kwire"
 )
 
 // Transactions (KIP-98, KIP-447): the coordinator's APIs, served by
@@ -94,6 +93,34 @@ func (s *Server) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 	known := func(topic string, p int32) bool {
 		t := img.Topics[topic]
 		return t != nil && p >= 0 && int(p) < len(t.Partitions)
+	}
+	// The producer must be the current one and the group's partition of
+	// __consumer_offsets in its ongoing transaction (AddOffsetsToTxn):
+	// a zombie's offsets would be committed by the new instance's
+	// transaction, and offsets outside any transaction would stay pending
+	// for ever, no marker ever ending them.
+	n := int32(s.cfg.Int("offsets.topic.num.partitions"))
+	if t, ok := img.Topics[group.OffsetsTopic]; ok {
+		n = int32(len(t.Partitions))
+	}
+	tp := txn.TP{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.Group, n)}
+	code := s.txns.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
+	if code == kerr.NotCoordinator {
+		code = s.verifyRemote(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
+	}
+	if code != nil {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	}
 	return s.groups.TxnCommitOffsets(req, known), nil
 }
@@ -177,7 +204,9 @@ func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commi
 				for _, tp := range ps {
 					if code := s.writeMarker(pid, epoch, commit, coordinatorEpoch, tp); code != nil {
 						s.logger.Warn("writing a transaction marker", "partition", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition), "err", code)
-						bad = append(bad, tp)
+						if !finalMarkerError(code.Code) {
+							bad = append(bad, tp)
+						}
 					}
 				}
 			} else {
@@ -192,6 +221,14 @@ func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commi
 	return failed
 }
 
+// finalMarkerError says whether a partition's refusal of a marker is final:
+// the producer or the coordinator moved on (a newer epoch), so no retry can
+// ever write it. Kafka's TransactionMarkerRequestCompletionHandler stops
+// sending those too; retrying would hold the transaction prepared for ever.
+func finalMarkerError(code int16) bool {
+	return code == kerr.InvalidProducerEpoch.Code || code == kerr.TransactionCoordinatorFenced.Code
+}
+
 // sendMarkers sends WriteTxnMarkers to another broker.
 func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TP) []txn.TP {
 	b, ok := s.ctrl.Image().Brokers[leader]
@@ -202,7 +239,10 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	if err != nil {
 		return tps
 	}
-	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID))
+	// The inter-broker listener's security, as replica fetches: on a
+	// secured cluster a plain dial would send the cluster secret in
+	// cleartext to a TLS port, and no marker would arrive.
+	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID))
 	if err != nil {
 		s.logger.Warn("sending transaction markers", "leader", leader, "err", err)
 		return tps
@@ -236,7 +276,7 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	for _, rm := range r.(*kmsg.WriteTxnMarkersResponse).Markers {
 		for _, rt := range rm.Topics {
 			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 {
+				if rp.ErrorCode != 0 && !finalMarkerError(rp.ErrorCode) {
 					bad = append(bad, txn.TP{Topic: rt.Topic, Partition: rp.Partition})
 				}
 			}
@@ -346,16 +386,25 @@ func (s *Server) handleDescribeProducers(c *conn, req *kmsg.DescribeProducersReq
 // transaction in a partition is checked with the coordinator (this broker
 // itself, or another by DescribeTransactions); later ones belong to the
 // transaction the partition already has open.
-func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32) *kerr.Error {
-	if part.TxnOpen(pid, epoch) {
-		return nil
+//
+// The guard it returns goes to the append (AppendTxnAsLeader), which
+// refuses it if a marker ended the transaction since: the check and the
+// append are not under one lock, the coordinator being asked between.
+func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32) (*replica.VerificationGuard, *kerr.Error) {
+	open, guard := part.BeginTxnVerification(pid, epoch)
+	if open {
+		return nil, nil
 	}
 	tp := txn.TP{Topic: topic, Partition: partition}
 	code := s.txns.Verify(id, pid, epoch, tp)
-	if code != kerr.NotCoordinator {
-		return code
+	if code == kerr.NotCoordinator {
+		code = s.verifyRemote(id, pid, epoch, tp)
 	}
-	return s.verifyRemote(id, pid, epoch, tp)
+	if code != nil {
+		part.EndTxnVerification(pid, guard)
+		return nil, code
+	}
+	return guard, nil
 }
 
 // verifyRemote asks the transaction's coordinator on another broker.
@@ -377,7 +426,7 @@ func (s *Server) verifyRemote(id string, pid int64, epoch int16, tp txn.TP) *ker
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := kwire.Dial(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID))
+	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID))
 	if err != nil {
 		return kerr.NotCoordinator
 	}
@@ -400,7 +449,7 @@ func (s *Server) verifyRemote(id string, pid int64, epoch int16, tp txn.TP) *ker
 		return kerr.NotCoordinator // moved or loading: the producer retries
 	case st.ProducerID != pid:
 		return kerr.InvalidProducerIDMapping
-	case epoch < st.ProducerEpoch:
+	case epoch != st.ProducerEpoch:
 		return kerr.InvalidProducerEpoch
 	case st.State != txn.Ongoing.String():
 		return kerr.InvalidTxnState

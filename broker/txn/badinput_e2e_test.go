@@ -124,6 +124,22 @@ func TestTransactionsBadInput(t *testing.T) {
 	plain := record.DefaultBuildOptions()
 	plainBatch, _ := record.Build(plain, record.NewRecords(record.KV{Value: []byte("p")}))
 	wantCode(t, "transactional produce of a plain batch", produceRaw(t, cl, id, "bad", 0, plainBatch), kerr.InvalidRecord)
+	// Only the first batch transactional.
+	wantCode(t, "transactional produce of a transactional then a plain batch", produceRaw(t, cl, id, "bad", 0, append(txnBatch(t, pid, epoch, 0, "x"), plainBatch...)), kerr.InvalidRecord)
+	// A transactional batch without a transactional id, even behind a
+	// plain one: no coordinator would ever end its transaction.
+	produceNoID := func(records []byte) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "bad"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = records
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return request[*kmsg.ProduceResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+	}
+	wantCode(t, "produce of a transactional batch without a transactional id", produceNoID(append(append([]byte(nil), plainBatch...), txnBatch(t, 4242, 0, 0, "hang")...)), kerr.TransactionalIDAuthorizationFailed)
 	if got := hw(); got != start {
 		t.Fatalf("refused produces appended: high watermark %d, was %d", got, start)
 	}
@@ -185,9 +201,10 @@ func TestTransactionsBadInput(t *testing.T) {
 			t.Fatal("the consumer did not join its group")
 		}
 	}
+	commitEpoch := epoch2
 	commit := func(gen int32, memberID string) int16 {
 		c := kmsg.NewPtrTxnOffsetCommitRequest()
-		c.TransactionalID, c.Group, c.ProducerID, c.ProducerEpoch = id, "bad-group", pid2, epoch2
+		c.TransactionalID, c.Group, c.ProducerID, c.ProducerEpoch = id, "bad-group", pid2, commitEpoch
 		c.Generation, c.MemberID = gen, memberID
 		ct := kmsg.NewTxnOffsetCommitRequestTopic()
 		ct.Topic = "bad"
@@ -208,15 +225,23 @@ func TestTransactionsBadInput(t *testing.T) {
 		p := request[*kmsg.OffsetFetchResponse](t, cl, f).Topics[0].Partitions[0]
 		return p.Offset, p.ErrorCode
 	}
+	// Outside any transaction: nothing would ever end it, and the
+	// offset would stay pending (UNSTABLE_OFFSET_COMMIT) for ever.
+	wantCode(t, "TxnOffsetCommit without AddOffsetsToTxn", commit(gen, memberID), kerr.InvalidTxnState)
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid2, epoch2, "bad-group"
+	wantCode(t, "AddOffsetsToTxn", request[*kmsg.AddOffsetsToTxnResponse](t, cl, ao).ErrorCode, nil0)
+	// The fenced instance's commit would be committed by the new one's
+	// transaction.
+	commitEpoch = epoch
+	wantCode(t, "the zombie's TxnOffsetCommit", commit(gen, memberID), kerr.InvalidProducerEpoch)
+	commitEpoch = epoch2
 	wantCode(t, "TxnOffsetCommit of a stale generation", commit(gen-1, memberID), kerr.IllegalGeneration)
 	wantCode(t, "TxnOffsetCommit of an unknown member", commit(gen, "not-a-member"), kerr.UnknownMemberID)
 	if off, code := stable(); code != 0 || off != -1 {
 		t.Errorf("after refused TxnOffsetCommits, OffsetFetch: offset %d, %v", off, kerr.ErrorForCode(code))
 	}
 	// The member's own commit is pending until the transaction commits.
-	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
-	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid2, epoch2, "bad-group"
-	wantCode(t, "AddOffsetsToTxn", request[*kmsg.AddOffsetsToTxnResponse](t, cl, ao).ErrorCode, nil0)
 	wantCode(t, "TxnOffsetCommit of the member", commit(gen, memberID), nil0)
 	if _, code := stable(); code != kerr.UnstableOffsetCommit.Code {
 		t.Errorf("OffsetFetch require_stable with a pending offset: %v", kerr.ErrorForCode(code))
@@ -225,6 +250,40 @@ func TestTransactionsBadInput(t *testing.T) {
 	if off, code := stable(); code != 0 || off != 1 {
 		t.Errorf("after the commit, OffsetFetch: offset %d, %v", off, kerr.ErrorForCode(code))
 	}
+
+	// A newer epoch than the coordinator's, transactional or plain, would
+	// move the partition past the epoch of the coordinator's markers: the
+	// transaction could never end.
+	wantCode(t, "AddPartitionsToTxn", addPartition(t, cl, id, pid2, epoch2, "bad", 0), nil0)
+	wantCode(t, "produce of a future epoch", produceRaw(t, cl, id, "bad", 0, txnBatch(t, pid2, epoch2+3, 0, "future")), kerr.InvalidProducerEpoch)
+	wantCode(t, "produce", produceRaw(t, cl, id, "bad", 0, txnBatch(t, pid2, epoch2, 0, "ok")), nil0)
+	plain.ProducerID, plain.ProducerEpoch, plain.BaseSequence = pid2, epoch2+1, 0
+	plainBatch, _ = record.Build(plain, record.NewRecords(record.KV{Value: []byte("p")}))
+	wantCode(t, "plain batch of a producer with a transaction open", produceNoID(plainBatch), kerr.InvalidTxnState)
+	wantCode(t, "EndTxn commit", endTxn(t, cl, id, pid2, epoch2, true), nil0)
+	if st := describeTxn(t, cl, id); st.State != "CompleteCommit" {
+		t.Errorf("after EndTxn, the transaction is %s", st.State)
+	}
+	if hw, lso := hw(), endOffsets(t, cl, "bad", 1, true); lso != hw {
+		t.Errorf("after the commit, LSO %d, high watermark %d", lso, hw)
+	}
+
+	// KIP-360: an InitProducerId that presents the producer's id and epoch,
+	// retried because its answer was lost, gets the same answer instead of
+	// fencing the producer that asked; an older epoch is fenced.
+	reinit := func(epoch int16) (int16, int16) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = kmsg.StringPtr(id), 10000, pid2, epoch
+		resp := request[*kmsg.InitProducerIDResponse](t, cl, req)
+		return resp.ProducerEpoch, resp.ErrorCode
+	}
+	epoch3, code := reinit(epoch2)
+	wantCode(t, "InitProducerId with the current epoch", code, nil0)
+	if again, code := reinit(epoch2); code != 0 || again != epoch3 {
+		t.Errorf("retried InitProducerId: epoch %d %v, first answer %d", again, kerr.ErrorForCode(code), epoch3)
+	}
+	_, code = reinit(epoch2 - 1)
+	wantCode(t, "InitProducerId with an older epoch", code, kerr.ProducerFenced)
 }
 
 // nil0 is "no error" for wantCode.

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -62,6 +63,13 @@ type Meta struct {
 	LastUpdate int64
 	Start      int64
 	partition  int32
+	// coordEpoch is the coordinator epoch of the load this Meta belongs
+	// to: an operation that began before a reload must not write.
+	coordEpoch int32
+	// prevEpoch is the epoch the last InitProducerId bumped from, -1 when
+	// unknown (in memory only, as Kafka's lastProducerEpoch): that call
+	// presenting it again is a retry whose answer was lost (KIP-360).
+	prevEpoch int16
 	// retry are the partitions whose markers are still to be written, in
 	// a Prepare state; all of them after a load.
 	retry []TP
@@ -96,6 +104,8 @@ type Coordinator struct {
 	stopped bool             // mu
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// retrying is set while a round of retryMarkers runs.
+	retrying atomic.Bool
 }
 
 // NewCoordinator makes the coordinator of a broker; alloc gives producer
@@ -242,7 +252,7 @@ func (c *Coordinator) load(p int32, epoch int32) {
 	}
 	for id, v := range states {
 		m := &Meta{ID: id, ProducerID: v.ProducerID, Epoch: v.Epoch, TimeoutMs: v.TimeoutMs, Status: v.Status,
-			Partitions: map[TP]bool{}, LastUpdate: v.LastUpdate, Start: v.Start, partition: p}
+			Partitions: map[TP]bool{}, LastUpdate: v.LastUpdate, Start: v.Start, partition: p, coordEpoch: epoch, prevEpoch: -1}
 		for _, tp := range v.Partitions {
 			m.Partitions[tp] = true
 		}
@@ -362,7 +372,7 @@ func (c *Coordinator) lookup(id string, create bool) (*Meta, *kerr.Error) {
 			c.mu.Unlock()
 			return nil, nil
 		}
-		m = &Meta{ID: id, ProducerID: -1, Epoch: -1, Status: Empty, Partitions: map[TP]bool{}, partition: p}
+		m = &Meta{ID: id, ProducerID: -1, Epoch: -1, Status: Empty, Partitions: map[TP]bool{}, partition: p, coordEpoch: c.loaded[p], prevEpoch: -1}
 		c.txns[id] = m
 	}
 	c.mu.Unlock()
@@ -400,7 +410,9 @@ func (c *Coordinator) append(m *Meta, value []byte, now int64) *kerr.Error {
 	c.mu.Lock()
 	epoch, led := c.loaded[m.partition]
 	c.mu.Unlock()
-	if !led || part.LeaderEpoch() != epoch {
+	// m of an earlier load (an operation that outlived a reload): its
+	// state may be stale, the reloaded Meta is the id's truth.
+	if !led || part.LeaderEpoch() != epoch || m.coordEpoch != epoch {
 		return kerr.NotCoordinator
 	}
 	opts := record.DefaultBuildOptions()
@@ -426,7 +438,7 @@ func (c *Coordinator) append(m *Meta, value []byte, now int64) *kerr.Error {
 
 func (m *Meta) copy() *Meta {
 	n := &Meta{ID: m.ID, ProducerID: m.ProducerID, Epoch: m.Epoch, TimeoutMs: m.TimeoutMs, Status: m.Status,
-		Partitions: make(map[TP]bool, len(m.Partitions)), LastUpdate: m.LastUpdate, Start: m.Start, partition: m.partition}
+		Partitions: make(map[TP]bool, len(m.Partitions)), LastUpdate: m.LastUpdate, Start: m.Start, partition: m.partition, coordEpoch: m.coordEpoch}
 	for tp := range m.Partitions {
 		n.Partitions[tp] = true
 	}
@@ -455,8 +467,17 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, producerID int6
 		return -1, -1, code
 	}
 	defer m.mu.Unlock()
+	if producerID >= 0 && producerID == m.ProducerID && epoch == m.prevEpoch && epoch != m.Epoch && m.Status == Empty {
+		// Its retry: bumping again would fence the very producer that
+		// asked, which holds the answer it never received.
+		return m.ProducerID, m.Epoch, nil
+	}
 	if producerID >= 0 && m.ProducerID >= 0 && (producerID != m.ProducerID || epoch != m.Epoch) {
 		return -1, -1, kerr.ProducerFenced
+	}
+	prev := int16(-1)
+	if producerID >= 0 {
+		prev = epoch
 	}
 	switch m.Status {
 	case PrepareCommit, PrepareAbort:
@@ -487,6 +508,10 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, producerID int6
 	if code := c.write(m, next); code != nil {
 		return -1, -1, code
 	}
+	if next.ProducerID != producerID {
+		prev = -1 // a new producer id: the old one's epoch is no retry of it
+	}
+	m.prevEpoch = prev
 	return m.ProducerID, m.Epoch, nil
 }
 
@@ -547,7 +572,10 @@ func (c *Coordinator) Verify(id string, producerID int64, epoch int16, tp TP) *k
 	switch {
 	case m.ProducerID != producerID:
 		return kerr.InvalidProducerIDMapping
-	case epoch < m.Epoch:
+	case epoch != m.Epoch:
+		// A newer epoch than the coordinator's is no transaction of its
+		// either: let through, it would open one whose markers (of the
+		// current epoch) the partition then refuses.
 		return kerr.InvalidProducerEpoch
 	case m.Status != Ongoing || !m.Partitions[tp]:
 		return kerr.InvalidTxnState
@@ -652,7 +680,16 @@ func (c *Coordinator) timers() {
 			c.abortExpired()
 			c.expireIDs()
 		case <-retry.C:
-			c.retryMarkers()
+			// Off this loop, so that leaders slow to take markers never
+			// delay the timeouts' aborts; one round at a time.
+			if c.retrying.CompareAndSwap(false, true) {
+				c.wg.Add(1)
+				go func() {
+					defer c.wg.Done()
+					defer c.retrying.Store(false)
+					c.retryMarkers()
+				}()
+			}
 		}
 	}
 }
@@ -709,14 +746,26 @@ func (c *Coordinator) expireIDs() {
 
 // retryMarkers completes prepared transactions whose markers could not all
 // be written, or that a load found prepared.
+// The transactions are retried at once, so a round takes one marker
+// timeout, not one per transaction.
 func (c *Coordinator) retryMarkers() {
+	var wg sync.WaitGroup
 	for _, m := range c.snapshot() {
-		m.mu.Lock()
-		if m.Status == PrepareCommit || m.Status == PrepareAbort {
-			c.completeLocked(m)
+		if !m.mu.TryLock() {
+			continue // an operation is on it: it completes it itself
 		}
-		m.mu.Unlock()
+		if m.Status != PrepareCommit && m.Status != PrepareAbort {
+			m.mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer m.mu.Unlock()
+			c.completeLocked(m)
+		}()
 	}
+	wg.Wait()
 }
 
 // Describe is a transactional id's state for DescribeTransactions.
