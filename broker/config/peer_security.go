@@ -140,6 +140,9 @@ func (b *Broker) peerChecks(ls []Listener) []string {
 			if l, ok := b.listenerNamed(strings.ToUpper(n)); ok && l.SASL() && slices.ContainsFunc(b.ListenerList(l.Name, "sasl.enabled.mechanisms"), func(m string) bool { return strings.HasPrefix(m, "SCRAM") }) {
 				errs = append(errs, fmt.Sprintf("listener %s is a controller listener and enables SCRAM: SCRAM credentials live in the metadata log, which a controller does not have before it has authenticated its peers, so Kafka refuses SCRAM there too; set listener.name.%s.sasl.enabled.mechanisms=PLAIN or use SSL with ssl.client.auth=required", l.Name, strings.ToLower(l.Name)))
 			}
+			if l, ok := b.listenerNamed(strings.ToUpper(n)); ok && l.SASL() && slices.Contains(b.ListenerList(l.Name, "sasl.enabled.mechanisms"), "OAUTHBEARER") {
+				errs = append(errs, fmt.Sprintf("listener %s is a controller listener and enables OAUTHBEARER: any holder of a token the identity provider signed could log in to the quorum, which admits only the cluster's own nodes; set listener.name.%s.sasl.enabled.mechanisms=PLAIN or use SSL with ssl.client.auth=required", l.Name, strings.ToLower(l.Name)))
+			}
 		}
 		check(l, "controller", "sasl.mechanism.controller.protocol", []string{"PLAIN"})
 	}

@@ -99,6 +99,7 @@ func TestPeerListenerChecks(t *testing.T) {
 		want  string
 	}{
 		{map[string]string{"listener.name.controller.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"}, "enables SCRAM"},
+		{map[string]string{"listener.name.controller.sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}, "enables OAUTHBEARER"},
 		{map[string]string{"sasl.mechanism.controller.protocol": ""}, "set sasl.mechanism.controller.protocol to one of PLAIN"},
 		{map[string]string{"listener.name.controller.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="pw";`}, "plain.sasl.jaas.config needs username"},
 		{map[string]string{"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": ""}, "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"},

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/internal/kwire"
@@ -174,8 +175,14 @@ func (c *conn) peer() bool {
 	}
 	// With an authorizer the peer's principal also needs CLUSTER_ACTION on
 	// the cluster, as Kafka's inter-broker APIs do (super.users usually
-	// names the brokers' own principal).
-	return c.allowedCluster(opClusterAction)
+	// names the brokers' own principal). Asked of the authorizer itself:
+	// allowed() judges nothing on controller listeners, and this is what
+	// keeps a stranger with a valid login off them.
+	if c.s.authorizer == nil {
+		return true
+	}
+	return c.s.authorizer.Authorize(c.s.ctrl.Image().Acls, acl.Request{Principal: c.principal.String(), Host: c.host()},
+		opClusterAction, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 }
 
 // refusePeer logs an unauthenticated connection's attempt at a peer's API,
