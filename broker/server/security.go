@@ -216,11 +216,21 @@ var preAuthAllowed = map[int16]bool{
 // authenticating: most often a client configured for PLAINTEXT or SSL
 // pointed at a SASL listener, which the log line says.
 func (c *conn) checkPreAuth(key int16) error {
-	if !c.saslPending && !c.sessionExpiry.IsZero() && key != kmsg.SASLHandshake.Int16() && c.exchange == nil &&
+	if c.exchange != nil && key != kmsg.SASLAuthenticate.Int16() {
+		// As Kafka's authenticator: after SaslHandshake only
+		// SaslAuthenticate. A re-authentication begun and never finished
+		// would otherwise keep an expired session served as its old
+		// principal.
+		c.s.authFailures.WithLabelValues(c.listener, "sasl").Inc()
+		c.logger.Info("request other than SaslAuthenticate after SaslHandshake; closing the connection",
+			"principal", c.principal.String(), "api", kmsg.NameForKey(key), "client_id", clip(c.clientID))
+		return errClose
+	}
+	if !c.saslPending && !c.sessionExpiry.IsZero() && key != kmsg.SASLHandshake.Int16() && key != kmsg.SASLAuthenticate.Int16() &&
 		!time.Now().Before(c.sessionExpiry) {
 		// KIP-368, as Kafka's SocketServer: a session that has expired
-		// may start re-authenticating (SaslHandshake); anything else
-		// closes the connection, and the client reconnects and logs in.
+		// may only re-authenticate; anything else closes the connection,
+		// and the client reconnects and logs in.
 		c.s.authFailures.WithLabelValues(c.listener, "session_expired").Inc()
 		c.logger.Info("SASL session expired without re-authentication; closing the connection",
 			"principal", c.principal.String(), "api", kmsg.NameForKey(key), "client_id", clip(c.clientID))
