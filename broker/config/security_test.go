@@ -112,4 +112,17 @@ func TestPeerListenerChecks(t *testing.T) {
 			t.Errorf("%v: %v, want an error containing %q", c.extra, err, c.want)
 		}
 	}
+	// With an authorizer a PLAINTEXT controller listener is refused off
+	// loopback (nothing there is judged), allowed on it.
+	acls := map[string]string{
+		"authorizer.class.name":          StandardAuthorizer,
+		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
+	}
+	if _, err := ParseBroker(base(acls)); err == nil || !strings.Contains(err.Error(), "PLAINTEXT controller listener on the network while authorizer.class.name is set") {
+		t.Errorf("authorizer with a PLAINTEXT controller listener on every interface: %v", err)
+	}
+	acls["listeners"] = "SASL_SSL://:9092,CONTROLLER://127.0.0.1:9093"
+	if _, err := ParseBroker(base(acls)); err != nil {
+		t.Errorf("authorizer with a PLAINTEXT controller listener on loopback: %v", err)
+	}
 }

@@ -120,7 +120,7 @@ func (s *Server) setupSecurity() error {
 		}
 		s.security[l.Name] = sec
 		if l.Protocol == "PLAINTEXT" && s.controllerNames[l.Name] && s.cfg.IsSet("controller.quorum.voters") && !loopback(l.Host) {
-			s.logger.Warn("controller listener "+l.Name+" is PLAINTEXT on the network: anyone who reaches "+l.Addr()+" can register brokers, join Raft and change SCRAM users; secure it or firewall it (docs/security.md, \"Securing the cluster's own traffic\")", "listener", l.Name)
+			s.logger.Warn("controller listener "+l.Name+" is PLAINTEXT on the network: anyone who reaches "+l.Addr()+" can register brokers, join Raft, change SCRAM users and quotas, and create and delete ACLs (nothing there is judged by the authorizer); secure it or firewall it (docs/security.md, \"Securing the cluster's own traffic\")", "listener", l.Name)
 		}
 		if s.openListener(l.Protocol, l.Name, l.Host) {
 			s.logger.Warn("listener "+l.Name+" accepts unauthenticated PLAINTEXT connections from the network: anyone who reaches "+l.Addr()+
