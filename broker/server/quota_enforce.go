@@ -102,6 +102,16 @@ func (c *conn) withQuotas(req kmsg.Request, h handler, size int) (kmsg.Response,
 	return resp, err
 }
 
+// chargeRefused records the time of a request the authorizer refused
+// whole against the client's request_percentage: Kafka charges every
+// request, so a client cannot spend the broker's time on refusals free.
+func (c *conn) chargeRefused() {
+	if c.quotaExempt() || !c.s.quotas.m.Active() {
+		return
+	}
+	c.recordQuota(quota.RequestPercentage, time.Since(c.started).Seconds()*100, time.Now())
+}
+
 // quotaExempt is whether c's current request is outside every quota.
 func (c *conn) quotaExempt() bool {
 	k := c.hdr.key
