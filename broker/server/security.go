@@ -124,7 +124,7 @@ func (s *Server) setupSecurity() error {
 		}
 		if s.openListener(l.Protocol, l.Name, l.Host) {
 			s.logger.Warn("listener "+l.Name+" accepts unauthenticated PLAINTEXT connections from the network: anyone who reaches "+l.Addr()+
-				" can read, write and delete every topic; use SSL, SASL_SSL or a firewall (docs/security.md)", "listener", l.Name)
+				" can read, write and delete every topic (no authorizer, or User:ANONYMOUS in super.users); use SSL, SASL_SSL or a firewall (docs/security.md)", "listener", l.Name)
 		}
 	}
 	return nil
