@@ -143,6 +143,7 @@ func (s *Server) oauthValidator(listener string) (*auth.OAuthValidator, error) {
 		Issuer:    get("sasl.oauthbearer.expected.issuer"),
 		SubClaim:  get("sasl.oauthbearer.sub.claim.name"),
 		ClockSkew: time.Duration(num("sasl.oauthbearer.clock.skew.seconds")) * time.Second,
+		Logger:    s.logger.With("listener", listener),
 	})
 }
 
