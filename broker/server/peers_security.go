@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -181,6 +182,13 @@ func (c *conn) peer() bool {
 	if c.s.authorizer == nil {
 		return true
 	}
+	select {
+	case <-c.s.serving: // s.ctrl, and so the ACLs, exist
+	default:
+		// Before the metadata is loaded there are no ACLs to judge by:
+		// only super users, as Kafka's early-start listeners (KIP-801).
+		return slices.Contains(c.s.authorizer.SuperUsers, c.principal.String())
+	}
 	return c.s.authorizer.Authorize(c.s.ctrl.Image().Acls, acl.Request{Principal: c.principal.String(), Host: c.host()},
 		opClusterAction, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 }
@@ -198,7 +206,7 @@ func (c *conn) refusePeer(what string) {
 	}
 	p.logged[key] = time.Now()
 	p.mu.Unlock()
-	c.logger.Warn(what+" from a connection that did not authenticate, on a secured listener; refused: peers must log in (docs/security.md)",
+	c.logger.Warn(what+" from a connection that did not authenticate as a peer, on a secured listener; refused: peers must log in, and with an authorizer be super users or have CLUSTER_ACTION (docs/security.md)",
 		"principal", c.principal.String(), "client_id", clip(c.clientID))
 }
 
