@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"math/big"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,6 +44,8 @@ type OAuthSettings struct {
 	ClockSkew time.Duration
 	// Now is the clock; time.Now when nil (tests set it).
 	Now func() time.Time
+	// Logger hears of the keys of the set that are skipped; none when nil.
+	Logger *slog.Logger
 }
 
 // OAuthValidator checks tokens against one JWKS. It is shared by every
@@ -61,6 +65,10 @@ func NewOAuthValidator(set OAuthSettings) (*OAuthValidator, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") {
 		return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url %q is not an https://, http:// or file:// URL", set.JWKSURL)
 	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		// Whoever can change the set on its way can sign any token.
+		return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url %s is http:// to another host: anyone on the network path could replace the keys and log in as anyone; use https:// (http:// is accepted on loopback only)", u.Redacted())
+	}
 	if set.SubClaim == "" {
 		set.SubClaim = "sub"
 	}
@@ -70,7 +78,7 @@ func NewOAuthValidator(set OAuthSettings) (*OAuthValidator, error) {
 	if set.Refresh <= 0 {
 		set.Refresh = time.Hour
 	}
-	v := &OAuthValidator{set: set, jwks: &jwks{url: u, refresh: set.Refresh}}
+	v := &OAuthValidator{set: set, jwks: &jwks{url: u, refresh: set.Refresh, logger: set.Logger}}
 	if err := v.jwks.load(); err != nil {
 		return nil, err
 	}
@@ -84,6 +92,7 @@ func NewOAuthValidator(set OAuthSettings) (*OAuthValidator, error) {
 type jwks struct {
 	url     *url.URL
 	refresh time.Duration
+	logger  *slog.Logger
 
 	mu     sync.Mutex
 	keys   map[string]crypto.PublicKey // by kid; "" for keys without one
@@ -126,7 +135,7 @@ func (j *jwks) fetch() (map[string]crypto.PublicKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := j.client().Do(req)
 		if err != nil {
 			return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
 		}
@@ -140,7 +149,35 @@ func (j *jwks) fetch() (map[string]crypto.PublicKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
 	}
-	return ParseJWKS(data)
+	keys, skipped, err := parseJWKS(data)
+	if err == nil && len(skipped) > 0 && j.logger != nil {
+		j.logger.Warn("JWKS keys skipped: tokens signed with them are refused", "url", j.url.Redacted(), "skipped", strings.Join(skipped, "; "))
+	}
+	return keys, err
+}
+
+// client fetches the set, following redirects only within the URL's own
+// scheme and host: a redirect elsewhere (to http://, or to another
+// server) would hand the keys, and so every login, to someone else.
+func (j *jwks) client() *http.Client {
+	return &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != j.url.Scheme || req.URL.Host != j.url.Host {
+			return fmt.Errorf("redirected to %s, another scheme or host than the configured URL's: not followed", req.URL.Redacted())
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}}
+}
+
+// loopbackHost is whether host names this machine only.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // key finds the key a token names, re-reading the set when it is old or
@@ -189,17 +226,29 @@ func (j *jwks) pick(kid string) (crypto.PublicKey, bool) {
 
 // ParseJWKS reads RFC 7517 key sets: RSA and EC (P-256, P-384, P-521)
 // public keys meant for signatures. Other keys (encryption keys,
-// symmetric keys) are skipped.
+// symmetric keys, other curves, keys too weak or malformed) are skipped,
+// so that one key the broker cannot use does not refuse the provider's
+// whole set; a set without any usable key is an error.
 func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
+	keys, _, err := parseJWKS(data)
+	return keys, err
+}
+
+// parseJWKS is ParseJWKS, also saying which keys it skipped and why.
+func parseJWKS(data []byte) (map[string]crypto.PublicKey, []string, error) {
 	var set struct {
 		Keys []struct {
 			Kty, Kid, Use, N, E, Crv, X, Y string
 		} `json:"keys"`
 	}
 	if err := json.Unmarshal(data, &set); err != nil {
-		return nil, fmt.Errorf("JWKS: %w", err)
+		return nil, nil, fmt.Errorf("JWKS: %w", err)
 	}
 	keys := map[string]crypto.PublicKey{}
+	var skipped []string
+	skip := func(i int, kid, why string, args ...any) {
+		skipped = append(skipped, fmt.Sprintf("key %d (%q): ", i, clipped(kid))+fmt.Sprintf(why, args...))
+	}
 	b64 := base64.RawURLEncoding
 	for i, k := range set.Keys {
 		if k.Use != "" && k.Use != "sig" {
@@ -210,11 +259,13 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 			n, err1 := b64.DecodeString(k.N)
 			e, err2 := b64.DecodeString(k.E)
 			if err1 != nil || err2 != nil || len(n) < 256 || len(e) == 0 || len(e) > 4 {
-				return nil, fmt.Errorf("JWKS key %d (%q): not an RSA public key of 2048 bits or more", i, k.Kid)
+				skip(i, k.Kid, "not an RSA public key of 2048 bits or more")
+				continue
 			}
 			pub := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
 			if pub.E < 3 || pub.E%2 == 0 {
-				return nil, fmt.Errorf("JWKS key %d (%q): RSA exponent %d is not an odd number of 3 or more", i, k.Kid, pub.E)
+				skip(i, k.Kid, "RSA exponent %d is not an odd number of 3 or more", pub.E)
+				continue
 			}
 			keys[k.Kid] = pub
 		case "EC":
@@ -227,28 +278,36 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 			case "P-521":
 				c = elliptic.P521()
 			default:
-				return nil, fmt.Errorf("JWKS key %d (%q): curve %q not supported", i, k.Kid, k.Crv)
+				skip(i, k.Kid, "curve %q not supported", clipped(k.Crv))
+				continue
 			}
 			x, err1 := b64.DecodeString(k.X)
 			y, err2 := b64.DecodeString(k.Y)
 			size := (c.Params().BitSize + 7) / 8
 			if err1 != nil || err2 != nil || len(x) != size || len(y) != size {
-				return nil, fmt.Errorf("JWKS key %d (%q): bad EC coordinates", i, k.Kid)
+				skip(i, k.Kid, "bad EC coordinates")
+				continue
 			}
 			// Uncompressed point form, which ecdsa.ParseUncompressedPublicKey
 			// checks is on the curve.
 			pt := append(append([]byte{4}, x...), y...)
 			pub, err := ecdsa.ParseUncompressedPublicKey(c, pt)
 			if err != nil {
-				return nil, fmt.Errorf("JWKS key %d (%q): %w", i, k.Kid, err)
+				skip(i, k.Kid, "%v", err)
+				continue
 			}
 			keys[k.Kid] = pub
+		default:
+			skip(i, k.Kid, "key type %q not supported (RSA, EC)", clipped(k.Kty))
 		}
 	}
 	if len(keys) == 0 {
-		return nil, errors.New("JWKS has no RSA or EC signing key")
+		if len(skipped) > 0 {
+			return nil, skipped, fmt.Errorf("JWKS has no usable RSA or EC signing key (%s)", strings.Join(skipped, "; "))
+		}
+		return nil, nil, errors.New("JWKS has no RSA or EC signing key")
 	}
-	return keys, nil
+	return keys, skipped, nil
 }
 
 // Token is a validated token: whom it names and until when.
@@ -272,9 +331,17 @@ func (v *OAuthValidator) Validate(tok string) (Token, error) {
 	if err != nil {
 		return Token{}, errors.New("header is not base64url")
 	}
-	var hdr struct{ Alg, Kid string }
+	var hdr struct {
+		Alg, Kid string
+		Crit     json.RawMessage
+	}
 	if err := json.Unmarshal(hdrJSON, &hdr); err != nil {
 		return Token{}, errors.New("header is not JSON")
+	}
+	if hdr.Crit != nil {
+		// RFC 7515 4.1.11: a recipient must refuse extensions it does not
+		// understand, and this one understands none.
+		return Token{}, errors.New("header has crit: no JWS extension is supported")
 	}
 	sig, err := b64.DecodeString(parts[2])
 	if err != nil {

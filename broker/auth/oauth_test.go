@@ -33,7 +33,9 @@ func TestOAuthJWKSURLRotationAndSubClaim(t *testing.T) {
 		return map[string]string{"kty": "EC", "crv": "P-256", "kid": kid, "x": b64.EncodeToString(x), "y": b64.EncodeToString(y)}
 	}
 	var keys atomic.Value
-	keys.Store([]map[string]string{jwk("k1", k1)})
+	// A key the broker cannot use (an unsupported curve) is skipped, not
+	// the whole set refused.
+	keys.Store([]map[string]string{jwk("k1", k1), {"kty": "EC", "crv": "secp256k1", "kid": "odd", "x": "AA", "y": "AA"}, {"kty": "OKP", "crv": "Ed25519", "kid": "ed", "x": "AA"}})
 	var fetches atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fetches.Add(1)
@@ -46,18 +48,26 @@ func TestOAuthJWKSURLRotationAndSubClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sign := func(kid string, k crypto.Signer, claims map[string]any) string {
-		h, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": kid})
+	signH := func(hdr map[string]any, k crypto.Signer, claims map[string]any) string {
+		h, _ := json.Marshal(hdr)
 		c, _ := json.Marshal(claims)
 		in := b64.EncodeToString(h) + "." + b64.EncodeToString(c)
 		d := sha256.Sum256([]byte(in))
 		r, s, _ := ecdsa.Sign(rand.Reader, k.(*ecdsa.PrivateKey), d[:])
 		return in + "." + b64.EncodeToString(append(r.FillBytes(make([]byte, 32)), s.FillBytes(make([]byte, 32))...))
 	}
+	sign := func(kid string, k crypto.Signer, claims map[string]any) string {
+		return signH(map[string]any{"alg": "ES256", "kid": kid}, k, claims)
+	}
 	claims := map[string]any{"client_id": "svc-a", "sub": "ignored", "iat": now.Unix(), "exp": now.Add(time.Minute).Unix()}
 	tok, err := v.Validate(sign("k1", k1, claims))
 	if err != nil || tok.Principal != "svc-a" || !tok.Expires.Equal(time.Unix(now.Add(time.Minute).Unix(), 0)) {
 		t.Fatalf("k1 token: %+v, %v", tok, err)
+	}
+	// A JWS extension marked critical is refused: none is understood.
+	crit := signH(map[string]any{"alg": "ES256", "kid": "k1", "crit": []string{"exp"}, "exp": 1}, k1, claims)
+	if _, err := v.Validate(crit); err == nil || !strings.Contains(err.Error(), "crit") {
+		t.Errorf("token with crit: %v, want refused", err)
 	}
 	// The provider rotates to k2: the first token signed with it makes
 	// the broker read the set again.
@@ -75,6 +85,18 @@ func TestOAuthJWKSURLRotationAndSubClaim(t *testing.T) {
 	}
 	if n := fetches.Load() - before; n > 1 {
 		t.Errorf("%d JWKS fetches for five tokens with an unknown kid", n)
+	}
+	// http:// only on loopback, and no redirect to another host.
+	if _, err := NewOAuthValidator(OAuthSettings{JWKSURL: "http://idp.example/jwks"}); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("http:// JWKS off loopback: %v, want refused", err)
+	}
+	redirect := httptest.NewServer(http.RedirectHandler(srv.URL, http.StatusFound))
+	defer redirect.Close()
+	if _, err := NewOAuthValidator(OAuthSettings{JWKSURL: redirect.URL}); err == nil || !strings.Contains(err.Error(), "not followed") {
+		t.Errorf("JWKS redirected to another host: %v, want refused", err)
+	}
+	if _, err := ParseJWKS([]byte(`{"keys":[{"kty":"EC","crv":"P-192","kid":"x","x":"AA","y":"AA"}]}`)); err == nil || !strings.Contains(err.Error(), "P-192") {
+		t.Errorf("a set of unusable keys only: %v, want an error naming why", err)
 	}
 	// Within the clock skew, an expired token still passes; past it, not.
 	v.set.ClockSkew = 30 * time.Second

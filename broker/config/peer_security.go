@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -105,6 +106,16 @@ func (b *Broker) peerClient(l Listener, mechKey string) (PeerClient, error) {
 	return pc, nil
 }
 
+// loopbackHost is whether a listener's host reaches this machine only (an
+// empty host binds every interface).
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // peerChecks refuses controller and inter-broker listeners on which peers
 // could not authenticate each other, with what to set.
 func (b *Broker) peerChecks(ls []Listener) []string {
@@ -140,8 +151,21 @@ func (b *Broker) peerChecks(ls []Listener) []string {
 			if l, ok := b.listenerNamed(strings.ToUpper(n)); ok && l.SASL() && slices.ContainsFunc(b.ListenerList(l.Name, "sasl.enabled.mechanisms"), func(m string) bool { return strings.HasPrefix(m, "SCRAM") }) {
 				errs = append(errs, fmt.Sprintf("listener %s is a controller listener and enables SCRAM: SCRAM credentials live in the metadata log, which a controller does not have before it has authenticated its peers, so Kafka refuses SCRAM there too; set listener.name.%s.sasl.enabled.mechanisms=PLAIN or use SSL with ssl.client.auth=required", l.Name, strings.ToLower(l.Name)))
 			}
+			if l, ok := b.listenerNamed(strings.ToUpper(n)); ok && l.SASL() && slices.Contains(b.ListenerList(l.Name, "sasl.enabled.mechanisms"), "OAUTHBEARER") {
+				errs = append(errs, fmt.Sprintf("listener %s is a controller listener and enables OAUTHBEARER: any holder of a token the identity provider signed could log in to the quorum, which admits only the cluster's own nodes; set listener.name.%s.sasl.enabled.mechanisms=PLAIN or use SSL with ssl.client.auth=required", l.Name, strings.ToLower(l.Name)))
+			}
 		}
 		check(l, "controller", "sasl.mechanism.controller.protocol", []string{"PLAIN"})
+	}
+	if b.String("authorizer.class.name") != "" {
+		for _, n := range b.List("controller.listener.names") {
+			if l, ok := b.listenerNamed(strings.ToUpper(n)); ok && l.Protocol == "PLAINTEXT" && !loopbackHost(l.Host) {
+				// Requests on controller listeners are not judged (the
+				// forwarding broker judged them): on PLAINTEXT off loopback
+				// anyone could create and delete ACLs and SCRAM users there.
+				errs = append(errs, fmt.Sprintf("listener %s is a PLAINTEXT controller listener on the network while authorizer.class.name is set: requests there are not judged by the ACLs, so anyone who reaches %s could create and delete ACLs and SCRAM users; secure it (SSL with listener.name.%s.ssl.client.auth=required, or SASL with PLAIN) or bind it to loopback (docs/security.md, \"Securing the cluster's own traffic\")", l.Name, l.Addr(), strings.ToLower(l.Name)))
+			}
+		}
 	}
 	roles := b.List("process.roles")
 	if l, ok := b.InterBrokerListener(); ok && slices.Contains(roles, "broker") && b.IsSet("controller.quorum.voters") && has(l.Name) && l.Protocol != "PLAINTEXT" {

@@ -99,6 +99,7 @@ func TestPeerListenerChecks(t *testing.T) {
 		want  string
 	}{
 		{map[string]string{"listener.name.controller.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"}, "enables SCRAM"},
+		{map[string]string{"listener.name.controller.sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}, "enables OAUTHBEARER"},
 		{map[string]string{"sasl.mechanism.controller.protocol": ""}, "set sasl.mechanism.controller.protocol to one of PLAIN"},
 		{map[string]string{"listener.name.controller.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="pw";`}, "plain.sasl.jaas.config needs username"},
 		{map[string]string{"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": ""}, "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"},
@@ -110,5 +111,18 @@ func TestPeerListenerChecks(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error containing %q", c.extra, err, c.want)
 		}
+	}
+	// With an authorizer a PLAINTEXT controller listener is refused off
+	// loopback (nothing there is judged), allowed on it.
+	acls := map[string]string{
+		"authorizer.class.name":          StandardAuthorizer,
+		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
+	}
+	if _, err := ParseBroker(base(acls)); err == nil || !strings.Contains(err.Error(), "PLAINTEXT controller listener on the network while authorizer.class.name is set") {
+		t.Errorf("authorizer with a PLAINTEXT controller listener on every interface: %v", err)
+	}
+	acls["listeners"] = "SASL_SSL://:9092,CONTROLLER://127.0.0.1:9093"
+	if _, err := ParseBroker(base(acls)); err != nil {
+		t.Errorf("authorizer with a PLAINTEXT controller listener on loopback: %v", err)
 	}
 }

@@ -14,6 +14,8 @@ type Manager struct {
 	// Expired is called (under no lock of the caller's) with the sensors
 	// dropped after an hour without use, so their metrics can go too.
 	Expired func(key string, tags Tags)
+	// MaxSensors, when positive, replaces the package's MaxSensors.
+	MaxSensors int
 
 	mu        sync.Mutex
 	sensors   map[sensorKey]*sensor
@@ -62,14 +64,43 @@ func (m *Manager) Window() Window { return m.w }
 // callers skip the measuring altogether.
 func (m *Manager) Active() bool { return m.table().Len() > 0 }
 
-func (m *Manager) sensor(k sensorKey, now time.Time) *sensor {
+// MaxSensors bounds the sensors kept: client ids are the client's to
+// choose, and a quota for every client id (<default>) would otherwise let
+// anyone grow the broker's memory and its metrics without limit. Past it,
+// new clients share one sensor, Overflow, per quota and per kind of entity
+// (and are throttled together).
+const MaxSensors = 10000
+
+// Overflow is the user or client id the clients beyond MaxSensors are
+// measured and reported as.
+const Overflow = "<overflow>"
+
+// sensor is k's sensor and the tags it is measured as (k's, or Overflow's
+// when the manager is full); mu must be held.
+func (m *Manager) sensor(k sensorKey, now time.Time) (*sensor, Tags) {
 	s := m.sensors[k]
+	if s == nil && len(m.sensors) >= m.maxSensors() {
+		if k.tags.User != "" {
+			k.tags.User = Overflow
+		}
+		if k.tags.ClientID != "" {
+			k.tags.ClientID = Overflow
+		}
+		s = m.sensors[k]
+	}
 	if s == nil {
 		s = &sensor{r: rate{w: m.w}}
 		m.sensors[k] = s
 	}
 	s.used = now
-	return s
+	return s, k.tags
+}
+
+func (m *Manager) maxSensors() int {
+	if m.MaxSensors > 0 {
+		return m.MaxSensors
+	}
+	return MaxSensors
 }
 
 // Record adds v to the rate of key (producer_byte_rate: request bytes,
@@ -83,7 +114,7 @@ func (m *Manager) Record(key, user, clientID string, v float64, now time.Time) (
 		return 0, tags, false
 	}
 	m.mu.Lock()
-	s := m.sensor(sensorKey{key, tags}, now)
+	s, tags := m.sensor(sensorKey{key, tags}, now)
 	s.r.record(v, now)
 	throttle = s.r.throttle(bound, now)
 	if key == RequestPercentage {
@@ -106,7 +137,8 @@ func (m *Manager) Unrecord(key, user, clientID string, v float64, now time.Time)
 		return
 	}
 	m.mu.Lock()
-	m.sensor(sensorKey{key, tags}, now).r.record(-v, now)
+	s, _ := m.sensor(sensorKey{key, tags}, now)
+	s.r.record(-v, now)
 	m.mu.Unlock()
 }
 
@@ -141,7 +173,7 @@ func (m *Manager) MutationThrottle(user, clientID string, now time.Time) (time.D
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.sensor(sensorKey{ControllerMutationRate, tags}, now)
+	s, tags := m.sensor(sensorKey{ControllerMutationRate, tags}, now)
 	m.refill(s, bound, now)
 	if s.tokens >= 0 {
 		return 0, tags, true
@@ -158,7 +190,7 @@ func (m *Manager) RecordMutations(user, clientID string, n int, now time.Time) t
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.sensor(sensorKey{ControllerMutationRate, tags}, now)
+	s, _ := m.sensor(sensorKey{ControllerMutationRate, tags}, now)
 	m.refill(s, bound, now)
 	s.tokens -= float64(n)
 	if s.tokens >= 0 {

@@ -2,9 +2,12 @@ package quota
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func f(v float64) *float64 { return &v }
@@ -156,5 +159,45 @@ func TestMutationBucket(t *testing.T) {
 	}
 	if d, _, _ := m.MutationThrottle("u", "c", t0.Add(time.Second)); d != 0 {
 		t.Errorf("a second later: %v, want 0", d)
+	}
+}
+
+// TestSensorCap checks that a client choosing a new client id for each
+// request cannot grow the sensors without bound: past the cap the newcomers
+// share the overflow sensor, and are throttled together; known clients
+// keep their own. Metric labels are clipped and valid UTF-8.
+func TestSensorCap(t *testing.T) {
+	m := NewManager(Window{Samples: 11, Size: time.Second}, func() *Table {
+		return (*Table)(nil).With(ClientEntity(nil), ProducerByteRate, f(1000))
+	})
+	m.MaxSensors = 100
+	now := time.Unix(1000, 0)
+	for i := range 1000 {
+		_, tags, ok := m.Record(ProducerByteRate, "", fmt.Sprintf("client-%d", i), 20, now)
+		if !ok {
+			t.Fatal("no quota")
+		}
+		if want := i < 100; (tags.ClientID != Overflow) != want {
+			t.Fatalf("client %d measured as %q", i, tags.ClientID)
+		}
+	}
+	if n := m.Sensors(); n != 101 {
+		t.Errorf("%d sensors after 1000 client ids with a cap of 100, want 101", n)
+	}
+	// The 900 newcomers recorded 18000 B together: 1800 B/s over the
+	// padded 10 s window, over the 1000 B/s quota.
+	if d, _, _ := m.Record(ProducerByteRate, "", "yet-another", 10, now); d == 0 {
+		t.Error("the overflow sensor is not throttled although its clients together exceed the quota")
+	}
+	if d, tags, _ := m.Record(ProducerByteRate, "", "client-7", 10, now); d != 0 || tags.ClientID != "client-7" {
+		t.Errorf("a client known before the cap: throttle %v, tags %+v", d, tags)
+	}
+
+	user, client := Tags{User: "u", ClientID: strings.Repeat("é", 100) + "\xff"}.Labels()
+	if user != "u" || len(client) > 64 || !utf8.ValidString(client) || !strings.HasPrefix(client, "éé") {
+		t.Errorf("labels of a long client id: %q (%d bytes)", client, len(client))
+	}
+	if _, c := (Tags{ClientID: "a\xffb"}).Labels(); c != "a\uFFFDb" {
+		t.Errorf("label of invalid UTF-8: %q", c)
 	}
 }

@@ -3,6 +3,8 @@ package quota
 import (
 	"maps"
 	"sort"
+	"strings"
+	"unicode/utf8"
 )
 
 // Entry is one entity's quotas.
@@ -151,4 +153,26 @@ func (t *Table) IPLimit(ip string) (float64, bool) {
 		return v, true
 	}
 	return t.has(Entity{{Type: IP}}, ConnectionCreationRate)
+}
+
+// labelLen is the most of a user or client id a metric label carries:
+// both are the client's to choose, and a label is kept per value.
+const labelLen = 64
+
+// Labels are t's user and client id as metric labels: valid UTF-8 (a
+// Prometheus label must be) and at most labelLen bytes.
+func (t Tags) Labels() (user, clientID string) {
+	return label(t.User), label(t.ClientID)
+}
+
+func label(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= labelLen {
+		return s
+	}
+	cut := labelLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

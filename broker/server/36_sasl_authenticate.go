@@ -60,6 +60,7 @@ func (s *Server) handleSaslAuthenticate(c *conn, req *kmsg.SASLAuthenticateReque
 			return resp, nil
 		}
 		lifetime := s.sessionLifetime(c, c.exchange)
+		c.sessionExpiry = time.Time{}
 		if lifetime > 0 {
 			c.sessionExpiry = time.Now().Add(lifetime)
 		}

@@ -37,14 +37,16 @@ func (s *Server) setupAuthorizer() {
 			AllowIfNoACL: s.cfg.Bool("allow.everyone.if.no.acl.found"),
 		}
 		if s.cfg.IsSet("controller.quorum.voters") && !slices.Contains(s.authorizer.SuperUsers, auth.Anonymous.String()) {
-			// The commonest way to break a cluster with ACLs: followers
-			// fetch as ANONYMOUS over the PLAINTEXT inter-broker listener.
-			s.logger.Warn("the authorizer is on and User:ANONYMOUS is not in super.users: brokers replicate as User:ANONYMOUS on a PLAINTEXT inter-broker listener, so replica fetches fail with CLUSTER_AUTHORIZATION_FAILED unless an ACL allows it CLUSTER_ACTION on the cluster (docs/security.md)")
+			if ib, ok := s.cfg.InterBrokerListener(); ok && ib.Protocol == "PLAINTEXT" {
+				// The commonest way to break a cluster with ACLs: followers
+				// fetch as ANONYMOUS over a PLAINTEXT inter-broker listener.
+				s.logger.Warn("the authorizer is on and the inter-broker listener "+ib.Name+" is PLAINTEXT: brokers replicate as User:ANONYMOUS there, so replica fetches fail with CLUSTER_AUTHORIZATION_FAILED; make it an authenticated listener (SASL or SSL with client certificates) whose broker principal is in super.users (docs/security.md, \"Securing the cluster's own traffic\"). User:ANONYMOUS in super.users would make every anonymous connection a super user", "listener", ib.Name)
+			}
 		}
 	}
 	open := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tributary_broker_open_listeners",
-		Help: "1 for each listener that accepts unauthenticated PLAINTEXT connections from the network while no authorizer is configured: anyone who reaches it may read, write and delete every topic (docs/security.md)."},
+		Help: "1 for each listener off loopback on which anyone may do anything: PLAINTEXT while no authorizer is configured, or any listener that admits anonymous connections (PLAINTEXT, SSL without required client certificates) while User:ANONYMOUS is in super.users (docs/security.md)."},
 		[]string{"listener"})
 	s.metrics.reg.MustRegister(open)
 	ls, _ := s.cfg.Listeners() // setupSecurity reports a bad value
@@ -56,10 +58,18 @@ func (s *Server) setupAuthorizer() {
 }
 
 // openListener is whether a listener lets anyone on the network do
-// anything: PLAINTEXT, not on loopback, not a controller listener, and
-// no authorizer.
+// anything: not on loopback, not a controller listener (refused or warned
+// of on its own), and either PLAINTEXT with no authorizer, or admitting
+// anonymous connections while User:ANONYMOUS is a super user.
 func (s *Server) openListener(protocol, name, host string) bool {
-	return protocol == "PLAINTEXT" && !s.controllerNames[name] && !loopback(host) && s.authorizer == nil
+	if s.controllerNames[name] || loopback(host) {
+		return false
+	}
+	if s.authorizer == nil {
+		return protocol == "PLAINTEXT"
+	}
+	anonymous := protocol == "PLAINTEXT" || protocol == "SSL" && s.cfg.ListenerString(name, "ssl.client.auth") != "required"
+	return anonymous && slices.Contains(s.authorizer.SuperUsers, auth.Anonymous.String())
 }
 
 // host is the client's address as ACL hosts name it.

@@ -20,7 +20,8 @@ import (
 
 // TestOpenListenerMetric: a PLAINTEXT listener on every interface with no
 // authorizer is counted in tributary_broker_open_listeners; with an
-// authorizer, or on loopback, it is not.
+// authorizer, or on loopback, it is not, unless User:ANONYMOUS is a super
+// user.
 func TestOpenListenerMetric(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -31,6 +32,7 @@ func TestOpenListenerMetric(t *testing.T) {
 		{"open", map[string]string{"listeners": "PLAINTEXT://0.0.0.0:0"}, 1},
 		{"authorizer", map[string]string{"listeners": "PLAINTEXT://0.0.0.0:0", "authorizer.class.name": config.StandardAuthorizer}, 0},
 		{"loopback", map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0"}, 0},
+		{"anonymous super user", map[string]string{"listeners": "PLAINTEXT://0.0.0.0:0", "authorizer.class.name": config.StandardAuthorizer, "super.users": "User:admin;User:ANONYMOUS"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			all := map[string]string{"log.dirs": t.TempDir()}

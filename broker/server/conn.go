@@ -303,6 +303,7 @@ func (c *conn) serveRequest(body []byte) error {
 	deny, post := c.authorizeRequest(req)
 	if deny != nil {
 		resp = deny
+		c.chargeRefused()
 	} else {
 		resp, err = c.withQuotas(req, h, len(body))
 	}

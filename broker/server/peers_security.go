@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/internal/kwire"
@@ -174,8 +176,21 @@ func (c *conn) peer() bool {
 	}
 	// With an authorizer the peer's principal also needs CLUSTER_ACTION on
 	// the cluster, as Kafka's inter-broker APIs do (super.users usually
-	// names the brokers' own principal).
-	return c.allowedCluster(opClusterAction)
+	// names the brokers' own principal). Asked of the authorizer itself:
+	// allowed() judges nothing on controller listeners, and this is what
+	// keeps a stranger with a valid login off them.
+	if c.s.authorizer == nil {
+		return true
+	}
+	select {
+	case <-c.s.serving: // s.ctrl, and so the ACLs, exist
+	default:
+		// Before the metadata is loaded there are no ACLs to judge by:
+		// only super users, as Kafka's early-start listeners (KIP-801).
+		return slices.Contains(c.s.authorizer.SuperUsers, c.principal.String())
+	}
+	return c.s.authorizer.Authorize(c.s.ctrl.Image().Acls, acl.Request{Principal: c.principal.String(), Host: c.host()},
+		opClusterAction, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 }
 
 // refusePeer logs an unauthenticated connection's attempt at a peer's API,
@@ -191,7 +206,7 @@ func (c *conn) refusePeer(what string) {
 	}
 	p.logged[key] = time.Now()
 	p.mu.Unlock()
-	c.logger.Warn(what+" from a connection that did not authenticate, on a secured listener; refused: peers must log in (docs/security.md)",
+	c.logger.Warn(what+" from a connection that did not authenticate as a peer, on a secured listener; refused: peers must log in, and with an authorizer be super users or have CLUSTER_ACTION (docs/security.md)",
 		"principal", c.principal.String(), "client_id", clip(c.clientID))
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/internal/devcerts"
 	"github.com/tributary-io/tributary/internal/kwire"
 	"github.com/tributary-io/tributary/internal/testbroker"
@@ -315,6 +316,12 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A certificate from the nodes' CA whose principal is neither a super
+	// user nor allowed CLUSTER_ACTION.
+	intruder, err := ca.Client("intruder", "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	keystore, truststore := filepath.Join(dir, "node.pem"), filepath.Join(dir, "ca.pem")
 	os.WriteFile(keystore, leaf.Keystore, 0o600)
 	os.WriteFile(truststore, ca.PEM, 0o644)
@@ -329,7 +336,12 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 			"ssl.truststore.location="+truststore,
 			"listener.name.controller.ssl.client.auth=required",
 			// Clients may come without a certificate; brokers show theirs.
-			"ssl.client.auth=requested")
+			"ssl.client.auth=requested",
+			// The peers' principal needs CLUSTER_ACTION on the controller
+			// listener too: the nodes are super users.
+			"authorizer.class.name="+config.StandardAuthorizer,
+			"super.users=User:CN=node;User:CN=admin",
+			"allow.everyone.if.no.acl.found=true")
 	})
 	t.Logf("started after %v", time.Since(start))
 	cert, err := tls.X509KeyPair(client.CertPEM, client.KeyPEM)
@@ -399,6 +411,41 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("the controller listener served a client without a certificate")
+	}
+
+	// With the cluster named by an ACL (so that no one gets it for want
+	// of ACLs), a valid certificate without CLUSTER_ACTION is no peer on
+	// the controller listener, although nothing else is judged there.
+	create := kmsg.NewPtrCreateACLsRequest()
+	cr := kmsg.NewCreateACLsRequestCreation()
+	cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLResourcePatternTypeLiteral
+	cr.Principal, cr.Host, cr.Operation, cr.PermissionType = "User:CN=admin", "*", kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeAllow
+	create.Creations = append(create.Creations, cr)
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...)}, c.ClientOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	if cresp, err := create.RequestWith(ctx, admCl); err != nil || cresp.Results[0].ErrorCode != 0 {
+		t.Fatalf("CreateAcls: %+v %v", cresp, err)
+	}
+	icert, err := tls.X509KeyPair(intruder.CertPEM, intruder.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruderTLS := func(host string) *tls.Config {
+		return &tls.Config{RootCAs: pool, ServerName: host, Certificates: []tls.Certificate{icert}}
+	}
+	ctlConn, err = kwire.DialSecure(ctx, c.Node(1).ControllerAddr, "intruder", kwire.Security{TLS: intruderTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.BrokerID, hb.BrokerEpoch = 4, 1
+	_, err = ctlConn.RoundTrip(hb, 10*time.Second)
+	ctlConn.Close()
+	if err == nil {
+		t.Error("the controller listener answered a BrokerHeartbeat from a certificate without CLUSTER_ACTION")
 	}
 	t.Logf("took %v", time.Since(start))
 }

@@ -60,7 +60,8 @@ func newQuotas(s *Server, cfg *config.Broker, reg prometheus.Registerer) *quotas
 	}
 	reg.MustRegister(q.throttleSeconds, q.throttled, q.bytes)
 	q.m.Expired = func(key string, tags quota.Tags) {
-		l := prometheus.Labels{"quota_type": quotaTypes[key], "user": tags.User, "client_id": tags.ClientID}
+		user, client := tags.Labels()
+		l := prometheus.Labels{"quota_type": quotaTypes[key], "user": user, "client_id": client}
 		q.throttleSeconds.Delete(l)
 		q.throttled.Delete(l)
 		q.bytes.Delete(l)
@@ -101,6 +102,16 @@ func (c *conn) withQuotas(req kmsg.Request, h handler, size int) (kmsg.Response,
 	return resp, err
 }
 
+// chargeRefused records the time of a request the authorizer refused
+// whole against the client's request_percentage: Kafka charges every
+// request, so a client cannot spend the broker's time on refusals free.
+func (c *conn) chargeRefused() {
+	if c.quotaExempt() || !c.s.quotas.m.Active() {
+		return
+	}
+	c.recordQuota(quota.RequestPercentage, time.Since(c.started).Seconds()*100, time.Now())
+}
+
 // quotaExempt is whether c's current request is outside every quota.
 func (c *conn) quotaExempt() bool {
 	k := c.hdr.key
@@ -117,7 +128,8 @@ func (c *conn) recordQuota(key string, v float64, now time.Time) {
 		return
 	}
 	if key == quota.ProducerByteRate || key == quota.ConsumerByteRate {
-		q.bytes.WithLabelValues(quotaTypes[key], tags.User, tags.ClientID).Add(v)
+		user, client := tags.Labels()
+		q.bytes.WithLabelValues(quotaTypes[key], user, client).Add(v)
 	}
 	c.noteThrottle(key, tags, d)
 }
@@ -127,8 +139,9 @@ func (c *conn) noteThrottle(key string, tags quota.Tags, d time.Duration) {
 		return
 	}
 	q := c.s.quotas
-	q.throttleSeconds.WithLabelValues(quotaTypes[key], tags.User, tags.ClientID).Add(d.Seconds())
-	q.throttled.WithLabelValues(quotaTypes[key], tags.User, tags.ClientID).Inc()
+	user, client := tags.Labels()
+	q.throttleSeconds.WithLabelValues(quotaTypes[key], user, client).Add(d.Seconds())
+	q.throttled.WithLabelValues(quotaTypes[key], user, client).Inc()
 	c.throttle = max(c.throttle, d)
 }
 

@@ -120,11 +120,11 @@ func (s *Server) setupSecurity() error {
 		}
 		s.security[l.Name] = sec
 		if l.Protocol == "PLAINTEXT" && s.controllerNames[l.Name] && s.cfg.IsSet("controller.quorum.voters") && !loopback(l.Host) {
-			s.logger.Warn("controller listener "+l.Name+" is PLAINTEXT on the network: anyone who reaches "+l.Addr()+" can register brokers, join Raft and change SCRAM users; secure it or firewall it (docs/security.md, \"Securing the cluster's own traffic\")", "listener", l.Name)
+			s.logger.Warn("controller listener "+l.Name+" is PLAINTEXT on the network: anyone who reaches "+l.Addr()+" can register brokers, join Raft, change SCRAM users and quotas, and create and delete ACLs (nothing there is judged by the authorizer); secure it or firewall it (docs/security.md, \"Securing the cluster's own traffic\")", "listener", l.Name)
 		}
 		if s.openListener(l.Protocol, l.Name, l.Host) {
 			s.logger.Warn("listener "+l.Name+" accepts unauthenticated PLAINTEXT connections from the network: anyone who reaches "+l.Addr()+
-				" can read, write and delete every topic; use SSL, SASL_SSL or a firewall (docs/security.md)", "listener", l.Name)
+				" can read, write and delete every topic (no authorizer, or User:ANONYMOUS in super.users); use SSL, SASL_SSL or a firewall (docs/security.md)", "listener", l.Name)
 		}
 	}
 	return nil
@@ -143,6 +143,7 @@ func (s *Server) oauthValidator(listener string) (*auth.OAuthValidator, error) {
 		Issuer:    get("sasl.oauthbearer.expected.issuer"),
 		SubClaim:  get("sasl.oauthbearer.sub.claim.name"),
 		ClockSkew: time.Duration(num("sasl.oauthbearer.clock.skew.seconds")) * time.Second,
+		Logger:    s.logger.With("listener", listener),
 	})
 }
 
@@ -216,11 +217,21 @@ var preAuthAllowed = map[int16]bool{
 // authenticating: most often a client configured for PLAINTEXT or SSL
 // pointed at a SASL listener, which the log line says.
 func (c *conn) checkPreAuth(key int16) error {
-	if !c.saslPending && !c.sessionExpiry.IsZero() && key != kmsg.SASLHandshake.Int16() && c.exchange == nil &&
+	if c.exchange != nil && key != kmsg.SASLAuthenticate.Int16() {
+		// As Kafka's authenticator: after SaslHandshake only
+		// SaslAuthenticate. A re-authentication begun and never finished
+		// would otherwise keep an expired session served as its old
+		// principal.
+		c.s.authFailures.WithLabelValues(c.listener, "sasl").Inc()
+		c.logger.Info("request other than SaslAuthenticate after SaslHandshake; closing the connection",
+			"principal", c.principal.String(), "api", kmsg.NameForKey(key), "client_id", clip(c.clientID))
+		return errClose
+	}
+	if !c.saslPending && !c.sessionExpiry.IsZero() && key != kmsg.SASLHandshake.Int16() && key != kmsg.SASLAuthenticate.Int16() &&
 		!time.Now().Before(c.sessionExpiry) {
 		// KIP-368, as Kafka's SocketServer: a session that has expired
-		// may start re-authenticating (SaslHandshake); anything else
-		// closes the connection, and the client reconnects and logs in.
+		// may only re-authenticate; anything else closes the connection,
+		// and the client reconnects and logs in.
 		c.s.authFailures.WithLabelValues(c.listener, "session_expired").Inc()
 		c.logger.Info("SASL session expired without re-authentication; closing the connection",
 			"principal", c.principal.String(), "api", kmsg.NameForKey(key), "client_id", clip(c.clientID))

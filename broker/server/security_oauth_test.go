@@ -192,6 +192,18 @@ func TestOAuthBearerAndReauth(t *testing.T) {
 		renewed := dialRaw(t, saslAddr)
 		renewed.handshake(t, "OAUTHBEARER")
 		renewed.authenticate(t, msg)
+		// One that starts re-authenticating and never finishes is not
+		// served as its old principal: after SaslHandshake only
+		// SaslAuthenticate, before the session expired or after.
+		stalled, halfway := dialRaw(t, saslAddr), dialRaw(t, saslAddr)
+		for _, c := range []*rawConn{stalled, halfway} {
+			c.handshake(t, "OAUTHBEARER")
+			c.authenticate(t, msg)
+		}
+		halfway.handshake(t, "OAUTHBEARER")
+		if err := halfway.metadata(); err == nil {
+			t.Errorf("metadata between SaslHandshake and SaslAuthenticate was answered; want the connection closed")
+		}
 		if err := idle.metadata(); err != nil {
 			t.Fatalf("metadata within the session: %v", err)
 		}
@@ -206,6 +218,10 @@ func TestOAuthBearerAndReauth(t *testing.T) {
 		}
 		if err := renewed.metadata(); err != nil {
 			t.Errorf("metadata after re-authenticating: %v", err)
+		}
+		stalled.handshake(t, "OAUTHBEARER")
+		if err := stalled.metadata(); err == nil {
+			t.Errorf("metadata after the session expired and a SaslHandshake alone was answered; want the connection closed")
 		}
 		// Re-authenticating as someone else is refused.
 		renewed.handshake(t, "OAUTHBEARER")

@@ -96,6 +96,11 @@ func (k Kerberos) clientOptions(conf hadoopconf.HadoopConf, log *slog.Logger) (h
 	if err := dataTransferProtection(&o, conf); err != nil {
 		return o, nil, err
 	}
+	if down := downgradedFrom(conf); down != "" && log != nil {
+		log.Warn("hdfs: DataNode transfer protection downgraded to authentication: the cluster also offers "+down+
+			", but the HDFS client cannot read blocks under SASL integrity or privacy (docs/loader.md#kerberos)",
+			"dfs.data.transfer.protection", conf["dfs.data.transfer.protection"])
+	}
 	if !k.enabled(conf) {
 		return o, nil, nil
 	}
@@ -151,6 +156,26 @@ func dataTransferProtection(o *hdfs.ClientOptions, conf hadoopconf.HadoopConf) e
 		return fmt.Errorf("dfs.data.transfer.protection=%s is not supported: the HDFS client cannot read blocks under SASL integrity or privacy; the cluster must accept authentication (e.g. dfs.data.transfer.protection=authentication,privacy)", conf["dfs.data.transfer.protection"])
 	}
 	return nil
+}
+
+// downgradedFrom is the stronger levels the cluster's
+// dfs.data.transfer.protection also offers when authentication is taken
+// ("" when none).
+func downgradedFrom(conf hadoopconf.HadoopConf) string {
+	var hasAuth bool
+	var stronger []string
+	for _, l := range strings.Split(strings.ToLower(conf["dfs.data.transfer.protection"]), ",") {
+		switch l = strings.TrimSpace(l); l {
+		case "authentication":
+			hasAuth = true
+		case "integrity", "privacy":
+			stronger = append(stronger, l)
+		}
+	}
+	if !hasAuth {
+		return ""
+	}
+	return strings.Join(stronger, " and ")
 }
 
 // login gets a TGT from the keytab or the ticket cache; how says which, for

@@ -3,6 +3,7 @@ package sink
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -36,6 +37,16 @@ func TestDataTransferProtection(t *testing.T) {
 		}
 		if !strings.HasPrefix(got, tc.want) || (tc.want == "" && got != "") {
 			t.Errorf("%v: got %q, want %q", tc.conf, got, tc.want)
+		}
+	}
+	// Taking authentication where the cluster also offers more says so.
+	for conf, want := range map[string]bool{"privacy,authentication": true, "authentication": false} {
+		var buf bytes.Buffer
+		if _, _, err := (Kerberos{}).clientOptions(hadoopconf.HadoopConf{"dfs.data.transfer.protection": conf}, slog.New(slog.NewTextHandler(&buf, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(buf.String(), "downgraded to authentication: the cluster also offers privacy"); got != want {
+			t.Errorf("dfs.data.transfer.protection=%s: log %q, want a downgrade line: %v", conf, buf.String(), want)
 		}
 	}
 }
