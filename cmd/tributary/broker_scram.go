@@ -75,22 +75,21 @@ func parseAddScram(args []string) ([]cluster.ScramChange, error) {
 		}
 		if it, ok := kv["iterations"]; ok {
 			n, err := strconv.Atoi(it)
-			if err != nil || n < auth.ScramMinIterations || n > auth.ScramMaxIterations {
+			if err != nil || checkScramIterations(n) != nil {
 				return nil, fmt.Errorf("--add-scram %q: iterations must be %d to %d", shown, auth.ScramMinIterations, auth.ScramMaxIterations)
 			}
 			ch.Iterations = int32(n)
 		}
 		switch pw, salted := kv["password"], kv["saltedpassword"]; {
 		case pw != "":
-			ch.Salt = make([]byte, 24)
-			rand.Read(ch.Salt)
+			var salt []byte
 			if s, ok := kv["salt"]; ok {
 				var err error
-				if ch.Salt, err = base64.StdEncoding.DecodeString(s); err != nil {
+				if salt, err = base64.StdEncoding.DecodeString(s); err != nil {
 					return nil, fmt.Errorf("--add-scram %q: salt is not base64", shown)
 				}
 			}
-			ch.SaltedPassword = m.SaltPassword(pw, ch.Salt, int(ch.Iterations))
+			ch.Salt, ch.SaltedPassword = saltScram(m, pw, salt, ch.Iterations)
 		case salted != "":
 			var err error
 			if ch.SaltedPassword, err = base64.StdEncoding.DecodeString(salted); err != nil {
@@ -105,6 +104,26 @@ func parseAddScram(args []string) ([]cluster.ScramChange, error) {
 		out = append(out, ch)
 	}
 	return out, nil
+}
+
+// saltScram is a SCRAM credential of password: its salt (random when salt
+// is nil) and salted password. The broker and Kafka's tools store only
+// these, never the password.
+func saltScram(m auth.ScramMechanism, password string, salt []byte, iterations int32) ([]byte, []byte) {
+	if salt == nil {
+		salt = make([]byte, 24)
+		rand.Read(salt)
+	}
+	return salt, m.SaltPassword(password, salt, int(iterations))
+}
+
+// checkScramIterations holds iterations to Kafka's bounds (4096 to 16384):
+// fewer make a stolen credential cheap to crack.
+func checkScramIterations(n int) error {
+	if n < auth.ScramMinIterations || n > auth.ScramMaxIterations {
+		return fmt.Errorf("iterations %d: must be %d to %d", n, auth.ScramMinIterations, auth.ScramMaxIterations)
+	}
+	return nil
 }
 
 // redactScram is a spec as errors may show it: its passwords and salted
