@@ -750,12 +750,16 @@ echo "$table" | tee -a "$OUT"
 
 # With WRITE_DOC=1 (the default for a full run: REPS >= 3, SCALE=1, every
 # workload), the lines between the two markers in docs/PERFORMANCE.md's
-# section "# Against Apache Kafka" become this run's description and table.
+# section "# Against Apache Kafka" become this run's description and table;
+# for a run of tls alone, those between the bench-vs-kafka-tls markers of its
+# section "TLS: what it costs per GB".
 full=0
 [ "$REPS" -ge 3 ] && [ "$SCALE" = 1 ] && [ -z "${WORKLOADS_SET:-}" ] && full=1
 if [ "${WRITE_DOC:-$full}" = 1 ]; then
 	doc=docs/PERFORMANCE.md
-	begin='<!-- bench-vs-kafka:begin -->' end='<!-- bench-vs-kafka:end -->'
+	marker=bench-vs-kafka
+	[ "$(echo $WORKLOADS)" = tls ] && marker=bench-vs-kafka-tls
+	begin="<!-- $marker:begin -->" end="<!-- $marker:end -->"
 	if grep -qF "$begin" "$doc" && grep -qF "$end" "$doc"; then
 		gen="$dir/generated.md"
 		{
