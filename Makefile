@@ -106,7 +106,9 @@ clean:
 	rm -rf bin tributary-data
 
 # Tributary against Apache Kafka 4.4.0, side by side on this machine (issue
-# 11); about 15 minutes. scripts/bench-vs-kafka.sh says what it runs.
+# 11); about 15 minutes. scripts/bench-vs-kafka.sh says what it runs;
+# WORKLOADS picks workloads: `make bench-compare WORKLOADS=tls` measures what
+# TLS costs per GB on both (issue 21).
 bench-compare:
 	bash scripts/bench-vs-kafka.sh
 

@@ -5,6 +5,8 @@
 #   scripts/bench-vs-kafka.sh                  # about 15 minutes on 2 quiet cores
 #   REPS=1 SCALE=0.2 scripts/bench-vs-kafka.sh # a quick look (not for the record)
 #   WORKLOADS="p100a1 consume" scripts/bench-vs-kafka.sh
+#   scripts/bench-vs-kafka.sh tls              # the same as WORKLOADS=tls
+#   make bench-compare WORKLOADS=tls           # the same
 #
 # 1. Fetches Kafka 4.4.0's jars (scripts/kafka-jars.sh, cached), builds
 #    ./bin/tributary and ./bin/benchcompare, ./bin/benchfetch.
@@ -72,6 +74,19 @@
 #               them back from the leaders, then end-to-end latency at
 #               LAT_RATE as lat does, on a topic replicated 3 times; REPS
 #               rounds A B; CPU and peak RSS summed over the three brokers
+#      tls      (not in the default list; issue 21) what TLS costs per GB:
+#               both brokers get a second listener, SSL (TLS 1.2/1.3, no
+#               client certificates; a certificate from `tributary dev certs`,
+#               ECDSA P-256, read by Kafka as ssl.keystore.type=PEM); for
+#               PLAINTEXT then SSL, Kafka then Tributary: ProducerPerformance
+#               NTLS records of TLS_SIZE bytes (default 1 KiB), acks=1, 6
+#               partitions, then ConsumerPerformance reading them back, the
+#               same tools and settings on both listeners, SSL ones with
+#               security.protocol=SSL and the CA as PEM truststore (host name
+#               verification on). Broker CPU s/GB for each, and SSL less
+#               PLAINTEXT: the price of TLS. A consumer over PLAINTEXT is
+#               served with sendfile(2) by both brokers; over SSL the bytes
+#               pass through user space to be encrypted, on both.
 #    For every measured run, the broker's utime+stime from /proc/PID/stat
 #    before and after gives CPU seconds per GB (GB = 1e9 bytes of record
 #    values).
@@ -82,12 +97,15 @@
 #    section "# Against Apache Kafka".
 #
 # Counts, times SCALE (default 1): N100=5,000,000 (the issue's count),
-# N1K=500,000, N16K=60,000 (~1 GB), N100RF3=1,000,000, chosen to keep a
-# run near 20 minutes on 2 cores. Warm-ups are a quarter of the measured
+# N1K=500,000, N16K=60,000 (~1 GB), N100RF3=1,000,000, NTLS=500,000 (of
+# TLS_SIZE=1024 B, 0.5 GB a run, 2 GB written in all), chosen to keep a
+# run near 20 minutes on 2 cores (tls alone: about 4 minutes a round). Warm-ups are a quarter of the measured
 # count.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# Positional arguments are workload names, as WORKLOADS.
+if [ $# -gt 0 ]; then WORKLOADS="$*"; fi
 REPS=${REPS:-3}
 SCALE=${SCALE:-1}
 scale() { awk -v n="$1" -v s="$SCALE" 'BEGIN { printf "%d", n * s }'; }
@@ -95,6 +113,8 @@ N100=${N100:-$(scale 5000000)}
 N1K=${N1K:-$(scale 500000)}
 N16K=${N16K:-$(scale 60000)}
 N100RF3=${N100RF3:-$(scale 1000000)}
+NTLS=${NTLS:-$(scale 500000)}
+TLS_SIZE=${TLS_SIZE:-1024}
 LAT_RATE=${LAT_RATE:-50000}
 LAT_SECONDS=${LAT_SECONDS:-10}
 [ -n "${WORKLOADS:-}" ] && WORKLOADS_SET=1
@@ -130,6 +150,8 @@ kport=$(bin/benchcompare freeport)
 kcport=$(bin/benchcompare freeport)
 tport=$(bin/benchcompare freeport)
 declare -A addr=([kafka]=127.0.0.1:$kport [tributary]=127.0.0.1:$tport)
+# saddr: each broker's SSL listener (workload tls only).
+declare -A saddr=([kafka]=127.0.0.1:$(bin/benchcompare freeport) [tributary]=127.0.0.1:$(bin/benchcompare freeport))
 declare -A pid=()
 cleanup() {
 	for b in "${!pid[@]}"; do kill -TERM "${pid[$b]}" 2>/dev/null || true; done
@@ -162,6 +184,15 @@ log.segment.bytes=1073741824
 num.network.threads=$cores
 num.io.threads=$cores
 EOF
+tls_on=no
+if has tls; then
+	tls_on=yes
+	bin/tributary dev certs "$dir/certs" --host 127.0.0.1 >/dev/null
+	sed -i -e "s|^listeners=.*|&,SSL://${saddr[kafka]}|" -e "s|^advertised.listeners=.*|&,SSL://${saddr[kafka]}|" \
+		-e "s|^listener.security.protocol.map=.*|&,SSL:SSL|" "$dir/server.properties"
+	printf 'ssl.keystore.type=PEM\nssl.keystore.location=%s\n' "$dir/certs/broker.pem" >>"$dir/server.properties"
+	printf 'security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$dir/certs/ca.pem" >"$dir/ssl-client.properties"
+fi
 kafka_cmd=(java -Xms1G -Xmx1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
 	-XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true -Dlog4j2.configurationFile="$conf/log4j2.properties"
 	-Dkafka.log.level=WARN -cp "$lib/*" kafka.Kafka "$dir/server.properties")
@@ -169,6 +200,10 @@ tadmin=127.0.0.1:$(bin/benchcompare freeport)
 trib_cmd=(bin/tributary broker --log-dirs "$dir/tributary" --listeners "PLAINTEXT://${addr[tributary]}" --admin-listen "$tadmin"
 	--set num.network.threads="$cores" --set num.io.threads="$cores" --set log.segment.bytes=1073741824
 	--set group.initial.rebalance.delay.ms=0 --set default.replication.factor=1)
+if [ "$tls_on" = yes ]; then
+	for i in "${!trib_cmd[@]}"; do [ "${trib_cmd[$i]}" = --listeners ] && trib_cmd[i + 1]+=",SSL://${saddr[tributary]}"; done
+	trib_cmd+=(--set ssl.keystore.location="$dir/certs/broker.pem")
+fi
 
 wait_port() { # name host:port log
 	for _ in $(seq 600); do
@@ -188,6 +223,10 @@ pid[kafka]=$!
 pid[tributary]=$!
 wait_port kafka "${addr[kafka]}" "$dir/kafka.log"
 wait_port tributary "${addr[tributary]}" "$dir/tributary.log"
+if [ "$tls_on" = yes ]; then
+	wait_port kafka "${saddr[kafka]}" "$dir/kafka.log"
+	wait_port tributary "${saddr[tributary]}" "$dir/tributary.log"
+fi
 sleep 2
 
 cpu() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ printf "%.2f", ($12 + $13) / 100 }'; }
@@ -227,7 +266,7 @@ record() { echo "$*" | tee -a "$OUT"; }
 
 {
 	echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
-	echo "# REPS=$REPS SCALE=$SCALE N100=$N100 N1K=$N1K N16K=$N16K N100RF3=$N100RF3 LAT_RATE=$LAT_RATE LAT_SECONDS=$LAT_SECONDS WORKLOADS='$WORKLOADS' scripts/bench-vs-kafka.sh"
+	echo "# REPS=$REPS SCALE=$SCALE N100=$N100 N1K=$N1K N16K=$N16K N100RF3=$N100RF3 NTLS=$NTLS TLS_SIZE=$TLS_SIZE LAT_RATE=$LAT_RATE LAT_SECONDS=$LAT_SECONDS WORKLOADS='$WORKLOADS' scripts/bench-vs-kafka.sh"
 	echo "# $cores CPUs: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 	echo "# memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "# disk: $(df -h --output=source,fstype,size,avail "$parent" | tail -1 | tr -s ' ')"
@@ -237,6 +276,9 @@ record() { echo "$*" | tee -a "$OUT"; }
 	echo "# kafka: ${kafka_cmd[*]}"
 	echo "# kafka server.properties: $(grep -v '^$' "$dir/server.properties" | tr '\n' ' ')"
 	echo "# tributary: ${trib_cmd[*]}"
+	if [ "$tls_on" = yes ]; then
+		echo "# tls: SSL listeners kafka ${saddr[kafka]}, tributary ${saddr[tributary]}; certificate: tributary dev certs DIR --host 127.0.0.1 (ECDSA P-256); SSL clients: $(tr '\n' ' ' <"$dir/ssl-client.properties")"
+	fi
 	echo "# tools: java -Xmx512M -server -XX:+UseG1GC -cp \"\$lib/*\" <class> ..."
 } | tee "$OUT"
 
@@ -263,6 +305,10 @@ produce() {
 	local w=$1 b=$2 t=$3 n=$4 size=$5 acks=$6 idem=false
 	[ "$acks" = all ] && idem=true
 	local props=(bootstrap.servers="${addr[$b]}" acks="$acks" enable.idempotence="$idem" batch.size=65536 linger.ms=5)
+	if [ "$proto" = SSL ]; then
+		props[0]=bootstrap.servers="${saddr[$b]}"
+		mapfile -t -O ${#props[@]} props <"$dir/ssl-client.properties"
+	fi
 	settle
 	J org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records $((n / 4)) --record-size "$size" \
 		--throughput -1 --producer-props "${props[@]}" >"$dir/warm.out" 2>&1 ||
@@ -300,11 +346,14 @@ produce_raw() {
 	}' | tee -a "$OUT"
 }
 
-# consume W broker topic n: ConsumerPerformance reads n records of 100 B
-# from offset 0, once to warm up and once measured.
+# consume W broker topic n [size]: ConsumerPerformance reads n records of
+# size bytes (100) from offset 0, once to warm up and once measured.
 consume() {
-	local w=$1 b=$2 t=$3 n=$4 c0 c1
+	local w=$1 b=$2 t=$3 n=$4 size=${5:-100} c0 c1
 	local cargs=(--bootstrap-server "${addr[$b]}" --topic "$t" --messages "$n" --timeout 30000)
+	if [ "$proto" = SSL ]; then
+		cargs=(--bootstrap-server "${saddr[$b]}" --command-config "$dir/ssl-client.properties" "${cargs[@]:2}")
+	fi
 	J org.apache.kafka.tools.ConsumerPerformance "${cargs[@]}" >"$dir/warm.out" 2>&1 ||
 		{ cat "$dir/warm.out" >&2; exit 1; }
 	c0=$(cpus "$b")
@@ -313,8 +362,8 @@ consume() {
 	c1=$(cpus "$b")
 	# start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
 	# rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
-	tail -1 "$dir/run.out" | awk -F', *' -v w="$w" -v b="$b" -v rep="$rep" -v c0="$c0" -v c1="$c1" -v n="$n" '{
-		printf "w=%s b=%s rep=%d recs=%s MBs=%s all_recs=%s rebalance_ms=%s msgs=%s cpu=%.2f bytes=%d\n", w, b, rep, $10, $9, $6, $7, $5, c1 - c0, n * 100
+	tail -1 "$dir/run.out" | awk -F', *' -v w="$w" -v b="$b" -v rep="$rep" -v c0="$c0" -v c1="$c1" -v n="$n" -v size="$size" '{
+		printf "w=%s b=%s rep=%d recs=%s MBs=%s all_recs=%s rebalance_ms=%s msgs=%s cpu=%.2f bytes=%d\n", w, b, rep, $10, $9, $6, $7, $5, c1 - c0, n * size
 	}' | tee -a "$OUT"
 }
 
@@ -329,6 +378,7 @@ disk_speed() { # MB/s of a 1 GiB sequential direct write in the data directory
 }
 
 brokers=(kafka tributary)
+proto=PLAINTEXT # the listener the clients of produce and consume use
 for rep in $(seq "$REPS"); do
 	echo "== round $rep of $REPS" | tee -a "$OUT"
 	# Topics written in this round, deleted together at its end: a topic
@@ -444,6 +494,20 @@ for rep in $(seq "$REPS"); do
 		done
 		drop+=("lat80-$rep")
 	fi
+	if has tls; then
+		# PLAINTEXT then SSL, each with both brokers in turn; every
+		# topic is read back right after it is written.
+		for proto in PLAINTEXT SSL; do
+			for b in "${brokers[@]}"; do
+				t="tls-${proto,,}-$rep"
+				topic "$b" "$t" 6
+				produce "tlsp_$proto" "$b" "$t" "$NTLS" "$TLS_SIZE" 1
+				consume "tlsc_$proto" "$b" "$t" "$NTLS" "$TLS_SIZE"
+			done
+			drop+=("$t")
+		done
+		proto=PLAINTEXT
+	fi
 	if has many; then
 		for b in "${brokers[@]}"; do
 			if [ "$rep" = 1 ]; then
@@ -534,7 +598,7 @@ fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT"
 
 # The table: medians over the rounds; ratio = Tributary / Apache Kafka.
-table=$(awk -v cores="$cores" '
+table=$(awk -v cores="$cores" -v tls_size="$TLS_SIZE" '
 function median(key,    n, i, j, t, a) {
 	n = cnt[key]
 	if (n == 0) return ""
@@ -608,6 +672,15 @@ function row(name, key, unit, target, better, fmt,    k, t, r, met, tg, q, m) {
 	tg = target == "" ? "" : (better == "hi" ? "≥ " : "≤ ") target
 	printf "| %s | " fmt " %s | " fmt " %s | %.2f | %s | %s |\n", name, k, unit, t, unit, r, tg, met
 }
+# The SSL run of each broker against its own PLAINTEXT run: op "/" gives
+# SSL / PLAINTEXT, "-" gives SSL less PLAINTEXT (the CPU s/GB TLS adds).
+function tls(name, w, key, op, fmt,    kp, ks, tp, ts, k, t) {
+	kp = median("kafka" SUBSEP w "_PLAINTEXT" SUBSEP key); ks = median("kafka" SUBSEP w "_SSL" SUBSEP key)
+	tp = median("tributary" SUBSEP w "_PLAINTEXT" SUBSEP key); ts = median("tributary" SUBSEP w "_SSL" SUBSEP key)
+	if (kp == "" || ks == "" || tp == "" || ts == "" || kp == 0 || tp == 0) return
+	if (op == "/") { k = ks / kp; t = ts / tp } else { k = ks - kp; t = ts - tp }
+	printf "| %s | " fmt " | " fmt " | %.2f | | - |\n", name, k, t, k != 0 ? t / k : 0
+}
 END {
 	print "| workload | Apache Kafka | Tributary | ratio T/K (median of rounds) | target | met? |"
 	print "|---|---|---|---|---|---|"
@@ -657,6 +730,19 @@ END {
 	row("broker CPU s/GB, consume (ConsumerPerformance)", "consume" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (franz-go)", "kgo" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
 	row("broker CPU s/GB, consume (raw Go consumer)", "craw" SUBSEP "cpugb", "", 0.6, "lo", "%.2f")
+	sz = tls_size " B"
+	row("TLS: produce " sz ", acks=1, PLAINTEXT listener", "tlsp_PLAINTEXT" SUBSEP "MBs", "MB/s", "", "hi", "%.1f")
+	row("TLS: produce " sz ", acks=1, SSL listener", "tlsp_SSL" SUBSEP "MBs", "MB/s", "", "hi", "%.1f")
+	tls("TLS: produce, SSL / PLAINTEXT MB/s", "tlsp", "MBs", "/", "%.2f")
+	row("TLS: consume " sz ", PLAINTEXT listener", "tlsc_PLAINTEXT" SUBSEP "MBs", "MB/s", "", "hi", "%.1f")
+	row("TLS: consume " sz ", SSL listener", "tlsc_SSL" SUBSEP "MBs", "MB/s", "", "hi", "%.1f")
+	tls("TLS: consume, SSL / PLAINTEXT MB/s", "tlsc", "MBs", "/", "%.2f")
+	row("TLS: broker CPU s/GB, produce, PLAINTEXT", "tlsp_PLAINTEXT" SUBSEP "cpugb", "", "", "lo", "%.2f")
+	row("TLS: broker CPU s/GB, produce, SSL", "tlsp_SSL" SUBSEP "cpugb", "", "", "lo", "%.2f")
+	tls("TLS: broker CPU s/GB TLS adds to produce (SSL less PLAINTEXT)", "tlsp", "cpugb", "-", "%.2f")
+	row("TLS: broker CPU s/GB, consume, PLAINTEXT", "tlsc_PLAINTEXT" SUBSEP "cpugb", "", "", "lo", "%.2f")
+	row("TLS: broker CPU s/GB, consume, SSL", "tlsc_SSL" SUBSEP "cpugb", "", "", "lo", "%.2f")
+	tls("TLS: broker CPU s/GB TLS adds to consume (SSL less PLAINTEXT)", "tlsc", "cpugb", "-", "%.2f")
 }' "$OUT")
 echo
 echo "== medians of $REPS rounds ($OUT); ratio = median over rounds of Tributary / Apache Kafka; GB = 1e9 bytes of record values"
@@ -664,12 +750,16 @@ echo "$table" | tee -a "$OUT"
 
 # With WRITE_DOC=1 (the default for a full run: REPS >= 3, SCALE=1, every
 # workload), the lines between the two markers in docs/PERFORMANCE.md's
-# section "# Against Apache Kafka" become this run's description and table.
+# section "# Against Apache Kafka" become this run's description and table;
+# for a run of tls alone, those between the bench-vs-kafka-tls markers of its
+# section "TLS: what it costs per GB".
 full=0
 [ "$REPS" -ge 3 ] && [ "$SCALE" = 1 ] && [ -z "${WORKLOADS_SET:-}" ] && full=1
 if [ "${WRITE_DOC:-$full}" = 1 ]; then
 	doc=docs/PERFORMANCE.md
-	begin='<!-- bench-vs-kafka:begin -->' end='<!-- bench-vs-kafka:end -->'
+	marker=bench-vs-kafka
+	[ "$(echo $WORKLOADS)" = tls ] && marker=bench-vs-kafka-tls
+	begin="<!-- $marker:begin -->" end="<!-- $marker:end -->"
 	if grep -qF "$begin" "$doc" && grep -qF "$end" "$doc"; then
 		gen="$dir/generated.md"
 		{
