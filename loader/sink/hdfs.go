@@ -23,11 +23,12 @@ import (
 
 // hdfsFS is a target directory in HDFS.
 type hdfsFS struct {
-	c    *hdfs.Client
-	krb  *krb.Client // the Kerberos login, nil without Kerberos
-	uri  string
-	root string
-	opts Options
+	c       *hdfs.Client
+	krb     *krb.Client // the Kerberos login, nil without Kerberos
+	streams *streamClients
+	uri     string
+	root    string
+	opts    Options
 }
 
 func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
@@ -69,7 +70,7 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 		opts.User = c.User()
 	}
 	root := path.Clean("/" + u.Path)
-	h := &hdfsFS{c: c, krb: kc, uri: uri, root: root, opts: opts}
+	h := &hdfsFS{c: c, krb: kc, uri: uri, root: root, opts: opts, streams: &streamClients{opts: co, shared: c}}
 	// Reach the NameNode and prove the root writable now, so that a bad
 	// target fails before anything is planned.
 	if err := c.MkdirAll(root, 0o755); err != nil {
@@ -81,13 +82,32 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 		}
 		return nil, fmt.Errorf("target %s is not writable as HDFS user %q (NameNode %s): %w", uri, opts.User, strings.Join(addrs, ","), err)
 	}
-	probe := path.Join(root, fmt.Sprintf(".tributary-probe-%d-%d", os.Getpid(), time.Now().UnixNano()))
-	if err := c.CreateEmptyFile(probe); err != nil {
+	if err := h.probe(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("target %s is not writable as HDFS user %q: %w", uri, opts.User, err)
 	}
-	c.Remove(probe)
 	return h, nil
+}
+
+// probe writes and removes one byte under the root, proving that a
+// DataNode takes our blocks before anything is planned. It also fills
+// colinmarc/hdfs's cache of the server defaults while only one goroutine
+// uses the client: the library fills it without a lock.
+func (h *hdfsFS) probe() error {
+	if _, err := h.c.ServerDefaults(); err != nil {
+		return err
+	}
+	p := path.Join(h.root, fmt.Sprintf(".tributary-probe-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	w, err := h.c.CreateFile(p, 1, 1<<20, 0o644)
+	if err != nil {
+		return err
+	}
+	defer h.c.Remove(p)
+	if _, err := w.Write([]byte{0}); err != nil {
+		w.Close()
+		return err
+	}
+	return hdfsWriter{FileWriter: w}.Close()
 }
 
 // namenodes resolves the host part of an hdfs:// URI: host:port pairs
@@ -129,6 +149,7 @@ func (h *hdfsFS) String() string { return h.uri }
 
 // Close closes the client and stops its ticket renewal.
 func (h *hdfsFS) Close() error {
+	h.streams.close()
 	err := h.c.Close()
 	if h.krb != nil {
 		h.krb.Destroy()
@@ -146,9 +167,15 @@ func (h *hdfsFS) path(name string) (string, error) {
 
 // hdfsWriter retries Close while the NameNode says the last block is still
 // being replicated: the data is written, HDFS has not caught up.
-type hdfsWriter struct{ *hdfs.FileWriter }
+type hdfsWriter struct {
+	*hdfs.FileWriter
+	release func() // gives the stream's client back
+}
 
 func (w hdfsWriter) Close() error {
+	if w.release != nil {
+		defer w.release()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
@@ -185,11 +212,16 @@ func (h *hdfsFS) Create(name string) (io.WriteCloser, error) {
 			block = defaults.BlockSize
 		}
 	}
-	w, err := h.c.CreateFile(p, repl, block, 0o644)
+	c, release, err := h.streams.get()
 	if err != nil {
 		return nil, err
 	}
-	return hdfsWriter{w}, nil
+	w, err := c.CreateFile(p, repl, block, 0o644)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return hdfsWriter{w, release}, nil
 }
 
 func (h *hdfsFS) Open(name string) (io.ReadCloser, error) {
@@ -197,7 +229,16 @@ func (h *hdfsFS) Open(name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.c.Open(p)
+	c, release, err := h.streams.get()
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.Open(p)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &releasingReader{FileReader: r, release: release}, nil
 }
 
 func (h *hdfsFS) ReadFile(name string) ([]byte, error) {
@@ -205,7 +246,12 @@ func (h *hdfsFS) ReadFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.c.ReadFile(p)
+	c, release, err := h.streams.get()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return c.ReadFile(p)
 }
 
 func (h *hdfsFS) WriteFileAtomic(name string, data []byte) error {
