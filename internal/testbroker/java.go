@@ -21,8 +21,9 @@ import (
 // JDK is Java 17+ with javac, and Apache Kafka's jars.
 type JDK struct {
 	Java, Javac string
-	Lib         string // directory of Kafka's jars
-	log4j       string // log4j2.properties written by scripts/kafka-jars.sh beside Lib, or ""
+	Lib         string   // directory of Kafka's jars
+	Extra       []string // more jar directories, before Lib (WithKafkaStreams)
+	log4j       string   // log4j2.properties written by scripts/kafka-jars.sh beside Lib, or ""
 }
 
 // howToGetJDK is HowToGetKafka for a test that also compiles.
@@ -70,6 +71,9 @@ func (k JDK) JVMArgs(classpath string) []string {
 // Classpath is dirs followed by every jar of Lib (the JVM expands the
 // wildcard).
 func (k JDK) Classpath(dirs ...string) string {
+	for _, d := range k.Extra {
+		dirs = append(dirs, filepath.Join(d, "*"))
+	}
 	return strings.Join(append(dirs, filepath.Join(k.Lib, "*")), string(os.PathListSeparator))
 }
 
@@ -85,6 +89,10 @@ func (k JDK) Compile(t testing.TB, srcs ...string) string {
 	ver, _ := exec.Command(k.Javac, "-version").CombinedOutput()
 	fmt.Fprintf(h, "javac %s\nlib %s\n", bytes.TrimSpace(ver), k.Lib)
 	jars, _ := filepath.Glob(filepath.Join(k.Lib, "*.jar"))
+	for _, d := range k.Extra {
+		more, _ := filepath.Glob(filepath.Join(d, "*.jar"))
+		jars = append(jars, more...)
+	}
 	sort.Strings(jars)
 	for _, j := range jars {
 		fmt.Fprintln(h, filepath.Base(j))
