@@ -30,7 +30,7 @@ type streamsApp struct {
 
 	mu      sync.Mutex
 	out     strings.Builder
-	running int // how many times "STATE RUNNING" was printed
+	running int // how many times this incarnation printed "STATE RUNNING"
 	cmd     *exec.Cmd
 	done    chan struct{}
 }
@@ -47,6 +47,9 @@ func (a *streamsApp) start() {
 		a.t.Fatal(err)
 	}
 	a.done = make(chan struct{})
+	a.mu.Lock()
+	a.running = 0
+	a.mu.Unlock()
 	go func(done chan struct{}) {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -107,8 +110,8 @@ func (a *streamsApp) log() string {
 // application with processing.guarantee=exactly_once_v2
 // (testdata/EosWordCount.java: a repartition topic, a count store backed by
 // a changelog topic, an output topic) as two instances, feeds it known
-// input in three rounds, and kills one instance with kill -9 during the
-// second round and the broker during the third. Each instance and the
+// input in three rounds, and kills one instance with kill -9 while it
+// processes the second round and the broker during the third. Each instance and the
 // broker come back on their data. With the record cache off every input
 // record yields one output record, so what a read_committed consumer reads
 // must be, for each word seen n times, exactly the counts 1..n in order:
@@ -117,11 +120,14 @@ func (a *streamsApp) log() string {
 // break that sequence.
 func TestKafkaStreamsExactlyOnce(t *testing.T) {
 	t.Parallel()
+	start := time.Now()
+	step := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
 	k := testbroker.FindJDK(t).WithKafkaStreams(t)
 	classes := k.Compile(t, filepath.Join(testbroker.RepoRoot(), "broker", "txn", "testdata", "EosWordCount.java"))
 	b := testbroker.Start(t, txnProps...)
 	createTopic(t, b.Addr(), "wc-in", 4)
 	createTopic(t, b.Addr(), "wc-out", 2)
+	step("broker started")
 
 	apps := make([]*streamsApp, 2)
 	for i := range apps {
@@ -175,19 +181,23 @@ func TestKafkaStreamsExactlyOnce(t *testing.T) {
 		}
 	}
 
+	step("both instances running")
 	round()
-	// Processing of round 1 has begun: kill -9 one instance and start it
-	// again on its state directory while round 2 arrives.
 	waitFor(t, 30*time.Second, "the first output", func() bool { return len(readCounts(t, b.Addr(), time.Second)) > 0 })
-	apps[0].kill()
+	// Round 2 is being processed: kill -9 one instance and start it
+	// again on its state directory (its transactional ids fence the
+	// killed one's open transactions).
 	round()
+	step("round 2 sent; kill -9 instance a")
+	apps[0].kill()
 	apps[0].start()
-	// Round 3 arrives while the broker is down (the input producer
-	// retries) and the application is mid-transaction.
-	waitFor(t, 60*time.Second, "instance a RUNNING again", func() bool { return apps[0].runningCount() > 1 })
+	waitFor(t, 60*time.Second, "instance a RUNNING again", func() bool { return apps[0].runningCount() > 0 })
+	// Round 3 is being processed: kill -9 the broker and restart it.
+	round()
+	step("instance a running again, round 3 sent; kill -9 the broker")
 	b.Kill()
 	b.Restart()
-	round()
+	step("broker restarted")
 
 	var got map[string][]int64
 	waitFor(t, 90*time.Second, "every count in the output", func() bool {
@@ -199,10 +209,12 @@ func TestKafkaStreamsExactlyOnce(t *testing.T) {
 		}
 		return true
 	})
+	step("every count in the output")
 	// Stop both cleanly and read once more, to the end: nothing may follow.
 	for _, a := range apps {
 		a.stop()
 	}
+	step("instances stopped")
 	got = readCounts(t, b.Addr(), 2*time.Second)
 	total := 0
 	for w, n := range want {
@@ -219,6 +231,7 @@ func TestKafkaStreamsExactlyOnce(t *testing.T) {
 	if total != sent || len(got) != len(want) {
 		t.Errorf("read_committed output: %d records for %d words, want %d for %d", total, len(got), sent, len(want))
 	}
+	step("read")
 	t.Logf("%d input records, %d words: output exactly 1..n per word after kill -9 of an instance and of the broker", sent, len(want))
 }
 
