@@ -126,12 +126,15 @@ func (s *Server) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 }
 
 // handleWriteTxnMarkers writes markers to partitions led here, for a
-// transaction coordinator on another broker (or this one). Only brokers
-// may send it.
+// transaction coordinator on another broker (or this one), or for an
+// administrator aborting a hanging transaction (Kafka's Admin
+// abortTransaction: `tributary txn abort`, `kafka-transactions.sh abort`).
+// Brokers prove themselves with the inter-broker secret; anyone else needs
+// CLUSTER_ACTION on the cluster, which without an authorizer everyone has,
+// as in Kafka.
 func (s *Server) handleWriteTxnMarkers(c *conn, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	// ACL: CLUSTER_ACTION on CLUSTER (Kafka's check; here the inter-broker secret).
-	allowed := s.fromBroker(req.UnknownTags)
+	allowed := s.fromBroker(req.UnknownTags) || c.allowedCluster(opClusterAction)
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID

@@ -17,16 +17,19 @@ func newTxnCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "txn",
 		Aliases: []string{"transactions"},
-		Short:   "List and describe transactions",
-		Long: `Show the transactions of a cluster over the Kafka protocol, as
-kafka-transactions.sh list and describe do: it works against Tributary and
+		Short:   "List, describe and abort transactions",
+		Long: `Show the transactions of a cluster over the Kafka protocol, and abort a
+hanging one, as kafka-transactions.sh list, describe, describe-producers and
+abort do: it works against Tributary and
 Apache Kafka alike (see docs/transactions.md).`,
 		Example: `  tributary txn list
   tributary txn list --state Ongoing
-  tributary txn describe orders-etl-1`,
+  tributary txn describe orders-etl-1
+  tributary txn describe-producers --topic orders --partition 3
+  tributary txn abort --topic orders --partition 3 --start-offset 1200`,
 	}
 	addBootstrapFlag(cmd.PersistentFlags(), &bootstrap)
-	cmd.AddCommand(newTxnListCommand(&bootstrap), newTxnDescribeCommand(&bootstrap))
+	cmd.AddCommand(newTxnListCommand(&bootstrap), newTxnDescribeCommand(&bootstrap), newTxnAbortCommand(&bootstrap), newTxnDescribeProducersCommand(&bootstrap))
 	return cmd
 }
 
@@ -74,7 +77,9 @@ func newTxnDescribeCommand(bootstrap *string) *cobra.Command {
 producer id and epoch, state, transaction.timeout.ms, when its current
 transaction started and how long it has been open, and the partitions it
 added. An unknown id is an error.`,
-		Example: `  tributary txn describe orders-etl-1`,
+		Example: `  tributary txn describe orders-etl-1
+  tributary txn describe-producers --topic orders --partition 3
+  tributary txn abort --topic orders --partition 3 --start-offset 1200`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withKadm(cmd, *bootstrap, 0, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {

@@ -1,0 +1,98 @@
+package txn_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/internal/testbroker"
+)
+
+// TestTransactionsAdminAbort aborts transactions left open on a partition
+// from outside, as an operator does with a hanging one: `tributary txn
+// abort --start-offset` on one topic, Kafka's own `kafka-transactions.sh
+// abort` on another. Each open transaction holds the partition's last
+// stable offset, and so every read_committed consumer, behind a committed
+// transaction written after it; the abort marker releases them, and the
+// aborted records are never read. Kafka's find-hanging, run while both
+// are open, must not call either hanging: their coordinator still knows
+// them.
+func TestTransactionsAdminAbort(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, txnProps...)
+	bin := testbroker.Binary(t)
+	for _, topic := range []string{"hang-t", "hang-k"} {
+		createTopic(t, b.Addr(), topic, 1)
+	}
+	admin, err := kgo.NewClient(seeds(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+
+	// One producer per topic leaves its transaction open (a long timeout,
+	// so that nothing but the abort ends it); then another commits after it.
+	for _, topic := range []string{"hang-t", "hang-k"} {
+		p := txnProducer(t, b.Addr(), "open-"+topic, kgo.TransactionTimeout(10*time.Minute))
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		for _, v := range values("open-", 5) {
+			p.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, nil)
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		produceTxn(t, txnProducer(t, b.Addr(), "done-"+topic), topic, values("done-", 3), true)
+		if hw, lso := endOffsets(t, admin, topic, 1, false), endOffsets(t, admin, topic, 1, true); lso != 0 || hw == 0 {
+			t.Fatalf("%s: with a transaction open at offset 0, LSO %d HW %d", topic, lso, hw)
+		}
+	}
+
+	// Kafka's find-hanging: both open transactions are known to their
+	// coordinator (Ongoing, with the partition), so neither is hanging.
+	out, stderr, err := testbroker.RunKafkaTool(t, "org.apache.kafka.tools.TransactionsCommand",
+		"--bootstrap-server", b.Addr(), "find-hanging", "--topic", "hang-t", "--max-transaction-timeout", "0")
+	if err != nil || strings.Contains(out, "hang-") {
+		t.Fatalf("kafka-transactions find-hanging: %v\n%s%s", err, out, stderr)
+	}
+	t.Logf("kafka-transactions find-hanging:\n%s", out)
+
+	released := func(topic string) {
+		t.Helper()
+		if hw, lso := endOffsets(t, admin, topic, 1, false), endOffsets(t, admin, topic, 1, true); lso != hw {
+			t.Errorf("%s: after the abort LSO %d, HW %d", topic, lso, hw)
+		}
+		sameSet(t, topic+" read_committed", consumeAll(t, b.Addr(), topic, true, 3), values("done-", 3))
+	}
+
+	// tributary txn describe-producers shows where the open one starts;
+	// tributary txn abort --start-offset ends it.
+	got, err := exec.Command(bin, "txn", "describe-producers", "-b", b.Addr(), "--topic", "hang-t", "--partition", "0").CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "TXN-START-OFFSET") {
+		t.Fatalf("tributary txn describe-producers: %v\n%s", err, got)
+	}
+	t.Logf("tributary txn describe-producers:\n%s", got)
+	if got, err := exec.Command(bin, "txn", "abort", "-b", b.Addr(), "--topic", "hang-t", "--partition", "0", "--start-offset", "5").CombinedOutput(); err == nil {
+		t.Errorf("tributary txn abort at an offset where no transaction starts succeeded:\n%s", got)
+	}
+	got, err = exec.Command(bin, "txn", "abort", "-b", b.Addr(), "--topic", "hang-t", "--partition", "0", "--start-offset", "0").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tributary txn abort: %v\n%s", err, got)
+	}
+	released("hang-t")
+
+	// Kafka's kafka-transactions.sh abort.
+	out, stderr, err = testbroker.RunKafkaTool(t, "org.apache.kafka.tools.TransactionsCommand",
+		"--bootstrap-server", b.Addr(), "abort", "--topic", "hang-k", "--partition", "0", "--start-offset", "0")
+	if err != nil {
+		t.Fatalf("kafka-transactions abort: %v\n%s%s", err, out, stderr)
+	}
+	released("hang-k")
+}
