@@ -286,4 +286,3 @@ func lastN(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-

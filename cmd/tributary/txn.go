@@ -77,9 +77,7 @@ func newTxnDescribeCommand(bootstrap *string) *cobra.Command {
 producer id and epoch, state, transaction.timeout.ms, when its current
 transaction started and how long it has been open, and the partitions it
 added. An unknown id is an error.`,
-		Example: `  tributary txn describe orders-etl-1
-  tributary txn describe-producers --topic orders --partition 3
-  tributary txn abort --topic orders --partition 3 --start-offset 1200`,
+		Example: `  tributary txn describe orders-etl-1`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withKadm(cmd, *bootstrap, 0, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
