@@ -11,7 +11,8 @@ type PartitionStatus struct {
 	Partition     int32
 	Committed     int64 // -1: never loaded
 	HighWatermark int64
-	Lag           int64
+	LastStable    int64 // where the loader (read_committed) stops: below HighWatermark while a transaction is open
+	Lag           int64 // HighWatermark - Committed
 	Err           error
 }
 
@@ -54,8 +55,12 @@ func (l *Loader) Status(ctx context.Context, job string) (*Status, error) {
 		}
 		sort.Ints(parts)
 		ranges, err := l.Cluster.Offsets(ctx, t, parts)
+		stable, serr := l.Cluster.StableOffsets(ctx, t, parts)
 		for _, p := range parts {
-			ps := PartitionStatus{Topic: t, Partition: int32(p), Committed: state.Offsets[t][int32(p)], HighWatermark: -1, Lag: -1, Err: err}
+			ps := PartitionStatus{Topic: t, Partition: int32(p), Committed: state.Offsets[t][int32(p)], HighWatermark: -1, LastStable: -1, Lag: -1, Err: err}
+			if serr == nil && stable[p].Err == nil {
+				ps.LastStable = stable[p].End
+			}
 			if err == nil {
 				r := ranges[p]
 				ps.Err = r.Err

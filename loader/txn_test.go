@@ -3,6 +3,7 @@ package loader_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,27 @@ func TestLoadSkipsAbortedTransactions(t *testing.T) {
 	args := []string{"-b", b.Addr(), "--topics", "txw", "--schema", activitySchema, "--time-field", "timestamp", "--target", target, "--max-records-per-unit", "120"}
 	mustLoad(t, args...)
 	check(decided) // without the 50 of the open transaction
+	// load status: the open transaction holds the last stable offset
+	// where the load stopped, below the high watermark.
+	status, err := tributary(t, nil, "load", "status", "-b", b.Addr(), "--target", target)
+	if err != nil {
+		t.Fatalf("load status: %v\n%s", err, status)
+	}
+	held := 0
+	for _, l := range strings.Split(status, "\n") {
+		// TOPIC PARTITION COMMITTED HIGH-WATERMARK LAG LAST-STABLE-OFFSET
+		if f := strings.Fields(l); len(f) == 6 && f[0] == "txw" {
+			if f[5] != f[2] {
+				t.Errorf("load status: partition %s committed %s, last stable offset %s: the load stops at the LSO\n%s", f[1], f[2], f[5], status)
+			}
+			if f[3] != f[5] {
+				held++
+			}
+		}
+	}
+	if held == 0 {
+		t.Errorf("load status shows no partition held back by the open transaction:\n%s", status)
+	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,14 @@ package txn_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
@@ -20,7 +23,8 @@ import (
 // transaction written after it; the abort marker releases them, and the
 // aborted records are never read. Kafka's find-hanging, run while both
 // are open, must not call either hanging: their coordinator still knows
-// them.
+// them. Meanwhile tributary topic describe and group describe show the
+// last stable offset held back.
 func TestTransactionsAdminAbort(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t, txnProps...)
@@ -55,6 +59,24 @@ func TestTransactionsAdminAbort(t *testing.T) {
 		}
 	}
 
+	// The open transactions show as a last stable offset of 0 in topic
+	// describe, and in group describe of a group that committed offset 0.
+	adm := kadm.NewClient(admin)
+	var offs kadm.Offsets
+	offs.AddOffset("hang-t", 0, 0, -1)
+	if err := adm.CommitAllOffsets(context.Background(), "hang-readers", offs); err != nil {
+		t.Fatal(err)
+	}
+	hw := endOffsets(t, admin, "hang-t", 1, false)
+	lsoRow := regexp.MustCompile(`(?m)^0 +1 +\d+ +1 +1 +- +0 +` + fmt.Sprint(hw) + ` +0$`)
+	if got, err := exec.Command(bin, "topic", "describe", "hang-t", "-b", b.Addr()).CombinedOutput(); err != nil || !lsoRow.Match(got) {
+		t.Errorf("tributary topic describe: no partition row with HIGH-WATERMARK %d and LAST-STABLE-OFFSET 0: %v\n%s", hw, err, got)
+	}
+	heldRow := regexp.MustCompile(`(?m)^hang-t +0 +0 +0 +` + fmt.Sprint(hw) + ` +0$`)
+	if got, err := exec.Command(bin, "group", "describe", "hang-readers", "-b", b.Addr()).CombinedOutput(); err != nil || !heldRow.Match(got) {
+		t.Errorf("tributary group describe: no held-back row (CURRENT-OFFSET 0, LSO 0, LOG-END-OFFSET %d, STABLE-LAG 0): %v\n%s", hw, err, got)
+	}
+
 	// Kafka's find-hanging: both open transactions are known to their
 	// coordinator (Ongoing, with the partition), so neither is hanging.
 	out, stderr, err := testbroker.RunKafkaTool(t, "org.apache.kafka.tools.TransactionsCommand",
@@ -87,6 +109,9 @@ func TestTransactionsAdminAbort(t *testing.T) {
 		t.Fatalf("tributary txn abort: %v\n%s", err, got)
 	}
 	released("hang-t")
+	if got, err := exec.Command(bin, "group", "describe", "hang-readers", "-b", b.Addr()).CombinedOutput(); err != nil || strings.Contains(string(got), "LAST-STABLE-OFFSET") {
+		t.Errorf("tributary group describe after the abort still shows a held-back partition: %v\n%s", err, got)
+	}
 
 	// Kafka's kafka-transactions.sh abort.
 	out, stderr, err = testbroker.RunKafkaTool(t, "org.apache.kafka.tools.TransactionsCommand",

@@ -116,6 +116,11 @@ offset the numbers kafka-consumer-groups.sh --describe shows:
   LAG              LOG-END-OFFSET - CURRENT-OFFSET ("-" if either is unknown)
   CONSUMER-ID      the member the partition is assigned to ("-": none)
 
+Where an open transaction holds a partition's last stable offset below its
+log end, a second table shows it, with STABLE-LAG = LAST-STABLE-OFFSET -
+CURRENT-OFFSET: all that a read_committed consumer (the loader among them)
+can read now. Kafka's tool shows no such table.
+
 Rows are sorted by topic and partition. An unknown group is an error.`,
 		Example: `  tributary group describe orders-app
 
@@ -168,6 +173,9 @@ func printGroup(w io.Writer, d *kafkacli.GroupDescription, rows []kafkacli.Parti
 		}
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printHeldBack(w, rows); err != nil {
 		return err
 	}
 	return errors.Join(errs...)

@@ -34,13 +34,13 @@ func printManifest(w io.Writer, target string, m *loader.Manifest) {
 
 func printStatus(w io.Writer, st *loader.Status) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "TOPIC\tPARTITION\tCOMMITTED\tHIGH-WATERMARK\tLAG\n")
+	fmt.Fprintf(tw, "TOPIC\tPARTITION\tCOMMITTED\tHIGH-WATERMARK\tLAG\tLAST-STABLE-OFFSET\n")
 	for _, p := range st.Partitions {
 		if p.Err != nil {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t-\t-\t(%v)\n", p.Topic, p.Partition, p.Committed, p.Err)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", p.Topic, p.Partition, p.Committed, p.HighWatermark, p.Lag)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.Committed, p.HighWatermark, p.Lag, offsetOrDash(p.LastStable))
 	}
 	tw.Flush()
 	if len(st.Partitions) == 0 {

@@ -20,7 +20,8 @@ func newTopicDescribeCommand(bootstrap *string) *cobra.Command {
 configs that differ from the defaults (with where each value comes from,
 as DescribeConfigs reports it), then one line per partition: leader,
 leader epoch, replicas, in-sync replicas, offline replicas, log start
-offset and high watermark.
+offset, high watermark and last stable offset (where read_committed
+consumers stop: below the high watermark while a transaction is open).
 
 Each REGEX must match whole topic names, as in "tributary topic list"; a
 REGEX that matches no topic is an error naming it. Without one, every topic
@@ -118,13 +119,20 @@ func describeTopics(ctx context.Context, cmd *cobra.Command, cl *kafkacli.Cluste
 		if err != nil {
 			offsets = nil // shown as "-" below; the partition table is still worth printing
 		}
+		stable, err := cl.StableOffsets(ctx, t.Name, t.PartitionIndexes())
+		if err != nil {
+			stable = nil
+		}
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE\tLOG-START-OFFSET\tHIGH-WATERMARK")
+		fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE\tLOG-START-OFFSET\tHIGH-WATERMARK\tLAST-STABLE-OFFSET")
 		for _, p := range t.Partitions {
-			start, end := "-", "-"
+			start, end, lso := "-", "-", "-"
 			if r, ok := offsets[p.Index]; ok && r.Err == nil {
 				start, end = fmt.Sprint(r.Start), fmt.Sprint(r.End)
+			}
+			if r, ok := stable[p.Index]; ok && r.Err == nil {
+				lso = fmt.Sprint(r.End)
 			}
 			epoch := "-"
 			if p.LeaderEpoch >= 0 {
@@ -134,7 +142,7 @@ func describeTopics(ctx context.Context, cmd *cobra.Command, cl *kafkacli.Cluste
 			if p.Leader >= 0 {
 				leader = fmt.Sprint(p.Leader)
 			}
-			line := fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.Index, leader, epoch, joinInts(p.Replicas), joinInts(p.ISR), joinInts(p.OfflineReplicas), start, end)
+			line := fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.Index, leader, epoch, joinInts(p.Replicas), joinInts(p.ISR), joinInts(p.OfflineReplicas), start, end, lso)
 			if p.Err != nil {
 				line += "\t" + p.Err.Error()
 			}

@@ -103,9 +103,9 @@ func TestTopicCommands(t *testing.T) {
 		`(?m)^REPLICAS +1$`,
 		`(?m)^CONFIGS +cleanup\.policy=compact +\(DYNAMIC_TOPIC_CONFIG\)$`,
 		`(?m)^ +retention\.ms=3600000 +\(DYNAMIC_TOPIC_CONFIG\)$`,
-		`(?m)^PARTITION +LEADER +EPOCH +REPLICAS +ISR +OFFLINE +LOG-START-OFFSET +HIGH-WATERMARK$`,
-		`(?m)^0 +1 +\d+ +1 +1 +- +0 +0$`,
-		`(?m)^2 +1 +\d+ +1 +1 +- +0 +0$`,
+		`(?m)^PARTITION +LEADER +EPOCH +REPLICAS +ISR +OFFLINE +LOG-START-OFFSET +HIGH-WATERMARK +LAST-STABLE-OFFSET$`,
+		`(?m)^0 +1 +\d+ +1 +1 +- +0 +0 +0$`,
+		`(?m)^2 +1 +\d+ +1 +1 +- +0 +0 +0$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("describe orders: no line matching %s in\n%s", re, out)

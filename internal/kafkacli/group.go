@@ -227,6 +227,7 @@ type PartitionLag struct {
 	Partition int
 	Committed int64 // -1: nothing committed
 	LogEnd    int64 // the high watermark; -1: unknown
+	Stable    int64 // the last stable offset (read_committed end); -1: unknown
 	Lag       int64 // LogEnd - Committed; -1: unknown
 	Member    *GroupMember
 	Err       error // why LogEnd is unknown
@@ -260,7 +261,7 @@ func (c *Cluster) GroupLag(ctx context.Context, group string) (*GroupDescription
 			rows[t] = map[int]*PartitionLag{}
 		}
 		if rows[t][p] == nil {
-			rows[t][p] = &PartitionLag{Topic: t, Partition: p, Committed: -1, LogEnd: -1, Lag: -1}
+			rows[t][p] = &PartitionLag{Topic: t, Partition: p, Committed: -1, LogEnd: -1, Stable: -1, Lag: -1}
 		}
 		return rows[t][p]
 	}
@@ -284,7 +285,13 @@ func (c *Cluster) GroupLag(ctx context.Context, group string) (*GroupDescription
 		}
 		sort.Ints(ps)
 		offs, err := c.Offsets(ctx, t, ps)
+		// Where an open transaction holds it below the log end, a
+		// read_committed consumer (the loader) can get no further.
+		stable, serr := c.StableOffsets(ctx, t, ps)
 		for _, p := range ps {
+			if serr == nil && stable[p].Err == nil {
+				rows[t][p].Stable = stable[p].End
+			}
 			r := rows[t][p]
 			switch {
 			case err != nil:
