@@ -141,7 +141,7 @@ func TestTopicCommands(t *testing.T) {
 	if got := cliTable(mustRunCLI(t, "", "topic", "list", "orders|payments")); got != "NAME PARTITIONS REPLICAS\norders 5 1\npayments 4 1" {
 		t.Errorf("list after add-partitions:\n%s", got)
 	}
-	if out := mustRunCLI(t, "", "topic", "describe", "orders"); !regexp.MustCompile(`(?m)^4 +1 +\d+ +1 +1 +- +0 +0$`).MatchString(out) {
+	if out := mustRunCLI(t, "", "topic", "describe", "orders"); !regexp.MustCompile(`(?m)^4 +1 +\d+ +1 +1 +- +0 +0 +0$`).MatchString(out) {
 		t.Errorf("describe after add-partitions: no partition 4:\n%s", out)
 	}
 
