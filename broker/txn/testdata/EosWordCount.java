@@ -31,7 +31,7 @@ import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
  * The store is in memory, so its state after a kill -9 comes only from the
  * changelog, read read_committed: the restore itself is under test.
  *
- * Usage: EosWordCount bootstrap application.id instance-id state.dir input output
+ * Usage: EosWordCount bootstrap application.id instance-id state.dir input output [replication.factor]
  * Prints "STATE RUNNING" on stdout whenever the instance is running.
  */
 public class EosWordCount {
@@ -47,7 +47,7 @@ public class EosWordCount {
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, args.length > 6 ? Integer.parseInt(args[6]) : 1);
         // Static membership: a restarted instance takes its place back at
         // once instead of waiting for the killed one's session to expire.
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), instance);
