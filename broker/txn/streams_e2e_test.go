@@ -32,7 +32,8 @@ type streamsApp struct {
 
 	mu      sync.Mutex
 	out     strings.Builder
-	running int // how many times this incarnation printed "STATE RUNNING"
+	running int    // how many times this incarnation printed "STATE RUNNING"
+	txnIDs  string // the prefix of its transactional ids: application.id-processId-
 	cmd     *exec.Cmd
 	done    chan struct{}
 }
@@ -60,6 +61,11 @@ func (a *streamsApp) start() {
 			if sc.Text() == "STATE RUNNING" {
 				a.running++
 			}
+			if name, ok := strings.CutPrefix(sc.Text(), "THREAD "); ok {
+				if i := strings.LastIndex(name, "-StreamThread-"); i > 0 {
+					a.txnIDs = name[:i+1]
+				}
+			}
 			a.mu.Unlock()
 		}
 		a.cmd.Wait()
@@ -78,6 +84,12 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+func (a *streamsApp) txnPrefix() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.txnIDs
 }
 
 func (a *streamsApp) runningCount() int {
@@ -135,6 +147,7 @@ func TestKafkaStreamsExactlyOnce(t *testing.T) {
 		func() { w.killApp(0) },
 		// Round 3 is being processed: kill -9 the broker and restart it.
 		func() {
+			w.midTransaction("wordcount-")
 			w.step("kill -9 the broker")
 			b.Kill()
 			b.Restart()
@@ -193,7 +206,7 @@ func (w *wordCount) run(addr string, rf int, faults ...func()) {
 			}
 		}
 	}()
-	waitFor(t, 60*time.Second, "both instances RUNNING", func() bool {
+	waitFor(t, 90*time.Second, "both instances RUNNING", func() bool {
 		return w.apps[0].runningCount() > 0 && w.apps[1].runningCount() > 0
 	})
 	w.step("both instances running")
@@ -212,7 +225,7 @@ func (w *wordCount) run(addr string, rf int, faults ...func()) {
 
 	var got map[string][]int64
 	waitFor(t, 120*time.Second, "every count in the output", func() bool {
-		got = readCounts(t, addr, 2*time.Second)
+		got = readCounts(t, addr, 2*time.Second, 0)
 		for word, n := range w.want {
 			if c := got[word]; len(c) == 0 || c[len(c)-1] < n {
 				return false
@@ -226,7 +239,7 @@ func (w *wordCount) run(addr string, rf int, faults ...func()) {
 		a.stop()
 	}
 	w.step("instances stopped")
-	got = readCounts(t, addr, 2*time.Second)
+	got = readCounts(t, addr, 2*time.Second, w.sent)
 	total := 0
 	for word, n := range w.want {
 		c := got[word]
@@ -243,7 +256,9 @@ func (w *wordCount) run(addr string, rf int, faults ...func()) {
 		t.Errorf("read_committed output: %d records for %d words, want %d for %d", total, len(got), w.sent, len(w.want))
 	}
 	w.step("read")
-	t.Logf("%d input records, %d words, %d faults: output exactly 1..n per word", w.sent, len(w.want), len(faults))
+	if !t.Failed() {
+		t.Logf("%d input records, %d words, %d faults: output exactly 1..n per word", w.sent, len(w.want), len(faults))
+	}
 }
 
 const words, perRound = 12, 600
@@ -268,12 +283,61 @@ func (w *wordCount) round() {
 }
 
 func (w *wordCount) waitOutput() {
-	waitFor(w.t, 60*time.Second, "the first output", func() bool { return len(readCounts(w.t, w.addr, time.Second)) > 0 })
+	waitFor(w.t, 60*time.Second, "the first output", func() bool { return len(readCounts(w.t, w.addr, time.Second, 0)) > 0 })
 }
 
-// killApp kills instance i with kill -9 and starts it again on its state
-// directory.
+// midTransaction waits until a transaction of the application whose id
+// starts with prefix ("wordcount-" for any) is open and has written output
+// records (wc-out's leader shows its producer with an open transaction),
+// so that the fault that follows lands inside it: without the transaction
+// machinery, those records would be read.
+func (w *wordCount) midTransaction(prefix string) {
+	t := w.t
+	cl, err := kgo.NewClient(seeds(w.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	waitFor(t, 60*time.Second, "an open transaction of "+prefix+"* with output", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+		if err != nil {
+			return false
+		}
+		ids := map[int64]string{}
+		for id, l := range listed {
+			if strings.HasPrefix(id, prefix) {
+				ids[l.ProducerID] = id
+			}
+		}
+		if len(ids) == 0 {
+			return false
+		}
+		ps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"wc-out": {0: {}, 1: {}}})
+		if err != nil {
+			return false
+		}
+		found := false
+		ps.EachProducer(func(p kadm.DescribedProducer) {
+			if id, ok := ids[p.ProducerID]; ok && p.CurrentTxnStartOffset >= 0 && !found {
+				found = true
+				w.step(fmt.Sprintf("transaction %s open, with output in wc-out-%d from offset %d", id, p.Partition, p.CurrentTxnStartOffset))
+			}
+		})
+		return found
+	})
+}
+
+// killApp kills instance i with kill -9 inside one of its transactions and
+// starts it again on its state directory.
 func (w *wordCount) killApp(i int) {
+	prefix := w.apps[i].txnPrefix()
+	if prefix == "" {
+		w.t.Fatalf("instance %s printed no thread name", w.apps[i].name)
+	}
+	w.midTransaction(prefix)
 	w.step(fmt.Sprintf("kill -9 instance %s", w.apps[i].name))
 	w.apps[i].kill()
 	w.apps[i].start()
@@ -281,10 +345,12 @@ func (w *wordCount) killApp(i int) {
 	w.step(fmt.Sprintf("instance %s running again", w.apps[i].name))
 }
 
-// readCounts reads wc-out from the start, read_committed, until a fetch
-// that waited quiet long returns nothing: the counts per word, in offset
-// order.
-func readCounts(t *testing.T, addr string, quiet time.Duration) map[string][]int64 {
+// readCounts reads wc-out from the start, read_committed, until it has
+// read atLeast records and then a fetch that waited quiet long returns
+// nothing: the counts per word, in offset order. (A first fetch can come
+// back empty while the client still looks for the leader, so the count
+// expected, not the first silence, ends the final read.)
+func readCounts(t *testing.T, addr string, quiet time.Duration, atLeast int) map[string][]int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(seeds(addr), kgo.ConsumeTopics("wc-out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(quiet/2))
@@ -293,6 +359,7 @@ func readCounts(t *testing.T, addr string, quiet time.Duration) map[string][]int
 	}
 	defer cl.Close()
 	out := map[string][]int64{}
+	read := 0
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), quiet)
@@ -301,13 +368,14 @@ func readCounts(t *testing.T, addr string, quiet time.Duration) map[string][]int
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
+			read++
 			if len(r.Value) != 8 {
 				t.Errorf("output record %s/%d@%d: value of %d bytes, not a long", r.Topic, r.Partition, r.Offset, len(r.Value))
 				return
 			}
 			out[string(r.Key)] = append(out[string(r.Key)], int64(binary.BigEndian.Uint64(r.Value)))
 		})
-		if n == 0 {
+		if n == 0 && read >= atLeast {
 			break
 		}
 	}
@@ -378,7 +446,8 @@ func TestKafkaStreamsExactlyOnceCluster(t *testing.T) {
 	// txnCoordinator is the coordinator of one of the application's
 	// transactional ids.
 	txnCoordinator := func() int32 {
-		listed, err := adm.ListTransactions(ctx, nil, nil)
+		w.midTransaction("wordcount-")
+		listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,8 +463,12 @@ func TestKafkaStreamsExactlyOnceCluster(t *testing.T) {
 		w.waitOutput,
 		func() { w.killApp(0) },
 		func() { restart("a transaction coordinator of the application", txnCoordinator()) },
-		func() { restart("the leader of wc-out-0", c.Leaders("wc-out", 20*time.Second)[0]) },
 		func() {
+			w.midTransaction("wordcount-")
+			restart("the leader of wc-out-0", c.Leaders("wc-out", 20*time.Second)[0])
+		},
+		func() {
+			w.midTransaction("wordcount-")
 			cs := adm.FindGroupCoordinators(ctx, "wordcount")
 			r, ok := cs["wordcount"]
 			if !ok || r.Err != nil {

@@ -9,6 +9,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
@@ -32,7 +33,8 @@ import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
  * changelog, read read_committed: the restore itself is under test.
  *
  * Usage: EosWordCount bootstrap application.id instance-id state.dir input output [replication.factor]
- * Prints "STATE RUNNING" on stdout whenever the instance is running.
+ * Prints "STATE RUNNING" on stdout whenever the instance is running, after
+ * "THREAD <name>" for each of its stream threads.
  */
 public class EosWordCount {
     public static void main(String[] args) throws Exception {
@@ -46,7 +48,9 @@ public class EosWordCount {
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
+        // Transactions stay open up to a second after their records: a
+        // fault the test times by an open transaction lands inside one.
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, args.length > 6 ? Integer.parseInt(args[6]) : 1);
         // Static membership: a restarted instance takes its place back at
         // once instead of waiting for the killed one's session to expire.
@@ -79,6 +83,13 @@ public class EosWordCount {
         });
         CountDownLatch done = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
+            if (now == KafkaStreams.State.RUNNING) {
+                // The thread names carry the process id, which the
+                // transactional ids of exactly_once_v2 carry too.
+                for (ThreadMetadata t : streams.metadataForLocalThreads()) {
+                    System.out.println("THREAD " + t.threadName());
+                }
+            }
             System.out.println("STATE " + now);
             if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
                 done.countDown();
