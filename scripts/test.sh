@@ -14,7 +14,8 @@
 #
 # Environment: GO (default go), PKGS (default ./...: the packages to test
 # and fuzz), TEST_FUZZTIME (default 3s), and
-# TRIBUTARY_KAFKA_LIB, TRIBUTARY_PYTHON, TRIBUTARY_NODE_MODULES to use parts
+# TRIBUTARY_KAFKA_LIB, TRIBUTARY_KAFKA_STREAMS_LIB, TRIBUTARY_PYTHON,
+# TRIBUTARY_NODE_MODULES to use parts
 # of your own instead of fetching.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -45,6 +46,7 @@ fetch() {
   fi
 }
 fetch TRIBUTARY_KAFKA_LIB kafka-jars.sh
+fetch TRIBUTARY_KAFKA_STREAMS_LIB kafka-streams-jars.sh
 fetch TRIBUTARY_PYTHON python-deps.sh
 fetch TRIBUTARY_NODE_MODULES node-deps.sh
 
