@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,12 +22,15 @@ import (
 // abort` on another. Each open transaction holds the partition's last
 // stable offset, and so every read_committed consumer, behind a committed
 // transaction written after it; the abort marker releases them, and the
-// aborted records are never read. Kafka's find-hanging, run while both
-// are open, must not call either hanging: their coordinator still knows
-// them. Meanwhile tributary topic describe and group describe show the
-// last stable offset held back.
+// aborted records are never read. Kafka's find-hanging, run before its
+// abort, must not call the open transaction hanging: its coordinator still
+// knows it. Before the aborts, tributary topic describe and group describe
+// show the last stable offset held back. Kafka's tools run in one JVM
+// (testdata/TxnTools.java).
 func TestTransactionsAdminAbort(t *testing.T) {
 	t.Parallel()
+	k := testbroker.FindJDK(t)
+	classes := k.Compile(t, filepath.Join(testbroker.RepoRoot(), "broker", "txn", "testdata", "TxnTools.java"))
 	b := testbroker.Start(t, txnProps...)
 	bin := testbroker.Binary(t)
 	for _, topic := range []string{"hang-t", "hang-k"} {
@@ -77,15 +81,6 @@ func TestTransactionsAdminAbort(t *testing.T) {
 		t.Errorf("tributary group describe: no held-back row (CURRENT-OFFSET 0, LSO 0, LOG-END-OFFSET %d, STABLE-LAG 0): %v\n%s", hw, err, got)
 	}
 
-	// Kafka's find-hanging: both open transactions are known to their
-	// coordinator (Ongoing, with the partition), so neither is hanging.
-	out, stderr, err := testbroker.RunKafkaTool(t, "org.apache.kafka.tools.TransactionsCommand",
-		"--bootstrap-server", b.Addr(), "find-hanging", "--topic", "hang-t", "--max-transaction-timeout", "0")
-	if err != nil || strings.Contains(out, "hang-") {
-		t.Fatalf("kafka-transactions find-hanging: %v\n%s%s", err, out, stderr)
-	}
-	t.Logf("kafka-transactions find-hanging:\n%s", out)
-
 	released := func(topic string) {
 		t.Helper()
 		if hw, lso := endOffsets(t, admin, topic, 1, false), endOffsets(t, admin, topic, 1, true); lso != hw {
@@ -113,11 +108,28 @@ func TestTransactionsAdminAbort(t *testing.T) {
 		t.Errorf("tributary group describe after the abort still shows a held-back partition: %v\n%s", err, got)
 	}
 
-	// Kafka's kafka-transactions.sh abort.
-	out, stderr, err = testbroker.RunKafkaTool(t, "org.apache.kafka.tools.TransactionsCommand",
-		"--bootstrap-server", b.Addr(), "abort", "--topic", "hang-k", "--partition", "0", "--start-offset", "0")
+	// Kafka's kafka-transactions.sh, in one JVM: find-hanging first (the
+	// open transaction on hang-k is known to its coordinator, Ongoing with
+	// the partition, so it is not hanging), then abort.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, k.Java, append(k.JVMArgs(k.Classpath(classes)), "TxnTools", b.Addr(),
+		"find-hanging", "--topic", "hang-k", "--max-transaction-timeout", "0", "--",
+		"abort", "--topic", "hang-k", "--partition", "0", "--start-offset", "0")...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("kafka-transactions abort: %v\n%s%s", err, out, stderr)
+		t.Fatalf("kafka-transactions: %v\n%s", err, out)
 	}
+	tool := func(name string) string {
+		_, rest, _ := strings.Cut(string(out), "TOOL "+name+"\n")
+		got, exit, _ := strings.Cut(rest, "EXIT ")
+		if !strings.HasPrefix(exit, "0\n") {
+			t.Errorf("kafka-transactions %s exited %q:\n%s", name, strings.SplitN(exit, "\n", 2)[0], got)
+		}
+		return got
+	}
+	if got := tool("find-hanging"); !strings.Contains(got, "Topic") || strings.Contains(got, "hang-k") {
+		t.Errorf("kafka-transactions find-hanging: no table, or the open transaction called hanging:\n%s", got)
+	}
+	tool("abort")
 	released("hang-k")
 }
