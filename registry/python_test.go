@@ -13,14 +13,16 @@ import (
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
-// TestPython: Confluent's own serializers in confluent-kafka work against
-// the registry unchanged; one broker serves both subtests (their topics
-// and subjects differ).
-func TestPython(t *testing.T) {
+// TestConfluentClients: Confluent's own clients and serializers, in
+// Python (confluent-kafka) and Node (@confluentinc/schemaregistry), work
+// against the registry unchanged; one broker serves every subtest (their
+// topics and subjects differ).
+func TestConfluentClients(t *testing.T) {
 	t.Parallel()
 	b, url := startWithRegistry(t)
-	t.Run("avro", func(t *testing.T) { t.Parallel(); pythonAvro(t, b, url) })
-	t.Run("protobuf and json", func(t *testing.T) { t.Parallel(); pythonProtobufJSON(t, b, url) })
+	t.Run("python avro", func(t *testing.T) { t.Parallel(); pythonAvro(t, b, url) })
+	t.Run("python protobuf and json", func(t *testing.T) { t.Parallel(); pythonProtobufJSON(t, b, url) })
+	t.Run("node", func(t *testing.T) { t.Parallel(); nodeClient(t, url, "") })
 }
 
 // pythonAvro: SchemaRegistryClient, AvroSerializer and AvroDeserializer
