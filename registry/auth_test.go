@@ -87,5 +87,7 @@ func TestSecuredRegistry(t *testing.T) {
 	if _, err := anon.CreateSchema(ctx, "secured-value", record(`{"name":"b","type":"string"}`)); err == nil {
 		t.Fatal("registered without credentials")
 	}
+	// Confluent's Node client, whose whole round trip runs here (with
+	// basic auth) rather than against a second, open broker.
 	nodeClient(t, url, "alice:alice-secret")
 }
