@@ -219,7 +219,13 @@ func startApicurio(t *testing.T) (string, func()) {
 // the status codes, Confluent error codes, verdicts, versions and ids
 // (by when each registry first gave them). Where the two differ, knownDiff
 // says why (docs/registry.md).
+//
+// Apicurio is a JVM that takes 15-60 s to start on a shared 2-core
+// machine: TRIBUTARY_TEST_LONG=1 (make test-long) runs it.
 func TestDifferential(t *testing.T) {
+	if os.Getenv("TRIBUTARY_TEST_LONG") == "" && os.Getenv("TRIBUTARY_APICURIO_URL") == "" {
+		t.Skip("starts Apicurio Registry (a JVM): TRIBUTARY_TEST_LONG=1 runs it")
+	}
 	t.Parallel()
 	apiURL, wait := startApicurio(t) // a JVM: started first, it boots while the broker does
 	_, url := startWithRegistry(t)
@@ -227,20 +233,30 @@ func TestDifferential(t *testing.T) {
 	wait()
 	theirs := runSteps(t, apiURL)
 	steps := diffSteps()
-	for i := range steps {
-		s := steps[i]
-		if ours[i] == theirs[i] {
-			continue
+	same := 0
+	for i, s := range steps {
+		key := fmt.Sprintf("step %d %s %s", i, s.method, s.path)
+		why, known := knownDiff[i]
+		switch {
+		case ours[i] == theirs[i] && known:
+			t.Logf("%s: both answer %+v now; knownDiff[%d] can go", key, ours[i], i)
+		case ours[i] == theirs[i]:
+			same++
+		case known:
+			t.Logf("%s: Tributary %+v, Apicurio %+v: %s", key, ours[i], theirs[i], why)
+		default:
+			t.Errorf("%s: Tributary %+v, Apicurio %+v", key, ours[i], theirs[i])
 		}
-		key := s.method + " " + s.path
-		if why, ok := knownDiff[i]; ok {
-			t.Logf("step %d %s: Tributary %+v, Apicurio %+v: %s", i, key, ours[i], theirs[i], why)
-			continue
-		}
-		t.Errorf("step %d %s: Tributary %+v, Apicurio %+v", i, key, ours[i], theirs[i])
 	}
+	t.Logf("%d of %d steps answered alike", same, len(steps))
 }
 
-// knownDiff are the steps (by index in diffSteps) where Apicurio answers
-// otherwise than Tributary, and why Tributary keeps Confluent's answer.
-var knownDiff = map[int]string{}
+// knownDiff are the steps (by index in diffSteps) where Apicurio 2.6
+// answers otherwise than Tributary, and why (docs/registry.md).
+var knownDiff = map[int]string{
+	0:  "Apicurio applies no compatibility rule until one is set; Confluent's default, and Tributary's, is BACKWARD",
+	24: "a property added to an open content model: Apicurio, like Confluent, calls it incompatible; Tributary accepts it (formats/compat, docs/registry.md)",
+	38: "an unknown level: Tributary answers Confluent's 422/42203, Apicurio a 400 without error_code",
+	39: "a subject set to NONE under a global FULL: Confluent and Tributary let the subject's level win; Apicurio still applies the global rule (409)",
+	41: "after DELETE /config/{subject}, Apicurio still reports the subject's NONE; Confluent and Tributary fall back to the global FULL",
+}
