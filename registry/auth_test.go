@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,6 +90,44 @@ func TestSecuredRegistry(t *testing.T) {
 	if _, err := anon.CreateSchema(ctx, "secured-value", record(`{"name":"b","type":"string"}`)); err == nil {
 		t.Fatal("registered without credentials")
 	}
+
+	// `tributary registry` on its own has no user store: it checks a
+	// password by a SASL login to the cluster with it.
+	url2 := fmt.Sprintf("http://127.0.0.1:%d", testbroker.FreePort(t))
+	cmd := exec.Command(testbroker.Binary(t), "registry", "-b", fmt.Sprintf("127.0.0.1:%d", saslPort), "--listen", strings.TrimPrefix(url2, "http://"),
+		"--authentication-method", "BASIC", "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-256",
+		"-X", "sasl.username=registry", "-X", "sasl.password=registry-secret")
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("tributary registry:\n%s", logs.String())
+		}
+	}()
+	get2 := func(user, pass string) int {
+		req, _ := http.NewRequest("GET", url2+"/subjects/secured-value/versions", nil)
+		req.SetBasicAuth(user, pass)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for deadline := time.Now().Add(30 * time.Second); get2("registry", "registry-secret") != 200; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tributary registry: no 200 for the SCRAM user: %d", get2("registry", "registry-secret"))
+		}
+	}
+	if code := get2("registry", "wrong"); code != 401 {
+		t.Errorf("tributary registry, wrong password: %d, want 401", code)
+	}
+
 	// Confluent's Node client, whose whole round trip runs here (with
 	// basic auth) rather than against a second, open broker.
 	nodeClient(t, url, "alice:alice-secret")

@@ -91,7 +91,7 @@ func registryListener(ls []brokercfg.Listener, protocol string) (brokercfg.Liste
 // newRegistryCommand runs the schema registry on its own, against any
 // cluster: the same server `tributary broker` runs in-process.
 func newRegistryCommand() *cobra.Command {
-	var bootstrap, listen, topic string
+	var bootstrap, listen, topic, authMethod string
 	cmd := &cobra.Command{
 		Use:   "registry",
 		Short: "Run the Confluent-compatible schema registry against a cluster",
@@ -116,8 +116,31 @@ same server inside the broker.`,
 			if err != nil {
 				return err
 			}
-			r, err := registry.Start(registry.Config{Brokers: brokers, Listen: strings.TrimPrefix(listen, "http://"), Topic: topic,
-				ClientOpts: security, Logger: slog.Default()})
+			rc := registry.Config{Brokers: brokers, Listen: strings.TrimPrefix(listen, "http://"), Topic: topic,
+				ClientOpts: security, Logger: slog.Default()}
+			switch strings.ToUpper(authMethod) {
+			case "NONE", "":
+			case "BASIC":
+				props := kafkacli.CurrentProps()
+				if p := props.Protocol(); p != "SASL_PLAINTEXT" && p != "SASL_SSL" {
+					return fmt.Errorf("--authentication-method BASIC checks each user's password by a SASL login to the cluster: "+
+						"give the registry a SASL listener (-X security.protocol=SASL_SSL -X sasl.mechanism=... --command-config), not %s", p)
+				}
+				tc, err := props.TLSConfig()
+				if err != nil {
+					return err
+				}
+				mech := props["sasl.mechanism"]
+				if mech == "" {
+					mech = props["sasl.mechanisms"]
+				}
+				if rc.Authenticate, err = registry.ClusterLogin(brokers, mech, tc); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("--authentication-method %q: want NONE or BASIC", authMethod)
+			}
+			r, err := registry.Start(rc)
 			if err != nil {
 				return err
 			}
@@ -129,5 +152,6 @@ same server inside the broker.`,
 	addBootstrapFlag(f, &bootstrap)
 	f.StringVar(&listen, "listen", "127.0.0.1:8081", "the API's address, host:port")
 	f.StringVar(&topic, "topic", registry.DefaultTopic, "the compacted topic holding the schemas (Confluent's kafkastore.topic)")
+	f.StringVar(&authMethod, "authentication-method", "NONE", "BASIC: every request needs HTTP basic auth with a user of the cluster, checked by a SASL login with the registry's own sasl.mechanism (Confluent's authentication.method)")
 	return cmd
 }
