@@ -71,41 +71,46 @@ func TestTrackerRegistry(t *testing.T) {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	var log bytes.Buffer
-	var logMu sync.Mutex
-	cmd := exec.Command(testbroker.Binary(t), "tracker", "--config", cfg, "--registry", regURL, "--listen", addr,
-		"--admin-listen", "", "--bootstrap", b.Addr(), "--spool-dir", filepath.Join(dir, "spool"))
-	cmd.Stdout, cmd.Stderr = lockedWriter{&log, &logMu}, lockedWriter{&log, &logMu}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		if t.Failed() {
-			logMu.Lock()
-			t.Logf("tracker log:\n%s", log.String())
-			logMu.Unlock()
+	// startTracker runs `tributary tracker` validating against registry
+	// and returns a function that posts to it.
+	startTracker := func(registry string) func(path, body string) (int, map[string]any) {
+		addr := freeAddr(t)
+		var log bytes.Buffer
+		var logMu sync.Mutex
+		cmd := exec.Command(testbroker.Binary(t), "tracker", "--config", cfg, "--registry", registry, "--listen", addr,
+			"--admin-listen", "", "--bootstrap", b.Addr(), "--spool-dir", t.TempDir())
+		cmd.Stdout, cmd.Stderr = lockedWriter{&log, &logMu}, lockedWriter{&log, &logMu}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-	})
-	post := func(path, body string) (int, map[string]any) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			res, err := http.Post("http://"+addr+path, "text/plain", strings.NewReader(body))
-			if err == nil {
-				defer res.Body.Close()
-				var ans map[string]any
-				if err := json.NewDecoder(res.Body).Decode(&ans); err != nil {
-					t.Fatalf("%s: answer not JSON: %v", path, err)
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			if t.Failed() {
+				logMu.Lock()
+				t.Logf("tracker log:\n%s", log.String())
+				logMu.Unlock()
+			}
+		})
+		return func(path, body string) (int, map[string]any) {
+			t.Helper()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				res, err := http.Post("http://"+addr+path, "text/plain", strings.NewReader(body))
+				if err == nil {
+					defer res.Body.Close()
+					var ans map[string]any
+					if err := json.NewDecoder(res.Body).Decode(&ans); err != nil {
+						t.Fatalf("%s: answer not JSON: %v", path, err)
+					}
+					return res.StatusCode, ans
 				}
-				return res.StatusCode, ans
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("tracker at %s: %v", addr, err)
+				if time.Now().After(deadline) {
+					t.Fatalf("tracker at %s: %v", addr, err)
+				}
 			}
 		}
 	}
+	post := startTracker(regURL)
 	order := func(id string, total any) string {
 		return js(map[string]any{"type": "track", "event": "Order Completed", "userId": "u1", "messageId": id,
 			"properties": map[string]any{"orderId": "o-" + id, "total": total}})
@@ -159,14 +164,25 @@ func TestTrackerRegistry(t *testing.T) {
 		t.Fatalf("single invalid track: %d %v", code, ans)
 	}
 
-	good := readTopic(t, b.Addr(), "shop", 2)
-	for _, id := range []string{"s-ok", "l-unregistered"} {
+	// A registry that cannot be asked: the strict source refuses with a
+	// 503 (the sender retries), the permissive one takes the event
+	// unchecked.
+	down := startTracker(fmt.Sprintf("http://127.0.0.1:%d", testbroker.FreePort(t)))
+	if code, ans := down("/v1/batch", batch("wk-strict", order("down-strict", map[string]any{"amount": 1, "currency": "EUR"}))); code != 503 {
+		t.Errorf("strict source, registry down: %d %v, want 503", code, ans)
+	}
+	if code, ans := down("/v1/batch", batch("wk-loose", order("down-loose", "not even an object"))); code != 200 || ans["accepted"] != 1.0 {
+		t.Errorf("permissive source, registry down: %d %v, want 200 with the event accepted unchecked", code, ans)
+	}
+
+	good := readTopic(t, b.Addr(), "shop", 3)
+	for _, id := range []string{"s-ok", "l-unregistered", "down-loose"} {
 		if good[id] == nil {
-			t.Errorf("valid event %s not in the topic: %v", id, good)
+			t.Errorf("event %s not in the topic: %v", id, good)
 		}
 	}
-	if len(good) != 2 {
-		t.Errorf("topic shop holds %d events, want the 2 valid ones: %v", len(good), good)
+	if len(good) != 3 {
+		t.Errorf("topic shop holds %d events, want the 2 valid ones and the unchecked one: %v", len(good), good)
 	}
 	bad := readTopic(t, b.Addr(), "shop.bad", 6)
 	for _, id := range []string{"s-bad-currency", "s-bad-amount", "s-unregistered", "s-page", "l-bad", "l-single"} {
