@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
@@ -85,6 +86,15 @@ func TestSecuredRegistry(t *testing.T) {
 	ss, err := cl.CreateSchema(ctx, "secured-value", record(`{"name":"a","type":"string"}`))
 	if err != nil || ss.Version != 1 {
 		t.Fatalf("register with basic auth: %v %v", ss, err)
+	}
+	// Tributary's own clients (the tracker's and the loader's srclient,
+	// `tributary schema` through sr) take the credentials in the URL.
+	withUser := strings.Replace(url, "http://", "http://registry:registry-secret@", 1)
+	if s, err := srclient.New(withUser).Latest(ctx, "secured-value"); err != nil || s.Version != 1 {
+		t.Errorf("srclient with user:password@ in the URL: %+v %v", s, err)
+	}
+	if out, err := exec.Command(testbroker.Binary(t), "schema", "get", "secured-value", "--registry", withUser).CombinedOutput(); err != nil {
+		t.Errorf("tributary schema get with user:password@ in --registry: %v\n%s", err, out)
 	}
 	anon, _ := sr.NewClient(sr.URLs(url))
 	if _, err := anon.CreateSchema(ctx, "secured-value", record(`{"name":"b","type":"string"}`)); err == nil {
