@@ -46,10 +46,12 @@ test:
 # The long forms, repeated: the fault scenarios of a replicated cluster
 # (broker/cluster; what issue 5 asks before replication is called done),
 # the 200 MB reassignment at a 1 MB/s throttle (issue 30; make test moves
-# 12 MB at 3 MB/s) and the loader's loads at the record counts issue 7
-# names (make test runs a fifth of them). LONG=cluster, LONG=throttle or
-# LONG=loader runs one part only.
-LONG ?= cluster throttle loader
+# 12 MB at 3 MB/s), the loader's loads at the record counts issue 7
+# names (make test runs a fifth of them), and the schema registry's
+# 3-node leader kill and its differential test against Apicurio Registry.
+# LONG=cluster, LONG=throttle, LONG=loader or LONG=registry runs one part
+# only.
+LONG ?= cluster throttle loader registry
 test-long:
 	@if [[ " $(LONG) " == *" cluster "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestFault|TestReplication|TestGroupSurvives|TestControlledShutdown' -v ./broker/cluster/; fi
@@ -57,6 +59,8 @@ test-long:
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestDynamicConfigsAndThrottledReassignment' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" loader "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestLoadHDFS|TestLoadCrashLoop|TestDataNodeDiesMidWrite' -v ./loader/; fi
+	@if [[ " $(LONG) " == *" registry "* ]]; then set -x; \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestClusterForwarding|TestDifferential' -v ./registry/; fi
 
 # Fuzz targets are found, not listed: `go test -list` prints each package's
 # Fuzz* names, then "ok <package>". Go fuzzes one target at a time.

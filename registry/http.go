@@ -56,6 +56,9 @@ type handlerFunc func(w http.ResponseWriter, req *http.Request) (any, error)
 
 func (r *Registry) wrap(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
+		if !r.authorized(w, req) {
+			return
+		}
 		select {
 		case <-r.ready:
 		default:

@@ -13,14 +13,15 @@ import (
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
-// TestPython: Confluent's own serializers in confluent-kafka work against
-// the registry unchanged; one broker serves both subtests (their topics
-// and subjects differ).
-func TestPython(t *testing.T) {
+// TestConfluentClients: Confluent's own serializers in Python
+// (confluent-kafka) work against the registry unchanged; one broker
+// serves both subtests (their topics and subjects differ). The Node
+// client runs in TestSecuredRegistry, with basic auth.
+func TestConfluentClients(t *testing.T) {
 	t.Parallel()
 	b, url := startWithRegistry(t)
-	t.Run("avro", func(t *testing.T) { t.Parallel(); pythonAvro(t, b, url) })
-	t.Run("protobuf and json", func(t *testing.T) { t.Parallel(); pythonProtobufJSON(t, b, url) })
+	t.Run("python avro", func(t *testing.T) { t.Parallel(); pythonAvro(t, b, url) })
+	t.Run("python protobuf and json", func(t *testing.T) { t.Parallel(); pythonProtobufJSON(t, b, url) })
 }
 
 // pythonAvro: SchemaRegistryClient, AvroSerializer and AvroDeserializer

@@ -45,6 +45,9 @@ type Config struct {
 	// in-broker registry counts controller.quorum.voters): the topic's
 	// replication factor is min(3, this), waiting up to 15 s for them.
 	ExpectBrokers int
+	// Authenticate, when set, turns on HTTP basic auth: every request must
+	// carry a user name and password it accepts (auth.go).
+	Authenticate func(user, password string) bool
 }
 
 // DefaultTopic is kafkastore.topic's default in Confluent's registry.
@@ -85,6 +88,8 @@ type Registry struct {
 	fwd         *http.Client // forwards writes to the leader
 	leaderMu    sync.Mutex
 	leaderCache leaderInfo // leaderMu must be held
+
+	passed authCache // basic auth credentials recently accepted
 
 	ready    chan struct{} // closed once the topic is read
 	srv      *http.Server

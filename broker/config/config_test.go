@@ -217,8 +217,13 @@ func init() {
 
 // brokerOnly are broker properties Kafka 4.4 does not have.
 var brokerOnly = map[string]string{
-	"cluster.id":                     "Kafka reads it only from meta.properties (kafka-storage format); Tributary also takes it as a property",
-	"schema.registry.listeners":      "the in-process schema registry (registry/); Confluent's registry calls it listeners",
+	"cluster.id":                                         "Kafka reads it only from meta.properties (kafka-storage format); Tributary also takes it as a property",
+	"schema.registry.listeners":                          "the in-process schema registry (registry/); Confluent's registry calls it listeners",
+	"schema.registry.authentication.method":              "the in-process registry's basic auth; Confluent's authentication.method",
+	"schema.registry.kafkastore.security.protocol":       "the in-process registry's client properties; Confluent's kafkastore.*",
+	"schema.registry.kafkastore.sasl.mechanism":          "the in-process registry's client properties; Confluent's kafkastore.*",
+	"schema.registry.kafkastore.sasl.jaas.config":        "the in-process registry's client properties; Confluent's kafkastore.*",
+	"schema.registry.kafkastore.ssl.truststore.location": "the in-process registry's client properties; Confluent's kafkastore.*",
 	"super.users":                    "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
 	"allow.everyone.if.no.acl.found": "StandardAuthorizer's setting, like super.users",
 }

@@ -124,7 +124,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	if err := ensureDevTopic(ctx, o.brokerListen); err != nil {
 		return err
 	}
-	sr, err := startRegistry(cfg)
+	sr, err := startRegistry(cfg, b.CheckPassword)
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,12 @@ import (
 
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/formats/schema"
+	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/admin"
 	"github.com/tributary-io/tributary/tracker"
 	"github.com/tributary-io/tributary/tracker/collect"
 	trackerjs "github.com/tributary-io/tributary/tracker/js"
+	"github.com/tributary-io/tributary/tracker/validate"
 )
 
 // trackerOptions are the tracker command's flags.
@@ -35,6 +37,7 @@ type trackerOptions struct {
 	spoolMaxBytes                        int64
 	writeKeys, trustedProxies            []string
 	ack, ip                              string
+	registry, validate                   string
 	sendInvalid, adminPprof, checkConfig bool
 }
 
@@ -48,6 +51,8 @@ type trackerFile struct {
 		CORSOrigins    []string `yaml:"cors_origins"`
 		Schema         string   `yaml:"schema"`
 		SendInvalid    bool     `yaml:"send_invalid"`
+		Validate       string   `yaml:"validate"`
+		BadTopic       string   `yaml:"bad_topic"`
 		TrustContextIP bool     `yaml:"trust_context_ip"`
 	} `yaml:"sources"`
 	Limits struct {
@@ -139,6 +144,10 @@ full, and set what has no flag:
       cors_origins: ["https://www.example.com"]   # "*" for any
       schema: ./web.yaml       # default: the activity schema
       send_invalid: true       # invalid events raw to <topic>.invalid
+      validate: strict         # against the --registry's JSON schemas:
+                               # strict (no schema: refused) or permissive
+      bad_topic: web-events.bad  # refused events with the reasons
+                                 # (default with validate: <topic>.bad)
       trust_context_ip: false  # keep a context.ip sent by a server library
   limits: {event_bytes: 32768, batch_bytes: 512000}
   dedup: {enabled: true, window: 10m, max: 1048576}
@@ -147,6 +156,16 @@ full, and set what has no flag:
   tail:                    # log files to follow beside the collector
     files: [{paths: ["/var/log/nginx/access.log*"], format: combined}]
                            # see "tributary tracker tail --help"
+
+With --registry, a source with "validate" (or --validate for the
+--write-key sources) checks each event, as sent, against the latest JSON
+schema registered under "<topic>-<event>-value" (a track call's event name)
+or "<topic>-<type>-value" (page, identify, ...). An invalid event is
+listed in the answer with code registry_schema, the subject and version,
+and written to the bad-events topic with the reasons and the original
+payload. Subjects are looked up again after 30 s; when the registry cannot
+be asked, a strict source answers 503 and a permissive one accepts events
+unchecked.
 
 Metrics (events received, accepted, rejected by reason and source,
 duplicates, request latency) are at /metrics on --admin-listen, with
@@ -187,6 +206,8 @@ finish, then delivery is closed.`,
 	f.StringVar(&o.ack, "ack", string(tracker.AckSpool), "when an event is acknowledged: spool (written and fsynced) or broker (acks=all)")
 	f.StringVar(&o.ip, "ip", string(collect.IPAnonymize), "client IP in context.ip: anonymize (last IPv4 octet, last 80 IPv6 bits zeroed), keep or drop")
 	f.StringSliceVar(&o.trustedProxies, "trusted-proxies", nil, "proxies (IP or CIDR) whose X-Forwarded-For is believed")
+	f.StringVar(&o.registry, "registry", "", "schema registry URL whose JSON schemas validate the events of sources with validate (docs/tracker.md)")
+	f.StringVar(&o.validate, "validate", "", "validate the --write-key sources' events against --registry: strict or permissive")
 	f.BoolVar(&o.sendInvalid, "send-invalid", false, "send the --write-key sources' invalid events raw to <topic>.invalid")
 	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9645", "address of /metrics, /healthz, /readyz, /loglevel and /debug/pprof; empty to turn off")
 	f.StringVar(&o.sslKeystore, "ssl-keystore-location", "", "serve --listen over HTTPS: a PEM file of the private key and certificate chain, as the broker's ssl.keystore.location (re-read when it changes)")
@@ -219,10 +240,34 @@ func trackerConfig(cmd *cobra.Command, o *trackerOptions) (collect.Config, error
 	if o.topic == "" {
 		return cfg, errors.New("--topic is empty")
 	}
+	var checker *validate.Checker
+	useRegistry := func(src *collect.Source, mode, badTopic string) error {
+		switch mode {
+		case "":
+			if badTopic != "" {
+				src.BadTopic = badTopic
+			}
+			return nil
+		case "strict", "permissive":
+		default:
+			return fmt.Errorf("source %s: validate %q: want strict or permissive", src.Name, mode)
+		}
+		if o.registry == "" {
+			return fmt.Errorf("source %s: validate %s needs --registry URL", src.Name, mode)
+		}
+		if checker == nil {
+			checker = validate.New(srclient.New(o.registry), 0)
+		}
+		src.Registry, src.RegistryStrict, src.BadTopic = checker, mode == "strict", badTopic
+		return nil
+	}
 	for i, k := range o.writeKeys {
 		src := collect.Source{Name: fmt.Sprintf("write-key-%d", i+1), WriteKey: k, Topic: o.topic, CORSOrigins: []string{"*"}}
 		if o.sendInvalid {
 			src.InvalidTopic = o.topic + ".invalid"
+		}
+		if err := useRegistry(&src, o.validate, ""); err != nil {
+			return cfg, err
 		}
 		cfg.Sources = append(cfg.Sources, src)
 	}
@@ -236,6 +281,9 @@ func trackerConfig(cmd *cobra.Command, o *trackerOptions) (collect.Config, error
 		}
 		if fs.SendInvalid {
 			src.InvalidTopic = src.Topic + ".invalid"
+		}
+		if err := useRegistry(&src, fs.Validate, fs.BadTopic); err != nil {
+			return cfg, err
 		}
 		if fs.Schema != "" {
 			s, err := schema.ParseFile(fs.Schema)

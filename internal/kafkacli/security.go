@@ -69,6 +69,9 @@ func SetClientProps(p ClientProps) error {
 	return nil
 }
 
+// CurrentProps are the process's client properties (do not modify them).
+func CurrentProps() ClientProps { return current() }
+
 func current() ClientProps {
 	propsMu.Lock()
 	defer propsMu.Unlock()

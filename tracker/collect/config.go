@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary-io/tributary/formats/schema"
+	"github.com/tributary-io/tributary/tracker/validate"
 )
 
 // Defaults of Config.
@@ -49,6 +50,17 @@ type Source struct {
 	// InvalidTopic, when set, receives invalid events as they were sent
 	// (conventionally Topic + ".invalid").
 	InvalidTopic string
+	// Registry, when set, validates each event, as the sender sent it,
+	// against the JSON schema registered for it (validate.Subject names
+	// the subject). Events that fail go to BadTopic with the reasons.
+	Registry *validate.Checker
+	// RegistryStrict refuses events whose subject has no schema; without
+	// it they pass unchecked (permissive).
+	RegistryStrict bool
+	// BadTopic receives the events a schema refused (the source's schema
+	// or the registry's), wrapped with the reasons (BadEvent); default
+	// Topic + ".bad" when Registry is set.
+	BadTopic string
 	// TrustContextIP keeps a context.ip the sender set (a server-side
 	// library reporting its user's address) instead of the socket's.
 	TrustContextIP bool
@@ -176,6 +188,9 @@ func (c *Config) setDefaults() error {
 		names[s.Name] = true
 		if s.Topic == "" {
 			return fmt.Errorf("source %s: no topic", s.Name)
+		}
+		if s.Registry != nil && s.BadTopic == "" {
+			s.BadTopic = s.Topic + ".bad"
 		}
 		for _, t := range s.Types {
 			if !slices.Contains(EventTypes, t) {

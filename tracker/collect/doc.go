@@ -14,13 +14,16 @@
 // collector reads and writes the enriched event by copying every member it
 // does not change byte for byte, with its own values (receivedAt, context,
 // ...) spliced in; validate.go checks the result against the schema with
-// formats/decode, a whole batch per call; handle.go drops duplicates and
-// submits. An event whose bytes are not UTF-8, or that escapes a lone
+// formats/decode, a whole batch per call; registry.go checks what passed
+// against the JSON schema a schema registry holds for each event, for a
+// source with a Registry (tracker/validate), and wraps refused events for
+// the bad-events topic; handle.go drops duplicates and submits. An event whose bytes are not UTF-8, or that escapes a lone
 // surrogate, is first rewritten as encoding/json would (canonical), so that
 // what is stored reads the same to any decoder.
 //
 // Files: server.go (routing, CORS, write keys), body.go (reading bodies),
 // handle.go (single and batch requests, validation, dedup, submission),
+// registry.go (validation against the registry, bad events),
 // event.go (checks and enrichment of one event), json.go (the scanner),
 // enrich.go (client IP, user agent), dedup.go, validate.go, alloc.go (the
 // validators' memory), pixel.go, respond.go (answers, 503s, readiness),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tributary-io/tributary/formats/decode"
 	"github.com/tributary-io/tributary/internal/jsonstr"
+	"github.com/tributary-io/tributary/tracker/validate"
 )
 
 // request is what enrichment needs from the HTTP request, worked out once
@@ -140,6 +141,9 @@ type ready struct {
 	idStart, idEnd int // the messageId, when a string
 	idIsString     bool
 	invalid, dup   bool // refused by the schema, a duplicate
+	// typ and event name the event's registry subject; set only for a
+	// source with a Registry.
+	typ, event string
 }
 
 // Rejection is an event refused, as the answer lists it.
@@ -149,6 +153,12 @@ type Rejection struct {
 	Path      string `json:"path,omitempty"`
 	Reason    string `json:"reason"`
 	Code      string `json:"code"`
+	// Subject and Version name the registered schema that refused it.
+	Subject string `json:"subject,omitempty"`
+	Version int    `json:"version,omitempty"`
+
+	schemaID   int
+	violations []validate.Violation // all of them, for the bad-events topic
 }
 
 // Top-level fields the collector reads or writes.
@@ -379,6 +389,9 @@ func (s *Server) prepare(w *work, src *source, q *request, index int, raw []byte
 	}
 
 	r := ready{index: index, valStart: len(w.out), idStart: idStart, idEnd: len(w.ids), idIsString: idIsString}
+	if src.Registry != nil {
+		r.typ, r.event = typ, string(f.str(fEvent))
+	}
 	w.out = writeObject(w.out, top, w.add)
 	r.key = len(w.out)
 	if len(userID) > 0 {

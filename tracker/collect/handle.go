@@ -43,14 +43,23 @@ func (s *Server) handle(ctx context.Context, src *source, q *request, w *work, t
 		}
 	}
 	s.validate(w, src)
+	if err := s.checkRegistry(ctx, w, src); err != nil {
+		s.m.rejected.WithLabelValues(src.Name, ReasonUnavailable).Add(float64(len(w.elems)))
+		s.cfg.Logger.Warn("schema registry unavailable, strict source refused events", "source", src.Name, "err", err)
+		res.err = err
+		return res
+	}
 	keys := s.dedupe(w, src, q, &res)
 
 	slices.SortFunc(w.rejected, func(a, b Rejection) int { return a.Index - b.Index })
 	res.rejected = w.rejected
-	var invalid []tracker.Event
+	var invalid, bad []tracker.Event
 	for _, r := range res.rejected {
 		s.m.rejected.WithLabelValues(src.Name, r.Code).Inc()
-		if src.InvalidTopic != "" && r.Code == ReasonSchema {
+		switch {
+		case src.BadTopic != "" && (r.Code == ReasonSchema || r.Code == ReasonRegistry):
+			bad = append(bad, s.badEvent(src, q, w.elems[r.Index], &r))
+		case src.InvalidTopic != "" && r.Code == ReasonSchema:
 			invalid = append(invalid, tracker.Event{Topic: src.InvalidTopic, Value: bytes.Clone(w.elems[r.Index]), Timestamp: q.received.UnixMilli(), MessageID: r.MessageID})
 		}
 	}
@@ -60,9 +69,11 @@ func (s *Server) handle(ctx context.Context, src *source, q *request, w *work, t
 	if res.duplicates > 0 {
 		s.m.duplicates.WithLabelValues(src.Name).Add(float64(res.duplicates))
 	}
-	if evs := s.events(w, src, q); len(evs) > 0 {
-		if err := s.sink.Submit(ctx, evs); err != nil {
-			s.m.rejected.WithLabelValues(src.Name, ReasonUnavailable).Add(float64(len(evs)))
+	// Bad events go with the valid ones, in one Submit: they are kept as
+	// surely as the valid ones, and a 503 refuses both.
+	if evs := s.events(w, src, q); len(evs)+len(bad) > 0 {
+		if err := s.sink.Submit(ctx, append(evs, bad...)); err != nil {
+			s.m.rejected.WithLabelValues(src.Name, ReasonUnavailable).Add(float64(len(evs) + len(bad)))
 			s.cfg.Logger.Warn("sink refused events", "source", src.Name, "events", len(evs), "err", err)
 			if ctx.Err() == nil { // else the sender left: no news of the Sink
 				s.refused.note(s.cfg.Now(), err)

@@ -11,6 +11,7 @@ const (
 	ReasonOrigin       = "origin_not_allowed"
 	ReasonType         = "type_not_allowed"
 	ReasonSchema       = "schema"
+	ReasonRegistry     = "registry_schema" // the registry's JSON schema refused it
 	ReasonUnavailable  = "unavailable"
 	ReasonTimeout      = "read_timeout"
 )
@@ -24,6 +25,7 @@ type metrics struct {
 	duplicates *prometheus.CounterVec
 	privacy    *prometheus.CounterVec
 	invalidOut *prometheus.CounterVec
+	unchecked  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -53,9 +55,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		invalidOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tributary_tracker_invalid_forwarded_total", Help: "Invalid events sent raw to the source's invalid topic, by result (ok or error).",
 		}, []string{"source", "result"}),
+		unchecked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_tracker_registry_unchecked_total", Help: "Events of a permissive source accepted without a check because the schema registry could not be asked.",
+		}, []string{"source"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.received, m.accepted, m.rejected, m.duplicates, m.privacy, m.invalidOut)
+		reg.MustRegister(m.requests, m.duration, m.received, m.accepted, m.rejected, m.duplicates, m.privacy, m.invalidOut, m.unchecked)
 	}
 	return m
 }
