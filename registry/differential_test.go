@@ -221,11 +221,9 @@ func startApicurio(t *testing.T) (string, func()) {
 // says why (docs/registry.md).
 //
 // Apicurio is a JVM that takes 15-60 s to start on a shared 2-core
-// machine: TRIBUTARY_TEST_LONG=1 (make test-long) runs it.
+// machine; it boots while our broker does, and the package's other tests
+// run beside it.
 func TestDifferential(t *testing.T) {
-	if os.Getenv("TRIBUTARY_TEST_LONG") == "" && os.Getenv("TRIBUTARY_APICURIO_URL") == "" {
-		t.Skip("starts Apicurio Registry (a JVM): TRIBUTARY_TEST_LONG=1 runs it")
-	}
 	t.Parallel()
 	apiURL, wait := startApicurio(t) // a JVM: started first, it boots while the broker does
 	_, url := startWithRegistry(t)
