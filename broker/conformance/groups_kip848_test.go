@@ -1,0 +1,102 @@
+package conformance
+
+// The KIP-848 consumer group protocol (group.protocol=consumer) with Apache
+// Kafka's Java client. See groups_setup_test.go for which broker this runs
+// against.
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/testbroker"
+)
+
+// TestGroupsKIP848 runs, on one broker:
+//
+//   - rebalance: GroupsConformance's rebalance scenario with
+//     group.protocol=consumer: three KafkaConsumers commit after process on
+//     a 6-partition topic under a live producer, one leaves, one joins;
+//     every record is processed and none twice, no partition ever has two
+//     owners, no member loses partitions or has any revoked when another
+//     leaves, and the broker describes and lists a Stable CONSUMER group
+//     with the uniform assignor whose assignments are what the members own.
+//   - restart: kill -9 of the broker and a restart on the same data: the
+//     group is still a consumer group with its group epoch, and its
+//     committed offsets are those acknowledged before the crash.
+func TestGroupsKIP848(t *testing.T) {
+	k := javaSetup(t)
+	classes := k.compile(t, filepath.Join(testbroker.RepoRoot(), "broker", "conformance", "java", "GroupsConformance.java"))
+	var b groupsBroker
+	if groupsAgainstKafka() {
+		kb := testbroker.StartKafka(t)
+		groupsWarmUp(t, kb.Addr())
+		b = kb
+	} else {
+		// A short heartbeat interval (bounds lowered with it): a member
+		// learns of a partition its peer released at its next heartbeat.
+		eb := extBroker(t, "group.initial.rebalance.delay.ms=0",
+			"group.consumer.heartbeat.interval.ms=500", "group.consumer.min.heartbeat.interval.ms=500")
+		if !toolBrokerListsAPI(t, eb.Addr(), 68) {
+			t.Fatal("the broker does not list ConsumerGroupHeartbeat (key 68) in ApiVersions")
+		}
+		groupsWarmUp(t, eb.Addr())
+		b = eb
+	}
+	const topic, group = "groups-kip848", "java-kip848"
+	t.Run("rebalance", func(t *testing.T) {
+		groupsJava(t, k, classes, "rebalance", b.Addr(), topic, group, "consumer")
+	})
+	t.Run("restart", func(t *testing.T) {
+		before := groupsCommitted(t, b.Addr(), group, topic)
+		epoch := kip848Describe(t, b.Addr(), group)
+		if len(before) != 6 || epoch < 1 {
+			t.Fatalf("before the crash: committed %v, group epoch %d; want 6 partitions and an epoch", before, epoch)
+		}
+		b.Kill()
+		b.Restart()
+		if after := groupsCommitted(t, b.Addr(), group, topic); !reflect.DeepEqual(after, before) {
+			t.Errorf("committed offsets after kill -9 and restart: %v, before: %v", after, before)
+		}
+		if got := kip848Describe(t, b.Addr(), group); got != epoch {
+			t.Errorf("group epoch after kill -9 and restart: %d, before: %d", got, epoch)
+		}
+	})
+}
+
+// kip848Describe is ConsumerGroupDescribe of an empty consumer group: its
+// epoch. It fails the test unless the group is an Empty consumer group.
+func kip848Describe(t *testing.T, addr, group string) int32 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("ConsumerGroupDescribe %s: %v", group, err)
+		}
+		g := resp.Groups[0]
+		switch {
+		case g.ErrorCode == 0 && g.State == "Empty":
+			return g.Epoch
+		case g.ErrorCode == 0:
+			t.Fatalf("ConsumerGroupDescribe %s: state %s with %d members, want Empty", group, g.State, len(g.Members))
+		case ctx.Err() == nil && (g.ErrorCode == 14 || g.ErrorCode == 15 || g.ErrorCode == 16): // loading, not available, not coordinator
+			time.Sleep(50 * time.Millisecond)
+		default:
+			t.Fatalf("ConsumerGroupDescribe %s: error %d", group, g.ErrorCode)
+		}
+	}
+}
