@@ -129,6 +129,12 @@ type cMember struct {
 	State            int8
 	Assigned         tpSet // owned now (or being given)
 	Pending          tpSet // to be revoked
+	// assignedAt is the member epoch in which each partition of Assigned
+	// and Pending was given to the member (KIP-1251's assignment epochs):
+	// a commit with an older epoch than the member's is still valid for
+	// a partition it has owned since. Not persisted: after a reload the
+	// member's epoch stands for all, which is only stricter.
+	assignedAt map[tpKey]int32
 
 	lastSeen       time.Time
 	revokeDeadline time.Time // while State is memberUnrevoked
@@ -213,12 +219,22 @@ func (cg *consumerGroup) setOwned(m *cMember, assigned, pending tpSet) {
 		}
 	}
 	m.Assigned, m.Pending = assigned, pending
+	at := make(map[tpKey]int32, len(assigned)+len(pending))
 	for k := range assigned {
 		cg.owners[k] = m.ID
+		if e, ok := m.assignedAt[k]; ok {
+			at[k] = e
+		} else {
+			at[k] = m.Epoch
+		}
 	}
 	for k := range pending {
 		cg.owners[k] = m.ID
+		if e, ok := m.assignedAt[k]; ok {
+			at[k] = e
+		}
 	}
+	m.assignedAt = at
 }
 
 // StateName is Kafka's ConsumerGroupState of the group.
@@ -768,10 +784,27 @@ func (g *Group) checkConsumerCommit(c Commit, transactional bool) *kerr.Error {
 		return kerr.UnknownMemberID
 	case !transactional && c.Version < 9:
 		return kerr.UnsupportedVersion
-	case c.Generation != m.Epoch:
+	case c.Generation > m.Epoch || c.Generation < 0:
 		return kerr.StaleMemberEpoch
 	}
-	return nil
+	return nil // an older epoch is judged per partition: staleConsumerCommit
+}
+
+// staleConsumerCommit is KIP-1251's check of one partition of a commit
+// that checkConsumerCommit let through: with the member's current epoch
+// any partition; with an older one only a partition the member has owned
+// since that epoch. mu must be held.
+func (c *Coordinator) staleConsumerCommit(group, memberID string, epoch int32, topic string, partition int32) bool {
+	g, ok := c.gs.Group(group)
+	if !ok || g.consumer == nil {
+		return false
+	}
+	m, ok := g.consumer.members[memberID]
+	if !ok || epoch == m.Epoch {
+		return false
+	}
+	at, ok := m.assignedAt[tpKey{c.topicsView()[topic].ID, partition}]
+	return !ok || at > epoch
 }
 
 // CheckConsumerFetch is ConsumerGroup.validateOffsetFetch.

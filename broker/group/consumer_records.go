@@ -309,7 +309,9 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 			break
 		}
 		m.Epoch, m.PrevEpoch, m.State = d.i32(), d.i32(), d.i8()
-		m.Assigned, m.Pending = d.assignment(), d.assignment()
+		assigned := d.assignment()
+		m.assignedAt = nil
+		cg.setOwned(m, assigned, d.assignment())
 	}
 	if d != nil && d.err != nil {
 		return fmt.Errorf("broker/group: consumer group record type %d of %s: %w", typ, groupID, d.err)

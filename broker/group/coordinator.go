@@ -610,6 +610,8 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest, known func(to
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 			case top != nil:
 				codes[i][j] = top.Code
+			case c.staleConsumerCommit(req.Group, req.MemberID, req.Generation, t.Topic, p.Partition):
+				codes[i][j] = kerr.StaleMemberEpoch.Code
 			case len(meta) > c.gs.cfg.MaxMetadataBytes:
 				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 			default:

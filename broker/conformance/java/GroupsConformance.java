@@ -275,6 +275,7 @@ public class GroupsConformance {
         final AtomicInteger commitFailures = new AtomicInteger();
         volatile int generation = -1;
         volatile String memberId = "";
+        final boolean kip848;
         volatile Throwable error;
         int processed;
 
@@ -292,7 +293,8 @@ public class GroupsConformance {
             props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500);
             props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 10000);
             props.putAll(extra);
-            if ("consumer".equals(props.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG))) {
+            kip848 = "consumer".equals(props.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG));
+            if (kip848) {
                 // KIP-848: the broker sets the heartbeat interval and the
                 // session timeout; the client refuses them.
                 props.remove(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG);
@@ -483,6 +485,14 @@ public class GroupsConformance {
                 fail(e.toString());
                 e.printStackTrace(System.out);
             } finally {
+                // Every member stops at once: with the consumer protocol a
+                // member that leaves gives its partitions to the others at
+                // their next heartbeat, and a member that stops polling just
+                // then could not run the callback of that assignment before
+                // its close ("Reconciliation failed").
+                for (Member m : all) {
+                    m.stop.set(true);
+                }
                 for (Member m : all) {
                     if (m.isAlive()) {
                         m.finish();
