@@ -259,6 +259,11 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 	}
 	g := gs.getOrCreate(groupID, now)
 	cg := g.consumerState()
+	if cg.Assignor == "" && len(gs.cfg.Consumer.Assignors) > 0 {
+		// Not a record of its own: the members' choice or the default,
+		// as the next assignment decides again.
+		cg.Assignor = gs.cfg.Consumer.Assignors[0]
+	}
 	var d *dec
 	if value != nil {
 		d = readValue(value)
