@@ -5,9 +5,12 @@ package conformance
 // against.
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +54,32 @@ func TestGroupsKIP848(t *testing.T) {
 	const topic, group = "groups-kip848", "java-kip848"
 	t.Run("rebalance", func(t *testing.T) {
 		groupsJava(t, k, classes, "rebalance", b.Addr(), topic, group, "consumer")
+	})
+	t.Run("librdkafka", func(t *testing.T) {
+		// Two confluent-kafka Consumers with group.protocol=consumer
+		// (python/groups.py): every record, none processed again after
+		// its commit, no partition with two owners, and the committed
+		// offsets at the end offsets.
+		py := pythonSetup(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		script := filepath.Join(testbroker.RepoRoot(), "broker", "conformance", "python", "groups.py")
+		cmd := exec.CommandContext(ctx, py, script, b.Addr(), "groups-kip848-rdkafka", "rdkafka-kip848", "consumer")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.WaitDelay = 5 * time.Second
+		start := time.Now()
+		err := cmd.Run()
+		t.Logf("python groups.py consumer: %v", time.Since(start).Round(time.Millisecond))
+		if err != nil || !strings.Contains(stdout.String(), "GROUPS OK") {
+			t.Fatalf("python groups.py failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		}
+		if testing.Verbose() {
+			t.Logf("stdout:\n%s", stdout.String())
+		}
+		if s := strings.TrimSpace(stderr.String()); s != "" {
+			t.Errorf("python groups.py passed but wrote to stderr:\n%s", s)
+		}
 	})
 	t.Run("restart", func(t *testing.T) {
 		before := groupsCommitted(t, b.Addr(), group, topic)
