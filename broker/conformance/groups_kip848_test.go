@@ -55,6 +55,12 @@ func TestGroupsKIP848(t *testing.T) {
 	t.Run("rebalance", func(t *testing.T) {
 		groupsJava(t, k, classes, "rebalance", b.Addr(), topic, group, "consumer")
 	})
+	t.Run("static", func(t *testing.T) {
+		// Two static members (group.instance.id), each closed and started
+		// again: the successor gets the same partitions and epoch, and the
+		// other member sees no callback.
+		groupsJava(t, k, classes, "static", b.Addr(), "groups-kip848-static", "java-kip848-static", "consumer")
+	})
 	t.Run("librdkafka", func(t *testing.T) {
 		// Two confluent-kafka Consumers with group.protocol=consumer
 		// (python/groups.py): every record, none processed again after

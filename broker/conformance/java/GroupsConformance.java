@@ -5,7 +5,7 @@
 // this program itself, a real Kafka 4.4.0.
 //
 //   java -cp "$classes:$lib/*" GroupsConformance rebalance <bootstrap> <topic> <group> default|cooperative-sticky
-//   java -cp "$classes:$lib/*" GroupsConformance static <bootstrap> <topic> <group>
+//   java -cp "$classes:$lib/*" GroupsConformance static <bootstrap> <topic> <group> [classic|consumer]
 //
 // Both modes create <topic> with 6 partitions and keep a producer writing
 // numbered records to it while KafkaConsumers (subscribe(), no auto
@@ -449,7 +449,7 @@ public class GroupsConformance {
                 if (mode.equals("rebalance")) {
                     rebalance(admin, args.length > 4 ? args[4] : "default", all);
                 } else if (mode.equals("static")) {
-                    staticMembers(all);
+                    staticMembers(all, args.length > 4 ? args[4] : "classic");
                 } else {
                     throw new IllegalArgumentException("unknown mode " + mode);
                 }
@@ -585,10 +585,16 @@ public class GroupsConformance {
         }
     }
 
-    static void staticMembers(List<Member> all) throws Exception {
+    static void staticMembers(List<Member> all, String protocol) throws Exception {
         Properties p1 = new Properties(), p2 = new Properties();
         p1.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "static-1");
         p2.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "static-2");
+        if (protocol.equals("consumer")) {
+            // KIP-848: a static member leaves with epoch -2 and its
+            // successor takes its place, epoch and partitions over.
+            p1.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            p2.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        }
         // Each restart below takes a few seconds; the session timeout is
         // well above that.
         p1.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 30000);
