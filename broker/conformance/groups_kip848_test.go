@@ -7,6 +7,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -134,4 +135,27 @@ func kip848Describe(t *testing.T, addr, group string) int32 {
 			t.Fatalf("ConsumerGroupDescribe %s: error %d", group, g.ErrorCode)
 		}
 	}
+}
+
+// TestGroupsKIP848Crash is TestGroupsCrash with franz-go's KIP-848 members
+// (kgo.ServerSideBalancer): kill -9 of the broker while two members
+// consume and commit, a restart, the members go on (their group, epochs
+// and assignments loaded back from __consumer_offsets), then two new
+// members resume exactly from the committed offsets; no committed record
+// is processed again. A long test (TRIBUTARY_TEST_LONG=1, make test-long).
+func TestGroupsKIP848Crash(t *testing.T) {
+	if os.Getenv("TRIBUTARY_TEST_LONG") == "" {
+		t.Skip("long test: TRIBUTARY_TEST_LONG=1 (make test-long)")
+	}
+	var b groupsBroker
+	if groupsAgainstKafka() {
+		kb := testbroker.StartKafka(t)
+		groupsWarmUp(t, kb.Addr())
+		b = kb
+	} else {
+		eb := extBroker(t, "group.consumer.heartbeat.interval.ms=500", "group.consumer.min.heartbeat.interval.ms=500")
+		groupsWarmUp(t, eb.Addr())
+		b = eb
+	}
+	groupsCrash(t, b, "groups-kip848-crash", "kip848-crash-group", kgo.ServerSideBalancer())
 }
