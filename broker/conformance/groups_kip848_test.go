@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
@@ -86,6 +87,51 @@ func TestGroupsKIP848(t *testing.T) {
 		}
 		if s := strings.TrimSpace(stderr.String()); s != "" {
 			t.Errorf("python groups.py passed but wrote to stderr:\n%s", s)
+		}
+	})
+	t.Run("describe", func(t *testing.T) {
+		// A franz-go member (kgo.ServerSideBalancer) alone in a group:
+		// the CLI's describe and list (internal/kafkacli, as tributary
+		// group describe/list) show a Stable consumer group, the member's
+		// epoch, and all 6 partitions owned and targeted.
+		const g = "kip848-describe"
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup(g), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		kc, err := kafkacli.Connect(ctx, b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kc.Close()
+		var d *kafkacli.GroupDescription
+		for {
+			cl.PollRecords(ctx, 100)
+			if d, err = kc.DescribeGroup(ctx, g); err == nil && d.State == "Stable" && len(d.Members) == 1 && len(d.Members[0].Assignment[topic]) == 6 {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("describe %s: %+v, %v; want Stable with one member owning 6 partitions", g, d, err)
+			}
+		}
+		m := d.Members[0]
+		if d.ProtocolType != "consumer" || d.Protocol != "uniform" || m.Epoch != d.Epoch || len(m.Target[topic]) != 6 {
+			t.Errorf("describe %s: protocol type %q, assignor %q, group epoch %d, member epoch %d, target %v", g, d.ProtocolType, d.Protocol, d.Epoch, m.Epoch, m.Target)
+		}
+		ls, err := kc.ListGroups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, l := range ls {
+			found = found || l.ID == g && l.State == "Stable" && l.ProtocolType == "consumer"
+		}
+		if !found {
+			t.Errorf("group list: %+v, want %s Stable consumer", ls, g)
 		}
 	})
 	t.Run("restart", func(t *testing.T) {
