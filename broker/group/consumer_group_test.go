@@ -238,3 +238,31 @@ func TestConsumerGroupAssignors(t *testing.T) {
 		t.Fatalf("join without owned partitions: error %d, want INVALID_REQUEST", got.ErrorCode)
 	}
 }
+
+// TestConsumerGroupExpires: an empty consumer group without offsets is
+// deleted after offsets.retention.minutes, with tombstones for all its
+// records, so that a replay does not bring it back.
+func TestConsumerGroupExpires(t *testing.T) {
+	h := newCGHarness(t)
+	h.hb("a", 0, nil, true)
+	h.hb("a", 1, nil, false)
+	h.hb("a", -1, nil, false)
+	if g, ok := h.gs.Group("g"); !ok || g.consumer.StateName() != "Empty" {
+		t.Fatalf("after a left: %v", h.describe())
+	}
+	h.now = h.now.Add(2 * time.Hour)
+	h.gs.ExpireOffsets(h.now)
+	h.flush()
+	if _, ok := h.gs.Group("g"); ok {
+		t.Fatalf("empty group still there after the retention: %s", h.describe())
+	}
+	re := newCGHarness(t)
+	for _, rec := range h.log {
+		if err := re.gs.Replay(rec.Key, rec.Value, re.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := re.gs.Group("g"); ok {
+		t.Fatalf("expired group back after a replay: %s", re.describe())
+	}
+}

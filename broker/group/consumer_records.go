@@ -257,6 +257,13 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 		}
 		return nil
 	}
+	if value == nil {
+		// A tombstone of a member or of the assignment epoch deletes
+		// nothing of a group that is not (or no longer) a consumer group.
+		if g, ok := gs.groups[groupID]; !ok || g.consumer == nil {
+			return nil
+		}
+	}
 	g := gs.getOrCreate(groupID, now)
 	cg := g.consumerState()
 	if cg.Assignor == "" && len(gs.cfg.Consumer.Assignors) > 0 {
@@ -326,8 +333,17 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 	return nil
 }
 
-// consumerTombstones deletes every record of a consumer group, members
-// first, as Kafka does when it deletes one.
+// metadataTombstones deletes the group's records other than its offsets:
+// the classic group record, or every record of a consumer group.
+func (g *Group) metadataTombstones() []Record {
+	if g.consumer != nil {
+		return g.consumer.tombstones(g.ID)
+	}
+	return []Record{{Key: groupKey(g.ID)}}
+}
+
+// tombstones deletes every record of a consumer group, members first, as
+// Kafka does when it deletes one.
 func (cg *consumerGroup) tombstones(group string) []Record {
 	var rs []Record
 	for _, id := range cg.memberIDs() {

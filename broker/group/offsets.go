@@ -260,7 +260,7 @@ func (gs *Groups) ExpireOffsets(now time.Time) {
 			delete(g.offsets, tp)
 		}
 		if g.State == Empty && len(g.offsets) == 0 && len(g.pending) == 0 {
-			w.Records = append(w.Records, Record{Key: groupKey(g.ID)})
+			w.Records = append(w.Records, g.metadataTombstones()...)
 			g.setState(Dead, now)
 			delete(gs.groups, g.ID)
 		}
