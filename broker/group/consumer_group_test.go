@@ -266,3 +266,31 @@ func TestConsumerGroupExpires(t *testing.T) {
 		t.Fatalf("expired group back after a replay: %s", re.describe())
 	}
 }
+
+// FuzzReplayConsumer feeds consumer group records, from a real run and
+// mutated, to Replay: it may refuse them, never panic, and a group it
+// builds can still be described and heartbeated.
+func FuzzReplayConsumer(f *testing.F) {
+	h := newCGHarness(&testing.T{})
+	h.hb("a", 0, nil, true)
+	h.hb("b", 0, nil, true)
+	h.hb("a", 1, nil, false)
+	for _, r := range h.log {
+		f.Add(r.Key, r.Value)
+	}
+	f.Add([]byte{0, 8, 0, 1, 'g', 0, 1, 'm'}, []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		gs := NewGroups(Config{Partitions: 50, Consumer: ConsumerConfig{SessionTimeout: time.Second, Assignors: []string{"uniform"}}})
+		now := time.Unix(1000, 0)
+		if gs.Replay(key, value, now) != nil {
+			return
+		}
+		for _, g := range gs.All() {
+			if g.consumer != nil {
+				describeConsumer(g, nil)
+				g.consumer.StateName()
+			}
+		}
+		gs.TickConsumer(now.Add(time.Hour))
+	})
+}
