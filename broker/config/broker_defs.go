@@ -147,6 +147,14 @@ var BrokerDefs = defs(
 	Def{Name: "group.min.session.timeout.ms", Type: Int, Default: "6000", Doc: "The smallest session timeout a member may ask for."},
 	Def{Name: "group.max.session.timeout.ms", Type: Int, Default: "1800000", Doc: "The largest session timeout a member may ask for."},
 	Def{Name: "group.max.size", Type: Int, Default: "2147483647", Check: atLeast(1), Doc: "The most members in one group."},
+	Def{Name: "group.consumer.session.timeout.ms", Type: Int, Default: "45000", Check: atLeast(1), Doc: "A consumer-protocol (KIP-848) member that sends no heartbeat for this long is removed from its group."},
+	Def{Name: "group.consumer.min.session.timeout.ms", Type: Int, Default: "45000", Check: atLeast(1), Doc: "The smallest group.consumer.session.timeout.ms allowed."},
+	Def{Name: "group.consumer.max.session.timeout.ms", Type: Int, Default: "60000", Check: atLeast(1), Doc: "The largest group.consumer.session.timeout.ms allowed."},
+	Def{Name: "group.consumer.heartbeat.interval.ms", Type: Int, Default: "5000", Check: atLeast(1), Doc: "How often consumer-protocol members heartbeat; it is given to them in every heartbeat response."},
+	Def{Name: "group.consumer.min.heartbeat.interval.ms", Type: Int, Default: "5000", Check: atLeast(1), Doc: "The smallest group.consumer.heartbeat.interval.ms allowed."},
+	Def{Name: "group.consumer.max.heartbeat.interval.ms", Type: Int, Default: "15000", Check: atLeast(1), Doc: "The largest group.consumer.heartbeat.interval.ms allowed."},
+	Def{Name: "group.consumer.assignors", Type: List, Default: "uniform,range", Check: listOf("uniform", "range"), Doc: "The server-side assignors consumer-protocol members may name (group.remote.assignor); the first is used when none is named."},
+	Def{Name: "group.consumer.max.size", Type: Int, Default: "2147483647", Check: atLeast(1), Doc: "The most members in one consumer-protocol group."},
 
 	// Producers.
 	Def{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", Check: atLeast(1), Doc: "Idempotent producer state is dropped after this long idle."},

@@ -74,6 +74,7 @@ func (b *Broker) crossChecks() []string {
 	if lo, hi := b.Int("group.min.session.timeout.ms"), b.Int("group.max.session.timeout.ms"); lo > hi {
 		errs = append(errs, fmt.Sprintf("group.min.session.timeout.ms=%d is larger than group.max.session.timeout.ms=%d", lo, hi))
 	}
+	errs = append(errs, b.consumerGroupChecks()...)
 	if _, err := b.Listeners(); err != nil {
 		errs = append(errs, err.Error())
 	}

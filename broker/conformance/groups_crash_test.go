@@ -89,8 +89,12 @@ func (c *groupsCommitLog) snapshot() (acked map[int32]int64, processed int) {
 // processed again; at the end every record was processed and the committed
 // offsets are the end offsets.
 func TestGroupsCrash(t *testing.T) {
-	b := groupsStart(t)
-	const topic, group = "groups-crash", "crash-group"
+	groupsCrash(t, groupsStart(t), "groups-crash", "crash-group")
+}
+
+// groupsCrash is TestGroupsCrash's scenario on b, its members franz-go
+// clients with opts added.
+func groupsCrash(t *testing.T, b groupsBroker, topic, group string, opts ...kgo.Opt) {
 	groupsCreateTopic(t, b.Addr(), topic, groupsPartitions)
 	prod := newGroupsProducer(t, b.Addr(), topic)
 	prod.produce(4000)
@@ -109,7 +113,7 @@ func TestGroupsCrash(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := groupsCrashMember(ctx, b.Addr(), topic, group, name, cl, &holdCommits)
+				err := groupsCrashMember(ctx, b.Addr(), topic, group, name, cl, &holdCommits, opts...)
 				if err != nil {
 					errMu.Lock()
 					clientErrs = append(clientErrs, name+": "+err.Error())
@@ -210,7 +214,7 @@ func TestGroupsCrash(t *testing.T) {
 // that the kill finds it mid-topic: at most 50 records a poll, 50ms a
 // poll) and commits after each poll with CommitOffsetsSync, recording the
 // answer; while hold is set it does not commit.
-func groupsCrashMember(ctx context.Context, addr, topic, group, member string, log *groupsCommitLog, hold *atomic.Bool) error {
+func groupsCrashMember(ctx context.Context, addr, topic, group, member string, log *groupsCommitLog, hold *atomic.Bool, opts ...kgo.Opt) error {
 	commit := func(ctx context.Context, cl *kgo.Client) {
 		if hold.Load() {
 			return
@@ -221,15 +225,15 @@ func groupsCrashMember(ctx context.Context, addr, topic, group, member string, l
 			}
 		})
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr), kgo.ClientID(member),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
-		kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.SessionTimeout(30*time.Second),
-		kgo.RetryTimeout(60*time.Second),
+		kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.SessionTimeout(30 * time.Second),
+		kgo.RetryTimeout(60 * time.Second),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, _ map[string][]int32) { commit(ctx, cl) }),
-	)
+	}, opts...)...)
 	if err != nil {
 		return err
 	}

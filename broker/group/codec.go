@@ -152,6 +152,8 @@ func (gs *Groups) Replay(key, value []byte, now time.Time) error {
 		} else {
 			g.setState(Empty, stateTime)
 		}
+	case cgMetadataKey, cgPartitionMetaKey, cgMemberKey, cgTargetMetaKey, cgTargetMemberKey, cgCurrentAssignKey:
+		return gs.replayConsumer(binary.BigEndian.Uint16(key), key, value, now)
 	default:
 		// A record type of a newer coordinator: not ours to read.
 	}

@@ -54,6 +54,11 @@ type Coordinator struct {
 	nextID   uint64 // numbers the in-flight writes; mu
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	// view is the topics the consumer groups' assignors see, made from
+	// the image viewOf (consumer_coordinator.go); mu.
+	viewOf *cluster.Image
+	view   map[string]TopicMeta
 }
 
 // NewCoordinator makes the coordinator of a broker; Start starts it.
@@ -67,6 +72,7 @@ func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replic
 		MaxSize:               int(bcfg.Int("group.max.size")),
 		OffsetsRetention:      time.Duration(bcfg.Int("offsets.retention.minutes")) * time.Minute,
 		MaxMetadataBytes:      4096,
+		Consumer:              consumerConfig(bcfg),
 	}
 	if n := bcfg.Int("offset.metadata.max.bytes"); n > 0 {
 		cfg.MaxMetadataBytes = int(n)
@@ -604,6 +610,8 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest, known func(to
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 			case top != nil:
 				codes[i][j] = top.Code
+			case c.staleConsumerCommit(req.Group, req.MemberID, req.Generation, t.Topic, p.Partition):
+				codes[i][j] = kerr.StaleMemberEpoch.Code
 			case len(meta) > c.gs.cfg.MaxMetadataBytes:
 				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 			default:
@@ -732,7 +740,7 @@ func (c *Coordinator) Describe(group string) kmsg.DescribeGroupsResponseGroup {
 		return d
 	}
 	g, ok := c.gs.Group(group)
-	if !ok {
+	if !ok || g.consumer != nil { // DescribeGroups is for classic groups, as in Kafka
 		d.State = Dead.String()
 		return d
 	}
@@ -755,6 +763,9 @@ func (c *Coordinator) Describe(group string) kmsg.DescribeGroupsResponseGroup {
 type Listed struct {
 	ID, ProtocolType string
 	State            State
+	// Type is "classic" or "consumer"; StateName the state as Kafka
+	// names it for that type.
+	Type, StateName string
 }
 
 // List is every group of the loaded partitions.
@@ -764,7 +775,7 @@ func (c *Coordinator) List() []Listed {
 	var out []Listed
 	for _, g := range c.gs.All() {
 		if c.loaded[c.gs.Partition(g.ID)] {
-			out = append(out, Listed{g.ID, g.ProtocolType, g.State})
+			out = append(out, listed(g))
 		}
 	}
 	return out

@@ -1,7 +1,10 @@
 // Package group is the group coordinator: the classic consumer group
-// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, static membership)
-// and committed offsets, persisted as records of the compacted internal
-// topic __consumer_offsets with Apache Kafka's key and value schemas.
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, static membership),
+// the KIP-848 consumer protocol (ConsumerGroupHeartbeat, server-side
+// assignors: consumer_group.go, consumer_assign.go, consumer_records.go,
+// consumer_coordinator.go) and committed offsets, persisted as records of
+// the compacted internal topic __consumer_offsets with Apache Kafka's key
+// and value schemas.
 //
 // The package has two layers, as etcd's raft:
 //

@@ -53,6 +53,8 @@ func (gs *Groups) CheckCommit(c Commit) *kerr.Error {
 		return kerr.GroupIDNotFound
 	case !ok:
 		return kerr.IllegalGeneration
+	case g.consumer != nil:
+		return g.checkConsumerCommit(c, false)
 	case c.Generation < 0 && g.State == Empty:
 		return nil
 	}
@@ -159,6 +161,9 @@ func (gs *Groups) DeleteOffsets(group string, tps []TopicPartition, now time.Tim
 // member for the chosen protocol.
 func (g *Group) subscribedTopics() map[string]bool {
 	out := map[string]bool{}
+	if g.consumer != nil {
+		return g.consumer.subscribedTopics()
+	}
 	for _, m := range g.members {
 		var meta kmsg.ConsumerMemberMetadata
 		if err := meta.ReadFrom(m.metadata(g.Protocol)); err == nil {
@@ -197,6 +202,9 @@ func (g *Group) tombstones() []Record {
 	var rs []Record
 	for _, tp := range sortedTPs(g.offsets) {
 		rs = append(rs, Record{Key: offsetKey(g.ID, tp)})
+	}
+	if g.consumer != nil {
+		return append(rs, g.consumer.tombstones(g.ID)...)
 	}
 	return append(rs, Record{Key: groupKey(g.ID)})
 }
@@ -252,7 +260,7 @@ func (gs *Groups) ExpireOffsets(now time.Time) {
 			delete(g.offsets, tp)
 		}
 		if g.State == Empty && len(g.offsets) == 0 && len(g.pending) == 0 {
-			w.Records = append(w.Records, Record{Key: groupKey(g.ID)})
+			w.Records = append(w.Records, g.metadataTombstones()...)
 			g.setState(Dead, now)
 			delete(gs.groups, g.ID)
 		}

@@ -40,6 +40,9 @@ type Config struct {
 	MaxSize               int           // group.max.size
 	OffsetsRetention      time.Duration // offsets.retention.minutes
 	MaxMetadataBytes      int           // offset.metadata.max.bytes
+
+	// Consumer is group.consumer.*, for KIP-848 groups.
+	Consumer ConsumerConfig
 }
 
 // Member is one member of a group.
@@ -115,6 +118,9 @@ type Group struct {
 	newMemberAdded bool
 
 	offsets map[TopicPartition]Offset
+	// consumer is the KIP-848 state of a consumer-protocol group
+	// (consumer_group.go); nil for a classic group.
+	consumer *consumerGroup
 }
 
 // Members is the group's members in join order.
@@ -280,6 +286,12 @@ func (gs *Groups) Join(req JoinRequest, now time.Time, reply func(*kmsg.JoinGrou
 	if !exists && req.MemberID != "" {
 		fail(kerr.UnknownMemberID, req.MemberID)
 		return
+	}
+	if exists && g.consumer != nil {
+		if code := gs.classicJoinOnConsumer(g); code != nil {
+			fail(code, req.MemberID)
+			return
+		}
 	}
 	if exists {
 		if code := g.checkProtocols(req.JoinGroupRequest); code != nil {
@@ -848,6 +860,7 @@ func (gs *Groups) Leave(group string, members []kmsg.LeaveGroupRequestMember, no
 // Tick expires members whose session ran out, pending members that never
 // came back, and join phases whose rebalance timeout passed.
 func (gs *Groups) Tick(now time.Time) {
+	gs.TickConsumer(now)
 	for _, g := range gs.All() {
 		for id, deadline := range g.pending {
 			if !now.Before(deadline) {

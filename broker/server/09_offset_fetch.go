@@ -26,6 +26,11 @@ func (s *Server) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (*kmsg
 			}
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
+			if code := s.groups.CheckConsumerFetch(rg.Group, rg.MemberID, rg.MemberEpoch); code != nil {
+				g.ErrorCode = code.Code // v9+: a consumer group member's epoch
+				resp.Groups = append(resp.Groups, g)
+				continue
+			}
 			code, res := s.fetchOffsets(rg.Group, topics, req.RequireStable)
 			g.ErrorCode = code
 			for _, t := range res {

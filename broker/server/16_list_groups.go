@@ -8,8 +8,7 @@ import (
 )
 
 // handleListGroups lists the groups this node coordinates, filtered by
-// state (v4+, case-insensitive as Kafka) and type (v5+: every group here is
-// "classic").
+// state (v4+, case-insensitive as Kafka) and type (v5+: "classic" or "consumer").
 func (s *Server) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (*kmsg.ListGroupsResponse, error) {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	if s.groups.Loading() {
@@ -25,14 +24,14 @@ func (s *Server) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (*kmsg.L
 		types[strings.ToLower(t)] = true
 	}
 	for _, g := range s.groups.List() {
-		if len(states) > 0 && !states[strings.ToLower(g.State.String())] {
+		if len(states) > 0 && !states[strings.ToLower(g.StateName)] {
 			continue
 		}
-		if len(types) > 0 && !types["classic"] {
+		if len(types) > 0 && !types[g.Type] {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.ID, g.ProtocolType, g.State.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.ID, g.ProtocolType, g.StateName, g.Type
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp, nil

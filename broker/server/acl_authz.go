@@ -542,6 +542,8 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 		}
 	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest:
 		// Served on controller listeners only, which are not judged.
+	case *kmsg.ConsumerGroupHeartbeatRequest, *kmsg.ConsumerGroupDescribeRequest:
+		return c.authorizeConsumerGroups(req)
 	default:
 		return c.authorizeMore(req)
 	}

@@ -59,6 +59,10 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.DeleteGroups.Int16():   {min: 0, max: 2, fn: typed(s.handleDeleteGroups)},
 		kmsg.OffsetDelete.Int16():   {min: 0, max: 0, fn: typed(s.handleOffsetDelete)},
 
+		// KIP-848 consumer groups (broker/group/consumer_group.go).
+		kmsg.ConsumerGroupHeartbeat.Int16(): {min: 0, max: 1, fn: typed(s.handleConsumerGroupHeartbeat)},
+		kmsg.ConsumerGroupDescribe.Int16():  {min: 0, max: 1, fn: typed(s.handleConsumerGroupDescribe)},
+
 		// Transactions (broker/txn, txn.go).
 		kmsg.AddPartitionsToTxn.Int16():   {min: 0, max: 3, fn: typed(s.handleAddPartitionsToTxn)},
 		kmsg.AddOffsetsToTxn.Int16():      {min: 0, max: 3, fn: typed(s.handleAddOffsetsToTxn)},

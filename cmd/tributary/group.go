@@ -151,6 +151,16 @@ func printGroup(w io.Writer, d *kafkacli.GroupDescription, rows []kafkacli.Parti
 	fmt.Fprintln(w)
 	if len(d.Members) == 0 {
 		fmt.Fprintf(w, "Group %q has no active members.\n", d.ID)
+	} else if d.Epoch > 0 {
+		// A KIP-848 group: each member's epoch and its target beside what
+		// it owns now (they differ while it reconciles).
+		fmt.Fprintf(w, "Group epoch %d.\n", d.Epoch)
+		fmt.Fprintln(tw, "MEMBER-ID\tCLIENT-ID\tHOST\tEPOCH\tPARTITIONS\tTARGET")
+		for _, m := range d.Members {
+			t := kafkacli.GroupMember{Assignment: m.Target}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, dash(m.ClientID), dash(m.Host), m.Epoch, m.AssignedPartitions(), t.AssignedPartitions())
+		}
+		tw.Flush()
 	} else {
 		fmt.Fprintln(tw, "MEMBER-ID\tCLIENT-ID\tHOST\tPARTITIONS")
 		for _, m := range d.Members {

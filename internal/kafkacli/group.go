@@ -74,6 +74,10 @@ type GroupMember struct {
 	// Assignment is the member's partitions by topic, sorted; nil unless the
 	// group uses the consumer protocol and is stable.
 	Assignment map[string][]int
+	// Epoch and Target are a KIP-848 member's epoch and target assignment
+	// (group_consumer.go); 0 and nil for a classic member.
+	Epoch  int32
+	Target map[string][]int
 }
 
 // AssignedPartitions prints the assignment as topic(0,1,2) topic2(0).
@@ -100,6 +104,7 @@ type GroupDescription struct {
 	Protocol     string // the assignor: range, roundrobin, ...
 	Members      []GroupMember
 	Err          error // the group's error code, or ErrUnknownGroup
+	Epoch        int32 // the group epoch of a KIP-848 group
 }
 
 // Active says whether the group has members, which own its offsets: Kafka
@@ -135,6 +140,15 @@ func (c *Cluster) DescribeGroups(ctx context.Context, ids []string) (map[string]
 		}
 		sort.Slice(d.Members, func(i, j int) bool { return d.Members[i].ID < d.Members[j].ID })
 		out[g.GroupID] = d
+	}
+	var unknown []string
+	for _, id := range ids {
+		if d, ok := out[id]; !ok || d.State == StateDead {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) > 0 {
+		c.describeConsumerGroups(ctx, unknown, out)
 	}
 	for _, id := range ids {
 		if _, ok := out[id]; !ok {

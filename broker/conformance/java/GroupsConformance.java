@@ -5,7 +5,7 @@
 // this program itself, a real Kafka 4.4.0.
 //
 //   java -cp "$classes:$lib/*" GroupsConformance rebalance <bootstrap> <topic> <group> default|cooperative-sticky
-//   java -cp "$classes:$lib/*" GroupsConformance static <bootstrap> <topic> <group>
+//   java -cp "$classes:$lib/*" GroupsConformance static <bootstrap> <topic> <group> [classic|consumer]
 //
 // Both modes create <topic> with 6 partitions and keep a producer writing
 // numbered records to it while KafkaConsumers (subscribe(), no auto
@@ -275,6 +275,7 @@ public class GroupsConformance {
         final AtomicInteger commitFailures = new AtomicInteger();
         volatile int generation = -1;
         volatile String memberId = "";
+        final boolean kip848;
         volatile Throwable error;
         int processed;
 
@@ -292,6 +293,13 @@ public class GroupsConformance {
             props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500);
             props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 10000);
             props.putAll(extra);
+            kip848 = "consumer".equals(props.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG));
+            if (kip848) {
+                // KIP-848: the broker sets the heartbeat interval and the
+                // session timeout; the client refuses them.
+                props.remove(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG);
+                props.remove(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG);
+            }
             c = new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
         }
 
@@ -441,7 +449,7 @@ public class GroupsConformance {
                 if (mode.equals("rebalance")) {
                     rebalance(admin, args.length > 4 ? args[4] : "default", all);
                 } else if (mode.equals("static")) {
-                    staticMembers(all);
+                    staticMembers(all, args.length > 4 ? args[4] : "classic");
                 } else {
                     throw new IllegalArgumentException("unknown mode " + mode);
                 }
@@ -468,10 +476,23 @@ public class GroupsConformance {
                     }
                 });
                 step("processed " + producer.acked.size() + " records, " + Tracker.reprocessed + " of them again (never committed before the partition moved)");
+                if (args.length > 4 && args[4].equals("consumer") && Tracker.reprocessed > 0) {
+                    // KIP-848 revokes before it reassigns, and the members
+                    // commit on revocation: nothing may be processed twice.
+                    fail("consumer protocol: " + Tracker.reprocessed + " records processed twice");
+                }
             } catch (Exception e) {
                 fail(e.toString());
                 e.printStackTrace(System.out);
             } finally {
+                // Every member stops at once: with the consumer protocol a
+                // member that leaves gives its partitions to the others at
+                // their next heartbeat, and a member that stops polling just
+                // then could not run the callback of that assignment before
+                // its close ("Reconciliation failed").
+                for (Member m : all) {
+                    m.stop.set(true);
+                }
                 for (Member m : all) {
                     if (m.isAlive()) {
                         m.finish();
@@ -492,8 +513,12 @@ public class GroupsConformance {
 
     static void rebalance(Admin admin, String strategy, List<Member> all) throws Exception {
         Properties extra = new Properties();
+        boolean kip848 = strategy.equals("consumer");
         if (strategy.equals("cooperative-sticky")) {
             extra.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+        } else if (kip848) {
+            // The KIP-848 protocol, with the broker's default assignor.
+            extra.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
         } else if (!strategy.equals("default")) {
             throw new IllegalArgumentException("unknown strategy " + strategy);
         }
@@ -509,7 +534,7 @@ public class GroupsConformance {
         m3.check();
         int m1Revoked = m1.nonEmptyRevocations.get(), m2Revoked = m2.nonEmptyRevocations.get();
         waitOwned("m3 left: m1, m2 own 3 partitions each", Map.of("m1", 3, "m2", 3), m1, m2);
-        if (strategy.equals("cooperative-sticky") && (m1.nonEmptyRevocations.get() != m1Revoked || m2.nonEmptyRevocations.get() != m2Revoked)) {
+        if (!strategy.equals("default") && (m1.nonEmptyRevocations.get() != m1Revoked || m2.nonEmptyRevocations.get() != m2Revoked)) {
             fail("cooperative: m1 or m2 had partitions revoked when m3 left; they should only have gained m3's");
         }
         Thread.sleep(1000);
@@ -524,11 +549,21 @@ public class GroupsConformance {
         // common preferences: range for the default [range,
         // cooperative-sticky]).
         ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
-        String wantAssignor = strategy.equals("default") ? "range" : "cooperative-sticky";
+        String wantAssignor = strategy.equals("default") ? "range" : kip848 ? "uniform" : "cooperative-sticky";
+        GroupType wantType = kip848 ? GroupType.CONSUMER : GroupType.CLASSIC;
         step("describe: type " + d.type() + ", state " + d.groupState() + ", assignor " + d.partitionAssignor() + ", " + d.members().size() + " members");
-        if (d.type() != GroupType.CLASSIC || d.groupState() != GroupState.STABLE || d.members().size() != 3 || !wantAssignor.equals(d.partitionAssignor())) {
+        if (d.type() != wantType || d.groupState() != GroupState.STABLE || d.members().size() != 3 || !wantAssignor.equals(d.partitionAssignor())) {
             fail("describeConsumerGroups: type " + d.type() + ", state " + d.groupState() + ", assignor " + d.partitionAssignor() + ", "
-                    + d.members().size() + " members; want CLASSIC, STABLE, " + wantAssignor + ", 3 members");
+                    + d.members().size() + " members; want " + wantType + ", STABLE, " + wantAssignor + ", 3 members");
+        }
+        if (kip848) {
+            // The group lists as a consumer group, and with commit after
+            // process and commits on revocation nothing is processed twice.
+            boolean listed = admin.listGroups().all().get(30, TimeUnit.SECONDS).stream()
+                    .anyMatch(l -> l.groupId().equals(group) && l.type().orElse(null) == GroupType.CONSUMER);
+            if (!listed) {
+                fail("listGroups does not list " + group + " as a CONSUMER group");
+            }
         }
         for (MemberDescription md : d.members()) {
             Set<Integer> parts = new TreeSet<>();
@@ -540,7 +575,7 @@ public class GroupsConformance {
         if (m1.generation != m4.generation || m2.generation != m4.generation) {
             fail("members of the stable group report different generations: m1 " + m1.generation + ", m2 " + m2.generation + ", m4 " + m4.generation);
         }
-        if (strategy.equals("cooperative-sticky")) {
+        if (!strategy.equals("default")) {
             // Cooperative: a member keeps what it owns; nothing is lost.
             for (Member m : List.of(m1, m2, m4)) {
                 if (m.lostCalls.get() > 0) {
@@ -550,10 +585,16 @@ public class GroupsConformance {
         }
     }
 
-    static void staticMembers(List<Member> all) throws Exception {
+    static void staticMembers(List<Member> all, String protocol) throws Exception {
         Properties p1 = new Properties(), p2 = new Properties();
         p1.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "static-1");
         p2.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "static-2");
+        if (protocol.equals("consumer")) {
+            // KIP-848: a static member leaves with epoch -2 and its
+            // successor takes its place, epoch and partitions over.
+            p1.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            p2.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        }
         // Each restart below takes a few seconds; the session timeout is
         // well above that.
         p1.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 30000);

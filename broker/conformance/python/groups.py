@@ -2,7 +2,11 @@
 
 Run by broker/conformance/groups_clients_test.go (TestGroupsLibrdkafka):
 
-    python groups.py <bootstrap> <topic> <group>
+    python groups.py <bootstrap> <topic> <group> [classic|consumer]
+
+With "consumer" the members use the KIP-848 protocol (group.protocol=consumer:
+the broker assigns, incrementally, and sets the heartbeat interval and the
+session timeout).
 
 Creates <topic> with 4 partitions, produces 200 records, then runs two
 Consumers (subscribe, librdkafka's default assignors "range,roundrobin",
@@ -55,7 +59,7 @@ def base_conf(bootstrap):
 
 
 class Member:
-    def __init__(self, name, bootstrap, topic, group, tracker):
+    def __init__(self, name, bootstrap, topic, group, tracker, protocol):
         self.name = name
         self.tracker = tracker
         self.pending = {}  # partition -> next offset to commit
@@ -67,9 +71,11 @@ class Member:
             "client.id": name,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "heartbeat.interval.ms": 500,
-            "session.timeout.ms": 10000,
         })
+        if protocol == "consumer":
+            conf["group.protocol"] = "consumer"
+        else:
+            conf.update({"heartbeat.interval.ms": 500, "session.timeout.ms": 10000})
         self.c = Consumer(conf)
         self.c.subscribe([topic], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
 
@@ -154,6 +160,7 @@ class Tracker:
 
 def main():
     bootstrap, topic, group = sys.argv[1:4]
+    protocol = sys.argv[4] if len(sys.argv) > 4 else "classic"
     admin = AdminClient(base_conf(bootstrap))
     for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         f.result(30)
@@ -182,7 +189,7 @@ def main():
 
     tracker = Tracker(topic)
     produce(200)
-    members = [Member("rdkafka-1", bootstrap, topic, group, tracker), Member("rdkafka-2", bootstrap, topic, group, tracker)]
+    members = [Member("rdkafka-1", bootstrap, topic, group, tracker, protocol), Member("rdkafka-2", bootstrap, topic, group, tracker, protocol)]
 
     def poll_until(what, cond, timeout, tick=None):
         deadline = time.monotonic() + timeout

@@ -1,0 +1,296 @@
+package group
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// cgHarness drives the consumer-group state machine as the coordinator
+// does, completing every write at once and keeping the records written.
+type cgHarness struct {
+	t      *testing.T
+	gs     *Groups
+	now    time.Time
+	topics map[string]TopicMeta
+	log    []Record
+}
+
+var cgTopicID = [16]byte{1, 2, 3}
+
+func newCGHarness(t *testing.T, assignors ...string) *cgHarness {
+	if len(assignors) == 0 {
+		assignors = []string{"uniform", "range"}
+	}
+	gs := NewGroups(Config{Partitions: 50, MaxSize: 100, OffsetsRetention: time.Hour, MaxMetadataBytes: 4096,
+		Consumer: ConsumerConfig{SessionTimeout: 45 * time.Second, HeartbeatInterval: 5 * time.Second, Assignors: assignors, MaxSize: 100}})
+	return &cgHarness{t: t, gs: gs, now: time.Unix(1000, 0), topics: map[string]TopicMeta{"t": {ID: cgTopicID, Partitions: 6}}}
+}
+
+func (h *cgHarness) flush() {
+	for _, w := range h.gs.TakeWrites() {
+		h.log = append(h.log, w.Records...)
+		w.Done(nil)
+	}
+}
+
+func (h *cgHarness) hb(member string, epoch int32, owned []int32, join bool) *kmsg.ConsumerGroupHeartbeatResponse {
+	h.t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = 1, "g", member, epoch, -1
+	if join {
+		req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.Topics = 30000, []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	} else if owned != nil {
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: cgTopicID, Partitions: owned}}
+	}
+	var got *kmsg.ConsumerGroupHeartbeatResponse
+	h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: req, ClientID: member, ClientHost: "/127.0.0.1"}, h.topics, h.now, func(r *kmsg.ConsumerGroupHeartbeatResponse) { got = r })
+	h.flush()
+	if got == nil {
+		h.t.Fatalf("heartbeat of %s not answered", member)
+	}
+	return got
+}
+
+func assigned(r *kmsg.ConsumerGroupHeartbeatResponse) []int32 {
+	if r.Assignment == nil {
+		return nil
+	}
+	out := []int32{}
+	for _, t := range r.Assignment.Topics {
+		out = append(out, t.Partitions...)
+	}
+	return out
+}
+
+func (h *cgHarness) describe() string {
+	g, _ := h.gs.Group("g")
+	return describeConsumer(g, map[[16]byte]string{cgTopicID: "t"})
+}
+
+// checkNoDoubleOwner fails when a partition is assigned to, or pending
+// revocation from, two members at once.
+func (h *cgHarness) checkNoDoubleOwner() {
+	h.t.Helper()
+	g, _ := h.gs.Group("g")
+	seen := map[tpKey]string{}
+	for id, m := range g.consumer.members {
+		for _, s := range []tpSet{m.Assigned, m.Pending} {
+			for k := range s {
+				if o, ok := seen[k]; ok && o != id {
+					h.t.Fatalf("partition %d owned by %s and %s:\n%s", k.P, o, id, h.describe())
+				}
+				seen[k] = id
+			}
+		}
+	}
+}
+
+// TestConsumerGroupRevokeBeforeAssign: a second member gets partitions only
+// after the first reported them revoked; epochs advance as Kafka's; the
+// state survives a replay of the records written.
+func TestConsumerGroupRevokeBeforeAssign(t *testing.T) {
+	h := newCGHarness(t)
+	r := h.hb("a", 0, nil, true)
+	if r.ErrorCode != 0 || r.MemberEpoch != 1 || len(assigned(r)) != 6 {
+		t.Fatalf("a joins: error %d epoch %d assigned %v; want epoch 1 and all 6", r.ErrorCode, r.MemberEpoch, assigned(r))
+	}
+	r = h.hb("b", 0, nil, true)
+	if r.MemberEpoch != 2 || len(assigned(r)) != 0 {
+		t.Fatalf("b joins: epoch %d assigned %v; want epoch 2 and nothing while a still owns all", r.MemberEpoch, assigned(r))
+	}
+	h.checkNoDoubleOwner()
+	// a must revoke 3 and keeps its epoch until it says it did.
+	r = h.hb("a", 1, nil, false)
+	if r.MemberEpoch != 1 || len(assigned(r)) != 3 {
+		t.Fatalf("a told to revoke: epoch %d assigned %v; want epoch 1 and 3 kept", r.MemberEpoch, assigned(r))
+	}
+	kept := assigned(r)
+	h.checkNoDoubleOwner()
+	if r = h.hb("b", 2, []int32{}, false); len(assigned(r)) != 0 && r.Assignment != nil {
+		t.Fatalf("b before a revoked: assigned %v, want nothing", assigned(r))
+	}
+	// A commit of a's old epoch is valid while it revokes; a newer one not.
+	g, _ := h.gs.Group("g")
+	if code := g.checkConsumerCommit(Commit{Version: 9, Group: "g", MemberID: "a", Generation: 1}, false); code != nil {
+		t.Fatalf("commit of a at its epoch: %v", code)
+	}
+	if code := g.checkConsumerCommit(Commit{Version: 9, Group: "g", MemberID: "a", Generation: 5}, false); code != kerr.StaleMemberEpoch {
+		t.Fatalf("commit of a at a future epoch: %v, want STALE_MEMBER_EPOCH", code)
+	}
+	if code := g.checkConsumerCommit(Commit{Version: 8, Group: "g", MemberID: "a", Generation: 1}, false); code != kerr.UnsupportedVersion {
+		t.Fatalf("OffsetCommit v8 from a consumer-protocol member: %v, want UNSUPPORTED_VERSION", code)
+	}
+	r = h.hb("a", 1, kept, false)
+	if r.MemberEpoch != 2 {
+		t.Fatalf("a after revoking: epoch %d, want 2", r.MemberEpoch)
+	}
+	r = h.hb("b", 2, []int32{}, false)
+	if len(assigned(r)) != 3 {
+		t.Fatalf("b after a revoked: assigned %v, want 3", assigned(r))
+	}
+	h.checkNoDoubleOwner()
+	if g, _ := h.gs.Group("g"); g.consumer.StateName() != "Stable" {
+		t.Fatalf("state %s, want Stable:\n%s", g.consumer.StateName(), h.describe())
+	}
+	// An old epoch without owned partitions is fenced.
+	if r = h.hb("a", 1, nil, false); r.ErrorCode != kerr.FencedMemberEpoch.Code {
+		t.Fatalf("a with epoch 1 after 2: error %d, want FENCED_MEMBER_EPOCH", r.ErrorCode)
+	}
+
+	// Replaying the records written gives the same group.
+	want := h.describe()
+	re := newCGHarness(t)
+	for _, rec := range h.log {
+		if err := re.gs.Replay(rec.Key, rec.Value, re.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := re.describe(); got != want {
+		t.Fatalf("replayed group:\n%s\nwant:\n%s", got, want)
+	}
+
+	// b leaves; a gets everything; the session timeout removes a.
+	if r = h.hb("b", -1, nil, false); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("b leaves: error %d epoch %d", r.ErrorCode, r.MemberEpoch)
+	}
+	if r = h.hb("a", 2, nil, false); len(assigned(r)) != 6 || r.MemberEpoch != 3 {
+		t.Fatalf("a after b left: epoch %d assigned %v, want epoch 3 and all 6", r.MemberEpoch, assigned(r))
+	}
+	h.now = h.now.Add(46 * time.Second)
+	h.gs.Tick(h.now)
+	h.flush()
+	g, _ = h.gs.Group("g")
+	if g.consumer.StateName() != "Empty" || g.consumer.Epoch != 4 {
+		t.Fatalf("after a's session timed out:\n%s\nwant Empty with epoch 4", h.describe())
+	}
+	// The empty group, its epoch and nothing else survive a replay; a
+	// DeleteGroups removes it all.
+	re = newCGHarness(t)
+	for _, rec := range h.log {
+		re.gs.Replay(rec.Key, rec.Value, re.now)
+	}
+	if got, want := re.describe(), h.describe(); got != want {
+		t.Fatalf("replayed empty group:\n%s\nwant:\n%s", got, want)
+	}
+	if code := h.gs.DeleteGroup("g", h.now, func(error) {}); code != nil {
+		t.Fatal(code)
+	}
+	h.flush()
+	re = newCGHarness(t)
+	for _, rec := range h.log {
+		re.gs.Replay(rec.Key, rec.Value, re.now)
+	}
+	if g, ok := re.gs.Group("g"); ok {
+		t.Fatalf("deleted group still there after a replay: %v", g)
+	}
+}
+
+// TestConsumerGroupAssignors: uniform spreads and stays sticky when a
+// member joins; range gives contiguous ranges; an assignor the broker does
+// not offer is UNSUPPORTED_ASSIGNOR; a bad request is INVALID_REQUEST.
+func TestConsumerGroupAssignors(t *testing.T) {
+	subs := map[string][]string{"a": {"t"}, "b": {"t"}, "c": {"t"}}
+	topics := map[string]TopicMeta{"t": {ID: cgTopicID, Partitions: 7}}
+	two := assignUniform([]string{"a", "b"}, subs, topics, nil)
+	three := assignUniform([]string{"a", "b", "c"}, subs, topics, two)
+	moved := 0
+	for _, id := range []string{"a", "b"} {
+		for k := range three[id] {
+			if _, ok := two[id][k]; !ok {
+				moved++
+			}
+		}
+	}
+	if len(three["a"])+len(three["b"])+len(three["c"]) != 7 || len(three["c"]) < 2 || moved != 0 {
+		t.Fatalf("uniform after c joined: %v (from %v), want 7 spread 3/2/2 with only c gaining", three, two)
+	}
+	members := map[string]*cMember{"a": {ID: "a"}, "b": {ID: "b"}, "c": {ID: "c"}}
+	rng := assignRange([]string{"a", "b", "c"}, subs, topics, members)
+	for id, want := range map[string][]int32{"a": {0, 1, 2}, "b": {3, 4}, "c": {5, 6}} {
+		got := rng[id]
+		if len(got) != len(want) {
+			t.Fatalf("range: %s has %v, want %v", id, got, want)
+		}
+		for _, p := range want {
+			if _, ok := got[tpKey{cgTopicID, p}]; !ok {
+				t.Fatalf("range: %s has %v, want %v", id, got, want)
+			}
+		}
+	}
+
+	h := newCGHarness(t, "range")
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 1, "g", "m", 1000, []string{"t"}
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	uniform := "uniform"
+	req.ServerAssignor = &uniform
+	var got *kmsg.ConsumerGroupHeartbeatResponse
+	h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: req}, h.topics, h.now, func(r *kmsg.ConsumerGroupHeartbeatResponse) { got = r })
+	if got.ErrorCode != kerr.UnsupportedAssignor.Code {
+		t.Fatalf("assignor uniform on a broker offering range only: error %d", got.ErrorCode)
+	}
+	req.ServerAssignor, req.Topics = nil, nil
+	h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: req}, h.topics, h.now, func(r *kmsg.ConsumerGroupHeartbeatResponse) { got = r })
+	if got.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("join without owned partitions: error %d, want INVALID_REQUEST", got.ErrorCode)
+	}
+}
+
+// TestConsumerGroupExpires: an empty consumer group without offsets is
+// deleted after offsets.retention.minutes, with tombstones for all its
+// records, so that a replay does not bring it back.
+func TestConsumerGroupExpires(t *testing.T) {
+	h := newCGHarness(t)
+	h.hb("a", 0, nil, true)
+	h.hb("a", 1, nil, false)
+	h.hb("a", -1, nil, false)
+	if g, ok := h.gs.Group("g"); !ok || g.consumer.StateName() != "Empty" {
+		t.Fatalf("after a left: %v", h.describe())
+	}
+	h.now = h.now.Add(2 * time.Hour)
+	h.gs.ExpireOffsets(h.now)
+	h.flush()
+	if _, ok := h.gs.Group("g"); ok {
+		t.Fatalf("empty group still there after the retention: %s", h.describe())
+	}
+	re := newCGHarness(t)
+	for _, rec := range h.log {
+		if err := re.gs.Replay(rec.Key, rec.Value, re.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := re.gs.Group("g"); ok {
+		t.Fatalf("expired group back after a replay: %s", re.describe())
+	}
+}
+
+// FuzzReplayConsumer feeds consumer group records, from a real run and
+// mutated, to Replay: it may refuse them, never panic, and a group it
+// builds can still be described and heartbeated.
+func FuzzReplayConsumer(f *testing.F) {
+	h := newCGHarness(&testing.T{})
+	h.hb("a", 0, nil, true)
+	h.hb("b", 0, nil, true)
+	h.hb("a", 1, nil, false)
+	for _, r := range h.log {
+		f.Add(r.Key, r.Value)
+	}
+	f.Add([]byte{0, 8, 0, 1, 'g', 0, 1, 'm'}, []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		gs := NewGroups(Config{Partitions: 50, Consumer: ConsumerConfig{SessionTimeout: time.Second, Assignors: []string{"uniform"}}})
+		now := time.Unix(1000, 0)
+		if gs.Replay(key, value, now) != nil {
+			return
+		}
+		for _, g := range gs.All() {
+			if g.consumer != nil {
+				describeConsumer(g, nil)
+				g.consumer.StateName()
+			}
+		}
+		gs.TickConsumer(now.Add(time.Hour))
+	})
+}

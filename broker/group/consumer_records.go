@@ -1,0 +1,363 @@
+package group
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Records of a KIP-848 consumer group in __consumer_offsets, in Kafka's
+// schemas (group-coordinator/src/main/resources/common/message). kmsg does
+// not generate these record types, so this file codes the few fields they
+// have by hand; every key is non-flexible, every value flexible (compact
+// strings and arrays, an empty tagged-field section after each struct):
+//
+//	key type  key fields           value
+//	3         group                ConsumerGroupMetadataValue v0: Epoch int32
+//	5         group, member        ConsumerGroupMemberMetadataValue v0: InstanceId?, RackId?,
+//	                                 ClientId, ClientHost, SubscribedTopicNames []string,
+//	                                 SubscribedTopicRegex?, RebalanceTimeoutMs int32, ServerAssignor?
+//	6         group                ConsumerGroupTargetAssignmentMetadataValue v0: AssignmentEpoch int32
+//	7         group, member        ConsumerGroupTargetAssignmentMemberValue v0: [TopicId uuid, Partitions []int32]
+//	8         group, member        ConsumerGroupCurrentMemberAssignmentValue v0: MemberEpoch int32,
+//	                                 PreviousMemberEpoch int32, State int8,
+//	                                 AssignedPartitions [..], PartitionsPendingRevocation [..]
+//
+// A value starts with its int16 version. A reader skips tagged fields it
+// does not know (Kafka 4.x adds some, e.g. ClassicMemberMetadata), and a
+// value of a newer version is read for the fields above, which Kafka never
+// removes. Key type 4 (ConsumerGroupPartitionMetadata, written by Kafka
+// 3.x) is read past. A null value is a tombstone: of the member for types
+// 5, 7 and 8, of the group for type 3.
+const (
+	cgMetadataKey       = 3
+	cgPartitionMetaKey  = 4
+	cgMemberKey         = 5
+	cgTargetMetaKey     = 6
+	cgTargetMemberKey   = 7
+	cgCurrentAssignKey  = 8
+	cgValueVersion      = 0
+	errShortRecordValue = "broker/group: consumer group record too short"
+)
+
+func cgKey(typ int16, group, member string, withMember bool) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(typ))
+	b = appendStr16(b, group)
+	if withMember {
+		b = appendStr16(b, member)
+	}
+	return b
+}
+
+func appendStr16(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
+
+// enc builds a flexible value.
+type enc struct{ b []byte }
+
+func newValue() *enc { return &enc{b: binary.BigEndian.AppendUint16(nil, cgValueVersion)} }
+
+func (e *enc) i32(v int32)  { e.b = binary.BigEndian.AppendUint32(e.b, uint32(v)) }
+func (e *enc) i8(v int8)    { e.b = append(e.b, byte(v)) }
+func (e *enc) uv(v uint64)  { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) str(s string) { e.uv(uint64(len(s)) + 1); e.b = append(e.b, s...) }
+func (e *enc) nstr(s *string) {
+	if s == nil {
+		e.uv(0)
+		return
+	}
+	e.str(*s)
+}
+func (e *enc) tags() []byte { e.uv(0); return e.b }
+
+func (e *enc) assignment(a tpSet) {
+	byTopic := a.byTopic()
+	e.uv(uint64(len(byTopic)) + 1)
+	for _, t := range byTopic {
+		e.b = append(e.b, t.id[:]...)
+		e.uv(uint64(len(t.parts)) + 1)
+		for _, p := range t.parts {
+			e.i32(p)
+		}
+		e.uv(0)
+	}
+}
+
+// dec reads a flexible value; the first error sticks.
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) need(n int) bool {
+	if d.err == nil && len(d.b) < n {
+		d.err = errors.New(errShortRecordValue)
+	}
+	return d.err == nil
+}
+func (d *dec) i32() int32 {
+	if !d.need(4) {
+		return 0
+	}
+	v := int32(binary.BigEndian.Uint32(d.b))
+	d.b = d.b[4:]
+	return v
+}
+func (d *dec) i8() int8 {
+	if !d.need(1) {
+		return 0
+	}
+	v := int8(d.b[0])
+	d.b = d.b[1:]
+	return v
+}
+func (d *dec) uv() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errors.New(errShortRecordValue)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+func (d *dec) nstr() *string {
+	n := d.uv()
+	if n == 0 || !d.need(int(n-1)) {
+		return nil
+	}
+	s := string(d.b[:n-1])
+	d.b = d.b[n-1:]
+	return &s
+}
+func (d *dec) str() string {
+	if s := d.nstr(); s != nil {
+		return *s
+	}
+	return ""
+}
+func (d *dec) count() int {
+	n := d.uv()
+	if n == 0 || n-1 > uint64(len(d.b)) {
+		return 0 // a null array, or a count no value this short can hold
+	}
+	return int(n - 1)
+}
+func (d *dec) skipTags() {
+	for n := d.uv(); n > 0 && d.err == nil; n-- {
+		d.uv()
+		size := d.uv()
+		if d.need(int(size)) {
+			d.b = d.b[size:]
+		}
+	}
+}
+func (d *dec) assignment() tpSet {
+	out := tpSet{}
+	for range d.count() {
+		var id [16]byte
+		if !d.need(16) {
+			return out
+		}
+		copy(id[:], d.b)
+		d.b = d.b[16:]
+		for range d.count() {
+			out[tpKey{id, d.i32()}] = struct{}{}
+		}
+		d.skipTags()
+	}
+	return out
+}
+
+func readValue(v []byte) *dec {
+	d := &dec{b: v}
+	if d.need(2) {
+		d.b = d.b[2:]
+	}
+	return d
+}
+
+func (m *cMember) metadataValue() []byte {
+	e := newValue()
+	e.nstr(m.InstanceID)
+	e.nstr(m.RackID)
+	e.str(m.ClientID)
+	e.str(m.ClientHost)
+	e.uv(uint64(len(m.Topics)) + 1)
+	for _, t := range m.Topics {
+		e.str(t)
+	}
+	e.nstr(m.Regex)
+	e.i32(m.RebalanceTimeout)
+	e.nstr(m.Assignor)
+	return e.tags()
+}
+
+func (m *cMember) currentValue() []byte {
+	e := newValue()
+	e.i32(m.Epoch)
+	e.i32(m.PrevEpoch)
+	e.i8(m.State)
+	e.assignment(m.Assigned)
+	e.assignment(m.Pending)
+	return e.tags()
+}
+
+func epochValue(epoch int32) []byte {
+	e := newValue()
+	e.i32(epoch)
+	return e.tags()
+}
+
+func targetValue(a tpSet) []byte {
+	e := newValue()
+	e.assignment(a)
+	return e.tags()
+}
+
+// replayConsumer applies a consumer group record (key types 3 to 8) read
+// back from the log. Members get a fresh session from now.
+func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) error {
+	if typ == cgPartitionMetaKey {
+		return nil
+	}
+	kd := key[2:]
+	str16 := func() (string, bool) {
+		if len(kd) < 2 {
+			return "", false
+		}
+		n := int(binary.BigEndian.Uint16(kd))
+		if len(kd) < 2+n {
+			return "", false
+		}
+		s := string(kd[2 : 2+n])
+		kd = kd[2+n:]
+		return s, true
+	}
+	groupID, ok := str16()
+	if !ok {
+		return fmt.Errorf("broker/group: consumer group key type %d too short", typ)
+	}
+	var memberID string
+	if typ == cgMemberKey || typ == cgTargetMemberKey || typ == cgCurrentAssignKey {
+		if memberID, ok = str16(); !ok {
+			return fmt.Errorf("broker/group: consumer group key type %d too short", typ)
+		}
+	}
+	if typ == cgMetadataKey && value == nil {
+		if g, ok := gs.groups[groupID]; ok && g.consumer != nil {
+			g.consumer, g.ProtocolType, g.Generation = nil, "", 0
+			gs.dropIfGone(g)
+		}
+		return nil
+	}
+	if value == nil {
+		// A tombstone of a member or of the assignment epoch deletes
+		// nothing of a group that is not (or no longer) a consumer group.
+		if g, ok := gs.groups[groupID]; !ok || g.consumer == nil {
+			return nil
+		}
+	}
+	g := gs.getOrCreate(groupID, now)
+	cg := g.consumerState()
+	if cg.Assignor == "" && len(gs.cfg.Consumer.Assignors) > 0 {
+		// Not a record of its own: the members' choice or the default,
+		// as the next assignment decides again.
+		cg.Assignor = gs.cfg.Consumer.Assignors[0]
+	}
+	var d *dec
+	if value != nil {
+		d = readValue(value)
+	}
+	switch typ {
+	case cgMetadataKey:
+		cg.Epoch = d.i32()
+		g.Generation = cg.Epoch
+	case cgTargetMetaKey:
+		if d != nil {
+			cg.AssignmentEpoch = d.i32()
+		}
+	case cgMemberKey:
+		if d == nil {
+			cg.drop(memberID)
+			break
+		}
+		m := cg.member(memberID, now)
+		m.InstanceID, m.RackID = d.nstr(), d.nstr()
+		m.ClientID, m.ClientHost = d.str(), d.str()
+		m.Topics = nil
+		for range d.count() {
+			m.Topics = append(m.Topics, d.str())
+		}
+		sort.Strings(m.Topics)
+		m.Regex = d.nstr()
+		m.RebalanceTimeout = d.i32()
+		m.Assignor = d.nstr()
+		if m.InstanceID != nil {
+			cg.static[*m.InstanceID] = memberID
+		}
+	case cgTargetMemberKey:
+		if d == nil {
+			delete(cg.target, memberID)
+			break
+		}
+		cg.target[memberID] = d.assignment()
+	case cgCurrentAssignKey:
+		m, ok := cg.members[memberID]
+		if !ok {
+			if d == nil {
+				break
+			}
+			m = cg.member(memberID, now)
+		}
+		if d == nil {
+			m.Assigned, m.Pending = tpSet{}, tpSet{}
+			break
+		}
+		m.Epoch, m.PrevEpoch, m.State = d.i32(), d.i32(), d.i8()
+		assigned := d.assignment()
+		m.assignedAt = nil
+		cg.setOwned(m, assigned, d.assignment())
+	}
+	if d != nil && d.err != nil {
+		return fmt.Errorf("broker/group: consumer group record type %d of %s: %w", typ, groupID, d.err)
+	}
+	cg.rebuildOwners()
+	g.refreshConsumerState(now)
+	return nil
+}
+
+// metadataTombstones deletes the group's records other than its offsets:
+// the classic group record, or every record of a consumer group.
+func (g *Group) metadataTombstones() []Record {
+	if g.consumer != nil {
+		return g.consumer.tombstones(g.ID)
+	}
+	return []Record{{Key: groupKey(g.ID)}}
+}
+
+// tombstones deletes every record of a consumer group, members first, as
+// Kafka does when it deletes one.
+func (cg *consumerGroup) tombstones(group string) []Record {
+	var rs []Record
+	for _, id := range cg.memberIDs() {
+		rs = append(rs, cg.memberTombstones(group, id)...)
+	}
+	return append(rs,
+		Record{Key: cgKey(cgTargetMetaKey, group, "", false)},
+		Record{Key: cgKey(cgMetadataKey, group, "", false)})
+}
+
+func (cg *consumerGroup) memberTombstones(group, member string) []Record {
+	return []Record{
+		{Key: cgKey(cgCurrentAssignKey, group, member, true)},
+		{Key: cgKey(cgTargetMemberKey, group, member, true)},
+		{Key: cgKey(cgMemberKey, group, member, true)},
+	}
+}

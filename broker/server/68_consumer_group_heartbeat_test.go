@@ -1,0 +1,127 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestConsumerGroupHeartbeatErrors: what a KIP-848 client meets on the
+// wire, as Kafka answers it: a bad join is INVALID_REQUEST, an unknown
+// assignor UNSUPPORTED_ASSIGNOR, a wrong epoch FENCED_MEMBER_EPOCH, a
+// classic group with members GROUP_ID_NOT_FOUND; commits carry the member
+// epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, v8 refused); ListGroups
+// types the groups and DescribeGroups does not describe a consumer group.
+func TestConsumerGroupHeartbeatErrors(t *testing.T) {
+	s := startAdminBroker(t, nil)
+	id := admCreateTopic(t, s, "cgh", 3, nil)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"cg"}
+	admSend[*kmsg.FindCoordinatorResponse](t, s, fc, 4) // creates __consumer_offsets
+	hb := func(mut func(r *kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatResponse {
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.RebalanceTimeoutMillis, r.SubscribedTopicNames = "cg", "member-a", 30000, []string{"cgh"}
+		r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		mut(r)
+		var resp *kmsg.ConsumerGroupHeartbeatResponse
+		// The first ask may find __consumer_offsets still loading.
+		for i := 0; i < 100; i++ {
+			resp = admSend[*kmsg.ConsumerGroupHeartbeatResponse](t, s, r, 1)
+			if resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.CoordinatorNotAvailable.Code && resp.ErrorCode != kerr.NotCoordinator.Code {
+				break
+			}
+		}
+		return resp
+	}
+	for name, c := range map[string]struct {
+		mut  func(r *kmsg.ConsumerGroupHeartbeatRequest)
+		want *kerr.Error
+	}{
+		"join without owned partitions":  {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Topics = nil }, kerr.InvalidRequest},
+		"join without subscription":      {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil }, kerr.InvalidRequest},
+		"join without rebalance timeout": {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }, kerr.InvalidRequest},
+		"v1 without member id":           {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest},
+		"epoch -3":                       {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest},
+		"unknown assignor":               {func(r *kmsg.ConsumerGroupHeartbeatRequest) { a := "sticky"; r.ServerAssignor = &a }, kerr.UnsupportedAssignor},
+		"bad regex":                      {func(r *kmsg.ConsumerGroupHeartbeatRequest) { re := "(("; r.SubscribedTopicRegex = &re }, kerr.InvalidRegularExpression},
+		"empty group id":                 {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "" }, kerr.InvalidGroupID},
+		"unknown member":                 {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group, r.MemberEpoch = "cg-none", 3 }, kerr.UnknownMemberID},
+	} {
+		if got := hb(c.mut); got.ErrorCode != c.want.Code {
+			t.Errorf("%s: error %d, want %s", name, got.ErrorCode, c.want.Message)
+		}
+	}
+
+	join := hb(func(*kmsg.ConsumerGroupHeartbeatRequest) {})
+	if join.ErrorCode != 0 || join.MemberEpoch != 1 || join.Assignment == nil || len(join.Assignment.Topics) != 1 || join.Assignment.Topics[0].TopicID != id {
+		t.Fatalf("join: %+v", join)
+	}
+	if got := hb(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch, r.Topics = 7, nil }); got.ErrorCode != kerr.FencedMemberEpoch.Code {
+		t.Errorf("epoch 7 of a member at 1: error %d, want FENCED_MEMBER_EPOCH", got.ErrorCode)
+	}
+
+	commit := func(version int16, member string, epoch int32) int16 {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Group, r.MemberID, r.Generation = "cg", member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "cgh"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		r.Topics = append(r.Topics, rt)
+		return admSend[*kmsg.OffsetCommitResponse](t, s, r, version).Topics[0].Partitions[0].ErrorCode
+	}
+	for _, c := range []struct {
+		version int16
+		member  string
+		epoch   int32
+		want    int16
+	}{
+		{9, "member-a", 1, 0},
+		{9, "member-a", 2, kerr.StaleMemberEpoch.Code},
+		{9, "member-b", 1, kerr.UnknownMemberID.Code},
+		{9, "", -1, kerr.UnknownMemberID.Code}, // admin commits only to an empty group
+		{8, "member-a", 1, kerr.UnsupportedVersion.Code},
+	} {
+		if got := commit(c.version, c.member, c.epoch); got != c.want {
+			t.Errorf("OffsetCommit v%d by %q at epoch %d: error %d, want %d", c.version, c.member, c.epoch, got, c.want)
+		}
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fg := kmsg.NewOffsetFetchRequestGroup()
+	member := "member-a"
+	fg.Group, fg.MemberID, fg.MemberEpoch = "cg", &member, 4
+	fetch.Groups = append(fetch.Groups, fg)
+	if got := admSend[*kmsg.OffsetFetchResponse](t, s, fetch, 9).Groups[0].ErrorCode; got != kerr.StaleMemberEpoch.Code {
+		t.Errorf("OffsetFetch v9 at a wrong epoch: error %d, want STALE_MEMBER_EPOCH", got)
+	}
+
+	list := kmsg.NewPtrListGroupsRequest()
+	list.TypesFilter = []string{"consumer"}
+	lr := admSend[*kmsg.ListGroupsResponse](t, s, list, 5)
+	if len(lr.Groups) != 1 || lr.Groups[0].Group != "cg" || lr.Groups[0].GroupType != "consumer" || lr.Groups[0].GroupState != "Stable" || lr.Groups[0].ProtocolType != "consumer" {
+		t.Errorf("ListGroups types=consumer: %+v", lr.Groups)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"cg"}
+	if got := admSend[*kmsg.DescribeGroupsResponse](t, s, dg, 6).Groups[0].ErrorCode; got != kerr.GroupIDNotFound.Code {
+		t.Errorf("DescribeGroups v6 of a consumer group: error %d, want GROUP_ID_NOT_FOUND", got)
+	}
+	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cd.Groups = []string{"cg", "cg-none"}
+	cr := admSend[*kmsg.ConsumerGroupDescribeResponse](t, s, cd, 1)
+	if g := cr.Groups[0]; g.ErrorCode != 0 || g.Epoch != 1 || len(g.Members) != 1 || g.Members[0].MemberEpoch != 1 || len(g.Members[0].Assignment.TopicPartitions) != 1 || g.Members[0].Assignment.TopicPartitions[0].Topic != "cgh" {
+		t.Errorf("ConsumerGroupDescribe cg: %+v", g)
+	}
+	if g := cr.Groups[1]; g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("ConsumerGroupDescribe of an unknown group: error %d", g.ErrorCode)
+	}
+
+	if got := hb(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch, r.Topics = -1, nil }); got.ErrorCode != 0 || got.MemberEpoch != -1 {
+		t.Errorf("leave: %+v", got)
+	}
+	if got := commit(9, "", -1); got != 0 {
+		t.Errorf("admin commit to the empty consumer group: error %d", got)
+	}
+}
