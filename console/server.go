@@ -85,6 +85,7 @@ func New(cfg Config) (*Server, error) {
 		kgo.RetryTimeout(10 * time.Second),
 		kgo.RecordPartitioner(choosePartitioner{}),
 		kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(time.Second),
 	}, cfg.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -260,8 +261,12 @@ func (s *Server) done(w http.ResponseWriter, r *http.Request, to, note string) {
 	http.Redirect(w, r, to+"?done="+url.QueryEscape(note), http.StatusSeeOther)
 }
 
+// ctxOf bounds a page's Kafka requests. It also makes kadm ask for
+// authorized operations, which sends every Metadata request to the cluster
+// instead of answering from kgo's cache (up to MetadataMinAge old): a
+// page must show the topic created the moment before.
 func ctxOf(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), requestTimeout)
+	return context.WithTimeout(kadm.WithAuthorizedOps(r.Context()), requestTimeout)
 }
 
 func humanBytes(n int64) string {
