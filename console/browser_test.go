@@ -233,11 +233,3 @@ func newPage(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
 		}
 	}
 }
-
-// discard runs a but keeps none of its value, to put it among steps.
-func discard[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
-	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		_, err := a(ctx, t)
-		return chromedp.Void{}, err
-	}
-}
