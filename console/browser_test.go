@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
@@ -85,7 +86,7 @@ func testBrowser(t *testing.T, e *env) {
 		if !shots {
 			return
 		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
@@ -163,16 +164,29 @@ func testBrowser(t *testing.T, e *env) {
 	if !strings.Contains(rows, needle) || strings.Contains(rows, "bob") || !strings.Contains(rows, "source") {
 		t.Fatalf("search for %s found:\n%s", needle, rows)
 	}
-	if !strings.Contains(text("summary", "#summary"), "1 messages matching") {
+	if !strings.Contains(text("summary", "#summary"), "1 message matching") {
 		t.Fatalf("summary: %s", text("summary", "#summary"))
 	}
 	shot("messages")
 
-	// A committed group, for the groups pages.
+	// A group that read nothing yet, for the groups pages.
+	commit := kadm.Offsets{}
+	commit.Add(kadm.Offset{Topic: "web-events", Partition: 0, At: 0, LeaderEpoch: -1})
+	commit.Add(kadm.Offset{Topic: "web-events", Partition: 1, At: 0, LeaderEpoch: -1})
+	if rs, err := e.adm.CommitOffsets(ctx, "web-readers", commit); err != nil || rs.Error() != nil {
+		t.Fatalf("commit: %v %v", err, rs.Error())
+	}
 	do("groups", chromedp.Navigate(base+"/groups"), chromedp.WaitVisible(chromedp.CSS("#groups")))
 	shot("groups")
-	do("group", chromedp.Navigate(base+"/groups/reporting?topic=clicks&to=latest"), chromedp.WaitVisible(chromedp.CSS("#preview")))
+	do("group", chromedp.Navigate(base+"/groups/web-readers?to=latest"), chromedp.WaitVisible(chromedp.CSS("#reset-apply")))
+	if got := text("lag", "#group-lag"); got != "2" {
+		t.Errorf("web-readers' lag: %s, want 2", got)
+	}
 	shot("group")
+	do("reset", submit("reset", "#reset-apply button"), chromedp.WaitVisible(chromedp.CSS("p.flash")))
+	if got := text("lag", "#group-lag"); got != "0" {
+		t.Errorf("web-readers' lag after a reset to latest: %s, want 0", got)
+	}
 
 	do("topic page", chromedp.Navigate(base+"/topics/web-events"), chromedp.WaitVisible(chromedp.CSS("#delete-topic")))
 	shot("topic")

@@ -292,10 +292,10 @@ func TestConsole(t *testing.T) {
 		if n := strings.Count(body, `<tr class="message">`); n != 5 {
 			t.Fatalf("partition 2 from offset 45: %d rows, want 5\n%s", n, body)
 		}
-		mustContain(t, "offset browse", body, `<td class="num">2</td><td class="num">45</td>`, "end of every partition read")
+		mustContain(t, "offset browse", body, `<td class="num">2</td><td class="num">45</td>`, "stopped at the end of every partition")
 
 		_, body = b.get("/topics/clicks/messages?mode=oldest&limit=7")
-		if n := strings.Count(body, `<tr class="message">`); n != 7 || !strings.Contains(body, "limit: 7 messages") {
+		if n := strings.Count(body, `<tr class="message">`); n != 7 || !strings.Contains(body, "stopped at the limit of 7 messages") {
 			t.Fatalf("oldest 7: %d rows\n%s", n, body)
 		}
 

@@ -287,7 +287,7 @@ func (s *Server) browse(ctx context.Context, topic string, q browseQuery) (*brow
 // read consumes [from[p], to[p]) of each partition into res.
 func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to map[int32]int64, res *browseResult) error {
 	if len(from) == 0 {
-		res.Stopped = "nothing to read: the partitions hold no records from there"
+		res.Stopped = "nothing to read: no records from there"
 		return nil
 	}
 	assign := map[int32]kgo.Offset{}
@@ -328,7 +328,7 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 	forward := q.Mode != "newest"
 	for left > 0 {
 		if time.Now().After(deadline) {
-			res.Stopped = fmt.Sprintf("time limit: read for %s", browseTime)
+			res.Stopped = fmt.Sprintf("the time limit (%s)", browseTime)
 			return nil
 		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -347,7 +347,7 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 			return fatal
 		}
 		if fs.NumRecords() == 0 {
-			res.Stopped = "end: nothing more arrived within a second"
+			res.Stopped = "the end: nothing more arrived within a second"
 			return nil
 		}
 		for _, r := range fs.Records() {
@@ -364,16 +364,16 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 				left--
 			}
 			if forward && len(res.Messages) >= q.Limit {
-				res.Stopped = fmt.Sprintf("limit: %d messages", q.Limit)
+				res.Stopped = fmt.Sprintf("the limit of %d messages", q.Limit)
 				return nil
 			}
 			if res.Scanned >= browseScan {
-				res.Stopped = fmt.Sprintf("scan limit: read %d records", browseScan)
+				res.Stopped = fmt.Sprintf("the scan limit (%d records read)", browseScan)
 				return nil
 			}
 		}
 	}
-	res.Stopped = "end of every partition read"
+	res.Stopped = "the end of every partition"
 	return nil
 }
 
