@@ -13,11 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/formats/compat"
+	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
+
+const paymentSchema = `{"type":"record","name":"Payment","fields":[{"name":"id","type":"string"},{"name":"cents","type":"long"}]}`
 
 // env is one real broker and two consoles on it, one read-only, shared by
 // every subtest of TestConsole.
@@ -27,6 +32,7 @@ type env struct {
 	adm      *kadm.Client
 	rw, ro   *httptest.Server
 	rwServer *Server
+	registry string // the broker's schema registry
 }
 
 func startEnv(t *testing.T) *env {
@@ -34,8 +40,9 @@ func startEnv(t *testing.T) *env {
 	if testing.Short() {
 		t.Skip("starts a broker")
 	}
-	b := testbroker.Start(t, "group.initial.rebalance.delay.ms=0")
-	e := &env{broker: b}
+	reg := fmt.Sprintf("http://127.0.0.1:%d", testbroker.FreePort(t))
+	b := testbroker.Start(t, "group.initial.rebalance.delay.ms=0", "schema.registry.listeners="+reg)
+	e := &env{broker: b, registry: reg}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +50,7 @@ func startEnv(t *testing.T) *env {
 	t.Cleanup(cl.Close)
 	e.cl, e.adm = cl, kadm.NewClient(cl)
 	serve := func(readOnly bool) (*httptest.Server, *Server) {
-		s, err := New(Config{Seeds: []string{b.Addr()}, ReadOnly: readOnly, LoopbackOnly: true})
+		s, err := New(Config{Seeds: []string{b.Addr()}, ReadOnly: readOnly, LoopbackOnly: true, RegistryURL: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -513,6 +520,36 @@ func TestConsole(t *testing.T) {
 		if code, _ := b.get("/topics/no-such-topic/messages"); code == 200 {
 			t.Errorf("messages of a topic that does not exist: 200")
 		}
+	})
+
+	t.Run("schemas", func(t *testing.T) {
+		src := srclient.New(e.registry)
+		var id int
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if id, err = src.Register(ctx, "payments-value", compat.Schema{Type: compat.Avro, Text: paymentSchema}); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("register: %v", err)
+			}
+		}
+		schema := avro.MustParse(paymentSchema)
+		body, err := avro.Marshal(schema, map[string]any{"id": "pay-7", "cents": int64(1250)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		framed := append([]byte{0, 0, 0, 0, byte(id)}, body...)
+		unknown := append([]byte{0, 0, 0, 0x27, 0x0f}, body...) // id 9999
+		testbroker.CreateTopic(t, e.broker.Addr(), "payments", 1)
+		if err := e.cl.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: framed}, &kgo.Record{Topic: "payments", Value: unknown}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		_, list := b.get("/schemas")
+		mustContain(t, "subjects", list, `<a href="/schemas/payments-value">payments-value</a>`, "<td>AVRO</td>", `href="/schemas"`)
+		_, sub := b.get("/schemas/payments-value")
+		mustContain(t, "subject", sub, "Version 1", "&#34;name&#34;: &#34;Payment&#34;")
+		_, msgs := b.get("/topics/payments/messages?mode=oldest")
+		mustContain(t, "decoded", msgs, fmt.Sprintf("schema id %d, decoded", id), "&#34;cents&#34;: 1250", "schema id 9999</small> <small class=\"warn\">not decoded")
 	})
 
 	t.Run("browser", func(t *testing.T) { testBrowser(t, e) })

@@ -48,6 +48,7 @@ type message struct {
 	Value     shown
 	Headers   []header
 	Size      int
+	framed    []byte // the raw value, when it has the registry's framing
 }
 
 type header struct{ Key, Value string }
@@ -62,6 +63,8 @@ type shown struct {
 	// a 4-byte schema id before the payload).
 	SchemaID  int32
 	HasSchema bool
+	Decoded   bool   // decoded through the registry
+	Note      string // why it was not
 	Truncated bool
 }
 
@@ -280,6 +283,9 @@ func (s *Server) browse(ctx context.Context, topic string, q browseQuery) (*brow
 			return a.Offset < b.Offset
 		})
 	}
+	if s.reg != nil {
+		s.reg.decode(ctx, res.Messages)
+	}
 	res.Took = time.Since(began).Round(time.Millisecond)
 	return res, nil
 }
@@ -387,6 +393,9 @@ func containsFold(b, lowerNeedle []byte) bool {
 func toMessage(r *kgo.Record) message {
 	m := message{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(),
 		Key: show(r.Key, true), Value: show(r.Value, false), Size: len(r.Key) + len(r.Value)}
+	if m.Value.HasSchema {
+		m.framed = r.Value
+	}
 	for _, h := range r.Headers {
 		v := show(h.Value, true)
 		m.Headers = append(m.Headers, header{Key: h.Key, Value: v.Text})

@@ -52,7 +52,8 @@ type Config struct {
 	// LoopbackOnly refuses requests whose Host is not a loopback name
 	// (localhost, 127.0.0.1, [::1]); set it when listening on loopback.
 	LoopbackOnly bool
-	// RegistryURL is the schema registry, shown on the overview when set.
+	// RegistryURL is the schema registry: with it, the Schemas pages
+	// show its subjects and the message browser decodes framed values.
 	RegistryURL string
 	// Logger gets one line per change made through the console.
 	Logger *slog.Logger
@@ -63,6 +64,7 @@ type Server struct {
 	cfg   Config
 	cl    *kgo.Client
 	adm   *kadm.Client
+	reg   *registry // nil without Config.RegistryURL
 	csrf  *csrf
 	pages map[string]*template.Template
 	mux   *http.ServeMux
@@ -97,6 +99,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), csrf: c, log: cfg.Logger}
+	if cfg.RegistryURL != "" {
+		if s.reg, err = newRegistry(cfg.RegistryURL); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("console: registry %s: %w", cfg.RegistryURL, err)
+		}
+	}
 	if err := s.parseTemplates(); err != nil {
 		cl.Close()
 		return nil, err
@@ -121,6 +129,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /topics/{topic}/delete", s.deleteTopic)
 	m.HandleFunc("GET /topics/{topic}/messages", s.messages)
 	m.HandleFunc("POST /topics/{topic}/produce", s.produce)
+	m.HandleFunc("GET /schemas", s.schemas)
+	m.HandleFunc("GET /schemas/{subject}", s.subject)
 	m.HandleFunc("GET /groups", s.groups)
 	m.HandleFunc("GET /groups/{group}", s.group)
 	m.HandleFunc("POST /groups/{group}/reset", s.resetOffsets)
