@@ -26,6 +26,25 @@
     sync();
   });
 
+  // Auto-refresh, for watching lag fall or partitions recover. The choice
+  // is kept per page for the tab, so it survives the reload it causes.
+  document.querySelectorAll('input[data-refresh]').forEach(function (box) {
+    var key = 'refresh:' + location.pathname;
+    var timer = null;
+    var sync = function () {
+      clearTimeout(timer);
+      if (box.checked) {
+        sessionStorage.setItem(key, '1');
+        timer = setTimeout(function () { location.reload(); }, box.dataset.refresh * 1000);
+      } else {
+        sessionStorage.removeItem(key);
+      }
+    };
+    box.checked = sessionStorage.getItem(key) === '1';
+    box.addEventListener('change', sync);
+    sync();
+  });
+
   // The browse form shows the offset or the time field only when its mode
   // uses it.
   var mode = document.getElementById('b-mode');
