@@ -188,6 +188,9 @@ func testBrowser(t *testing.T, e *env) {
 		t.Errorf("web-readers' lag after a reset to latest: %s, want 0", got)
 	}
 
+	do("schemas", chromedp.Navigate(base+"/schemas"), chromedp.WaitVisible(chromedp.CSS("#subjects")))
+	shot("schemas")
+
 	do("topic page", chromedp.Navigate(base+"/topics/web-events"), chromedp.WaitVisible(chromedp.CSS("#delete-topic")))
 	shot("topic")
 	disabled := func() bool {

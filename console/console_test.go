@@ -175,6 +175,7 @@ func (e *env) partitions(t *testing.T, topic string) int {
 // and the refusals of read-only mode, CSRF protection, foreign hosts and
 // oversized bodies. The browser subtest does the same through Chromium.
 func TestConsole(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t)
 	b := newBrowserish(t, e.rw.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
