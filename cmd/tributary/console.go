@@ -33,7 +33,8 @@ func newConsoleCommand() *cobra.Command {
 partitions and configs (create, edit configs, add partitions, delete), a
 message browser (by partition and offset, by time, newest first, with a
 search over keys, values and headers, and producing a message), and consumer
-groups with their lag per partition and offset resets with a preview.
+groups with their lag per partition and offset resets with a preview; with
+--registry, the registry's subjects and decoded Avro/Protobuf values.
 
 The console is a Kafka client: it connects with the client properties of
 --command-config and -X (TLS, SASL), and everything it does runs as that
@@ -74,7 +75,7 @@ served from the binary; nothing is fetched from the internet
 	f := cmd.Flags()
 	addBootstrapFlag(f, &bootstrap)
 	f.StringVar(&listen, "listen", defaultConsoleListen, "the console's address, host:port; on loopback unless told otherwise, since the console has no login of its own")
-	f.StringVar(&registryURL, "registry", "", "the schema registry's URL, shown on the overview")
+	f.StringVar(&registryURL, "registry", "", "the schema registry's URL: its subjects on the Schemas pages, and registry-framed values (Avro, Protobuf, JSON Schema) decoded in the message browser")
 	f.BoolVar(&readOnly, "read-only", false, "refuse every change (create, configure, delete, produce, reset offsets) with a 403")
 	return cmd
 }
