@@ -8,18 +8,23 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/formats/compat"
+	"github.com/tributary-io/tributary/formats/schema"
 	"github.com/tributary-io/tributary/formats/srclient"
 	"github.com/tributary-io/tributary/internal/testbroker"
+	"github.com/tributary-io/tributary/jobs"
 )
 
 const paymentSchema = `{"type":"record","name":"Payment","fields":[{"name":"id","type":"string"},{"name":"cents","type":"long"}]}`
@@ -49,8 +54,9 @@ func startEnv(t *testing.T) *env {
 	}
 	t.Cleanup(cl.Close)
 	e.cl, e.adm = cl, kadm.NewClient(cl)
+	jobsURL := startJobs(t, b.Addr())
 	serve := func(readOnly bool) (*httptest.Server, *Server) {
-		s, err := New(Config{Seeds: []string{b.Addr()}, ReadOnly: readOnly, LoopbackOnly: true, RegistryURL: reg})
+		s, err := New(Config{Seeds: []string{b.Addr()}, ReadOnly: readOnly, LoopbackOnly: true, RegistryURL: reg, JobsURL: jobsURL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +67,38 @@ func startEnv(t *testing.T) *env {
 	e.rw, e.rwServer = serve(false)
 	e.ro, _ = serve(true)
 	return e
+}
+
+// startJobs runs a real jobs scheduler in the test's process, as
+// `tributary dev` runs one, with a job loading clicks into a directory every
+// hour (so only a trigger runs it), and returns its API's URL.
+func startJobs(t *testing.T, bootstrap string) string {
+	t.Helper()
+	dir := t.TempDir()
+	schemaFile := filepath.Join(dir, "activity.yaml")
+	if err := os.WriteFile(schemaFile, schema.ActivityYAML(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "jobs.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf(`jobs:
+  - name: clicks-lake
+    topics: [clicks]
+    target: file://%s
+    schema: %s
+    time_field: timestamp
+    every: 1h
+`, filepath.Join(dir, "lake"), schemaFile)), 0o644)
+	sched := jobs.New(jobs.Options{ConfigPath: file, Bootstrap: bootstrap, Registry: prometheus.NewRegistry()})
+	if err := sched.Load(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	if err := sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(sched.Handler(nil))
+	t.Cleanup(func() { hs.Close(); stop(); sched.Wait() })
+	return hs.URL
 }
 
 // browserish is an HTTP client with a cookie jar that does not follow
@@ -551,6 +589,43 @@ func TestConsole(t *testing.T) {
 		mustContain(t, "subject", sub, "Version 1", "&#34;name&#34;: &#34;Payment&#34;")
 		_, msgs := b.get("/topics/payments/messages?mode=oldest")
 		mustContain(t, "decoded", msgs, fmt.Sprintf("schema id %d, decoded", id), "&#34;cents&#34;: 1250", "schema id 9999</small> <small class=\"warn\">not decoded")
+	})
+
+	t.Run("jobs", func(t *testing.T) {
+		code, body := b.get("/jobs")
+		mustContain(t, "jobs list", body, `<a href="/jobs/clicks-lake">clicks-lake</a>`, `<a href="/topics/clicks">clicks</a>`, "<td>idle")
+		if code != 200 {
+			t.Fatalf("GET /jobs: %d", code)
+		}
+		tok := b.token("/jobs/clicks-lake")
+		code, loc, body := b.post("/jobs/clicks-lake/trigger", form("csrf", tok))
+		if code != http.StatusSeeOther || !strings.Contains(loc, "triggered") {
+			t.Fatalf("trigger: %d %q\n%s", code, loc, body)
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			_, body = b.get("/jobs/clicks-lake")
+			if strings.Contains(body, "<td>manual</td><td>succeeded</td><td class=\"num\">") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no succeeded manual run 30 s after the trigger:\n%s", body)
+			}
+		}
+		if code, _, _ = b.post("/jobs/clicks-lake/pause", form("csrf", tok)); code != http.StatusSeeOther {
+			t.Fatalf("pause: %d", code)
+		}
+		_, body = b.get("/jobs/clicks-lake")
+		mustContain(t, "paused job", body, `id="job-resume"`, "paused (api)")
+		if code, _, _ = b.post("/jobs/clicks-lake/resume", form("csrf", tok)); code != http.StatusSeeOther {
+			t.Fatalf("resume: %d", code)
+		}
+		if code, _, _ := b.post("/jobs/clicks-lake/explode", form("csrf", tok)); code != http.StatusBadRequest {
+			t.Errorf("an unknown job action: %d, want 400", code)
+		}
+		ro := newBrowserish(t, e.ro.URL)
+		if code, _, _ := ro.post("/jobs/clicks-lake/trigger", form("csrf", "any")); code != http.StatusForbidden {
+			t.Errorf("trigger on a read-only console: %d, want 403", code)
+		}
 	})
 
 	t.Run("browser", func(t *testing.T) { testBrowser(t, e) })

@@ -55,6 +55,8 @@ type Config struct {
 	// RegistryURL is the schema registry: with it, the Schemas pages
 	// show its subjects and the message browser decodes framed values.
 	RegistryURL string
+	// JobsURL is the jobs scheduler's API: with it, the Jobs pages.
+	JobsURL string
 	// Logger gets one line per change made through the console.
 	Logger *slog.Logger
 }
@@ -64,7 +66,8 @@ type Server struct {
 	cfg   Config
 	cl    *kgo.Client
 	adm   *kadm.Client
-	reg   *registry // nil without Config.RegistryURL
+	reg   *registry   // nil without Config.RegistryURL
+	jobs  *jobsClient // nil without Config.JobsURL
 	csrf  *csrf
 	pages map[string]*template.Template
 	mux   *http.ServeMux
@@ -99,6 +102,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), csrf: c, log: cfg.Logger}
+	if cfg.JobsURL != "" {
+		s.jobs = &jobsClient{base: strings.TrimSuffix(cfg.JobsURL, "/"), http: &http.Client{Timeout: requestTimeout}}
+	}
 	if cfg.RegistryURL != "" {
 		if s.reg, err = newRegistry(cfg.RegistryURL); err != nil {
 			cl.Close()
@@ -131,6 +137,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /topics/{topic}/produce", s.produce)
 	m.HandleFunc("GET /schemas", s.schemas)
 	m.HandleFunc("GET /schemas/{subject}", s.subject)
+	m.HandleFunc("GET /jobs", s.jobsPage)
+	m.HandleFunc("GET /jobs/{job}", s.jobPage)
+	m.HandleFunc("POST /jobs/{job}/{verb}", s.jobAction)
 	m.HandleFunc("GET /groups", s.groups)
 	m.HandleFunc("GET /groups/{group}", s.group)
 	m.HandleFunc("POST /groups/{group}/reset", s.resetOffsets)
@@ -196,6 +205,7 @@ type page struct {
 	Flash    string
 	Error    string
 	Registry string
+	Jobs     bool
 	Data     any
 }
 
@@ -206,6 +216,7 @@ func (s *Server) parseTemplates() error {
 		"pathq":    url.PathEscape,
 		"millis":   formatMillis,
 		"contains": containsInt32,
+		"when":     formatTime,
 	}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html")
 	if err != nil {
@@ -230,6 +241,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	p.ReadOnly = s.cfg.ReadOnly
 	p.CSRF = s.csrf.token(w, r)
 	p.Registry = s.cfg.RegistryURL
+	p.Jobs = s.jobs != nil
 	if p.Flash == "" {
 		p.Flash = r.URL.Query().Get("done")
 	}
@@ -313,6 +325,22 @@ func containsInt32(xs []int32, x int32) bool {
 		}
 	}
 	return false
+}
+
+func formatTime(t any) string {
+	switch v := t.(type) {
+	case time.Time:
+		if v.IsZero() {
+			return ""
+		}
+		return v.UTC().Format("2006-01-02 15:04:05Z")
+	case *time.Time:
+		if v == nil || v.IsZero() {
+			return ""
+		}
+		return v.UTC().Format("2006-01-02 15:04:05Z")
+	}
+	return ""
 }
 
 func formatMillis(ms int64) string {

@@ -23,7 +23,7 @@ import (
 const defaultConsoleListen = "127.0.0.1:8088"
 
 func newConsoleCommand() *cobra.Command {
-	var bootstrap, listen, registryURL string
+	var bootstrap, listen, registryURL, jobsURL string
 	var readOnly bool
 	cmd := &cobra.Command{
 		Use:   "console",
@@ -34,7 +34,8 @@ partitions and configs (create, edit configs, add partitions, delete), a
 message browser (by partition and offset, by time, newest first, with a
 search over keys, values and headers, and producing a message), and consumer
 groups with their lag per partition and offset resets with a preview; with
---registry, the registry's subjects and decoded Avro/Protobuf values.
+--registry, the registry's subjects and decoded Avro/Protobuf values; with
+--jobs, the load jobs with their runs, to trigger, pause or resume.
 
 The console is a Kafka client: it connects with the client properties of
 --command-config and -X (TLS, SASL), and everything it does runs as that
@@ -63,7 +64,7 @@ served from the binary; nothing is fetched from the internet
 				return err
 			}
 			c, err := startConsole(listen, console.Config{Seeds: seeds, ClientOpts: security, ReadOnly: readOnly,
-				RegistryURL: registryURL, Logger: slog.Default()})
+				RegistryURL: registryURL, JobsURL: jobsURL, Logger: slog.Default()})
 			if err != nil {
 				return err
 			}
@@ -76,6 +77,7 @@ served from the binary; nothing is fetched from the internet
 	addBootstrapFlag(f, &bootstrap)
 	f.StringVar(&listen, "listen", defaultConsoleListen, "the console's address, host:port; on loopback unless told otherwise, since the console has no login of its own")
 	f.StringVar(&registryURL, "registry", "", "the schema registry's URL: its subjects on the Schemas pages, and registry-framed values (Avro, Protobuf, JSON Schema) decoded in the message browser")
+	f.StringVar(&jobsURL, "jobs", "", "the jobs scheduler's API (tributary jobs --listen): its load jobs, their runs, and trigger, pause, resume")
 	f.BoolVar(&readOnly, "read-only", false, "refuse every change (create, configure, delete, produce, reset offsets) with a 403")
 	return cmd
 }

@@ -142,7 +142,8 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 		if o.registryListen != "" {
 			registryURL = "http://" + o.registryListen
 		}
-		rc, err := startConsole(o.consoleListen, console.Config{Seeds: []string{o.brokerListen}, RegistryURL: registryURL, Logger: logger})
+		rc, err := startConsole(o.consoleListen, console.Config{Seeds: []string{o.brokerListen}, RegistryURL: registryURL,
+			JobsURL: "http://" + o.jobsListen, Logger: logger})
 		if err != nil {
 			return err
 		}
