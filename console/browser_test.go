@@ -188,6 +188,14 @@ func testBrowser(t *testing.T, e *env) {
 		t.Errorf("web-readers' lag after a reset to latest: %s, want 0", got)
 	}
 
+	do("jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs")),
+		newPage(chromedp.Click(chromedp.CSS(`#jobs a[href="/jobs/clicks-lake"]`))),
+		submit("trigger", "#job-trigger button"))
+	if got := text("flash", "p.flash"); !strings.HasPrefix(got, "triggered job clicks-lake") {
+		t.Fatalf("after Run now: flash %q", got)
+	}
+	shot("job")
+
 	do("schemas", chromedp.Navigate(base+"/schemas"), chromedp.WaitVisible(chromedp.CSS("#subjects")))
 	shot("schemas")
 
