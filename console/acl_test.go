@@ -82,11 +82,11 @@ func TestConsoleACLs(t *testing.T) {
 	}
 	tok := c.token("/topics")
 	code, _, body := c.post("/topics", form("csrf", tok, "name", "viewer-made"))
-	if code == http.StatusSeeOther || !strings.Contains(body, "AUTHORIZATION_FAILED") {
+	if code != http.StatusForbidden || !strings.Contains(body, "AUTHORIZATION_FAILED") {
 		t.Errorf("viewer created a topic, or the refusal does not say why: %d\n%s", code, body)
 	}
 	code, _, body = c.post("/topics/shared/delete", form("csrf", tok, "confirm", "shared"))
-	if code == http.StatusSeeOther || !strings.Contains(body, "AUTHORIZATION_FAILED") {
+	if code != http.StatusForbidden || !strings.Contains(body, "AUTHORIZATION_FAILED") {
 		t.Errorf("viewer deleted shared, or the refusal does not say why: %d\n%s", code, body)
 	}
 	if strings.Contains(list+body, "viewer-secret") {

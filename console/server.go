@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -265,8 +266,13 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, why 
 // fail reports a Kafka error of a page or an action.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	status := http.StatusBadGateway
-	if errors.Is(err, errBadInput) {
+	var ke *kerr.Error
+	switch {
+	case errors.Is(err, errBadInput):
 		status = http.StatusBadRequest
+	case errors.As(err, &ke) && strings.HasSuffix(ke.Message, "_AUTHORIZATION_FAILED"):
+		// The broker's ACLs refused the console's principal.
+		status = http.StatusForbidden
 	}
 	s.render(w, r, status, "error", page{Title: what, Error: what + ": " + err.Error()})
 }
