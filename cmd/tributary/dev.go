@@ -18,6 +18,7 @@ import (
 
 	brokercfg "github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/broker/server"
+	"github.com/tributary-io/tributary/console"
 	"github.com/tributary-io/tributary/formats/schema"
 	"github.com/tributary-io/tributary/internal/admin"
 	"github.com/tributary-io/tributary/internal/kafkacli"
@@ -31,6 +32,7 @@ import (
 // devOptions are `tributary dev`'s flags.
 type devOptions struct {
 	dataDir, brokerListen, registryListen, trackerListen, jobsListen, adminListen string
+	consoleListen                                                                 string
 	target, writeKey                                                              string
 	generate                                                                      bool
 	rate                                                                          float64
@@ -46,6 +48,7 @@ func newDevCommand() *cobra.Command {
 
   a single-node broker on --broker-listen (localhost:9092), with a topic "events";
   the tracker on --tracker-listen (localhost:8080), write key --write-key;
+  the web console on --console-listen (http://localhost:8088);
   the jobs scheduler, loading "events" every --load-every into Parquet under
   <data-dir>/lake (or --target, e.g. hdfs://namenode:8020/lake), by event hour;
   with --generate, simulated web traffic (visitors who browse, search, click
@@ -70,6 +73,7 @@ committed offsets are all in --data-dir).`,
 	f.StringVar(&o.registryListen, "registry-listen", "127.0.0.1:8081", "the schema registry's HTTP API (schema.registry.listeners); empty to turn it off")
 	f.StringVar(&o.trackerListen, "tracker-listen", "127.0.0.1:8080", "the tracker's HTTP API")
 	f.StringVar(&o.jobsListen, "jobs-listen", "127.0.0.1:9646", "the jobs API")
+	f.StringVar(&o.consoleListen, "console-listen", defaultConsoleListen, "the web console (tributary console); empty to turn it off")
 	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9644", "/metrics (broker, tracker and jobs together), /healthz, /readyz, /loglevel")
 	addAdminAccessFlags(f)
 	f.StringVar(&o.target, "target", "", "where the loads go (default file://<data-dir>/lake); hdfs://namenode:port/path for HDFS")
@@ -130,6 +134,21 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	}
 	if sr != nil {
 		defer sr.Close(context.Background())
+	}
+
+	consoleURL := ""
+	if o.consoleListen != "" {
+		registryURL := ""
+		if o.registryListen != "" {
+			registryURL = "http://" + o.registryListen
+		}
+		rc, err := startConsole(o.consoleListen, console.Config{Seeds: []string{o.brokerListen}, RegistryURL: registryURL,
+			JobsURL: "http://" + o.jobsListen, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		consoleURL = rc.URL
 	}
 
 	// The tracker.
@@ -200,7 +219,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	if o.generate {
 		go simulate.Run(ctx, simulate.Config{URL: "http://" + tln.Addr().String(), WriteKey: o.writeKey, Rate: o.rate, Seed: uint64(time.Now().UnixNano())}, &st)
 	}
-	printDevBanner(out, o, data, tln.Addr().String(), jln.Addr().String())
+	printDevBanner(out, o, data, tln.Addr().String(), jln.Addr().String(), consoleURL)
 	logger.Info("dev ready", "broker", o.brokerListen, "tracker", tln.Addr().String(), "jobs", jln.Addr().String(), "target", o.target, "generate", o.generate)
 
 	<-ctx.Done()
@@ -251,11 +270,14 @@ jobs:
 	return file, os.WriteFile(file, []byte(body), 0o644)
 }
 
-func printDevBanner(w io.Writer, o devOptions, data, trackerAddr, jobsAddr string) {
+func printDevBanner(w io.Writer, o devOptions, data, trackerAddr, jobsAddr, consoleURL string) {
 	lake := filepath.Join(data, "lake")
 	registry := ""
 	if o.registryListen != "" {
 		registry = ", schema registry http://" + o.registryListen
+	}
+	if consoleURL != "" {
+		fmt.Fprintf(w, "\nOpen the console: %s\n", consoleURL)
 	}
 	fmt.Fprintf(w, `
 Tributary is running: broker %[1]s, tracker http://%[2]s, jobs http://%[3]s%[10]s

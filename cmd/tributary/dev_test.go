@@ -35,10 +35,10 @@ func freeAddr(t *testing.T) string {
 func TestDevEndToEnd(t *testing.T) {
 	py := testbroker.Python(t, "duckdb")
 	data := t.TempDir()
-	broker, jobsAddr := freeAddr(t), freeAddr(t)
+	broker, jobsAddr, consoleAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cmd := exec.Command(testbroker.Binary(t), "dev", "--generate", "--rate", "400", "--load-every", "5s",
 		"--data-dir", data, "--broker-listen", broker, "--tracker-listen", freeAddr(t),
-		"--jobs-listen", jobsAddr, "--admin-listen", freeAddr(t), "--registry-listen", freeAddr(t))
+		"--jobs-listen", jobsAddr, "--admin-listen", freeAddr(t), "--registry-listen", freeAddr(t), "--console-listen", consoleAddr)
 	stdout, _ := cmd.StdoutPipe()
 	var logs strings.Builder
 	cmd.Stderr = &logs
@@ -83,6 +83,13 @@ func TestDevEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The console shows the topic the tracker writes.
+	if resp, err := http.Get("http://" + consoleAddr + "/topics/events"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the console's page of events: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
@@ -96,7 +103,8 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatalf("still running 10 s after SIGINT\n%s", logs.String())
 	}
 	t.Logf("stopped %v after SIGINT", time.Since(start).Round(time.Millisecond))
-	if b := <-banner; !strings.Contains(b, "tributary consume events") || !strings.Contains(b, "duckdb") {
+	if b := <-banner; !strings.Contains(b, "tributary consume events") || !strings.Contains(b, "duckdb") ||
+		!strings.Contains(b, "Open the console: http://localhost:"+consoleAddr[strings.LastIndex(consoleAddr, ":")+1:]) {
 		t.Errorf("the start banner does not say what to try:\n%s", b)
 	}
 

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tributary-io/tributary/console"
+	"github.com/tributary-io/tributary/internal/kafkacli"
+)
+
+// defaultConsoleListen is loopback: the console has no login of its own,
+// so whoever reaches it acts with the console's Kafka credentials.
+const defaultConsoleListen = "127.0.0.1:8088"
+
+func newConsoleCommand() *cobra.Command {
+	var bootstrap, listen, registryURL, jobsURL string
+	var readOnly bool
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Serve the web console: cluster overview, topics, messages, consumer groups",
+		Long: `Serve the web console on --listen (default 127.0.0.1:8088) for the cluster at
+--bootstrap: an overview of brokers and partition health, topics with their
+partitions and configs (create, edit configs, add partitions, delete), a
+message browser (by partition and offset, by time, newest first, with a
+search over keys, values and headers, and producing a message), and consumer
+groups with their lag per partition and offset resets with a preview; with
+--registry, the registry's subjects and decoded Avro/Protobuf values; with
+--jobs, the load jobs with their runs, to trigger, pause or resume.
+
+The console is a Kafka client: it connects with the client properties of
+--command-config and -X (TLS, SASL), and everything it does runs as that
+principal. It has no login of its own, so it listens on loopback unless
+--listen names another address; there, put it behind a proxy that
+authenticates. --read-only refuses every change with a 403. Every page is
+served from the binary; nothing is fetched from the internet
+(docs/console.md).`,
+		Example: `  tributary console -b localhost:9092
+  # then open http://127.0.0.1:8088
+
+  # Look, never touch; against a cluster with SASL/SCRAM over TLS.
+  tributary console -b kafka-1:9093 --read-only \
+    -X security.protocol=SASL_SSL -X sasl.mechanism=SCRAM-SHA-512 \
+    -X sasl.jaas.config='org.apache.kafka.common.security.scram.ScramLoginModule required username="ops" password="…";'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			seeds, err := kafkacli.ParseBootstrap(bootstrap)
+			if err != nil {
+				return err
+			}
+			security, err := kafkacli.ClientOpts()
+			if err != nil {
+				return err
+			}
+			c, err := startConsole(listen, console.Config{Seeds: seeds, ClientOpts: security, ReadOnly: readOnly,
+				RegistryURL: registryURL, JobsURL: jobsURL, Logger: slog.Default()})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Tributary console: %s\n", c.URL)
+			<-ctx.Done()
+			return c.Close()
+		},
+	}
+	f := cmd.Flags()
+	addBootstrapFlag(f, &bootstrap)
+	f.StringVar(&listen, "listen", defaultConsoleListen, "the console's address, host:port; on loopback unless told otherwise, since the console has no login of its own")
+	f.StringVar(&registryURL, "registry", "", "the schema registry's URL: its subjects on the Schemas pages, and registry-framed values (Avro, Protobuf, JSON Schema) decoded in the message browser")
+	f.StringVar(&jobsURL, "jobs", "", "the jobs scheduler's API (tributary jobs --listen): its load jobs, their runs, and trigger, pause, resume")
+	f.BoolVar(&readOnly, "read-only", false, "refuse every change (create, configure, delete, produce, reset offsets) with a 403")
+	return cmd
+}
+
+// runningConsole is a console served on a listener.
+type runningConsole struct {
+	URL string
+	srv *http.Server
+	c   *console.Server
+}
+
+// startConsole serves a console on listen, in the background.
+func startConsole(listen string, cfg console.Config) (*runningConsole, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("console --listen %s: %w", listen, err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	ip := net.ParseIP(host)
+	cfg.LoopbackOnly = ip != nil && ip.IsLoopback()
+	if !cfg.LoopbackOnly {
+		cfg.Logger.Warn("the console listens beyond loopback and has no login of its own: whoever reaches it acts with its Kafka credentials", "listen", ln.Addr().String(), "read_only", cfg.ReadOnly)
+	}
+	c, err := console.New(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			cfg.Logger.Error("console stopped", "err", err)
+		}
+	}()
+	u := "http://" + ln.Addr().String()
+	if cfg.LoopbackOnly {
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		u = "http://localhost:" + port
+	}
+	return &runningConsole{URL: u, srv: srv, c: c}, nil
+}
+
+func (r *runningConsole) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := r.srv.Shutdown(ctx)
+	r.c.Close()
+	return err
+}

@@ -1,0 +1,357 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Limits of what one request may cost the console and the cluster.
+const (
+	// MaxBodyBytes bounds a POST body: the largest form is a produced
+	// message, and a console is not a bulk loader.
+	MaxBodyBytes = 1 << 20
+	// MaxBrowse is the most records one browse returns; DefaultBrowse is
+	// what a browse without ?limit= returns.
+	MaxBrowse     = 500
+	DefaultBrowse = 50
+	// browseScan bounds how many records a search reads to find its
+	// matches, and browseTime how long it may take: a search for a string
+	// that is nowhere must still answer.
+	browseScan = 100_000
+	browseTime = 5 * time.Second
+	// requestTimeout bounds the Kafka requests of one page.
+	requestTimeout = 15 * time.Second
+)
+
+// Config is what a console needs to reach its cluster.
+type Config struct {
+	// Seeds are the bootstrap brokers, host:port.
+	Seeds []string
+	// ClientOpts are more kgo options, the client security properties
+	// above all (kafkacli.ClientOpts).
+	ClientOpts []kgo.Opt
+	// ReadOnly refuses every change: POSTs get a 403.
+	ReadOnly bool
+	// LoopbackOnly refuses requests whose Host is not a loopback name
+	// (localhost, 127.0.0.1, [::1]); set it when listening on loopback.
+	LoopbackOnly bool
+	// RegistryURL is the schema registry: with it, the Schemas pages
+	// show its subjects and the message browser decodes framed values.
+	RegistryURL string
+	// JobsURL is the jobs scheduler's API: with it, the Jobs pages.
+	JobsURL string
+	// Logger gets one line per change made through the console.
+	Logger *slog.Logger
+}
+
+// Server is the console, an http.Handler.
+type Server struct {
+	cfg   Config
+	cl    *kgo.Client
+	adm   *kadm.Client
+	reg   *registry   // nil without Config.RegistryURL
+	jobs  *jobsClient // nil without Config.JobsURL
+	csrf  *csrf
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+	log   *slog.Logger
+}
+
+// New builds a console; kgo connects lazily, so an unreachable cluster
+// shows on the first page, not here.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Seeds) == 0 {
+		return nil, errors.New("console: no bootstrap brokers")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Seeds...),
+		kgo.ClientID("tributary-console"),
+		kgo.DialTimeout(5 * time.Second),
+		kgo.RetryTimeout(10 * time.Second),
+		kgo.RecordPartitioner(choosePartitioner{}),
+		kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(time.Second),
+	}, cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	c, err := newCSRF()
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), csrf: c, log: cfg.Logger}
+	if cfg.JobsURL != "" {
+		s.jobs = &jobsClient{base: strings.TrimSuffix(cfg.JobsURL, "/"), http: &http.Client{Timeout: requestTimeout}}
+	}
+	if cfg.RegistryURL != "" {
+		if s.reg, err = newRegistry(cfg.RegistryURL); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("console: registry %s: %w", cfg.RegistryURL, err)
+		}
+	}
+	if err := s.parseTemplates(); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	s.routes()
+	return s, nil
+}
+
+// Close closes the console's Kafka client.
+func (s *Server) Close() { s.cl.Close() }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets/static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("GET /{$}", s.overview)
+	m.HandleFunc("GET /topics", s.topics)
+	m.HandleFunc("POST /topics", s.createTopic)
+	m.HandleFunc("GET /topics/{topic}", s.topic)
+	m.HandleFunc("POST /topics/{topic}/config", s.alterConfig)
+	m.HandleFunc("POST /topics/{topic}/partitions", s.addPartitions)
+	m.HandleFunc("POST /topics/{topic}/delete", s.deleteTopic)
+	m.HandleFunc("GET /topics/{topic}/messages", s.messages)
+	m.HandleFunc("POST /topics/{topic}/produce", s.produce)
+	m.HandleFunc("GET /schemas", s.schemas)
+	m.HandleFunc("GET /schemas/{subject}", s.subject)
+	m.HandleFunc("GET /jobs", s.jobsPage)
+	m.HandleFunc("GET /jobs/{job}", s.jobPage)
+	m.HandleFunc("POST /jobs/{job}/{verb}", s.jobAction)
+	m.HandleFunc("GET /groups", s.groups)
+	m.HandleFunc("GET /groups/{group}", s.group)
+	m.HandleFunc("POST /groups/{group}/reset", s.resetOffsets)
+	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	s.mux = m
+}
+
+// ServeHTTP applies the checks every request passes, then routes it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// Nothing the console serves comes from elsewhere or runs inline, so
+	// an injected script or style has nowhere to run.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	if s.cfg.LoopbackOnly && !loopbackHost(r.Host) {
+		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("host %q is not a loopback name: this console listens on loopback only, and a page of another site must not reach it by DNS rebinding", r.Host))
+		return
+	}
+	if r.Method == http.MethodPost {
+		if s.cfg.ReadOnly {
+			s.refuse(w, r, http.StatusForbidden, "the console is read-only (--read-only): it changes nothing on the cluster")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		if err := r.ParseForm(); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+				return
+			}
+			s.refuse(w, r, http.StatusBadRequest, "bad form: "+err.Error())
+			return
+		}
+		if why := s.csrf.check(r); why != "" {
+			s.refuse(w, r, http.StatusForbidden, "refused (CSRF protection): "+why+"; reload the page and try again")
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Nav      string
+	ReadOnly bool
+	CSRF     string
+	Flash    string
+	Error    string
+	Registry string
+	Jobs     bool
+	Data     any
+}
+
+func (s *Server) parseTemplates() error {
+	funcs := template.FuncMap{
+		"bytes":    humanBytes,
+		"join":     joinInt32,
+		"pathq":    url.PathEscape,
+		"millis":   formatMillis,
+		"contains": containsInt32,
+		"when":     formatTime,
+	}
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html")
+	if err != nil {
+		return err
+	}
+	s.pages = map[string]*template.Template{}
+	names, _ := fs.Glob(assets, "assets/pages/*.html")
+	for _, n := range names {
+		t, err := template.Must(layout.Clone()).ParseFS(assets, n)
+		if err != nil {
+			return err
+		}
+		s.pages[strings.TrimSuffix(n[len("assets/pages/"):], ".html")] = t
+	}
+	return nil
+}
+
+// render writes a page; the CSRF cookie is set on the way, so every page
+// with a form can post it.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	t := s.pages[name]
+	p.ReadOnly = s.cfg.ReadOnly
+	p.CSRF = s.csrf.token(w, r)
+	p.Registry = s.cfg.RegistryURL
+	p.Jobs = s.jobs != nil
+	if p.Flash == "" {
+		p.Flash = r.URL.Query().Get("done")
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, p); err != nil {
+		s.log.Error("console: template", "page", name, "err", err)
+		http.Error(w, "template error: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// refuse answers with a page that says why.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, why string) {
+	s.render(w, r, status, "error", page{Title: http.StatusText(status), Error: why})
+}
+
+// fail reports a Kafka error of a page or an action.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	status := http.StatusBadGateway
+	var ke *kerr.Error
+	switch {
+	case errors.Is(err, errBadInput):
+		status = http.StatusBadRequest
+	case errors.As(err, &ke) && strings.HasSuffix(ke.Message, "_AUTHORIZATION_FAILED"):
+		// The broker's ACLs refused the console's principal.
+		status = http.StatusForbidden
+	}
+	s.render(w, r, status, "error", page{Title: what, Error: what + ": " + err.Error()})
+}
+
+var errBadInput = errors.New("bad input")
+
+func badInput(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadInput, fmt.Sprintf(format, args...))
+}
+
+// done redirects after a change (post/redirect/get), with a note the next
+// page shows.
+func (s *Server) done(w http.ResponseWriter, r *http.Request, to, note string) {
+	http.Redirect(w, r, to+"?done="+url.QueryEscape(note), http.StatusSeeOther)
+}
+
+// ctxOf bounds a page's Kafka requests. It also makes kadm ask for
+// authorized operations, which sends every Metadata request to the cluster
+// instead of answering from kgo's cache (up to MetadataMinAge old): a
+// page must show the topic created the moment before.
+func ctxOf(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(kadm.WithAuthorizedOps(r.Context()), requestTimeout)
+}
+
+func humanBytes(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func joinInt32(xs []int32) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, x)
+	}
+	return b.String()
+}
+
+func containsInt32(xs []int32, x int32) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func formatTime(t any) string {
+	switch v := t.(type) {
+	case time.Time:
+		if v.IsZero() {
+			return ""
+		}
+		return v.UTC().Format("2006-01-02 15:04:05Z")
+	case *time.Time:
+		if v == nil || v.IsZero() {
+			return ""
+		}
+		return v.UTC().Format("2006-01-02 15:04:05Z")
+	}
+	return ""
+}
+
+func formatMillis(ms int64) string {
+	if ms < 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000Z")
+}
