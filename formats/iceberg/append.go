@@ -37,6 +37,9 @@ type Append struct {
 	// then: true means the append is in the table already (a commit
 	// repeated after a crash) and nothing is written; an error stops it.
 	Done func(*Metadata) (bool, error)
+	// SummaryFunc, if set, completes the summary on every attempt, after
+	// Done, as the table is then.
+	SummaryFunc func(summary map[string]string)
 }
 
 // MaxAttempts bounds the retries of a commit that loses races.
@@ -191,6 +194,9 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	}
 	for k, v := range a.Summary {
 		snap.Summary[k] = v
+	}
+	if a.SummaryFunc != nil {
+		a.SummaryFunc(snap.Summary)
 	}
 
 	m.Snapshots = append(append([]Snapshot{}, old.Snapshots...), snap)

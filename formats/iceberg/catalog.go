@@ -52,7 +52,9 @@ type FS interface {
 //     two committers racing for N+1 exactly one creates it; the other gets
 //     "exists", reads version N+1 and tries again from step 1 on it.
 //  4. Replace version-hint.text (write and rename). A crash before this
-//     leaves a stale hint, which readers step over.
+//     leaves a stale hint: iceberg-core steps over it, pyiceberg does not,
+//     so the next Load by a committer (the rerun after the crash) writes
+//     it again.
 //
 // What it does not protect against: a committer that dies while writing
 // v<N+1> (after its create, before its close) leaves a short file. The
@@ -124,6 +126,7 @@ func (c *Catalog) load(dir string) (*Table, error) {
 	if b, err := c.FS.ReadFile(hintFile(dir)); err == nil {
 		v, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
+	hinted := v
 	if v <= 0 {
 		// No hint: the highest version listed.
 		ents, err := c.FS.ReadDir(metadataDir(dir))
@@ -159,6 +162,12 @@ func (c *Catalog) load(dir string) (*Table, error) {
 			return nil, err
 		}
 		return c.load(dir)
+	}
+	if v != hinted {
+		// A committer died between its commit and the hint: readers that
+		// trust the hint (pyiceberg) would not see the version until the
+		// next commit. Best effort: a reader without write access cannot.
+		c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v)))
 	}
 	return &Table{Dir: dir, Version: v, Metadata: m, cat: c}, nil
 }
