@@ -153,7 +153,9 @@ func TestLoadIceberg(t *testing.T) {
 	for _, target := range targets {
 		load(target, activitySchema)
 	}
-	produce(t, b.Addr(), "clicks", n+n/2, n/2, 0, &want)
+	// Events 37 ms apart (decode.ActivityEvent): from 100,000 on, the
+	// next hour, so that a filter on the event time prunes files.
+	produce(t, b.Addr(), "clicks", 100_000, n/2, 0, &want)
 	evolved := evolvedSchema(t)
 	for _, target := range targets {
 		load(target, evolved)
