@@ -143,7 +143,12 @@ func TestLoadIceberg(t *testing.T) {
 		args := []string{"--target", target, "-b", b.Addr(), "--topics", "clicks", "--schema", schema, "--time-field", "timestamp",
 			"--table-format", "iceberg", "--parallelism", "2", "--max-records-per-unit", fmt.Sprint(n / 4)}
 		start := time.Now()
-		mustLoad(t, append(args, hdfsArgs(t)...)...)
+		out := mustLoad(t, append(args, hdfsArgs(t)...)...)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "table snapshot") {
+				t.Logf("%s: %s", target[:4], line) // the commit's latency
+			}
+		}
 		return time.Since(start)
 	}
 	for _, target := range targets {

@@ -122,3 +122,23 @@ func TestEvolve(t *testing.T) {
 		t.Fatalf("long to string: %v", err)
 	}
 }
+
+// BenchmarkAppend is the latency of one append commit (a manifest, a
+// manifest list, the metadata file and the hint) on a local disk, with the
+// table's history growing.
+func BenchmarkAppend(b *testing.B) {
+	fs, err := sink.Open(b.TempDir(), sink.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &Catalog{FS: fs}
+	files := make([]NewFile, 10)
+	for i := range files {
+		files[i] = NewFile{Path: "t/data/" + strconv.Itoa(i) + ".parquet", Records: 1000, Bytes: 1 << 20, Hour: int32(490000 + i)}
+	}
+	for b.Loop() {
+		if _, _, err := c.Append(Append{Dir: "t", Schema: testSchema(), TimeColumn: "_event_time", Files: files}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
