@@ -234,3 +234,19 @@ func fileSchema(p *Plan, topic string) (*arrow.Schema, error) {
 }
 
 func init() { iceberg.SetCrashHook(crashPoint) }
+
+// refuseTableBackfill stops a backfill of a topic that has an Iceberg
+// table before it plans: a backfill replaces files the table's snapshots
+// refer to, and the overwrite snapshot that would say so is not written
+// yet.
+func (l *Loader) refuseTableBackfill(spec Spec) error {
+	if spec.TableFormat == TableIceberg {
+		return errors.New("backfilling an Iceberg table (an overwrite snapshot) is not supported yet")
+	}
+	for _, t := range spec.Topics {
+		if _, err := l.FS.Stat(t + "/metadata/version-hint.text"); err == nil {
+			return fmt.Errorf("topic %s has an Iceberg table at %s/%s: backfilling it would remove files its snapshots refer to, and the overwrite snapshot is not supported yet", t, l.FS, t)
+		}
+	}
+	return nil
+}
