@@ -7,9 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/tributary-io/tributary/formats/iceberg"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/loader"
@@ -166,6 +170,51 @@ func TestLoadIceberg(t *testing.T) {
 		load(target, evolved)
 	}
 	hwm := testbroker.HighWatermarks(t, b.Addr(), "clicks")
+	t.Run("race-hdfs", func(t *testing.T) {
+		// Two committers on the NameNode, racing for each version of a
+		// table: each of their appends lands once, in one line of
+		// snapshots, the losers retrying on the winners' versions.
+		fs, err := sink.Open(targets[1], sink.Options{User: testhdfs.DefaultUser})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fs.Close()
+		c := &iceberg.Catalog{FS: fs}
+		schema := arrow.NewSchema([]arrow.Field{{Name: "_event_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}}}, nil)
+		var wg sync.WaitGroup
+		errs := make(chan error, 6)
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 3 {
+					_, _, err := c.Append(iceberg.Append{Dir: "race", Schema: schema, TimeColumn: "_event_time",
+						Files: []iceberg.NewFile{{Path: fmt.Sprintf("race/%d-%d.parquet", w, i), Records: 1, Bytes: 1, Hour: 1}}})
+					if err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		tbl, err := c.Load("race")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := tbl.Metadata
+		if len(m.Snapshots) != 6 || m.Current().Summary["total-data-files"] != "6" {
+			t.Fatalf("%d snapshots, %s files; want 6 and 6", len(m.Snapshots), m.Current().Summary["total-data-files"])
+		}
+		for i := 1; i < len(m.Snapshots); i++ {
+			if p := m.Snapshots[i].ParentID; p == nil || *p != m.Snapshots[i-1].ID {
+				t.Fatalf("snapshot %d's parent is not snapshot %d", i, i-1)
+			}
+		}
+	})
 	for _, target := range targets {
 		t.Run(strings.SplitN(target, ":", 2)[0], func(t *testing.T) {
 			v := readIceberg(t, target, "clicks")

@@ -108,15 +108,26 @@ func (c *Catalog) Location(rel string) string {
 	return strings.TrimSuffix(c.FS.String(), "/") + "/" + strings.TrimPrefix(rel, "/")
 }
 
-// Load reads the current version of the table in dir.
+// Load reads the current version of the table in dir. A newest metadata
+// file that does not parse yet is waited for (a commit in progress) until
+// it counts as torn; a clock that keeps it young longer than twice that
+// ends the wait with an error.
 func (c *Catalog) Load(dir string) (*Table, error) {
+	deadline := time.Now().Add(2 * c.tornAfter())
 	for {
 		t, err := c.load(dir)
-		if !errors.Is(err, errInProgress) {
+		if !errors.Is(err, errInProgress) || time.Now().After(deadline) {
 			return t, err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+func (c *Catalog) tornAfter() time.Duration {
+	if c.TornAfter > 0 {
+		return c.TornAfter
+	}
+	return DefaultTornAfter
 }
 
 var errInProgress = errors.New("formats/iceberg: a commit is in progress")
@@ -179,10 +190,7 @@ func (c *Catalog) torn(dir string, v int, perr error) error {
 	if err != nil {
 		return err
 	}
-	after := c.TornAfter
-	if after == 0 {
-		after = DefaultTornAfter
-	}
+	after := c.tornAfter()
 	if age := c.now().Sub(fi.ModTime()); age < after {
 		return fmt.Errorf("%w: %s does not parse yet (%v), %v old", errInProgress, name, perr, age.Round(time.Millisecond))
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 
@@ -140,5 +141,48 @@ func BenchmarkAppend(b *testing.B) {
 		if _, _, err := c.Append(Append{Dir: "t", Schema: testSchema(), TimeColumn: "_event_time", Files: files}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A committer that died while writing its metadata file left it short:
+// while young it is a commit in progress, once old it is moved aside and
+// the version before it is current again, and the next commit takes its
+// number.
+func TestTornMetadata(t *testing.T) {
+	t.Parallel()
+	fs, err := sink.Open(t.TempDir(), sink.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c := &Catalog{FS: fs, TornAfter: 200 * time.Millisecond, Now: func() time.Time { return now }}
+	if _, _, err := c.Append(Append{Dir: "t", Schema: testSchema(), TimeColumn: "_event_time",
+		Files: []NewFile{{Path: "t/a.parquet", Records: 1, Bytes: 1, Hour: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fs.Create("t/metadata/v3.metadata.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(`{"format-version": 2, "table-uu`))
+	w.Close()
+	start := time.Now()
+	if _, err := c.Load("t"); !errors.Is(err, errInProgress) {
+		t.Fatalf("a young torn file: %v, want a commit in progress", err)
+	}
+	if waited := time.Since(start); waited < 400*time.Millisecond {
+		t.Fatalf("gave up after %v, want twice TornAfter", waited)
+	}
+	now = now.Add(time.Second)
+	tbl, _, err := c.Append(Append{Dir: "t", Schema: testSchema(), TimeColumn: "_event_time",
+		Files: []NewFile{{Path: "t/b.parquet", Records: 1, Bytes: 1, Hour: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl.Version != 3 || len(tbl.Metadata.Snapshots) != 2 {
+		t.Fatalf("version %d with %d snapshots, want 3 with 2", tbl.Version, len(tbl.Metadata.Snapshots))
+	}
+	if _, err := fs.Stat("t/metadata/v3.metadata.json.torn"); err != nil {
+		t.Fatalf("the torn file was not kept aside: %v", err)
 	}
 }
