@@ -256,6 +256,23 @@ func TestLoadIceberg(t *testing.T) {
 			if len(v.Spec) != 1 || v.Spec[0].Source != et || v.Spec[0].Transform != "hour" {
 				t.Errorf("partition spec %+v: want hour(_event_time)", v.Spec)
 			}
+			// The lake commands say the same.
+			lake := func(args ...string) string {
+				out, err := tributary(t, nil, append(append([]string{"lake"}, args...), append([]string{"--target", target}, hdfsArgs(t)...)...)...)
+				if err != nil {
+					t.Fatalf("lake %v: %v\n%s", args, err, out)
+				}
+				return out
+			}
+			if out := lake("snapshots", "clicks"); strings.Count(out, " default-") != 3 || !strings.Contains(out, fmt.Sprint(v.Snapshots[2].ID)) {
+				t.Errorf("lake snapshots: want the 3 runs' snapshots:\n%s", out)
+			}
+			if out := lake("describe", "clicks"); !strings.Contains(out, "hour(_event_time) as _event_time_hour") || !strings.Contains(out, fmt.Sprintf("%3d  campaign", camp)) {
+				t.Errorf("lake describe:\n%s", out)
+			}
+			if out := lake("tables"); !strings.Contains(out, "clicks ") || (strings.HasPrefix(target, "hdfs") != strings.Contains(out, "race ")) {
+				t.Errorf("lake tables:\n%s", out)
+			}
 			if len(v.Hours) < 2 || v.FilesFirstHour != v.FilesFirstHourW || v.FilesFirstHour >= v.Files {
 				t.Errorf("partition pruning: %d files over hours %v; a filter on the first hour planned %d files, want %d",
 					v.Files, v.Hours, v.FilesFirstHour, v.FilesFirstHourW)

@@ -313,3 +313,27 @@ func newSnapshotID() int64 {
 	rand.Read(b[:])
 	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
 }
+
+// Tables lists the tables directly under dir of the warehouse ("" for its
+// root): the directories with a metadata/version-hint.text or a
+// metadata/v1.metadata.json.
+func (c *Catalog) Tables(dir string) ([]string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := c.FS.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		t := path.Join(dir, e.Name()) // path.Join drops a leading "."
+		if c.exists(hintFile(t)) || c.exists(versionFile(t, 1)) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
