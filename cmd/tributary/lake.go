@@ -47,7 +47,14 @@ it loaded.`,
 	cmd.AddCommand(&cobra.Command{
 		Use:   "tables",
 		Short: "List the Iceberg tables of a target",
-		Args:  cobra.NoArgs,
+		Long: `List the tables directly under the target (a directory with
+metadata/version-hint.text or metadata/v1.metadata.json): the current
+metadata version, the number of snapshots, and the current snapshot's
+record and file counts and commit time.`,
+		Example: `  tributary lake tables --target hdfs://nn:8020/lake --hdfs-user etl
+  # TABLE   VERSION  SNAPSHOTS  RECORDS  FILES  LAST COMMIT
+  # clicks  4        3          4000     9      2026-12-02T07:05:55Z`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, done, err := catalog()
 			if err != nil {
@@ -78,7 +85,14 @@ it loaded.`,
 	cmd.AddCommand(&cobra.Command{
 		Use:   "snapshots TABLE",
 		Short: "List a table's snapshots, oldest first: one per load run",
-		Args:  cobra.ExactArgs(1),
+		Long: `List every snapshot of the table, oldest first: its id and its
+parent's, when it was committed, the operation, the records it added and
+the table's total, and for the loader's snapshots the run id and the offset
+ranges per partition ({"<partition>":[from,to]}) the run loaded. Any
+snapshot id can be read with time travel, e.g. pyiceberg's
+table.scan(snapshot_id=...).`,
+		Example: `  tributary lake snapshots --target file:///lake clicks`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, done, err := catalog()
 			if err != nil {
@@ -105,7 +119,15 @@ it loaded.`,
 	cmd.AddCommand(&cobra.Command{
 		Use:   "describe TABLE",
 		Short: "Print a table's location, schema with field ids, partition spec and current snapshot",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print where the table is, its format version and current metadata
+file, the current snapshot's counts, the current schema one field a line
+with its field id and Iceberg type, the partition spec and the names of
+the table's properties.`,
+		Example: `  tributary lake describe --target file:///lake clicks
+  #   1  type                     "string"
+  #  ...
+  # partitioned by:  hour(_event_time) as _event_time_hour`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, done, err := catalog()
 			if err != nil {
