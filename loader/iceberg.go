@@ -140,18 +140,9 @@ func (l *Loader) commitTables(p *Plan, m *Manifest) error {
 		t, snap, err := cat.Append(iceberg.Append{
 			Dir: topic, Schema: schema, TimeColumn: eventTimeColumn, Files: files,
 			Summary: map[string]string{summaryRun: p.Run, summaryJob: p.Job, summaryTopic: topic, summaryRanges: string(rj)},
-			Done: func(md *iceberg.Metadata) (bool, error) {
-				done, prev, err := committedBy(md, p.Run)
-				if err != nil || done {
-					return done, err
-				}
-				for part, r := range ranges {
-					if end, ok := prev[part]; ok && end > r[0] {
-						return false, fmt.Errorf("table %s already holds partition %s up to offset %d, past this run's start %d: another run loaded it (run %s is superseded)", topic, part, end, r[0], p.Run)
-					}
-				}
-				next = prev
-				return false, nil
+			Done: func(md *iceberg.Metadata) (done bool, err error) {
+				done, next, err = checkTable(md, topic, p.Run, ranges)
+				return done, err
 			},
 			SummaryFunc: func(summary map[string]string) {
 				cum := map[string]int64{}
@@ -176,6 +167,22 @@ func (l *Loader) commitTables(p *Plan, m *Manifest) error {
 			"files", len(files), "rows", snap.Summary["added-records"], "seconds", since(start))
 	}
 	return nil
+}
+
+// checkTable says whether the table has run's snapshot already, and
+// refuses a run whose ranges start below what the table holds: another
+// run loaded them. next are the table's next offsets.
+func checkTable(md *iceberg.Metadata, topic, run string, ranges map[string][2]int64) (done bool, next map[string]int64, err error) {
+	done, next, err = committedBy(md, run)
+	if err != nil || done {
+		return done, nil, err
+	}
+	for part, r := range ranges {
+		if end, ok := next[part]; ok && end > r[0] {
+			return false, nil, fmt.Errorf("table %s already holds partition %s up to offset %d, past this run's start %d: another run loaded it (run %s is superseded)", topic, part, end, r[0], run)
+		}
+	}
+	return false, next, nil
 }
 
 // committedBy says whether the table's current lineage has a snapshot of
