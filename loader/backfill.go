@@ -24,6 +24,9 @@ func (l *Loader) Backfill(ctx context.Context, spec Spec, r BackfillRange, paral
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if err := l.refuseTableBackfill(spec); err != nil {
+		return nil, err
+	}
 	if r.From < 0 || r.To <= r.From {
 		return nil, fmt.Errorf("backfill range [%d, %d) is empty: --to is the offset after the last one to reload", r.From, r.To)
 	}

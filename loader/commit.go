@@ -98,6 +98,9 @@ func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
 		if err := l.fence(ctx); err != nil {
 			return nil, err
 		}
+		if err := l.commitTables(p, m); err != nil {
+			return nil, fmt.Errorf("committing run %s: %w", p.Run, err)
+		}
 		if err := writeState(l.FS, state); err != nil {
 			return nil, fmt.Errorf("committing run %s: %w", p.Run, err)
 		}

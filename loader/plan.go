@@ -71,6 +71,10 @@ type Settings struct {
 	// the largest file is completed early.
 	MaxMemory int64 `json:"maxMemory"`
 	AllowGaps bool  `json:"allowGaps,omitempty"`
+	// TableFormat is "iceberg" when each run also commits its files as a
+	// snapshot of an Iceberg table per topic (iceberg.go); empty is the
+	// plain Parquet lake.
+	TableFormat string `json:"tableFormat,omitempty"`
 }
 
 // Unit is one work unit: the offsets [From, To) of one partition.

@@ -111,7 +111,7 @@ func (s *Settings) validate(haveSchema bool) error {
 	if s.Codec == "" {
 		s.Codec = "snappy"
 	}
-	return nil
+	return s.validateTable()
 }
 
 // Plan computes a load plan from the job's state and the broker's offsets,

@@ -116,7 +116,7 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 	raw := p.Format == FormatRaw
 	hw := &hourWriters{
 		fs: l.FS, dir: dir, topic: u.Topic, partition: u.Partition,
-		schema: outputSchema(dec, raw), opts: opts, target: p.TargetFileBytes, maxMemory: p.MaxMemory, loc: loc,
+		schema: tableSchema(p, outputSchema(dec, raw)), opts: opts, target: p.TargetFileBytes, maxMemory: p.MaxMemory, loc: loc,
 		open: map[int64]*hourFile{},
 	}
 	defer hw.abort()
@@ -152,6 +152,10 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 		if !raw {
 			rec = withSource(rec, u.Partition, offsets)
 			defer rec.Release()
+			if p.TableFormat == TableIceberg {
+				rec = withEventTime(rec, times)
+				defer rec.Release()
+			}
 		}
 		// Rows of a partition mostly come in time order: write runs of one
 		// hour as zero-copy slices.

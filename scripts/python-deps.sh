@@ -48,6 +48,7 @@ rm -rf "$venv"
 "$venv/bin/python" -c 'import confluent_kafka as c; print("confluent-kafka", c.__version__, "librdkafka", c.libversion()[0])' >&2
 "$venv/bin/python" -c 'import pyarrow as pa; print("pyarrow", pa.__version__)' >&2
 "$venv/bin/python" -c 'import fastavro; from confluent_kafka.schema_registry.avro import AvroSerializer; print("fastavro", fastavro.__version__)' >&2
+"$venv/bin/python" -c 'import pyiceberg; print("pyiceberg", pyiceberg.__version__)' >&2
 
 echo "$want" >"$stamp"
 log "done in $((SECONDS - start))s"

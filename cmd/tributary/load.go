@@ -63,6 +63,7 @@ func (f *loadFlags) addSpec(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.maxUnitRecords, "max-records-per-unit", loader.DefaultMaxRecordsPerUnit, "most records in one work unit")
 	f.maxUnitBytes = loader.DefaultMaxBytesPerUnit
 	fs.Var(&f.maxUnitBytes, "max-bytes-per-unit", "most bytes (estimated from a sample) in one work unit")
+	fs.StringVar(&f.settings.TableFormat, "table-format", loader.TableParquet, "parquet: Hive-style directories of Parquet files; iceberg: also one Iceberg table per topic in <target>/<topic>, one snapshot per run (docs/iceberg.md)")
 	fs.BoolVar(&f.settings.AllowGaps, "allow-gaps", false, "continue past offsets the broker no longer has, recording the gap in the manifest")
 }
 

@@ -1,0 +1,229 @@
+package iceberg
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// NewFile is a data file an append adds: a Parquet file already in place.
+type NewFile struct {
+	Path    string // relative to the warehouse
+	Records int64
+	Bytes   int64
+	// Hour is the file's partition value: hours since the Unix epoch (UTC)
+	// of every row's event time.
+	Hour int32
+}
+
+// Append describes one append commit.
+type Append struct {
+	Dir string // the table's directory in the warehouse
+	// Schema is the Arrow schema the files were written with; the table's
+	// schema evolves to take it (Evolve).
+	Schema *arrow.Schema
+	// TimeColumn is the timestamp column of the hours() partition spec of
+	// a new table.
+	TimeColumn string
+	Files      []NewFile
+	// Summary is added to the snapshot's summary.
+	Summary map[string]string
+	// Done, if set, is asked on every attempt, with the table as it is
+	// then: true means the append is in the table already (a commit
+	// repeated after a crash) and nothing is written; an error stops it.
+	Done func(*Metadata) (bool, error)
+	// SummaryFunc, if set, completes the summary on every attempt, after
+	// Done, as the table is then.
+	SummaryFunc func(summary map[string]string)
+}
+
+// MaxAttempts bounds the retries of a commit that loses races.
+const MaxAttempts = 20
+
+// Append commits one snapshot that adds the files, retrying on a newer
+// version when another committer wins the race. It returns the snapshot
+// (nil when Done said the append was there already) and the table.
+func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
+	for attempt := 0; attempt < MaxAttempts; attempt++ {
+		t, err := c.Load(a.Dir)
+		if errors.Is(err, ErrNoTable) {
+			s, last, _, err := Evolve(a.Schema, nil, 0)
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, err := c.Create(a.Dir, s, last, a.TimeColumn, nil); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if a.Done != nil {
+			done, err := a.Done(t.Metadata)
+			if err != nil || done {
+				return t, nil, err
+			}
+		}
+		m, snap, err := c.appendMetadata(t, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		crash("iceberg-manifests")
+		err = c.write(a.Dir, t.Version+1, m)
+		if errors.Is(err, errConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return &Table{Dir: a.Dir, Version: t.Version + 1, Metadata: m, cat: c}, snap, nil
+	}
+	return nil, nil, fmt.Errorf("formats/iceberg: %s: lost the commit race %d times", c.Location(a.Dir), MaxAttempts)
+}
+
+// appendMetadata writes the manifest and manifest list of a snapshot that
+// adds a.Files to t, and returns the metadata that commits it.
+func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, error) {
+	old := t.Metadata
+	m := *old // shallow: every slice or map changed below is copied first
+	schema, last, changed, err := Evolve(a.Schema, old.CurrentSchema(), old.LastColumnID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", c.Location(a.Dir), err)
+	}
+	if changed {
+		for _, s := range old.Schemas {
+			schema.ID = max(schema.ID, s.ID+1)
+		}
+		m.Schemas = append(append([]*Schema{}, old.Schemas...), schema)
+		m.CurrentSchemaID, m.LastColumnID = schema.ID, last
+		m.Properties = copyMap(old.Properties)
+		m.Properties["schema.name-mapping.default"] = schema.NameMapping()
+	} else {
+		schema = old.CurrentSchema()
+	}
+	spec := old.Spec()
+	now := c.now().UnixMilli()
+	snap := Snapshot{ID: newSnapshotID(), SequenceNumber: old.LastSequenceNumber + 1, TimestampMs: now, SchemaID: &schema.ID}
+	parent := old.Current()
+	if parent != nil {
+		id := parent.ID
+		snap.ParentID = &id
+	}
+
+	entries := make([]Entry, 0, len(a.Files))
+	var rows, size int64
+	lo, hi := int32(0), int32(0)
+	for i, f := range a.Files {
+		part := map[string]any{}
+		for _, pf := range spec.Fields {
+			if pf.Transform != "hour" {
+				return nil, nil, fmt.Errorf("formats/iceberg: %s: partition transform %q is not supported by this writer", c.Location(a.Dir), pf.Transform)
+			}
+			part[pf.Name] = f.Hour
+		}
+		seq := snap.SequenceNumber
+		entries = append(entries, Entry{Status: 1, SnapshotID: &snap.ID, SequenceNumber: &seq, FileSequenceNumber: &seq,
+			File: DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}})
+		rows += f.Records
+		size += f.Bytes
+		if i == 0 || f.Hour < lo {
+			lo = f.Hour
+		}
+		if i == 0 || f.Hour > hi {
+			hi = f.Hour
+		}
+	}
+	var manifests []ManifestFile
+	if parent != nil {
+		b, err := c.FS.ReadFile(c.rel(parent.ManifestList))
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the manifest list of snapshot %d: %w", parent.ID, err)
+		}
+		if manifests, err = DecodeManifestList(bytes.NewReader(b)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(entries) > 0 {
+		b, err := encodeManifest(schema, spec, entries)
+		if err != nil {
+			return nil, nil, err
+		}
+		name := path.Join(metadataDir(a.Dir), uuid()+"-m0.avro")
+		if err := c.writeNew(name, b); err != nil {
+			return nil, nil, err
+		}
+		mf := ManifestFile{Path: c.Location(name), Length: int64(len(b)), SpecID: int32(spec.ID),
+			SequenceNumber: snap.SequenceNumber, MinSequenceNumber: snap.SequenceNumber, AddedSnapshotID: snap.ID,
+			AddedFiles: int32(len(entries)), AddedRows: rows}
+		if len(spec.Fields) > 0 {
+			ps := []FieldSummary{{Lower: intBound(lo), Upper: intBound(hi)}}
+			mf.Partitions = &ps
+		}
+		manifests = append(manifests, mf)
+	}
+	b, err := encodeManifestList(&snap, manifests)
+	if err != nil {
+		return nil, nil, err
+	}
+	list := path.Join(metadataDir(a.Dir), fmt.Sprintf("snap-%d-1-%s.avro", snap.ID, uuid()))
+	if err := c.writeNew(list, b); err != nil {
+		return nil, nil, err
+	}
+	snap.ManifestList = c.Location(list)
+
+	total := func(key string, add int64) string {
+		var prev int64
+		if parent != nil {
+			prev, _ = strconv.ParseInt(parent.Summary[key], 10, 64)
+		}
+		return strconv.FormatInt(prev+add, 10)
+	}
+	snap.Summary = map[string]string{
+		"operation":        "append",
+		"added-data-files": strconv.Itoa(len(entries)), "added-records": strconv.FormatInt(rows, 10),
+		"added-files-size": strconv.FormatInt(size, 10),
+		"total-data-files": total("total-data-files", int64(len(entries))), "total-records": total("total-records", rows),
+		"total-files-size":   total("total-files-size", size),
+		"total-delete-files": "0", "total-position-deletes": "0", "total-equality-deletes": "0",
+	}
+	for k, v := range a.Summary {
+		snap.Summary[k] = v
+	}
+	if a.SummaryFunc != nil {
+		a.SummaryFunc(snap.Summary)
+	}
+
+	m.Snapshots = append(append([]Snapshot{}, old.Snapshots...), snap)
+	m.SnapshotLog = append(append([]SnapshotLog{}, old.SnapshotLog...), SnapshotLog{TimestampMs: now, SnapshotID: snap.ID})
+	m.MetadataLog = append(append([]MetadataLog{}, old.MetadataLog...),
+		MetadataLog{TimestampMs: old.LastUpdatedMs, MetadataFile: c.Location(versionFile(a.Dir, t.Version))})
+	m.CurrentSnapshotID = &snap.ID
+	m.Refs = map[string]Ref{}
+	for k, v := range old.Refs {
+		m.Refs[k] = v
+	}
+	m.Refs["main"] = Ref{SnapshotID: snap.ID, Type: "branch"}
+	m.LastSequenceNumber = snap.SequenceNumber
+	m.LastUpdatedMs = now
+	return &m, &snap, nil
+}
+
+// rel turns an absolute location under the warehouse back into a path of it.
+func (c *Catalog) rel(loc string) string {
+	root := strings.TrimSuffix(c.FS.String(), "/") + "/"
+	return strings.TrimPrefix(loc, root)
+}
+
+func copyMap(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in)+1)
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,339 @@
+package iceberg
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FS is the file system a table lives on, rooted at the catalog's
+// warehouse: the loader's sink (HDFS or a local directory) satisfies it.
+type FS interface {
+	// Create fails with an error satisfying errors.Is(err, fs.ErrExist)
+	// when name exists: on HDFS and on a local disk alike, creation is
+	// atomic, and that is what a commit relies on.
+	Create(name string) (io.WriteCloser, error)
+	ReadFile(name string) ([]byte, error)
+	WriteFileAtomic(name string, data []byte) error
+	Rename(oldname, newname string) error
+	ReadDir(name string) ([]fs.FileInfo, error)
+	Stat(name string) (fs.FileInfo, error)
+	// String is the warehouse's URI (file:///..., hdfs://...): tables
+	// record absolute locations under it.
+	String() string
+}
+
+// Catalog is a Hadoop-style catalog: a table is a directory of the
+// warehouse, its metadata the files in <table>/metadata.
+//
+// # The commit protocol
+//
+// Version N of a table is the file metadata/v<N>.metadata.json; the
+// current version is the highest N present. metadata/version-hint.text
+// holds N as a hint for readers (iceberg-core's HadoopCatalog reads it,
+// then looks for N+1, N+2 ... as we do).
+//
+//  1. Read the current version N (the hint, then upward while v<N+1>
+//     exists) and its metadata.
+//  2. Write the new snapshot's manifests and manifest list under names of
+//     their own (random ids): nothing refers to them yet.
+//  3. Commit point: create v<N+1>.metadata.json exclusively. HDFS's create
+//     (without overwrite) and open(O_EXCL) on a local disk are atomic, so of
+//     two committers racing for N+1 exactly one creates it; the other gets
+//     "exists", reads version N+1 and tries again from step 1 on it.
+//  4. Replace version-hint.text (write and rename). A crash before this
+//     leaves a stale hint: iceberg-core steps over it, pyiceberg does not,
+//     so the next Load by a committer (the rerun after the crash) writes
+//     it again.
+//
+// What it does not protect against: a committer that dies while writing
+// v<N+1> (after its create, before its close) leaves a short file. The
+// next committer finds it unparsable; once it is older than TornAfter it
+// is moved aside as v<N+1>.metadata.json.torn and version N is current
+// again. A torn file younger than that is taken as a commit in progress:
+// the committer waits and retries. Manifests of commits that lost (steps
+// 2-3) are orphans: they are never referenced, and orphan removal may
+// delete them.
+type Catalog struct {
+	FS FS
+	// TornAfter is how old an unparsable newest metadata file must be
+	// before it counts as torn; 0 is DefaultTornAfter.
+	TornAfter time.Duration
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// DefaultTornAfter is far longer than writing a metadata file takes.
+const DefaultTornAfter = time.Minute
+
+// ErrNoTable says the table has no metadata yet.
+var ErrNoTable = errors.New("formats/iceberg: no such table")
+
+// errConflict says another committer created the version first.
+var errConflict = errors.New("formats/iceberg: commit conflict")
+
+// Table is a table as of one metadata version.
+type Table struct {
+	Dir      string // relative to the warehouse
+	Version  int
+	Metadata *Metadata
+	cat      *Catalog
+}
+
+func (c *Catalog) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func metadataDir(dir string) string { return path.Join(dir, "metadata") }
+func versionFile(dir string, v int) string {
+	return path.Join(metadataDir(dir), fmt.Sprintf("v%d.metadata.json", v))
+}
+func hintFile(dir string) string { return path.Join(metadataDir(dir), "version-hint.text") }
+
+// Location is the absolute URI of a path of the warehouse.
+func (c *Catalog) Location(rel string) string {
+	return strings.TrimSuffix(c.FS.String(), "/") + "/" + strings.TrimPrefix(rel, "/")
+}
+
+// Load reads the current version of the table in dir. A newest metadata
+// file that does not parse yet is waited for (a commit in progress) until
+// it counts as torn; a clock that keeps it young longer than twice that
+// ends the wait with an error.
+func (c *Catalog) Load(dir string) (*Table, error) {
+	deadline := time.Now().Add(2 * c.tornAfter())
+	for {
+		t, err := c.load(dir)
+		if !errors.Is(err, errInProgress) || time.Now().After(deadline) {
+			return t, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (c *Catalog) tornAfter() time.Duration {
+	if c.TornAfter > 0 {
+		return c.TornAfter
+	}
+	return DefaultTornAfter
+}
+
+var errInProgress = errors.New("formats/iceberg: a commit is in progress")
+
+func (c *Catalog) load(dir string) (*Table, error) {
+	v := 0
+	if b, err := c.FS.ReadFile(hintFile(dir)); err == nil {
+		v, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	hinted := v
+	if v <= 0 {
+		// No hint: the highest version listed.
+		ents, err := c.FS.ReadDir(metadataDir(dir))
+		if err != nil && !isNotExist(err) {
+			return nil, err
+		}
+		for _, e := range ents {
+			var n int
+			if _, err := fmt.Sscanf(e.Name(), "v%d.metadata.json", &n); err == nil && e.Name() == fmt.Sprintf("v%d.metadata.json", n) && n > v {
+				v = n
+			}
+		}
+	}
+	for v > 0 || c.exists(versionFile(dir, 1)) {
+		if v == 0 {
+			v = 1
+		}
+		if !c.exists(versionFile(dir, v+1)) {
+			break
+		}
+		v++
+	}
+	if v == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoTable, c.Location(dir))
+	}
+	b, err := c.FS.ReadFile(versionFile(dir, v))
+	if err != nil {
+		return nil, err
+	}
+	m, perr := ParseMetadata(b)
+	if perr != nil {
+		if err := c.torn(dir, v, perr); err != nil {
+			return nil, err
+		}
+		return c.load(dir)
+	}
+	if v != hinted {
+		// A committer died between its commit and the hint: readers that
+		// trust the hint (pyiceberg) would not see the version until the
+		// next commit. Best effort: a reader without write access cannot.
+		c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v)))
+	}
+	return &Table{Dir: dir, Version: v, Metadata: m, cat: c}, nil
+}
+
+// torn deals with a newest metadata file that does not parse.
+func (c *Catalog) torn(dir string, v int, perr error) error {
+	name := versionFile(dir, v)
+	fi, err := c.FS.Stat(name)
+	if err != nil {
+		return err
+	}
+	after := c.tornAfter()
+	if age := c.now().Sub(fi.ModTime()); age < after {
+		return fmt.Errorf("%w: %s does not parse yet (%v), %v old", errInProgress, name, perr, age.Round(time.Millisecond))
+	}
+	if err := c.FS.Rename(name, name+".torn"); err != nil && !isNotExist(err) {
+		return fmt.Errorf("moving the torn %s aside: %w", name, err)
+	}
+	c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v-1)))
+	return nil
+}
+
+func (c *Catalog) exists(name string) bool {
+	_, err := c.FS.Stat(name)
+	return err == nil
+}
+
+// Create makes a new table in dir, with the schema and a partition spec of
+// hours(timeColumn) (no partitioning when timeColumn is empty). A table
+// that exists already is returned as it is.
+func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColumn string, props map[string]string) (*Table, error) {
+	if t, err := c.Load(dir); err == nil {
+		return t, nil
+	} else if !errors.Is(err, ErrNoTable) {
+		return nil, err
+	}
+	spec := PartitionSpec{ID: 0, Fields: []PartitionField{}}
+	lastPartition := 999 // partition field ids start at 1000
+	if timeColumn != "" {
+		f, ok := schema.Field(timeColumn)
+		if !ok {
+			return nil, fmt.Errorf("formats/iceberg: partition column %q is not in the schema", timeColumn)
+		}
+		lastPartition++
+		spec.Fields = append(spec.Fields, PartitionField{SourceID: f.ID, FieldID: lastPartition, Name: timeColumn + "_hour", Transform: "hour"})
+	}
+	p := map[string]string{"schema.name-mapping.default": schema.NameMapping()}
+	for k, v := range props {
+		p[k] = v
+	}
+	m := &Metadata{
+		FormatVersion: FormatVersion, TableUUID: uuid(), Location: c.Location(dir),
+		LastUpdatedMs: c.now().UnixMilli(), LastColumnID: lastColumnID,
+		Schemas: []*Schema{schema}, CurrentSchemaID: schema.ID,
+		PartitionSpecs: []PartitionSpec{spec}, DefaultSpecID: 0, LastPartitionID: lastPartition,
+		Properties: p, SortOrders: []json.RawMessage{json.RawMessage(`{"order-id":0,"fields":[]}`)},
+	}
+	err := c.write(dir, 1, m)
+	if errors.Is(err, errConflict) {
+		return c.Load(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Table{Dir: dir, Version: 1, Metadata: m, cat: c}, nil
+}
+
+// write is the commit point: version v exists once this returns nil.
+func (c *Catalog) write(dir string, v int, m *Metadata) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	w, err := c.FS.Create(versionFile(dir, v))
+	if isExist(err) {
+		return errConflict
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	crash("iceberg-committed")
+	if err := c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v))); err != nil {
+		// The version is committed; readers step over a stale hint.
+		return nil
+	}
+	return nil
+}
+
+// crash is a hook for the loader's crash tests (nil in production).
+var crash = func(string) {}
+
+// SetCrashHook sets the function called at the named points of a commit.
+func SetCrashHook(f func(point string)) { crash = f }
+
+func (c *Catalog) writeNew(name string, b []byte) error {
+	w, err := c.FS.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+func isNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || os.IsNotExist(err)
+}
+
+func isExist(err error) bool { return errors.Is(err, fs.ErrExist) || os.IsExist(err) }
+
+func uuid() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// newSnapshotID is a random positive id, as iceberg-core makes them.
+func newSnapshotID() int64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
+}
+
+// Tables lists the tables directly under dir of the warehouse ("" for its
+// root): the directories with a metadata/version-hint.text or a
+// metadata/v1.metadata.json.
+func (c *Catalog) Tables(dir string) ([]string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := c.FS.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		t := path.Join(dir, e.Name()) // path.Join drops a leading "."
+		if c.exists(hintFile(t)) || c.exists(versionFile(t, 1)) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,259 @@
+package loader
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/tributary-io/tributary/formats/iceberg"
+)
+
+// The Iceberg table mode (--table-format iceberg). Each topic is a table in
+// the directory <topic> of the target, so the table's data files are the
+// Hive-style files the plain mode writes, and each run commits one
+// snapshot per table that adds the run's files. The run's commit becomes:
+//
+//	move the files into place (as in the plain mode)
+//	for each topic: append a snapshot to its table, unless a snapshot of
+//	                this run is there already             <- table commit
+//	write the job's state                                 <- run commit
+//
+// A crash before a table's commit repeats it; a crash after it (and before
+// the state) finds the run's id in the table's snapshot summaries and skips
+// it, so every offset is in the table's current snapshot once. The summary
+// holds the run's offset ranges per partition and, cumulated over the
+// table's history, the next offset of every partition: a table that holds
+// offsets past where a run starts (another loader got there first, its
+// lease broken) refuses the run instead of loading them twice.
+const (
+	TableIceberg = "iceberg"
+	TableParquet = "parquet"
+
+	// eventTimeColumn is the column every file of a table gets: the event
+	// time that placed the row in its hour, the source of the table's
+	// hours() partitioning.
+	eventTimeColumn = "_event_time"
+
+	// Snapshot summary keys.
+	summaryRun    = "tributary.run-id"
+	summaryJob    = "tributary.job"
+	summaryTopic  = "tributary.topic"
+	summaryRanges = "tributary.offsets"      // {"<partition>":[from,to]} of this run
+	summaryNext   = "tributary.next-offsets" // {"<partition>":next} cumulated
+)
+
+func (s *Settings) validateTable() error {
+	switch s.TableFormat {
+	case "", TableParquet:
+		s.TableFormat = ""
+	case TableIceberg:
+		if s.Format == FormatRaw {
+			return errors.New("--table-format iceberg needs decoded records: not with --format raw")
+		}
+		loc, _ := time.LoadLocation(s.TimeZone)
+		for _, t := range []time.Time{time.Date(2026, 1, 15, 0, 0, 0, 0, loc), time.Date(2026, 7, 15, 0, 0, 0, 0, loc)} {
+			if _, off := t.Zone(); off%3600 != 0 {
+				return fmt.Errorf("--table-format iceberg: time zone %s is not a whole number of hours from UTC, so its hours are not Iceberg's hours()", s.TimeZone)
+			}
+		}
+	default:
+		return fmt.Errorf("--table-format %q: want parquet or iceberg", s.TableFormat)
+	}
+	return nil
+}
+
+// tableSchema is the schema of the files of a run: the plain one, with the
+// event-time column in the Iceberg mode.
+func tableSchema(p *Plan, s *arrow.Schema) *arrow.Schema {
+	if p.TableFormat != TableIceberg {
+		return s
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(append(s.Fields(), arrow.Field{Name: eventTimeColumn, Type: eventTimeType, Nullable: true}), &md)
+}
+
+var eventTimeType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+
+// withEventTime appends the event-time column: times are Unix ms.
+func withEventTime(rec arrow.Record, times []int64) arrow.Record {
+	b := array.NewTimestampBuilder(memory.DefaultAllocator, eventTimeType)
+	defer b.Release()
+	b.Reserve(len(times))
+	for _, ms := range times {
+		b.UnsafeAppend(arrow.Timestamp(ms * 1000))
+	}
+	col := b.NewArray()
+	defer col.Release()
+	md := rec.Schema().Metadata()
+	fields := append(rec.Schema().Fields(), arrow.Field{Name: eventTimeColumn, Type: eventTimeType, Nullable: true})
+	cols := append(append([]arrow.Array{}, rec.Columns()...), col)
+	return array.NewRecord(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+}
+
+// commitTables appends the run's files to the tables of its topics.
+func (l *Loader) commitTables(p *Plan, m *Manifest) error {
+	if p.TableFormat != TableIceberg {
+		return nil
+	}
+	if p.Kind != "load" {
+		return errors.New("a backfill of an Iceberg table (an overwrite snapshot) is not supported yet")
+	}
+	cat := &iceberg.Catalog{FS: l.FS}
+	starts := p.starts()
+	byTopic := map[string][]iceberg.NewFile{}
+	for _, f := range m.Files {
+		if f.Hour%int64(time.Hour/time.Millisecond) != 0 {
+			return fmt.Errorf("file %s: its hour does not start on a UTC hour", f.Path)
+		}
+		byTopic[f.Topic] = append(byTopic[f.Topic], iceberg.NewFile{Path: f.Path, Records: f.Rows, Bytes: f.Bytes, Hour: int32(f.Hour / int64(time.Hour/time.Millisecond))})
+	}
+	topics := make([]string, 0, len(starts))
+	for t := range starts {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, topic := range topics {
+		files := byTopic[topic]
+		if len(files) == 0 {
+			// Only bad records, or a gap: no snapshot, and the next run's
+			// ranges start where the state says.
+			continue
+		}
+		schema, err := fileSchema(p, topic)
+		if err != nil {
+			return err
+		}
+		ranges := map[string][2]int64{}
+		for part, from := range starts[topic] {
+			ranges[strconv.Itoa(int(part))] = [2]int64{from, p.Next[topic][part]}
+		}
+		rj, _ := json.Marshal(ranges)
+		start := time.Now()
+		var next map[string]int64
+		t, snap, err := cat.Append(iceberg.Append{
+			Dir: topic, Schema: schema, TimeColumn: eventTimeColumn, Files: files,
+			Summary: map[string]string{summaryRun: p.Run, summaryJob: p.Job, summaryTopic: topic, summaryRanges: string(rj)},
+			Done: func(md *iceberg.Metadata) (done bool, err error) {
+				done, next, err = checkTable(md, topic, p.Run, ranges)
+				return done, err
+			},
+			SummaryFunc: func(summary map[string]string) {
+				cum := map[string]int64{}
+				for k, v := range next {
+					cum[k] = v
+				}
+				for part, r := range ranges {
+					cum[part] = r[1]
+				}
+				b, _ := json.Marshal(cum)
+				summary[summaryNext] = string(b)
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("table %s: %w", topic, err)
+		}
+		if snap == nil {
+			l.log().Info("the table has this run's snapshot already", "table", topic, "run", p.Run, "version", t.Version)
+			continue
+		}
+		l.log().Info("committed a table snapshot", "table", topic, "snapshot", snap.ID, "version", t.Version,
+			"files", len(files), "rows", snap.Summary["added-records"], "seconds", since(start))
+	}
+	return nil
+}
+
+// checkTable says whether the table has run's snapshot already, and
+// refuses a run whose ranges start below what the table holds: another
+// run loaded them. next are the table's next offsets.
+func checkTable(md *iceberg.Metadata, topic, run string, ranges map[string][2]int64) (done bool, next map[string]int64, err error) {
+	done, next, err = committedBy(md, run)
+	if err != nil || done {
+		return done, nil, err
+	}
+	for part, r := range ranges {
+		if end, ok := next[part]; ok && end > r[0] {
+			return false, nil, fmt.Errorf("table %s already holds partition %s up to offset %d, past this run's start %d: another run loaded it (run %s is superseded)", topic, part, end, r[0], run)
+		}
+	}
+	return false, next, nil
+}
+
+// committedBy says whether the table's current lineage has a snapshot of
+// run, and returns the next offsets the newest tributary snapshot records.
+func committedBy(md *iceberg.Metadata, run string) (bool, map[string]int64, error) {
+	var next map[string]int64
+	for s := md.Current(); s != nil; {
+		if s.Summary[summaryRun] == run {
+			return true, nil, nil
+		}
+		if v, ok := s.Summary[summaryNext]; ok && next == nil {
+			if err := json.Unmarshal([]byte(v), &next); err != nil {
+				return false, nil, fmt.Errorf("snapshot %d: %s: %w", s.ID, summaryNext, err)
+			}
+		}
+		if s.ParentID == nil {
+			break
+		}
+		s = md.Snapshot(*s.ParentID)
+	}
+	return false, next, nil
+}
+
+// TableOffsets are the next offsets the table of topic records (nil
+// without a table or a tributary snapshot).
+func TableOffsets(fs iceberg.FS, topic string) (map[int32]int64, error) {
+	t, err := (&iceberg.Catalog{FS: fs}).Load(topic)
+	if errors.Is(err, iceberg.ErrNoTable) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, next, err := committedBy(t.Metadata, "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for k, v := range next {
+		p, _ := strconv.Atoi(k)
+		out[int32(p)] = v
+	}
+	return out, nil
+}
+
+// fileSchema is the Arrow schema of a topic's files in the plan.
+func fileSchema(p *Plan, topic string) (*arrow.Schema, error) {
+	dec, err := newDecoder(p, topic)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := dec.(interface{ Release() }); ok {
+		defer r.Release()
+	}
+	return tableSchema(p, outputSchema(dec, false)), nil
+}
+
+func init() { iceberg.SetCrashHook(crashPoint) }
+
+// refuseTableBackfill stops a backfill of a topic that has an Iceberg
+// table before it plans: a backfill replaces files the table's snapshots
+// refer to, and the overwrite snapshot that would say so is not written
+// yet.
+func (l *Loader) refuseTableBackfill(spec Spec) error {
+	if spec.TableFormat == TableIceberg {
+		return errors.New("backfilling an Iceberg table (an overwrite snapshot) is not supported yet")
+	}
+	for _, t := range spec.Topics {
+		if _, err := l.FS.Stat(t + "/metadata/version-hint.text"); err == nil {
+			return fmt.Errorf("topic %s has an Iceberg table at %s/%s: backfilling it would remove files its snapshots refer to, and the overwrite snapshot is not supported yet", t, l.FS, t)
+		}
+	}
+	return nil
+}
