@@ -183,6 +183,12 @@ prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1"
 cp "$here/hadoop/log4j.properties" "$conf/log4j.properties"
 
 cp_="$conf:$lib/*"
+# Containers find java through {{JAVA_HOME}}, which the NodeManager passes on
+# from its own environment.
+if [[ -z "${JAVA_HOME:-}" ]]; then
+  JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
+  export JAVA_HOME
+fi
 jflags=(-Xmx"${YARN_HEAP:-384m}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true
         -Dtributary.yarn.dir="$dir" -Dhadoop.home.dir="$root" -Dhadoop.log.dir="$dir/logs"
         -Dyarn.log.dir="$dir/logs" -Dhadoop.root.logger=INFO,console
