@@ -26,12 +26,13 @@ package jobs
 //
 // Each container runs
 //
-//	i=$(( (10#${CONTAINER_ID##*_} - 2) % N )); exec ./tributary load worker --plan P --index $i --count N
+//	for try in 1 2 3 4; do ./tributary load worker --plan P --index $(( (10#${CONTAINER_ID##*_} - 2) % N )) --count N && exit 0; sleep 1; done; exit 1
 //
 // Container 1 is the AM, so the first attempt's workers are 2..N+1: index
 // 0..N-1. A container that dies is relaunched in place by its NodeManager
 // (DistributedShell's --container_retry_policy 1), keeping its id and so its
-// index; one the framework takes away (preemption, a lost node) is replaced
+// index (the loop reruns a worker killed by a signal, which the NodeManager
+// does not relaunch); one the framework takes away (preemption, a lost node) is replaced
 // by a new container whose id maps to some index again. An index run twice
 // is harmless: a worker skips the units already done, and two attempts of
 // one unit both complete and the commit takes one (loader.RunUnit). An index
@@ -255,7 +256,10 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if cp == "" {
 		cp = DefaultYARNClassPath
 	}
-	am := []string{"{{JAVA_HOME}}/bin/java", fmt.Sprintf("-Xmx%dm", max(64, e.cfg.AMMemoryMB*3/4)), yarnAMClass,
+	// C1 only and the serial collector: the AM mostly waits, and its JVM's
+	// start is most of the time to the first worker container.
+	am := []string{"{{JAVA_HOME}}/bin/java", fmt.Sprintf("-Xmx%dm", max(64, e.cfg.AMMemoryMB*3/4)),
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", yarnAMClass,
 		"--appname", yarnAppName, "--homedir", homeDir(staging), "--localized_files", "tributary",
 		"--container_memory", fmt.Sprint(e.cfg.ContainerMemoryMB), "--container_vcores", fmt.Sprint(e.cfg.ContainerVCores),
 		"--num_containers", fmt.Sprint(n), "--priority", fmt.Sprint(e.cfg.Priority),
@@ -409,17 +413,30 @@ func (e *yarnExecutor) kill(rm, appID string) {
 	}
 }
 
-// workerCommand is the shell command of every worker container.
+// workerCommand is the shell command of every worker container: the
+// worker, retried in the container up to ContainerRetries times. The
+// NodeManager relaunches a container whose command failed, but not one
+// that ended by SIGKILL or SIGTERM (exit 137, 143: it takes those for its
+// own kills), so a worker killed under the shell is rerun by the shell.
 func (e *yarnExecutor) workerCommand(p *loader.Plan, n int) string {
-	args := []string{"./tributary", "load", "worker", "--plan", loader.PlanURI(e.target, p.Run), "--index", "$i", "--count", fmt.Sprint(n)}
+	// The index is expanded by the container's launch script, which has
+	// CONTAINER_ID exported; a shell variable set in the command itself
+	// would be expanded there too, before it is set.
+	index := fmt.Sprintf("$(( (10#${CONTAINER_ID##*_} - 2) %% %d ))", n)
+	args := []string{"./tributary", "load", "worker", "--plan", loader.PlanURI(e.target, p.Run), "--index", index, "--count", fmt.Sprint(n)}
 	if e.bootstrap != "" {
 		args = append(args, "--bootstrap", e.bootstrap)
 	}
 	if e.hdfsUser != "" {
 		args = append(args, "--hdfs-user", e.hdfsUser)
 	}
-	// No double quotes: the NodeManager wraps the command in bash -c "...".
-	return fmt.Sprintf("i=$(( (10#${CONTAINER_ID##*_} - 2) %% %d )); exec %s", n, strings.Join(args, " "))
+	tries := make([]string, e.cfg.ContainerRetries+1)
+	for i := range tries {
+		tries[i] = fmt.Sprint(i + 1)
+	}
+	// No double quotes and no $var: the NodeManager wraps the command in
+	// bash -c "...".
+	return fmt.Sprintf("for try in %s; do %s && exit 0; sleep 1; done; exit 1", strings.Join(tries, " "), strings.Join(args, " "))
 }
 
 // workerEnv is what the workers need in their environment.
