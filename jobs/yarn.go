@@ -153,14 +153,17 @@ func (y *YARN) validate(parallelism int) error {
 // Application is a YARN application that ran (some of) an attempt's units,
 // as the run history keeps it.
 type Application struct {
-	ID          string    `json:"id"`
-	Queue       string    `json:"queue,omitempty"`
-	State       string    `json:"state"`
-	FinalStatus string    `json:"finalStatus,omitempty"`
-	Diagnostics string    `json:"diagnostics,omitempty"`
-	TrackingURL string    `json:"trackingUrl,omitempty"`
-	Containers  int       `json:"containers"` // worker containers asked for
-	Submitted   time.Time `json:"submitted"`
+	ID          string `json:"id"`
+	Queue       string `json:"queue,omitempty"`
+	State       string `json:"state"`
+	FinalStatus string `json:"finalStatus,omitempty"`
+	Diagnostics string `json:"diagnostics,omitempty"`
+	TrackingURL string `json:"trackingUrl,omitempty"`
+	Containers  int    `json:"containers"` // worker containers asked for
+	// Started is when the executor got the saved plan; Submitted when the
+	// RM accepted the application (the uploads are in between).
+	Started   time.Time `json:"started"`
+	Submitted time.Time `json:"submitted"`
 	// FirstContainer is when the first worker container ran, if seen.
 	FirstContainer time.Time `json:"firstContainer,omitzero"`
 	Ended          time.Time `json:"ended,omitzero"`
@@ -207,6 +210,7 @@ func (e *yarnExecutor) staging() string {
 }
 
 func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism int) error {
+	began := time.Now()
 	n := max(1, min(e.cfg.MaxContainers, len(p.Units)))
 	rm := strings.TrimRight(e.cfg.ResourceManager, "/")
 	if e.client == nil {
@@ -299,7 +303,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if err := e.call(ctx, http.MethodPost, rm+"/ws/v1/cluster/apps", body, nil); err != nil {
 		return err
 	}
-	app := Application{ID: appID, State: "SUBMITTED", Containers: n, Submitted: submitted.UTC(), Queue: e.cfg.Queue}
+	app := Application{ID: appID, State: "SUBMITTED", Containers: n, Started: began.UTC(), Submitted: submitted.UTC(), Queue: e.cfg.Queue}
 	e.record(app)
 	e.log.Info("YARN application submitted", "run", p.Run, "application", appID, "containers", n, "units", len(p.Units))
 	return e.follow(ctx, rm, &app)

@@ -89,8 +89,8 @@ func TestYARNExecutor(t *testing.T) {
 	if len(app.ContainerIDs) < 2 || app.FirstContainer.IsZero() {
 		t.Errorf("the history names containers %v, first worker running at %v; want the AM's and the workers'", app.ContainerIDs, app.FirstContainer)
 	}
-	t.Logf("application %s: submitted to first worker container running: %v; containers %v",
-		app.ID, app.FirstContainer.Sub(app.Submitted), app.ContainerIDs)
+	t.Logf("application %s: plan saved to first worker container running %v (uploads and submission %v, submitted to running %v); containers %v",
+		app.ID, app.FirstContainer.Sub(app.Started), app.Submitted.Sub(app.Started), app.FirstContainer.Sub(app.Submitted), app.ContainerIDs)
 	// Not a run of the missing units in the scheduler: the workers did all.
 	if strings.Contains(s.Log(), "running the missing units here") {
 		t.Errorf("the scheduler ran units itself: the containers left some undone")
@@ -153,4 +153,38 @@ func workerPIDs(t *testing.T, dir string) []int {
 		}
 	}
 	return out
+}
+
+// The yarn block: defaults filled in, a missing block or address refused
+// with the field named.
+func TestYARNConfig(t *testing.T) {
+	cfg := parse(t, `
+defaults:
+  target: hdfs://nn:8020/lake
+jobs:
+  - name: ok
+    topics: [a]
+    parallelism: 6
+    executor: yarn
+    yarn: {resource_manager: "http://rm:8088", am_jar: /opt/dshell.jar, queue: etl}
+  - name: noblock
+    topics: [a]
+    executor: yarn
+  - name: noaddr
+    topics: [a]
+    executor: yarn
+    yarn: {resource_manager: "rm:8088", am_jar: /opt/dshell.jar}
+`)
+	if len(cfg.Jobs) != 1 {
+		t.Fatalf("jobs %d, problems %v", len(cfg.Jobs), cfg.Problems)
+	}
+	y := cfg.Jobs[0].YARN
+	if y.MaxContainers != 6 || y.ContainerMemoryMB != jobs.DefaultYARNContainerMemoryMB || y.ContainerVCores != 1 ||
+		y.AMMemoryMB != jobs.DefaultYARNAMMemoryMB || y.ContainerRetries != jobs.DefaultYARNContainerRetries || y.Queue != "etl" {
+		t.Errorf("yarn block after defaults: %+v", y)
+	}
+	probs := fmt.Sprint(cfg.Problems)
+	if !strings.Contains(probs, "needs a yarn: block") || !strings.Contains(probs, `yarn.resource_manager "rm:8088"`) {
+		t.Errorf("problems: %s", probs)
+	}
 }
