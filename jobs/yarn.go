@@ -29,11 +29,13 @@ package jobs
 //	for try in 1 2 3 4; do ./tributary load worker --plan P --index $(( (10#${CONTAINER_ID##*_} - 2) % N )) --count N && exit 0; sleep 1; done; exit 1
 //
 // Container 1 is the AM, so the first attempt's workers are 2..N+1: index
-// 0..N-1. A container that dies is relaunched in place by its NodeManager
-// (DistributedShell's --container_retry_policy 1), keeping its id and so its
-// index (the loop reruns a worker killed by a signal, which the NodeManager
-// does not relaunch); one the framework takes away (preemption, a lost node) is replaced
-// by a new container whose id maps to some index again. An index run twice
+// 0..N-1. A worker that fails or is killed is run again in its container by
+// the loop (DistributedShell's own --container_retry_policy would not do:
+// the NodeManager never relaunches a container whose process ended by
+// SIGKILL or SIGTERM, exit 137 or 143, taking those for its own kills), so
+// it keeps its index; a container the framework takes away (preemption, a
+// lost node) is replaced by a new container whose id maps to some index
+// again (DistributedShell asks for one more). An index run twice
 // is harmless: a worker skips the units already done, and two attempts of
 // one unit both complete and the commit takes one (loader.RunUnit). An index
 // that no container ran leaves units without a result: the loader runs those
@@ -88,8 +90,8 @@ type YARN struct {
 	// MaxContainers caps the worker containers; default the job's
 	// parallelism. Never more than the plan's units.
 	MaxContainers int `yaml:"max_containers" json:"maxContainers,omitempty"`
-	// ContainerRetries is how often a NodeManager relaunches a worker that
-	// failed, in place.
+	// ContainerRetries is how often a worker that failed or was killed is
+	// run again in its container.
 	ContainerRetries int `yaml:"container_retries" json:"containerRetries,omitempty"`
 	AMMemoryMB       int `yaml:"am_memory_mb" json:"amMemoryMB,omitempty"`
 	// AMJar is DistributedShell's jar: a local path (uploaded to Staging
@@ -267,7 +269,9 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		"--appname", yarnAppName, "--homedir", homeDir(staging), "--localized_files", "tributary",
 		"--container_memory", fmt.Sprint(e.cfg.ContainerMemoryMB), "--container_vcores", fmt.Sprint(e.cfg.ContainerVCores),
 		"--num_containers", fmt.Sprint(n), "--priority", fmt.Sprint(e.cfg.Priority),
-		"--container_retry_policy", "1", "--container_max_retries", fmt.Sprint(e.cfg.ContainerRetries),
+		// The worker command retries the worker itself (workerCommand): a
+		// NodeManager relaunch on top would multiply the tries.
+		"--container_retry_policy", "0",
 	}
 	for _, kv := range e.workerEnv() {
 		am = append(am, "--shell_env", kv)
