@@ -49,12 +49,13 @@ type Def struct {
 	AllowGaps      bool          `yaml:"allow_gaps" json:"allowGaps,omitempty"`
 
 	// How the work is cut and run.
-	Parallelism       int      `yaml:"parallelism" json:"parallelism,omitempty"`
-	MaxRecordsPerUnit int64    `yaml:"max_records_per_unit" json:"maxRecordsPerUnit,omitempty"`
-	MaxBytesPerUnit   Size     `yaml:"max_bytes_per_unit" json:"maxBytesPerUnit,omitempty"`
-	Executor          string   `yaml:"executor" json:"executor,omitempty"` // local, process, command
-	Command           []string `yaml:"command" json:"command,omitempty"`   // executor: command
-	YARN              *YARN    `yaml:"yarn" json:"yarn,omitempty"`         // executor: yarn (yarn.go)
+	Parallelism       int         `yaml:"parallelism" json:"parallelism,omitempty"`
+	MaxRecordsPerUnit int64       `yaml:"max_records_per_unit" json:"maxRecordsPerUnit,omitempty"`
+	MaxBytesPerUnit   Size        `yaml:"max_bytes_per_unit" json:"maxBytesPerUnit,omitempty"`
+	Executor          string      `yaml:"executor" json:"executor,omitempty"`     // local, process, command
+	Command           []string    `yaml:"command" json:"command,omitempty"`       // executor: command
+	YARN              *YARN       `yaml:"yarn" json:"yarn,omitempty"`             // executor: yarn (yarn.go)
+	Kubernetes        *Kubernetes `yaml:"kubernetes" json:"kubernetes,omitempty"` // executor: kubernetes (kubernetes.go)
 
 	// When.
 	Schedule   string        `yaml:"schedule" json:"schedule,omitempty"` // cron
@@ -339,8 +340,15 @@ func (d Def) validate(dir string) (*Job, *FieldError) {
 			return bad("yarn", "%v", err)
 		}
 		j.YARN = &y
+	case ExecKubernetes:
+		if j.Kubernetes == nil {
+			return bad("kubernetes", "executor: kubernetes needs a kubernetes: block with the Job template (docs/jobs.md)")
+		}
+		if err := j.Kubernetes.validate(); err != nil {
+			return bad("kubernetes", "%v", err)
+		}
 	default:
-		return bad("executor", "%q: want local, process, command or yarn", j.Executor)
+		return bad("executor", "%q: want local, process, command, yarn or kubernetes", j.Executor)
 	}
 	switch {
 	case j.Schedule != "" && j.Every != 0:
