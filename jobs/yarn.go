@@ -122,7 +122,10 @@ const (
 		"<CPS>{{HADOOP_HDFS_HOME}}/share/hadoop/hdfs/*<CPS>{{HADOOP_HDFS_HOME}}/share/hadoop/hdfs/lib/*" +
 		"<CPS>{{HADOOP_YARN_HOME}}/share/hadoop/yarn/*<CPS>{{HADOOP_YARN_HOME}}/share/hadoop/yarn/lib/*"
 	yarnAppName = "tributary"
-	yarnAMClass = "org.apache.hadoop.yarn.applications.distributedshell.ApplicationMaster"
+	// yarnLostAfter is how long an RM that stopped answering is waited for
+	// (a restart, an HA failover) before the attempt fails.
+	yarnLostAfter = 2 * time.Minute
+	yarnAMClass   = "org.apache.hadoop.yarn.applications.distributedshell.ApplicationMaster"
 )
 
 // validate fills the defaults in and checks the block.
@@ -317,6 +320,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) error {
 	seen := map[string]bool{}
 	last := ""
+	var lostSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -345,9 +349,18 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) 
 			// The RM may restart under a long run; the application
 			// survives it (work-preserving recovery) or is reported lost
 			// below. Keep asking until the attempt's own timeout.
+			// Not forever, though: a job without a timeout would hang.
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+			}
+			if time.Since(lostSince) > yarnLostAfter {
+				return fmt.Errorf("yarn: lost the ResourceManager for %s while application %s ran (the plan stays open; the next attempt resumes it): %w",
+					yarnLostAfter, app.ID, err)
+			}
 			e.log.Warn("asking the ResourceManager for the application", "application", app.ID, "err", err)
 			continue
 		}
+		lostSince = time.Time{}
 		a := r.App
 		app.State, app.FinalStatus, app.Diagnostics, app.TrackingURL, app.Queue = a.State, a.FinalStatus, a.Diagnostics, a.TrackingURL, a.Queue
 		if a.AMContainerLogs != "" {
