@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,4 +188,80 @@ jobs:
 	if !strings.Contains(probs, "needs a yarn: block") || !strings.Contains(probs, `yarn.resource_manager "rm:8088"`) {
 		t.Errorf("problems: %s", probs)
 	}
+}
+
+// Killing the whole YARN application fails the attempt; the retry resumes
+// the same plan (a new application) and the lake ends exactly once. A long
+// test (TRIBUTARY_TEST_LONG): it costs a second application.
+func TestYARNApplicationKilled(t *testing.T) {
+	if os.Getenv("TRIBUTARY_TEST_LONG") == "" {
+		t.Skip("long test: TRIBUTARY_TEST_LONG=1 (make test-long)")
+	}
+	t.Parallel()
+	y := testyarn.Get(t)
+	b := testbroker.Start(t)
+	testbroker.CreateTopic(t, b.Addr(), "kills", 2)
+	p := &producer{t: t, addr: b.Addr(), topic: "kills"}
+	p.produce(6000)
+	target := hdfsTarget(t)
+	file := filepath.Join(t.TempDir(), "jobs.yaml")
+	writeConfig(t, file, fmt.Sprintf("bootstrap: %s\njobs:\n", b.Addr())+
+		jobYAML("kills", "kills", target, fmt.Sprintf(`    retries: 2
+    backoff: 1s
+    parallelism: 2
+    executor: yarn
+    yarn:
+      resource_manager: %s
+      am_jar: %s
+      classpath: %s
+      container_memory_mb: 256
+      am_memory_mb: 256
+`, y.RM, y.DShellJar, y.AppClassPath)))
+	s := serve(t, file)
+	if _, err := s.client.Trigger(context.Background(), "kills"); err != nil {
+		t.Fatal(err)
+	}
+	var killed string
+	eventually(t, 180*time.Second, "a running application to kill", func() bool {
+		for _, r := range history(t, target, "kills") {
+			for _, a := range r.Attempts {
+				for _, app := range a.Applications {
+					if app.State == "RUNNING" && killed == "" {
+						req, _ := http.NewRequest(http.MethodPut, y.RM+"/ws/v1/cluster/apps/"+app.ID+"/state?user.name=tributary",
+							strings.NewReader(`{"state":"KILLED"}`))
+						req.Header.Set("Content-Type", "application/json")
+						resp, err := http.DefaultClient.Do(req)
+						if err != nil {
+							t.Fatal(err)
+						}
+						resp.Body.Close()
+						killed = app.ID
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	var rec *jobs.Record
+	eventually(t, 240*time.Second, "the run's end", func() bool {
+		for _, r := range history(t, target, "kills") {
+			if r.Outcome != jobs.Running && r.Outcome != jobs.Retrying {
+				rec = r
+				return true
+			}
+		}
+		return false
+	})
+	if rec.Outcome != jobs.Succeeded || len(rec.Attempts) < 2 {
+		t.Fatalf("run %s: %s after %d attempts: %s", rec.ID, rec.Outcome, len(rec.Attempts), rec.Error)
+	}
+	first, last := rec.Attempts[0], rec.Attempts[len(rec.Attempts)-1]
+	if len(first.Applications) != 1 || first.Applications[0].ID != killed || first.Applications[0].State != "KILLED" {
+		t.Errorf("the first attempt's application: %+v (killed %s)", first.Applications, killed)
+	}
+	if last.Resumed == "" || len(last.Applications) != 1 || last.Applications[0].ID == killed {
+		t.Errorf("the last attempt resumed %q with applications %+v", last.Resumed, last.Applications)
+	}
+	checkExactlyOnce(t, readLake(t, target, "kills"), testbroker.HighWatermarks(t, b.Addr(), "kills"), p.next)
 }
