@@ -49,11 +49,13 @@ type Def struct {
 	AllowGaps      bool          `yaml:"allow_gaps" json:"allowGaps,omitempty"`
 
 	// How the work is cut and run.
-	Parallelism       int      `yaml:"parallelism" json:"parallelism,omitempty"`
-	MaxRecordsPerUnit int64    `yaml:"max_records_per_unit" json:"maxRecordsPerUnit,omitempty"`
-	MaxBytesPerUnit   Size     `yaml:"max_bytes_per_unit" json:"maxBytesPerUnit,omitempty"`
-	Executor          string   `yaml:"executor" json:"executor,omitempty"` // local, process, command
-	Command           []string `yaml:"command" json:"command,omitempty"`   // executor: command
+	Parallelism       int         `yaml:"parallelism" json:"parallelism,omitempty"`
+	MaxRecordsPerUnit int64       `yaml:"max_records_per_unit" json:"maxRecordsPerUnit,omitempty"`
+	MaxBytesPerUnit   Size        `yaml:"max_bytes_per_unit" json:"maxBytesPerUnit,omitempty"`
+	Executor          string      `yaml:"executor" json:"executor,omitempty"`     // local, process, command
+	Command           []string    `yaml:"command" json:"command,omitempty"`       // executor: command
+	YARN              *YARN       `yaml:"yarn" json:"yarn,omitempty"`             // executor: yarn (yarn.go)
+	Kubernetes        *Kubernetes `yaml:"kubernetes" json:"kubernetes,omitempty"` // executor: kubernetes (kubernetes.go)
 
 	// When.
 	Schedule   string        `yaml:"schedule" json:"schedule,omitempty"` // cron
@@ -83,6 +85,7 @@ const (
 	ExecLocal   = "local"   // worker goroutines in the scheduler's process
 	ExecProcess = "process" // `tributary load worker` processes, parallelism of them
 	ExecCommand = "command" // one command given the plan (a Kubernetes Indexed Job, say)
+	// ExecYARN (yarn.go): one YARN application runs the plan's units.
 )
 
 // Job is a validated definition, ready to run.
@@ -328,8 +331,24 @@ func (d Def) validate(dir string) (*Job, *FieldError) {
 		if len(j.Command) == 0 {
 			return bad("command", "executor: command needs the command to run, a list such as [deploy/k8s/run-plan.sh]")
 		}
+	case ExecYARN:
+		if j.YARN == nil {
+			return bad("yarn", "executor: yarn needs a yarn: block with resource_manager and am_jar (docs/jobs.md)")
+		}
+		y := *j.YARN
+		if err := y.validate(j.Parallelism); err != nil {
+			return bad("yarn", "%v", err)
+		}
+		j.YARN = &y
+	case ExecKubernetes:
+		if j.Kubernetes == nil {
+			return bad("kubernetes", "executor: kubernetes needs a kubernetes: block with the Job template (docs/jobs.md)")
+		}
+		if err := j.Kubernetes.validate(); err != nil {
+			return bad("kubernetes", "%v", err)
+		}
 	default:
-		return bad("executor", "%q: want local, process or command", j.Executor)
+		return bad("executor", "%q: want local, process, command, yarn or kubernetes", j.Executor)
 	}
 	switch {
 	case j.Schedule != "" && j.Every != 0:

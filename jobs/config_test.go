@@ -92,7 +92,7 @@ jobs:
     topics: [a]
   - name: exec
     topics: [a]
-    executor: yarn
+    executor: slurm
   - topics: [a]
   - name: dup
     topics: [a]
@@ -111,7 +111,7 @@ jobs:
 		{`"both"`, "schedule", "not both"},
 		{`"notopics"`, "topics", "topics_regex"},
 		{`"bad name!"`, "name", "letters"},
-		{`"exec"`, "executor", "yarn"},
+		{`"exec"`, "executor", "slurm"},
 		{"jobs[7]", "name", "missing"},
 		{`"dup"`, "name", "defined twice"},
 		{`"size"`, "max_bytes_per_unit", "not a size"},

@@ -23,8 +23,10 @@
 // Executors: local runs the units in goroutines of this process; process
 // starts `tributary load worker` processes (parallelism of them) on the
 // saved plan; command runs a user's command with the plan's URI (how a
-// Kubernetes Indexed Job is started, deploy/k8s/). All three are the
-// loader's Hooks.Execute, so planning and committing stay in one place.
+// Kubernetes Indexed Job is started, deploy/k8s/); yarn submits one YARN
+// application through the ResourceManager's REST API (yarn.go); kubernetes
+// creates the Indexed Job through the API server (kubernetes.go). All are
+// the loader's Hooks.Execute, so planning and committing stay in one place.
 //
 // Concurrency: a Scheduler is safe for concurrent use. Each job has one
 // goroutine that runs it; reloads and the HTTP handlers only publish and

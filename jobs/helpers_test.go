@@ -18,11 +18,13 @@ import (
 	"github.com/tributary-io/tributary/formats/decode"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
+	"github.com/tributary-io/tributary/internal/testyarn"
 	"github.com/tributary-io/tributary/jobs"
 	"github.com/tributary-io/tributary/loader/sink"
 )
 
-func TestMain(m *testing.M) { testhdfs.Main(m) }
+// testyarn.Main stops the YARN of the yarn executor's tests, then HDFS.
+func TestMain(m *testing.M) { testyarn.Main(m) }
 
 var activitySchema = filepath.Join(testbroker.RepoRoot(), "formats", "schema", "activity.yaml")
 

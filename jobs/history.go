@@ -86,6 +86,8 @@ type Attempt struct {
 	// Resumed is the loader run of an open plan that this attempt found
 	// and completed (a crashed or failed earlier attempt's).
 	Resumed string `json:"resumed,omitempty"`
+	// Applications are the YARN applications of the attempt (executor yarn).
+	Applications []Application `json:"applications,omitempty"`
 }
 
 // Load is one committed loader run.

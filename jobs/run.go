@@ -184,6 +184,13 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 	case ExecCommand:
 		e := &commandExecutor{argv: j.Command, target: fs.String(), log: s.log}
 		l.Hooks.Execute = e.execute
+	case ExecYARN:
+		e := &yarnExecutor{cfg: *j.YARN, target: fs.String(), opts: opts, bootstrap: bootstrap, hdfsUser: opts.User,
+			bin: s.opts.Binary, log: s.log.With("job", j.Name), record: s.recordApplication(st, j, cfg, rec)}
+		l.Hooks.Execute = e.execute
+	case ExecKubernetes:
+		e := &k8sExecutor{cfg: *j.Kubernetes, target: fs.String(), log: s.log.With("job", j.Name), record: s.recordApplication(st, j, cfg, rec)}
+		l.Hooks.Execute = e.execute
 	}
 	ms, runErr := l.Run(ctx, j.Spec, j.Parallelism)
 	for _, m := range ms {

@@ -85,7 +85,7 @@ nothing. The flags below can be set in the same file (listen: ...).
       time_field: timestamp
       schedule: "5 * * * *"  # cron (robfig/cron), or every: 15m
       parallelism: 4
-      executor: local        # or process: "tributary load worker" processes
+      executor: local        # or process, command, yarn, kubernetes (docs/jobs.md)
       max_records_per_unit: 1000000
 
 Several schedulers may serve the same file for availability: the lease in

@@ -78,7 +78,31 @@ func printRuns(w io.Writer, r *jobs.RunsResponse) {
 		if run.Error != "" {
 			fmt.Fprintf(w, "%s: %s\n", run.ID, run.Error)
 		}
+		for _, a := range run.Attempts {
+			for _, app := range a.Applications {
+				fmt.Fprintf(w, "%s: YARN %s\n", run.ID, applicationText(app))
+			}
+		}
 	}
+}
+
+// applicationText is one line about a YARN application of a run.
+func applicationText(app jobs.Application) string {
+	s := fmt.Sprintf("%s %s", app.ID, app.State)
+	if app.FinalStatus != "" {
+		s += "/" + app.FinalStatus
+	}
+	s += fmt.Sprintf(", %d worker containers", app.Containers)
+	if !app.FirstContainer.IsZero() {
+		s += fmt.Sprintf(" (first running %s after submission)", app.FirstContainer.Sub(app.Submitted).Round(100*time.Millisecond))
+	}
+	if len(app.ContainerIDs) > 0 {
+		s += ": " + strings.Join(app.ContainerIDs, " ")
+	}
+	if app.Logs != "" {
+		s += "; logs: " + app.Logs
+	}
+	return s
 }
 
 // rangesText is a run's offsets per topic: "events 0-4: 1200 records".

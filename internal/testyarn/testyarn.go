@@ -1,0 +1,134 @@
+// Package testyarn gives tests a real YARN: Apache Hadoop's ResourceManager
+// and NodeManager as separate JVMs on loopback, started by
+// scripts/yarn-up.sh (jars from Maven Central, cached) beside the test HDFS
+// of internal/testhdfs, and stopped by scripts/yarn-down.sh.
+//
+// One YARN per test process, shared, like testhdfs's HDFS: the first Get
+// starts it (20–30 s on this machine), later calls return it. Main stops it
+// (and HDFS); a watchdog given the test process's PID stops it whatever
+// way the process ends.
+//
+// Missing parts (java, curl, or mvn with the jars not cached) skip the test
+// on a developer's machine and fail it under CI (testbroker.Require). A YARN
+// that has its jars but does not start is always a failure.
+package testyarn
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tributary-io/tributary/internal/testbroker"
+	"github.com/tributary-io/tributary/internal/testhdfs"
+)
+
+// Cluster is the shared YARN of this test process.
+type Cluster struct {
+	RM           string // http://host:port: the ResourceManager's REST API
+	NodeManager  string // host:port of the NodeManager's web port
+	ConfDir      string // yarn-site.xml, core-site.xml
+	AppClassPath string // the CLASSPATH an ApplicationMaster needs here
+	DShellJar    string // DistributedShell's jar (a local path)
+	Dir          string // the instance directory (logs/, nmlogs/, local/)
+	State        string
+	HDFS         *testhdfs.Cluster
+}
+
+var (
+	mu      sync.Mutex
+	shared  *Cluster
+	failed  error
+	skipped string
+)
+
+// Get returns the process's YARN, starting it (and HDFS) on the first call.
+func Get(t testing.TB) *Cluster {
+	t.Helper()
+	h := testhdfs.Get(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if shared != nil {
+		return shared
+	}
+	if skipped != "" {
+		testbroker.Require(t, false, "YARN", skipped)
+	}
+	if failed != nil {
+		t.Fatalf("YARN did not start earlier in this test process: %v", failed)
+	}
+	up := filepath.Join(testbroker.RepoRoot(), "scripts", "yarn-up.sh")
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", up)
+	cmd.Env = append(os.Environ(), "YARN_JARS_ONLY=1")
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		skipped = fmt.Sprintf("scripts/yarn-up.sh could not fetch Hadoop's YARN jars (install Maven 3.8+ and Java 17+): %v: %s", err, last(stderr.String(), 15))
+		testbroker.Require(t, false, "Apache Hadoop's YARN jars", skipped)
+	}
+	stderr.Reset()
+	var stdout bytes.Buffer
+	cmd = exec.Command("bash", up)
+	cmd.Env = append(os.Environ(), "HDFS_NAMENODE="+h.NameNode, fmt.Sprintf("YARN_OWNER_PID=%d", os.Getpid()), "YARN_DIR=")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		failed = fmt.Errorf("scripts/yarn-up.sh: %v\n%s", err, stderr.String())
+		t.Fatal(failed)
+	}
+	kv := map[string]string{}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			kv[k] = v
+		}
+	}
+	if kv["YARN_RM_HTTP"] == "" || kv["YARN_STATE"] == "" {
+		failed = fmt.Errorf("scripts/yarn-up.sh printed no YARN_RM_HTTP/YARN_STATE:\n%s\n%s", stdout.String(), stderr.String())
+		t.Fatal(failed)
+	}
+	shared = &Cluster{RM: "http://" + kv["YARN_RM_HTTP"], NodeManager: kv["YARN_NM_HTTP"], ConfDir: kv["YARN_CONF_DIR"],
+		AppClassPath: kv["YARN_APP_CLASSPATH"], DShellJar: kv["YARN_DSHELL_JAR"], Dir: kv["YARN_DIR"], State: kv["YARN_STATE"], HDFS: h}
+	t.Logf("YARN at %s (dir %s): %s", shared.RM, shared.Dir, last(stderr.String(), 1))
+	return shared
+}
+
+// Stop stops the shared YARN if this process started one.
+func Stop() error {
+	mu.Lock()
+	defer mu.Unlock()
+	if shared == nil {
+		return nil
+	}
+	out, err := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "yarn-down.sh"), shared.State).CombinedOutput()
+	shared = nil
+	if err != nil {
+		return fmt.Errorf("scripts/yarn-down.sh: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Main runs the package's tests, then stops YARN and HDFS:
+//
+//	func TestMain(m *testing.M) { testyarn.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := errors.Join(Stop(), testhdfs.Stop()); err != nil {
+		fmt.Fprintln(os.Stderr, "testyarn:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func last(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
