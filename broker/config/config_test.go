@@ -66,14 +66,11 @@ var kafkaMissingTopicConfigs = map[string]string{
 	"compression.lz4.level":               "compression.type other than producer is not implemented (KIP-390)",
 	"compression.zstd.level":              "compression.type other than producer is not implemented (KIP-390)",
 	"errors.deadletterqueue.group.enable": "share groups (KIP-932) are not implemented",
-	"local.retention.bytes":               "tiered storage (KIP-405) is not implemented",
-	"local.retention.ms":                  "tiered storage (KIP-405) is not implemented",
 	"max.decompressed.message.bytes":      "batches are stored as sent, never decompressed",
 	"remote.copy.lag.bytes":               "tiered storage (KIP-405) is not implemented",
 	"remote.copy.lag.ms":                  "tiered storage (KIP-405) is not implemented",
 	"remote.log.copy.disable":             "tiered storage (KIP-405) is not implemented",
 	"remote.log.delete.on.disable":        "tiered storage (KIP-405) is not implemented",
-	"remote.storage.enable":               "tiered storage (KIP-405) is not implemented",
 }
 
 // kafkaDynamicDefaults are configs whose value in the capture comes from a
@@ -221,6 +218,8 @@ var brokerOnly = map[string]string{
 	"schema.registry.listeners":      "the in-process schema registry (registry/); Confluent's registry calls it listeners",
 	"super.users":                    "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
 	"allow.everyone.if.no.acl.found": "StandardAuthorizer's setting, like super.users",
+	"rsm.config.storage.uri":         "the remote storage manager's own setting, under Kafka's rsm.config. prefix (docs/tiered-storage.md)",
+	"rsm.config.storage.hdfs.user":   "the remote storage manager's own setting, like rsm.config.storage.uri",
 }
 
 // TestBrokerDefaultsMatchKafka checks every broker property's default and

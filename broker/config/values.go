@@ -285,5 +285,11 @@ func (b *Broker) LogConfig(overrides map[string]string) log.Config {
 	c.TimestampBeforeMaxMs = num("message.timestamp.before.max.ms")
 	c.TimestampAfterMaxMs = num("message.timestamp.after.max.ms")
 	c.FileDeleteDelayMs = ms("file.delete.delay.ms")
+	c.RemoteStorage = vals["remote.storage.enable"].Value == "true"
+	c.LocalRetentionMs = time.Duration(num("local.retention.ms")) * time.Millisecond
+	if num("local.retention.ms") < 0 {
+		c.LocalRetentionMs = time.Duration(num("local.retention.ms"))
+	}
+	c.LocalRetentionBytes = num("local.retention.bytes")
 	return c
 }
