@@ -88,6 +88,9 @@ func (b *Broker) crossChecks() []string {
 		// Kafka's words: 0 alone refuses every client and every broker.
 		errs = append(errs, "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.")
 	}
+	if b.Bool("remote.log.storage.system.enable") && b.String("rsm.config.storage.uri") == "" {
+		errs = append(errs, "remote.log.storage.system.enable=true needs rsm.config.storage.uri, where tiered storage keeps segments (hdfs://namenode:port/path or file:///path)")
+	}
 	errs = append(errs, b.securityChecks()...)
 	return errs
 }
