@@ -1,0 +1,103 @@
+package tier_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/broker/tier"
+)
+
+// TestUploadAndReadLocalStore drives the manager by hand over a log on disk
+// and a file:// remote store: uploads wait for the bound, local retention
+// waits for uploads, and remote reads return the batches local retention
+// removed, through the cache's wait channel.
+func TestUploadAndReadLocalStore(t *testing.T) {
+	t.Parallel()
+	cfg := log.DefaultConfig()
+	cfg.SegmentBytes = 4096
+	cfg.RemoteStorage = true
+	cfg.LocalRetentionBytes = 8192
+	cfg.FileDeleteDelayMs = 0
+	l, err := log.Open(filepath.Join(t.TempDir(), "t-0"), cfg, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const batches = 100
+	opts := record.DefaultBuildOptions()
+	opts.BaseTimestamp = time.Now().UnixMilli()
+	for i := range batches {
+		b, err := record.Build(opts, record.NewRecords(
+			record.KV{Value: bytes.Repeat([]byte{byte(i)}, 100)}, record.KV{Value: bytes.Repeat([]byte{byte(i)}, 100)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := tier.New(tier.Config{URI: "file://" + t.TempDir(), ChunkBytes: 1000, CacheBytes: 4000})
+	defer m.Close()
+	target := tier.Target{TP: l.TopicPartition(), TopicID: "id", Log: l, Bound: 0}
+	m.Pass([]tier.Target{target}, nil)
+	if segs, _ := m.Uploaded(); segs != 0 {
+		t.Fatalf("uploaded %d segments above the bound 0", segs)
+	}
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 0 {
+		t.Fatalf("local retention deleted segments that are not uploaded: log start %d", l.LogStartOffset())
+	}
+	target.Bound = l.LogEndOffset()
+	m.Pass([]tier.Target{target}, nil)
+	segs, _ := m.Uploaded()
+	if segs < 5 || l.LogStartOffset() == 0 || l.Size() > 3*4096 {
+		t.Fatalf("uploaded %d segments, local log start %d, local size %d", segs, l.LogStartOffset(), l.Size())
+	}
+	if start, ok := m.LogStart(l.TopicPartition()); !ok || start != 0 {
+		t.Fatalf("remote log start %d %v, want 0", start, ok)
+	}
+	// Read everything below the local start from the remote copy.
+	for off := int64(0); off < l.LogStartOffset(); {
+		data, wait, err := m.Read(l.TopicPartition(), off, 700, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait != nil {
+			select {
+			case <-wait:
+			case <-time.After(10 * time.Second):
+				t.Fatal("remote read never completed")
+			}
+			continue
+		}
+		if len(data) == 0 {
+			t.Fatalf("no data at offset %d", off)
+		}
+		for rest := data; len(rest) > 0; {
+			b, r, ok := record.Split(rest)
+			if !ok {
+				t.Fatalf("partial batch at offset %d", off)
+			}
+			if b.BaseOffset() > off || b.LastOffset() < off {
+				t.Fatalf("batch [%d, %d] for offset %d", b.BaseOffset(), b.LastOffset(), off)
+			}
+			recs, err := b.DecodeRecords()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := byte(off / 2); recs[0].Value[0] != want {
+				t.Fatalf("offset %d holds batch %d's bytes, want %d", off, recs[0].Value[0], want)
+			}
+			off, rest = b.LastOffset()+1, r
+		}
+	}
+	if _, _, err := m.Read(l.TopicPartition(), l.LogEndOffset()+10, 100, true); err != tier.ErrNotRemote {
+		t.Fatalf("read past the remote copy: %v", err)
+	}
+}
