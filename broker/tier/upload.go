@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/loader/sink"
@@ -26,9 +27,14 @@ const (
 	producerSnapshot = ".snapshot" // the partition directory's producer snapshots, <offset>.snapshot
 )
 
+// uploadGroup is how many segments are uploaded at once, and registered
+// by one manifest write: on HDFS each file costs a few NameNode round
+// trips, which parallel streams overlap.
+const uploadGroup = 4
+
 // upload copies every closed segment not yet remote and below the bound,
-// oldest first, registering each as soon as it is whole. It returns how
-// many it uploaded.
+// oldest first, a group at a time, registering each group as soon as its
+// segments are whole. It returns how many it uploaded.
 func (m *Manager) upload(fs sink.FS, p *partition, t Target) (int, error) {
 	man := p.manifest.Load()
 	from := man.UploadedEnd()
@@ -41,29 +47,51 @@ func (m *Manager) upload(fs sink.FS, p *partition, t Target) (int, error) {
 			segs[i].Release()
 		}
 	}()
+	todo := segs[:0:0]
+	for _, s := range segs {
+		if from < 0 || s.Base >= from {
+			todo = append(todo, s)
+		}
+	}
 	n := 0
-	for i := range segs {
-		seg := &segs[i]
-		if from >= 0 && seg.Base < from {
-			continue
+	for len(todo) > 0 {
+		group := todo[:min(uploadGroup, len(todo))]
+		todo = todo[len(group):]
+		metas := make([]SegmentMetadata, len(group))
+		errs := make([]error, len(group))
+		var wg sync.WaitGroup
+		for i := range group {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				metas[i], errs[i] = m.uploadSegment(fs, p, t, &group[i])
+			}()
 		}
-		meta, err := m.uploadSegment(fs, p, t, seg)
-		if err != nil {
-			return n, err
+		wg.Wait()
+		// Only an unbroken run from the uploaded end is registered.
+		ok := 0
+		for ok < len(group) && errs[ok] == nil {
+			ok++
 		}
-		next := p.manifest.Load().clone()
-		if len(next.Segments) == 0 && (next.LogStartOffset < 0 || next.LogStartOffset > seg.Base) {
-			next.LogStartOffset = seg.Base
+		if ok > 0 {
+			next := p.manifest.Load().clone()
+			if len(next.Segments) == 0 && (next.LogStartOffset < 0 || next.LogStartOffset > group[0].Base) {
+				next.LogStartOffset = group[0].Base
+			}
+			next.Segments = append(next.Segments, metas[:ok]...)
+			if err := m.commit(fs, p, t.Log, next); err != nil {
+				return n, err
+			}
+			for _, s := range group[:ok] {
+				m.uploadedSegments.Add(1)
+				m.uploadedBytes.Add(s.Size)
+			}
+			n += ok
+			m.logger.Debug("tiered storage: uploaded segments", "partition", t.TP.String(), "from", group[0].Base, "to", group[ok-1].Next-1)
 		}
-		next.Segments = append(next.Segments, meta)
-		if err := m.commit(fs, p, t.Log, next); err != nil {
-			return n, err
+		if ok < len(group) {
+			return n, errs[ok]
 		}
-		from = seg.Next
-		n++
-		m.uploadedSegments.Add(1)
-		m.uploadedBytes.Add(seg.Size)
-		m.logger.Debug("tiered storage: uploaded segment", "partition", t.TP.String(), "base_offset", seg.Base, "end_offset", seg.Next-1, "bytes", seg.Size)
 	}
 	return n, nil
 }
@@ -99,11 +127,21 @@ func (m *Manager) uploadSegment(fs sink.FS, p *partition, t Target, seg *log.Clo
 	if data, err := os.ReadFile(filepath.Join(dir, SegmentFileName(seg.Base, suffixTxnIndex))); err == nil && len(data) > 0 {
 		files = append(files, upFile{suffixTxnIndex, bytes.NewReader(data), int64(len(data))})
 	}
-	for _, f := range files {
-		if err := writeRemote(fs, path.Join(p.dir, SegmentFileName(seg.Base, f.suffix)), meta.ID, f.r, f.size); err != nil {
-			return meta, fmt.Errorf("%w: upload %s of %s: %v", ErrUnavailable, SegmentFileName(seg.Base, f.suffix), t.TP, err)
-		}
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
 		meta.Files[f.suffix] = f.size
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := writeRemote(fs, path.Join(p.dir, SegmentFileName(seg.Base, f.suffix)), meta.ID, f.r, f.size); err != nil {
+				errs[i] = fmt.Errorf("%w: upload %s of %s: %v", ErrUnavailable, SegmentFileName(seg.Base, f.suffix), t.TP, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return meta, err
 	}
 	meta.EventTimeMs = m.cfg.Now().UnixMilli()
 	return meta, nil
