@@ -350,6 +350,9 @@ func TestValidateTopicOverrides(t *testing.T) {
 		{map[string]string{"retention.ms": "-2"}, `invalid value "-2" for retention.ms: must be at least -1`},
 		{map[string]string{"no.such.config": "1"}, "unknown topic property no.such.config"},
 		{map[string]string{"log.retention.ms": "1"}, "unknown topic property log.retention.ms"},
+		{map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "-2", "local.retention.ms": "60000"}, ""},
+		{map[string]string{"local.retention.bytes": "-3"}, `invalid value "-3" for local.retention.bytes: must be at least -2`},
+		{map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}, "not supported with cleanup.policy=compact"},
 	} {
 		err := ValidateTopicOverrides(tc.overrides)
 		switch {

@@ -195,6 +195,10 @@ func ValidateTopicOverrides(overrides map[string]string) error {
 			errs = append(errs, err.Error())
 		}
 	}
+	if overrides["remote.storage.enable"] == "true" && strings.Contains(overrides["cleanup.policy"], "compact") {
+		// As Kafka: a compacted log's segments change after they close.
+		errs = append(errs, "remote.storage.enable=true is not supported with cleanup.policy=compact: tiered storage keeps closed segments as they are")
+	}
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(errs, "; "))

@@ -123,7 +123,6 @@ func (c Config) Validate() error {
 	check(c.TimestampBeforeMaxMs >= 0, "message.timestamp.before.max.ms", c.TimestampBeforeMaxMs, "must not be negative")
 	check(c.TimestampAfterMaxMs >= 0, "message.timestamp.after.max.ms", c.TimestampAfterMaxMs, "must not be negative")
 	check(c.DeleteRetentionMs >= 0, "delete.retention.ms", c.DeleteRetentionMs.Milliseconds(), "must not be negative")
-	check(!c.RemoteStorage || !c.Compact, "remote.storage.enable", c.RemoteStorage, "tiered storage is not supported for compacted topics (cleanup.policy=compact), as in Kafka")
 	check(c.LocalRetentionMs >= -2, "local.retention.ms", c.LocalRetentionMs, "must be at least -2")
 	check(c.LocalRetentionBytes >= -2, "local.retention.bytes", c.LocalRetentionBytes, "must be at least -2")
 	if err := errors.Join(errs...); err != nil {

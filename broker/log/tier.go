@@ -29,9 +29,11 @@ type TierView struct {
 func (l *Log) SetTierView(v *TierView) { l.tier.Store(v) }
 
 // tiered is the tier view when remote storage governs this log's local
-// retention, else nil.
+// retention, else nil. A compacted log is never tiered (CreateTopics and
+// AlterConfigs refuse the combination, as Kafka does; a broker-wide
+// log.cleanup.policy=compact can still reach here).
 func (l *Log) tiered(cfg *Config) *TierView {
-	if v := l.tier.Load(); v != nil && cfg.RemoteStorage && v.UploadedEnd != nil {
+	if v := l.tier.Load(); v != nil && cfg.RemoteStorage && !cfg.Compact && v.UploadedEnd != nil {
 		return v
 	}
 	return nil

@@ -55,7 +55,7 @@ func (s *Server) tierTargets() []tier.Target {
 		if !ok || t.Internal() || int(p.TP.Partition) >= len(t.Partitions) || t.Partitions[p.TP.Partition].Leader != s.nodeID {
 			continue
 		}
-		if !p.Log.Config().RemoteStorage {
+		if cfg := p.Log.Config(); !cfg.RemoteStorage || cfg.Compact {
 			continue
 		}
 		out = append(out, tier.Target{TP: p.TP, TopicID: cluster.TopicID(t.ID).String(), Log: p.Log,
