@@ -112,6 +112,8 @@ var BrokerDefs = defs(
 		Doc: "How often the leader looks for segments to upload and for remote segments that retention deletes."},
 	Def{Name: "rsm.config.storage.uri", Type: String, Default: "",
 		Doc: "Where tiered storage keeps segments: hdfs://namenode:port/path (several NameNodes comma separated, or a nameservice of HADOOP_CONF_DIR) or file:///path. Kafka passes rsm.config.* to its remote storage manager; this is Tributary's, which speaks HDFS."},
+	Def{Name: "rsm.config.fetch.chunk.cache.size", Type: Long, Default: "134217728", Check: atLeast(1),
+		Doc: "Bytes of remote segment data the broker keeps in memory for remote reads and their read-ahead (4 MiB chunks, least recently used out first). The name is that of Aiven's remote storage manager."},
 	Def{Name: "rsm.config.storage.hdfs.user", Type: String, Default: "",
 		Doc: "The HDFS user tiered storage acts as (simple authentication); empty: HADOOP_USER_NAME, else the OS user."},
 	Def{Name: "log.retention.check.interval.ms", Type: Long, Default: "300000", Check: atLeast(1), Doc: "How often retention runs."},

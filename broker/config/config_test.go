@@ -214,12 +214,13 @@ func init() {
 
 // brokerOnly are broker properties Kafka 4.4 does not have.
 var brokerOnly = map[string]string{
-	"cluster.id":                     "Kafka reads it only from meta.properties (kafka-storage format); Tributary also takes it as a property",
-	"schema.registry.listeners":      "the in-process schema registry (registry/); Confluent's registry calls it listeners",
-	"super.users":                    "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
-	"allow.everyone.if.no.acl.found": "StandardAuthorizer's setting, like super.users",
-	"rsm.config.storage.uri":         "the remote storage manager's own setting, under Kafka's rsm.config. prefix (docs/tiered-storage.md)",
-	"rsm.config.storage.hdfs.user":   "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"cluster.id":                        "Kafka reads it only from meta.properties (kafka-storage format); Tributary also takes it as a property",
+	"schema.registry.listeners":         "the in-process schema registry (registry/); Confluent's registry calls it listeners",
+	"super.users":                       "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
+	"allow.everyone.if.no.acl.found":    "StandardAuthorizer's setting, like super.users",
+	"rsm.config.storage.uri":            "the remote storage manager's own setting, under Kafka's rsm.config. prefix (docs/tiered-storage.md)",
+	"rsm.config.storage.hdfs.user":      "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"rsm.config.fetch.chunk.cache.size": "the remote storage manager's own setting, like rsm.config.storage.uri",
 }
 
 // TestBrokerDefaultsMatchKafka checks every broker property's default and

@@ -26,11 +26,12 @@ func (s *Server) startTier() {
 	}
 	uri := s.cfg.String("rsm.config.storage.uri")
 	s.tier = tier.New(tier.Config{
-		URI:      uri,
-		User:     s.cfg.String("rsm.config.storage.hdfs.user"),
-		NodeID:   s.nodeID,
-		Interval: time.Duration(s.cfg.Int("remote.log.manager.task.interval.ms")) * time.Millisecond,
-		Logger:   s.logger,
+		URI:        uri,
+		User:       s.cfg.String("rsm.config.storage.hdfs.user"),
+		NodeID:     s.nodeID,
+		Interval:   time.Duration(s.cfg.Int("remote.log.manager.task.interval.ms")) * time.Millisecond,
+		CacheBytes: s.cfg.Int("rsm.config.fetch.chunk.cache.size"),
+		Logger:     s.logger,
 	})
 	s.wg.Add(1)
 	go func() {

@@ -54,11 +54,16 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 		return nil, nil, err
 	}
 	r := &segReader{m: m, fs: fs, dir: p.dir, seg: seg}
-	idx, wait, err := r.index()
-	if wait != nil || err != nil {
-		return nil, wait, err
+	// A consumer reading on starts each segment at its base offset, where
+	// no index is needed.
+	pos := int64(0)
+	if offset > seg.BaseOffset {
+		idx, wait, err := r.index()
+		if wait != nil || err != nil {
+			return nil, wait, err
+		}
+		pos = indexLookup(idx, seg.BaseOffset, offset)
 	}
-	pos := indexLookup(idx, seg.BaseOffset, offset)
 	// Skip the batches that end before offset (at most an index
 	// interval's worth).
 	var first int64
@@ -190,19 +195,28 @@ func (r *segReader) readAt(pos, n int64) ([]byte, <-chan struct{}, error) {
 	return out, nil, nil
 }
 
-// readAhead starts loading the chunk at end, in this segment or at the
-// start of the next.
+// readAhead starts loading the chunks of the next readAheadBytes after
+// end, in this segment and the ones after it, all at once: HDFS serves
+// them in parallel, and a consumer reading on finds them in memory.
 func (r *segReader) readAhead(end int64, man *Manifest) {
-	if end < r.seg.Size {
-		r.chunk(end / r.m.cfg.ChunkBytes)
-		return
-	}
-	if next, ok := man.find(r.seg.EndOffset + 1); ok {
-		nr := &segReader{m: r.m, fs: r.fs, dir: r.dir, seg: next}
-		nr.index()
-		nr.chunk(0)
+	budget := min(r.m.cfg.ChunkBytes*readAheadChunks, r.m.cfg.CacheBytes/2)
+	c := r.m.cfg.ChunkBytes
+	cur := r
+	for budget > 0 {
+		for i := end / c; i*c < cur.seg.Size && budget > 0; i++ {
+			cur.chunk(i)
+			budget -= min(c, cur.seg.Size-i*c)
+		}
+		next, ok := man.find(cur.seg.EndOffset + 1)
+		if !ok {
+			return
+		}
+		cur, end = &segReader{m: r.m, fs: r.fs, dir: r.dir, seg: next}, 0
 	}
 }
+
+// readAheadChunks is how many chunks a read loads ahead of itself.
+const readAheadChunks = 4
 
 // chunkCache holds remote bytes by chunk, bounded in size, least recently
 // used first out. A chunk being loaded is in the cache already, so that
