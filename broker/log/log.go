@@ -52,7 +52,7 @@ type Log struct {
 	txns atomic.Pointer[TxnView]
 	// tier is the log's remote copy (tier.go); nil: not tiered.
 	tier atomic.Pointer[TierView]
-	// tierWarned is the base offset of the segment local retention last
+	// tierWarned is one past the base offset of the segment local retention last
 	// said it waits for: said once per segment.
 	tierWarned atomic.Int64
 

@@ -52,7 +52,7 @@ func (l *Log) EnforceRetention() (deleted int, err error) {
 		if tier != nil && !byStart && segs[n+1].base > uploaded {
 			// Not in remote storage yet: the disk keeps it, however
 			// full it gets, until the upload is durable.
-			if n == 0 && l.tierWarned.Swap(s.base) != s.base {
+			if n == 0 && l.tierWarned.Swap(s.base+1) != s.base+1 {
 				l.logger.Warn("local retention waits for the upload of the oldest segment to remote storage", "base_offset", s.base, "uploaded_end", uploaded)
 			}
 			break

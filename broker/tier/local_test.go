@@ -2,9 +2,13 @@ package tier_test
 
 import (
 	"bytes"
+	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
@@ -40,7 +44,8 @@ func TestUploadAndReadLocalStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := tier.New(tier.Config{URI: "file://" + t.TempDir(), ChunkBytes: 1000, CacheBytes: 4000})
+	root := t.TempDir()
+	m := tier.New(tier.Config{URI: "file://" + root, ChunkBytes: 1000, CacheBytes: 4000})
 	defer m.Close()
 	target := tier.Target{TP: l.TopicPartition(), TopicID: "id", Log: l, Bound: 0}
 	m.Pass([]tier.Target{target}, nil)
@@ -99,5 +104,24 @@ func TestUploadAndReadLocalStore(t *testing.T) {
 	}
 	if _, _, err := m.Read(l.TopicPartition(), l.LogEndOffset()+10, 100, true); err != tier.ErrNotRemote {
 		t.Fatalf("read past the remote copy: %v", err)
+	}
+	// Remote storage gone: a read of bytes not in memory fails with a
+	// retriable KAFKA_STORAGE_ERROR, and no upload is registered.
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	var err2 error
+	for i := 0; err2 == nil; i++ {
+		if i == 100 {
+			t.Fatal("reads succeed with remote storage gone: offset 0 never left the cache")
+		}
+		_, wait, err := m.Read(l.TopicPartition(), 0, 700, true)
+		if wait != nil {
+			<-wait
+		}
+		err2 = err
+	}
+	if !errors.Is(err2, kerr.KafkaStorageError) {
+		t.Fatalf("read with remote storage gone: %v, want KAFKA_STORAGE_ERROR", err2)
 	}
 }

@@ -328,3 +328,47 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestUnreachableRemoteKeepsLocalData starts a broker whose remote storage
+// cannot be reached: local retention must not delete a segment that is not
+// uploaded, however small local.retention.bytes is, and consumers read
+// everything from the broker's disk.
+func TestUnreachableRemoteKeepsLocalData(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t,
+		"remote.log.storage.system.enable=true",
+		fmt.Sprintf("rsm.config.storage.uri=hdfs://127.0.0.1:%d/nowhere", testbroker.FreePort(t)),
+		"remote.log.manager.task.interval.ms=100",
+		"log.retention.check.interval.ms=100",
+		"log.segment.delete.delay.ms=0",
+	)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("broker log:\n%s", lastLines(b.Log(), 40))
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": ptr("true"), "segment.bytes": ptr("16384"), "local.retention.bytes": ptr("1"),
+	}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	produce(t, ctx, b.Addr(), 0, n)
+	waitFor(t, ctx, "the broker to say local retention waits for uploads", func() bool {
+		return strings.Contains(b.Log(), "local retention waits for the upload") && strings.Contains(b.Log(), "tiered storage: will retry")
+	})
+	if got := listOffset(t, ctx, adm, -4); got != 0 {
+		t.Fatalf("local log start %d with nothing uploaded: local retention deleted data that exists nowhere else", got)
+	}
+	if segs := localSegments(t, b); segs < 5 {
+		t.Fatalf("%d local segments, want all of them (5 or more)", segs)
+	}
+	consumeAll(t, ctx, b.Addr(), n)
+}
