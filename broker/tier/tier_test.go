@@ -29,6 +29,9 @@ const topic = "tiered"
 // with 32 KiB segments keeps 64 KiB on the broker's disk, and everything
 // else is read back from HDFS. One broker and one HDFS serve every check.
 func TestTieredStorageHDFS(t *testing.T) {
+	// In parallel with the other tests: HDFS starts while they build and
+	// run the broker.
+	t.Parallel()
 	var hd testhdfs.Cluster
 	uri := "file://" + t.TempDir()
 	if os.Getenv("DEBUG_LOCAL") == "" {
