@@ -105,6 +105,19 @@ func TestUploadAndReadLocalStore(t *testing.T) {
 	if _, _, err := m.Read(l.TopicPartition(), l.LogEndOffset()+10, 100, true); err != tier.ErrNotRemote {
 		t.Fatalf("read past the remote copy: %v", err)
 	}
+	// A broker that restarts while remote storage is unreachable keeps
+	// the log start from its cached manifest, and answers reads below the
+	// local start with a retriable error, not OFFSET_OUT_OF_RANGE.
+	down := tier.New(tier.Config{URI: "hdfs://127.0.0.1:1/nowhere"})
+	defer down.Close()
+	down.Pass([]tier.Target{target}, nil)
+	if start, ok := down.LogStart(l.TopicPartition()); !ok || start != 0 {
+		t.Fatalf("log start with remote storage unreachable: %d %v, want 0 from the cached manifest", start, ok)
+	}
+	if _, _, err := down.Read(l.TopicPartition(), 0, 700, true); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("read with remote storage unreachable: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+
 	// Remote storage gone: a read of bytes not in memory fails with a
 	// retriable KAFKA_STORAGE_ERROR, and no upload is registered.
 	if err := os.RemoveAll(root); err != nil {

@@ -85,7 +85,13 @@ type partition struct {
 	topicID string
 
 	manifest atomic.Pointer[Manifest] // nil until loaded
-	log      atomic.Pointer[log.Log]
+	// cached is the local copy of the manifest, read when the partition
+	// is first seen: while remote storage cannot be reached, it keeps the
+	// log start offset where it was, and reads below the local log start
+	// fail with a retriable error rather than OFFSET_OUT_OF_RANGE (which
+	// would make consumers reset their position).
+	cached atomic.Pointer[Manifest]
+	log    atomic.Pointer[log.Log]
 
 	// ioMu orders the manifest writes and file removals of the partition
 	// (only the Run goroutine takes it today).
@@ -245,6 +251,11 @@ func (m *Manager) partitionFor(t Target) *partition {
 	p, ok := m.parts[t.TP]
 	if !ok || p.topicID != t.TopicID {
 		p = &partition{tp: t.TP, dir: RemoteDir(t.TP.Topic, t.TopicID, t.TP.Partition), topicID: t.TopicID}
+		if data, err := os.ReadFile(filepath.Join(t.Log.Dir(), LocalManifestFile)); err == nil {
+			if man, err := parseManifest(data); err == nil && man.TopicID == t.TopicID {
+				p.cached.Store(man)
+			}
+		}
 		m.parts[t.TP] = p
 	}
 	m.topics[t.TopicID] = path.Dir(p.dir)
@@ -362,6 +373,9 @@ func (m *Manager) LogStart(tp log.TopicPartition) (int64, bool) {
 		return 0, false
 	}
 	man := p.manifest.Load()
+	if man == nil {
+		man = p.cached.Load()
+	}
 	if man == nil || len(man.Segments) == 0 {
 		return 0, false
 	}

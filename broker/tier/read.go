@@ -43,6 +43,11 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 	}
 	man := p.manifest.Load()
 	if man == nil {
+		if c := p.cached.Load(); c != nil {
+			if _, ok := c.find(offset); ok {
+				return nil, nil, fmt.Errorf("%w: the remote metadata of %s is not loaded yet", ErrUnavailable, tp)
+			}
+		}
 		return nil, nil, ErrNotRemote
 	}
 	seg, ok := man.find(offset)
