@@ -3,6 +3,10 @@
 // closed segment of its partitions, and serves the offsets that local
 // retention removed from the broker's disk out of the remote copy.
 //
+// The remote file system is loader/sink's (HDFS through colinmarc/hdfs, or a
+// local directory): the broker and the loader share it until it moves to
+// internal/, as DESIGN.md plans.
+//
 // Remote layout, one directory per partition under the storage root
 // (rsm.config.storage.uri):
 //
@@ -45,8 +49,10 @@
 // epochs, broker and state), so that they can become records of the
 // metadata log, which would fence a deposed leader by its epoch.
 //
-// Concurrency: Manager.Run is one goroutine doing every upload and remote
-// deletion; reads (Read, LogStart) come from any goroutine. Lock order:
+// Concurrency: Manager.Run is one goroutine driving every upload and remote
+// deletion (it writes a group of segments' files on goroutines of its own
+// and waits for them); reads (Read, LogStart) come from any goroutine, and
+// the chunk cache loads on goroutines it starts. Lock order:
 // Manager.mu before partition.mu; the chunk cache has its own lock, taken
 // alone. No lock is held across HDFS I/O except partition.ioMu, which
 // orders the manifest writes of one partition.
