@@ -32,12 +32,8 @@ func TestTieredStorageHDFS(t *testing.T) {
 	// In parallel with the other tests: HDFS starts while they build and
 	// run the broker.
 	t.Parallel()
-	var hd testhdfs.Cluster
-	uri := "file://" + t.TempDir()
-	if os.Getenv("DEBUG_LOCAL") == "" {
-		hd = *testhdfs.Get(t)
-		uri = "hdfs://" + hd.NameNode + testhdfs.Dir(t)
-	}
+	hd := testhdfs.Get(t)
+	uri := "hdfs://" + hd.NameNode + testhdfs.Dir(t)
 	b := testbroker.Start(t,
 		"remote.log.storage.system.enable=true",
 		"rsm.config.storage.uri="+uri,
