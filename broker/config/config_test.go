@@ -66,14 +66,11 @@ var kafkaMissingTopicConfigs = map[string]string{
 	"compression.lz4.level":               "compression.type other than producer is not implemented (KIP-390)",
 	"compression.zstd.level":              "compression.type other than producer is not implemented (KIP-390)",
 	"errors.deadletterqueue.group.enable": "share groups (KIP-932) are not implemented",
-	"local.retention.bytes":               "tiered storage (KIP-405) is not implemented",
-	"local.retention.ms":                  "tiered storage (KIP-405) is not implemented",
 	"max.decompressed.message.bytes":      "batches are stored as sent, never decompressed",
 	"remote.copy.lag.bytes":               "tiered storage (KIP-405) is not implemented",
 	"remote.copy.lag.ms":                  "tiered storage (KIP-405) is not implemented",
 	"remote.log.copy.disable":             "tiered storage (KIP-405) is not implemented",
 	"remote.log.delete.on.disable":        "tiered storage (KIP-405) is not implemented",
-	"remote.storage.enable":               "tiered storage (KIP-405) is not implemented",
 }
 
 // kafkaDynamicDefaults are configs whose value in the capture comes from a
@@ -224,8 +221,11 @@ var brokerOnly = map[string]string{
 	"schema.registry.kafkastore.sasl.mechanism":          "the in-process registry's client properties; Confluent's kafkastore.*",
 	"schema.registry.kafkastore.sasl.jaas.config":        "the in-process registry's client properties; Confluent's kafkastore.*",
 	"schema.registry.kafkastore.ssl.truststore.location": "the in-process registry's client properties; Confluent's kafkastore.*",
-	"super.users":                    "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
-	"allow.everyone.if.no.acl.found": "StandardAuthorizer's setting, like super.users",
+	"super.users":                       "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
+	"allow.everyone.if.no.acl.found":    "StandardAuthorizer's setting, like super.users",
+	"rsm.config.storage.uri":            "the remote storage manager's own setting, under Kafka's rsm.config. prefix (docs/tiered-storage.md)",
+	"rsm.config.storage.hdfs.user":      "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"rsm.config.fetch.chunk.cache.size": "the remote storage manager's own setting, like rsm.config.storage.uri",
 }
 
 // TestBrokerDefaultsMatchKafka checks every broker property's default and
@@ -356,6 +356,9 @@ func TestValidateTopicOverrides(t *testing.T) {
 		{map[string]string{"retention.ms": "-2"}, `invalid value "-2" for retention.ms: must be at least -1`},
 		{map[string]string{"no.such.config": "1"}, "unknown topic property no.such.config"},
 		{map[string]string{"log.retention.ms": "1"}, "unknown topic property log.retention.ms"},
+		{map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "-2", "local.retention.ms": "60000"}, ""},
+		{map[string]string{"local.retention.bytes": "-3"}, `invalid value "-3" for local.retention.bytes: must be at least -2`},
+		{map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}, "not supported with cleanup.policy=compact"},
 	} {
 		err := ValidateTopicOverrides(tc.overrides)
 		switch {

@@ -40,6 +40,7 @@ var dynamicProps = []string{
 	"log.cleaner.min.cleanable.ratio", "log.cleanup.policy", "unclean.leader.election.enable",
 	"min.insync.replicas", "compression.type", "log.preallocate", "log.message.timestamp.type",
 	"log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
+	"log.local.retention.ms", "log.local.retention.bytes",
 	// The log cleaner: log.cleaner.backoff.ms is read at each pass;
 	// log.cleaner.threads is accepted and described but, as its static
 	// form, changes nothing (one cleaner per log dir; docs/cluster.md).

@@ -89,6 +89,9 @@ func (b *Broker) crossChecks() []string {
 		// Kafka's words: 0 alone refuses every client and every broker.
 		errs = append(errs, "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.")
 	}
+	if b.Bool("remote.log.storage.system.enable") && b.String("rsm.config.storage.uri") == "" {
+		errs = append(errs, "remote.log.storage.system.enable=true needs rsm.config.storage.uri, where tiered storage keeps segments (hdfs://namenode:port/path or file:///path)")
+	}
 	errs = append(errs, b.securityChecks()...)
 	return errs
 }
@@ -193,6 +196,10 @@ func ValidateTopicOverrides(overrides map[string]string) error {
 			errs = append(errs, err.Error())
 		}
 	}
+	if overrides["remote.storage.enable"] == "true" && strings.Contains(overrides["cleanup.policy"], "compact") {
+		// As Kafka: a compacted log's segments change after they close.
+		errs = append(errs, "remote.storage.enable=true is not supported with cleanup.policy=compact: tiered storage keeps closed segments as they are")
+	}
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(errs, "; "))
@@ -286,5 +293,11 @@ func (b *Broker) LogConfig(overrides map[string]string) log.Config {
 	c.TimestampBeforeMaxMs = num("message.timestamp.before.max.ms")
 	c.TimestampAfterMaxMs = num("message.timestamp.after.max.ms")
 	c.FileDeleteDelayMs = ms("file.delete.delay.ms")
+	c.RemoteStorage = vals["remote.storage.enable"].Value == "true"
+	c.LocalRetentionMs = time.Duration(num("local.retention.ms")) * time.Millisecond
+	if num("local.retention.ms") < 0 {
+		c.LocalRetentionMs = time.Duration(num("local.retention.ms"))
+	}
+	c.LocalRetentionBytes = num("local.retention.bytes")
 	return c
 }

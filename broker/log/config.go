@@ -36,6 +36,12 @@ type Config struct {
 	// ahead of the broker's clock a CreateTime record's timestamp may be.
 	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
 	FileDeleteDelayMs                         time.Duration // file.delete.delay.ms: grace for readers of deleted segments
+	// Tiered storage (KIP-405, tier.go): remote.storage.enable, and
+	// local.retention.ms / local.retention.bytes, the retention of this
+	// disk when the log is tiered; -2 means retention.ms / retention.bytes.
+	RemoteStorage       bool
+	LocalRetentionMs    time.Duration
+	LocalRetentionBytes int64
 }
 
 // CompressionProducer is compression.type=producer.
@@ -62,6 +68,8 @@ func DefaultConfig() Config {
 		// its config; a log a tool writes directly bounds nothing.
 		TimestampBeforeMaxMs: math.MaxInt64,
 		TimestampAfterMaxMs:  math.MaxInt64,
+		LocalRetentionMs:     -2,
+		LocalRetentionBytes:  -2,
 	}
 }
 
@@ -115,6 +123,8 @@ func (c Config) Validate() error {
 	check(c.TimestampBeforeMaxMs >= 0, "message.timestamp.before.max.ms", c.TimestampBeforeMaxMs, "must not be negative")
 	check(c.TimestampAfterMaxMs >= 0, "message.timestamp.after.max.ms", c.TimestampAfterMaxMs, "must not be negative")
 	check(c.DeleteRetentionMs >= 0, "delete.retention.ms", c.DeleteRetentionMs.Milliseconds(), "must not be negative")
+	check(c.LocalRetentionMs >= -2, "local.retention.ms", c.LocalRetentionMs, "must be at least -2")
+	check(c.LocalRetentionBytes >= -2, "local.retention.bytes", c.LocalRetentionBytes, "must be at least -2")
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("broker/log: invalid config: %w", err)
 	}

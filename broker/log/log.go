@@ -50,6 +50,11 @@ type Log struct {
 	// txns is the partition's view of its transactions, for the cleaner
 	// (SetTxnView); nil: no transactions.
 	txns atomic.Pointer[TxnView]
+	// tier is the log's remote copy (tier.go); nil: not tiered.
+	tier atomic.Pointer[TierView]
+	// tierWarned is one past the base offset of the segment local retention last
+	// said it waits for: said once per segment.
+	tierWarned atomic.Int64
 
 	segs  atomic.Pointer[[]*segment] // by base offset; the last is active
 	end   atomic.Int64               // log end offset: the next offset to assign

@@ -14,9 +14,11 @@ func (l *Log) EnforceRetention() (deleted int, err error) {
 	}
 	cfg := l.cfg.Load()
 	now := l.now().UnixMilli()
+	tier := l.tiered(cfg)
+	retentionMs, retentionBytes := localRetention(cfg, tier != nil)
 	expired := func(s *segment) bool {
-		return cfg.Delete && cfg.RetentionMs >= 0 && s.size.Load() > 0 &&
-			now-s.largestTimestamp() > cfg.RetentionMs.Milliseconds()
+		return cfg.Delete && retentionMs >= 0 && s.size.Load() > 0 &&
+			now-s.largestTimestamp() > retentionMs.Milliseconds()
 	}
 	segs := l.segments()
 	if act := segs[len(segs)-1]; len(segs) == 1 && expired(act) {
@@ -35,12 +37,24 @@ func (l *Log) EnforceRetention() (deleted int, err error) {
 		total += s.size.Load()
 	}
 	start := l.start.Load()
+	uploaded := int64(-1)
+	if tier != nil {
+		uploaded = tier.UploadedEnd()
+	}
 	n := 0
 	for ; n < len(segs)-1; n++ {
 		s := segs[n]
-		bySize := cfg.Delete && cfg.RetentionBytes >= 0 && total-s.size.Load() >= cfg.RetentionBytes
+		bySize := cfg.Delete && retentionBytes >= 0 && total-s.size.Load() >= retentionBytes
 		byStart := segs[n+1].base <= start
 		if !expired(s) && !bySize && !byStart {
+			break
+		}
+		if tier != nil && !byStart && segs[n+1].base > uploaded {
+			// Not in remote storage yet: the disk keeps it, however
+			// full it gets, until the upload is durable.
+			if n == 0 && l.tierWarned.Swap(s.base+1) != s.base+1 {
+				l.logger.Warn("local retention waits for the upload of the oldest segment to remote storage", "base_offset", s.base, "uploaded_end", uploaded)
+			}
 			break
 		}
 		total -= s.size.Load()

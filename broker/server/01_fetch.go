@@ -179,7 +179,7 @@ func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 						// records for this follower until it is not, which
 						// is when the fetch wakes to read again (KIP-73).
 						hw := part.HighWatermark()
-						sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, part.Log.LogStartOffset()
+						sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, s.logStartOffset(part)
 						// Capped at the fetch's own wait, past which it
 						// answers anyway: a rate of 1 B/s owes days for one
 						// batch. The timer is stopped once the fetch is done.
@@ -189,6 +189,9 @@ func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 					}
 				}
 				n, err := s.readPartition(part, rp, &sp, maxBytes-res.bytes, res.bytes == 0, res.files, upTo, req.IsolationLevel == 1)
+				if wake, ok := remoteWait(err); ok {
+					res.wake, err = append(res.wake, wake), nil
+				}
 				if err != nil {
 					sp.ErrorCode = kafkaCode(err)
 				}
@@ -226,7 +229,7 @@ func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, files *fileRanges, upTo int64, readCommitted bool) (int64, error) {
 	hw := part.HighWatermark()
 	lso := part.LastStableOffset()
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, part.Log.LogStartOffset()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, s.logStartOffset(part)
 	if readCommitted && upTo >= 0 {
 		upTo = min(upTo, lso)
 		for _, a := range part.AbortedTxns(rp.FetchOffset, upTo) {
@@ -247,6 +250,9 @@ func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopi
 		if errors.Is(err, log.ErrOffsetOutOfRange) && rp.FetchOffset == hw {
 			sp.AbortedTransactions = nil
 			return 0, nil
+		}
+		if n, ok, rerr := s.readRemote(part, rp.FetchOffset, limit, first, sp); ok {
+			return n, rerr
 		}
 		return 0, err
 	}

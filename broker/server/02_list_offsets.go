@@ -29,7 +29,7 @@ func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg
 				sp.ErrorCode = perr.Code
 			} else if code := checkLeaderEpoch(part, rp.CurrentLeaderEpoch); code != nil {
 				sp.ErrorCode = code.Code
-			} else {
+			} else if !s.listOffsetTier(part, rp.Timestamp, &sp) {
 				sp.ErrorCode = listOffset(part, rp.Timestamp, &sp, req.IsolationLevel == 1)
 			}
 			st.Partitions = append(st.Partitions, sp)

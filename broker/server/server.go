@@ -27,6 +27,7 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/tier"
 	"github.com/tributary-io/tributary/broker/txn"
 )
 
@@ -45,6 +46,7 @@ type Server struct {
 	// authorizer judges requests (acl_authz.go); nil allows everything.
 	authorizer *acl.Authorizer
 	txns       *txn.Coordinator
+	tier       *tier.Manager // tiered storage (tier_hooks.go); nil when off
 
 	// roles are process.roles: a broker-only node hosts partitions and
 	// follows the metadata; a controller-only node votes and decides.
@@ -309,6 +311,7 @@ func (s *Server) Start() error {
 	s.metrics.started(s, names)
 	s.wg.Add(1)
 	go s.maintain()
+	s.startTier()
 	if s.controller && len(s.bootstrapScram) > 0 {
 		s.wg.Add(1)
 		go s.addBootstrapScram()
@@ -618,6 +621,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.parts != nil {
 		s.parts.StopReplication()
+	}
+	if s.tier != nil {
+		s.tier.Close()
 	}
 	err := s.closeStorage()
 	s.logger.Info("broker stopped", "clean", err == nil)

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/tier"
+)
+
+// Tiered storage (broker/tier, docs/tiered-storage.md): the server starts
+// the tier manager, tells it which partitions it leads with
+// remote.storage.enable, and sends it the fetches and ListOffsets that
+// reach below the local log start.
+
+// startTier starts the tier manager when remote.log.storage.system.enable
+// is on (config's cross checks made sure rsm.config.storage.uri is set).
+// The store is opened by the manager, and reopened while it is not
+// reachable: a broker starts whether HDFS is up or not.
+func (s *Server) startTier() {
+	if !s.cfg.Bool("remote.log.storage.system.enable") {
+		return
+	}
+	uri := s.cfg.String("rsm.config.storage.uri")
+	s.tier = tier.New(tier.Config{
+		URI:        uri,
+		User:       s.cfg.String("rsm.config.storage.hdfs.user"),
+		NodeID:     s.nodeID,
+		Interval:   time.Duration(s.cfg.Int("remote.log.manager.task.interval.ms")) * time.Millisecond,
+		CacheBytes: s.cfg.Int("rsm.config.fetch.chunk.cache.size"),
+		Logger:     s.logger,
+	})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.tier.Run(s.stopping, s.tierTargets, func(id string) bool {
+			for tid := range s.ctrl.Image().ByID {
+				if tid.String() == id {
+					return true
+				}
+			}
+			return false
+		})
+	}()
+}
+
+// tierTargets are the partitions this broker leads whose topic is tiered.
+func (s *Server) tierTargets() []tier.Target {
+	img := s.ctrl.Image()
+	var out []tier.Target
+	for _, p := range s.parts.All() {
+		t, ok := img.Topics[p.TP.Topic]
+		if !ok || t.Internal() || int(p.TP.Partition) >= len(t.Partitions) || t.Partitions[p.TP.Partition].Leader != s.nodeID {
+			continue
+		}
+		if cfg := p.Log.Config(); !cfg.RemoteStorage || cfg.Compact {
+			continue
+		}
+		out = append(out, tier.Target{TP: p.TP, TopicID: cluster.TopicID(t.ID).String(), Log: p.Log,
+			LeaderEpoch: p.LeaderEpoch(), Bound: min(p.LastStableOffset(), p.HighWatermark())})
+	}
+	return out
+}
+
+// logStartOffset is the partition's log start offset, remote storage
+// included.
+func (s *Server) logStartOffset(p *replica.Partition) int64 {
+	local := p.Log.LogStartOffset()
+	if s.tier != nil {
+		if start, ok := s.tier.LogStart(p.TP); ok && start < local {
+			return start
+		}
+	}
+	return local
+}
+
+// remotePending is a remote read whose bytes are on their way: the fetch
+// waits on wake (with its other wake-ups) and reads again.
+type remotePending struct{ wake <-chan struct{} }
+
+func (remotePending) Error() string { return "broker/server: remote read in progress" }
+
+// remoteWait is the channel of a pending remote read.
+func remoteWait(err error) (<-chan struct{}, bool) {
+	var rp remotePending
+	if errors.As(err, &rp) {
+		return rp.wake, true
+	}
+	return nil, false
+}
+
+// readRemote serves a fetch offset below the local log start from remote
+// storage. handled is false when remote storage does not hold it either,
+// and the local read's error stands.
+func (s *Server) readRemote(p *replica.Partition, offset, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (n int64, handled bool, err error) {
+	if s.tier == nil || offset >= p.Log.LogStartOffset() {
+		return 0, false, nil
+	}
+	data, wait, err := s.tier.Read(p.TP, offset, max(limit, 0), first)
+	switch {
+	case errors.Is(err, tier.ErrNotRemote):
+		return 0, false, nil
+	case err != nil:
+		return 0, true, err
+	case wait != nil:
+		return 0, true, remotePending{wait}
+	}
+	if len(data) > 0 {
+		sp.RecordBatches = data
+	}
+	return int64(len(data)), true, nil
+}
+
+// listOffsetTier answers ListOffsets' EARLIEST (-2) with the log start
+// counting remote storage, and EARLIEST_LOCAL (-4) with the local one;
+// ok is false for the other timestamps.
+func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) bool {
+	switch ts {
+	case earliestTimestamp:
+		sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), s.logStartOffset(p)
+		return true
+	case earliestLocalTimestamp:
+		sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), p.Log.LogStartOffset()
+		return true
+	}
+	return false
+}

@@ -1,0 +1,398 @@
+package tier
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/internal/atomicfile"
+	"github.com/tributary-io/tributary/loader/sink"
+)
+
+// Config configures a Manager. The names in comments are broker properties.
+type Config struct {
+	// URI is rsm.config.storage.uri: hdfs://namenode:port/path or file:///path.
+	URI string
+	// User is rsm.config.storage.hdfs.user.
+	User   string
+	NodeID int32
+	// Interval is remote.log.manager.task.interval.ms.
+	Interval time.Duration
+	// CacheBytes bounds the read-ahead cache of remote segment bytes.
+	CacheBytes int64
+	// ChunkBytes is the unit of remote reads and of the cache.
+	ChunkBytes int64
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// DefaultCacheBytes and DefaultChunkBytes size the remote read cache.
+const (
+	DefaultCacheBytes = 128 << 20
+	DefaultChunkBytes = 4 << 20
+)
+
+// Target is a partition this broker leads and whose topic has
+// remote.storage.enable, as the server sees it at one pass.
+type Target struct {
+	TP          log.TopicPartition
+	TopicID     string
+	Log         *log.Log
+	LeaderEpoch int32
+	// Bound: only segments wholly below it are uploaded (the last stable
+	// offset, which is at most the high watermark), so that nothing a
+	// consumer cannot yet see, or that a new leader could truncate, goes
+	// to remote storage.
+	Bound int64
+}
+
+// Manager uploads closed segments, applies total retention to remote
+// segments, removes deleted topics' remote data, and serves remote reads.
+type Manager struct {
+	cfg    Config
+	logger *slog.Logger
+	cache  *chunkCache
+
+	fs       atomic.Pointer[fsBox] // nil until the store is reachable
+	openMu   sync.Mutex
+	openNext time.Time // when opening the store is tried again; openMu
+
+	mu    sync.Mutex
+	parts map[log.TopicPartition]*partition
+	// topics are the remote directories of the topics seen tiered since
+	// the start, by topic id: one whose id leaves the metadata is deleted.
+	topics map[string]string
+
+	// uploaded counts segments and bytes uploaded, for metrics and tests.
+	uploadedSegments, uploadedBytes atomic.Int64
+}
+
+type fsBox struct{ sink.FS }
+
+// partition is the tier state of one partition.
+type partition struct {
+	tp      log.TopicPartition
+	dir     string // remote directory, relative to the root
+	topicID string
+
+	manifest atomic.Pointer[Manifest] // nil until loaded
+	// cached is the local copy of the manifest, read when the partition
+	// is first seen: while remote storage cannot be reached, it keeps the
+	// log start offset where it was, and reads below the local log start
+	// fail with a retriable error rather than OFFSET_OUT_OF_RANGE (which
+	// would make consumers reset their position).
+	cached atomic.Pointer[Manifest]
+	log    atomic.Pointer[log.Log]
+
+	// ioMu orders the manifest writes and file removals of the partition
+	// (only the Run goroutine takes it today).
+	ioMu    sync.Mutex
+	backoff time.Duration
+	next    time.Time // no work before this after a failure
+}
+
+// New returns a Manager; Run does the work.
+func New(cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second
+	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = DefaultCacheBytes
+	}
+	if cfg.ChunkBytes <= 0 {
+		cfg.ChunkBytes = DefaultChunkBytes
+	}
+	m := &Manager{cfg: cfg, logger: cfg.Logger.With("component", "tier"), parts: map[log.TopicPartition]*partition{}, topics: map[string]string{}}
+	m.cache = newChunkCache(cfg.CacheBytes)
+	return m
+}
+
+// RemoteDir is a partition's remote directory, relative to the root.
+func RemoteDir(topic, topicID string, partition int32) string {
+	return path.Join(topic+"-"+topicID, fmt.Sprint(partition))
+}
+
+// SegmentFileName is the remote name of a segment's file with suffix.
+func SegmentFileName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }
+
+// store returns the remote file system, opening it when it is not open;
+// failures are retried at most every few seconds.
+func (m *Manager) store() (sink.FS, error) {
+	if b := m.fs.Load(); b != nil {
+		return b.FS, nil
+	}
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	if b := m.fs.Load(); b != nil {
+		return b.FS, nil
+	}
+	if now := time.Now(); now.Before(m.openNext) {
+		return nil, fmt.Errorf("%w: %s is not reachable yet", ErrUnavailable, m.cfg.URI)
+	}
+	fs, err := sink.Open(m.cfg.URI, sink.Options{User: m.cfg.User, Log: m.logger})
+	if err != nil {
+		m.openNext = time.Now().Add(2 * time.Second)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	m.fs.Store(&fsBox{fs})
+	m.logger.Info("remote storage open", "uri", m.cfg.URI)
+	return fs, nil
+}
+
+// ErrUnavailable is remote storage that cannot be reached: a retriable
+// condition; errors.Is(err, kerr.KafkaStorageError) holds too, which is
+// what a fetch answers (clients retry it).
+var ErrUnavailable error = unavailable{}
+
+type unavailable struct{}
+
+func (unavailable) Error() string { return "broker/tier: remote storage unavailable" }
+func (unavailable) Unwrap() error { return kerr.KafkaStorageError }
+
+// Close closes the store.
+func (m *Manager) Close() error {
+	if b := m.fs.Swap(nil); b != nil {
+		return b.Close()
+	}
+	return nil
+}
+
+// Run does a pass every Interval until stop is closed. targets lists the
+// partitions to tier now; live says whether a topic id is still in the
+// metadata.
+func (m *Manager) Run(stop <-chan struct{}, targets func() []Target, live func(topicID string) bool) {
+	tick := time.NewTicker(m.cfg.Interval)
+	defer tick.Stop()
+	for {
+		m.Pass(targets(), live)
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Pass does one round of work: for each target, load its remote metadata,
+// upload what is due, and apply total retention remotely; then delete the
+// remote data of topics that are gone.
+func (m *Manager) Pass(targets []Target, live func(topicID string) bool) {
+	seen := map[log.TopicPartition]bool{}
+	for _, t := range targets {
+		seen[t.TP] = true
+		p := m.partitionFor(t)
+		if now := m.cfg.Now(); now.Before(p.next) {
+			continue
+		}
+		if err := m.work(p, t); err != nil {
+			p.backoff = min(max(2*p.backoff, m.cfg.Interval), 30*time.Second)
+			p.next = m.cfg.Now().Add(p.backoff)
+			m.logger.Warn("tiered storage: will retry", "partition", t.TP.String(), "retry_in", p.backoff, "err", err)
+			continue
+		}
+		p.backoff, p.next = 0, time.Time{}
+	}
+	m.mu.Lock()
+	for tp, p := range m.parts {
+		if !seen[tp] {
+			// No longer led here, or no longer tiered: local retention
+			// falls back to the total retention, which keeps more.
+			if l := p.log.Load(); l != nil {
+				l.SetTierView(nil)
+			}
+			delete(m.parts, tp)
+		}
+	}
+	var gone []string
+	for id, dir := range m.topics {
+		if live != nil && !live(id) {
+			gone = append(gone, dir)
+			delete(m.topics, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, dir := range gone {
+		m.deleteTopic(dir)
+	}
+}
+
+func (m *Manager) deleteTopic(dir string) {
+	fs, err := m.store()
+	if err == nil {
+		err = fs.RemoveAll(dir)
+	}
+	if err != nil {
+		// Not retried in this version: the directory stays, and no
+		// topic reads it (a new topic of the same name has a new id).
+		m.logger.Warn("tiered storage: removing a deleted topic's remote data", "dir", dir, "err", err)
+		return
+	}
+	m.logger.Info("tiered storage: removed a deleted topic's remote data", "dir", dir)
+}
+
+func (m *Manager) partitionFor(t Target) *partition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.parts[t.TP]
+	if !ok || p.topicID != t.TopicID {
+		p = &partition{tp: t.TP, dir: RemoteDir(t.TP.Topic, t.TopicID, t.TP.Partition), topicID: t.TopicID}
+		if data, err := os.ReadFile(filepath.Join(t.Log.Dir(), LocalManifestFile)); err == nil {
+			if man, err := parseManifest(data); err == nil && man.TopicID == t.TopicID {
+				p.cached.Store(man)
+			}
+		}
+		m.parts[t.TP] = p
+	}
+	m.topics[t.TopicID] = path.Dir(p.dir)
+	if p.log.Swap(t.Log) != t.Log {
+		t.Log.SetTierView(&log.TierView{UploadedEnd: func() int64 {
+			if man := p.manifest.Load(); man != nil {
+				return man.UploadedEnd()
+			}
+			return -1
+		}})
+	}
+	return p
+}
+
+func (m *Manager) lookup(tp log.TopicPartition) *partition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.parts[tp]
+}
+
+// work loads, uploads and expires one partition.
+func (m *Manager) work(p *partition, t Target) error {
+	fs, err := m.store()
+	if err != nil {
+		return err
+	}
+	p.ioMu.Lock()
+	defer p.ioMu.Unlock()
+	if p.manifest.Load() == nil {
+		if err := m.load(fs, p, t); err != nil {
+			return err
+		}
+	}
+	n, err := m.upload(fs, p, t)
+	if err != nil {
+		return err
+	}
+	if err := m.expire(fs, p, t); err != nil {
+		return err
+	}
+	if n > 0 {
+		// What is now remote may leave the disk at once rather than at
+		// the next retention check.
+		if _, err := t.Log.EnforceRetention(); err != nil && !errors.Is(err, log.ErrClosed) {
+			return err
+		}
+	}
+	return nil
+}
+
+// load reads the partition's manifest, and removes the files that no
+// manifest names: what interrupted uploads and deletions left.
+func (m *Manager) load(fs sink.FS, p *partition, t Target) error {
+	man := &Manifest{Version: manifestVersion, Topic: t.TP.Topic, TopicID: t.TopicID, Partition: t.TP.Partition, LogStartOffset: -1}
+	data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
+	switch {
+	case err == nil:
+		if man, err = parseManifest(data); err != nil {
+			return err
+		}
+	case sink.IsNotExist(err):
+	default:
+		return fmt.Errorf("%w: read %s: %v", ErrUnavailable, path.Join(p.dir, ManifestFile), err)
+	}
+	keep := map[string]bool{ManifestFile: true}
+	for _, s := range man.Segments {
+		for suf := range s.Files {
+			keep[SegmentFileName(s.BaseOffset, suf)] = true
+		}
+	}
+	ents, err := fs.ReadDir(p.dir)
+	if err != nil && !sink.IsNotExist(err) {
+		return fmt.Errorf("%w: list %s: %v", ErrUnavailable, p.dir, err)
+	}
+	for _, e := range ents {
+		if !keep[e.Name()] {
+			m.logger.Info("tiered storage: removing a file no manifest names (an interrupted upload or deletion)", "partition", t.TP.String(), "file", e.Name())
+			if err := fs.RemoveAll(path.Join(p.dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	m.writeLocalManifest(t.Log, man)
+	p.manifest.Store(man)
+	m.logger.Info("tiered storage: partition loaded", "partition", t.TP.String(), "remote_segments", len(man.Segments),
+		"remote_log_start_offset", man.LogStartOffset, "uploaded_end", man.UploadedEnd())
+	return nil
+}
+
+// commit makes man the partition's remote metadata: durable in remote
+// storage first, then cached locally and published to readers and to
+// local retention.
+func (m *Manager) commit(fs sink.FS, p *partition, l *log.Log, man *Manifest) error {
+	if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.encode()); err != nil {
+		return fmt.Errorf("%w: write manifest: %v", ErrUnavailable, err)
+	}
+	m.writeLocalManifest(l, man)
+	p.manifest.Store(man)
+	return nil
+}
+
+// writeLocalManifest caches the manifest beside the partition's segments,
+// for operators and tools (it is never trusted over the remote one).
+func (m *Manager) writeLocalManifest(l *log.Log, man *Manifest) {
+	if err := atomicfile.WriteFile(filepath.Join(l.Dir(), LocalManifestFile), man.encode()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		m.logger.Warn("tiered storage: caching the manifest locally", "partition", l.TopicPartition().String(), "err", err)
+	}
+}
+
+// LogStart is the partition's log start offset counting remote storage,
+// and whether it has remote segments at all.
+func (m *Manager) LogStart(tp log.TopicPartition) (int64, bool) {
+	p := m.lookup(tp)
+	if p == nil {
+		return 0, false
+	}
+	man := p.manifest.Load()
+	if man == nil {
+		man = p.cached.Load()
+	}
+	if man == nil || len(man.Segments) == 0 {
+		return 0, false
+	}
+	return man.LogStartOffset, true
+}
+
+// RemoteSize is the bytes of a partition's remote segments.
+func (m *Manager) RemoteSize(tp log.TopicPartition) int64 {
+	if p := m.lookup(tp); p != nil {
+		if man := p.manifest.Load(); man != nil {
+			return man.Size()
+		}
+	}
+	return 0
+}
+
+// Uploaded is how many segments and bytes this manager has uploaded.
+func (m *Manager) Uploaded() (segments, bytes int64) {
+	return m.uploadedSegments.Load(), m.uploadedBytes.Load()
+}

@@ -1,0 +1,315 @@
+package tier
+
+import (
+	"container/list"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"sync"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/loader/sink"
+)
+
+// Remote reads.
+//
+// A fetch below the local log start asks Read for the batches from the
+// offset on. Read never waits for HDFS: it answers from the chunk cache,
+// or starts loading the chunks it lacks in the background and returns a
+// channel closed when they are in. The server adds that channel to the
+// fetch's long poll, so the fetch answers when the bytes arrive, and the
+// other partitions of the same fetch (local ones) are never held up by
+// HDFS. Every read also starts loading the chunk after the last one it
+// touched (read-ahead), so a consumer reading on finds its next bytes in
+// memory. The cache is bounded (Config.CacheBytes) and least recently
+// used chunks go first.
+
+// ErrNotRemote is an offset that remote storage does not hold.
+var ErrNotRemote = errors.New("broker/tier: offset not in remote storage")
+
+// Read returns whole batches from the one holding offset, at most
+// maxBytes of them, except that with minOneBatch the first batch is
+// returned whole whatever its size (KIP-74). One read stays within one
+// remote segment. When the bytes are not in the cache yet, data is nil and
+// wait is closed once they are: read again then.
+func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatch bool) (data []byte, wait <-chan struct{}, err error) {
+	p := m.lookup(tp)
+	if p == nil {
+		return nil, nil, ErrNotRemote
+	}
+	man := p.manifest.Load()
+	if man == nil {
+		if c := p.cached.Load(); c != nil {
+			if _, ok := c.find(offset); ok {
+				return nil, nil, fmt.Errorf("%w: the remote metadata of %s is not loaded yet", ErrUnavailable, tp)
+			}
+		}
+		return nil, nil, ErrNotRemote
+	}
+	seg, ok := man.find(offset)
+	if !ok {
+		return nil, nil, ErrNotRemote
+	}
+	fs, err := m.store()
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &segReader{m: m, fs: fs, dir: p.dir, seg: seg}
+	// A consumer reading on starts each segment at its base offset, where
+	// no index is needed.
+	pos := int64(0)
+	if offset > seg.BaseOffset {
+		idx, wait, err := r.index()
+		if wait != nil || err != nil {
+			return nil, wait, err
+		}
+		pos = indexLookup(idx, seg.BaseOffset, offset)
+	}
+	// Skip the batches that end before offset (at most an index
+	// interval's worth).
+	var first int64
+	for {
+		if pos+record.LogOverhead > seg.Size {
+			return nil, nil, nil
+		}
+		hdr, wait, err := r.readAt(pos, min(record.HeaderSize, seg.Size-pos))
+		if wait != nil || err != nil {
+			return nil, wait, err
+		}
+		if len(hdr) < 27 {
+			return nil, nil, fmt.Errorf("broker/tier: %s: truncated batch at %d", SegmentFileName(seg.BaseOffset, suffixLog), pos)
+		}
+		size := record.LogOverhead + int64(int32(binary.BigEndian.Uint32(hdr[8:12])))
+		if record.Batch(hdr).LastOffset() >= offset {
+			first = size
+			break
+		}
+		pos += size
+	}
+	want := maxBytes
+	if minOneBatch && want < first {
+		want = first
+	}
+	want = min(want, seg.Size-pos)
+	if want < first {
+		return nil, nil, nil
+	}
+	data, wait, err = r.readAt(pos, want)
+	if wait != nil || err != nil {
+		return nil, wait, err
+	}
+	r.readAhead(pos+want, man)
+	return wholeBatches(data), nil, nil
+}
+
+// wholeBatches cuts a trailing partial batch.
+func wholeBatches(b []byte) []byte {
+	n := 0
+	for rest := b; len(rest) >= record.LogOverhead; {
+		size := record.LogOverhead + int(int32(binary.BigEndian.Uint32(rest[8:12])))
+		if size > len(rest) || size <= record.LogOverhead {
+			break
+		}
+		n += size
+		rest = rest[size:]
+	}
+	return b[:n]
+}
+
+// indexLookup is the position to scan from for target in a Kafka offset
+// index: that of the last entry at or before target, or 0.
+func indexLookup(idx []byte, base, target int64) int64 {
+	n := len(idx) / 8
+	i := sort.Search(n, func(i int) bool { return base+int64(int32(binary.BigEndian.Uint32(idx[i*8:]))) > target })
+	if i == 0 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint32(idx[(i-1)*8+4:]))
+}
+
+// segReader reads one remote segment through the cache.
+type segReader struct {
+	m   *Manager
+	fs  sink.FS
+	dir string
+	seg SegmentMetadata
+}
+
+func (r *segReader) name(suffix string) string {
+	return path.Join(r.dir, SegmentFileName(r.seg.BaseOffset, suffix))
+}
+
+func (r *segReader) index() ([]byte, <-chan struct{}, error) {
+	return r.m.cache.get(chunkKey{r.dir, r.seg.BaseOffset, suffixIndex, 0}, func() ([]byte, error) {
+		return r.fs.ReadFile(r.name(suffixIndex))
+	})
+}
+
+func (r *segReader) chunk(i int64) ([]byte, <-chan struct{}, error) {
+	c := r.m.cfg.ChunkBytes
+	return r.m.cache.get(chunkKey{r.dir, r.seg.BaseOffset, suffixLog, i}, func() ([]byte, error) {
+		f, err := r.fs.Open(r.name(suffixLog))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		ra, ok := f.(io.ReaderAt)
+		if !ok {
+			return nil, errors.New("broker/tier: remote file system has no random access")
+		}
+		buf := make([]byte, min(c, r.seg.Size-i*c))
+		n, err := ra.ReadAt(buf, i*c)
+		if err == io.EOF && int64(n) == int64(len(buf)) {
+			err = nil
+		}
+		if err == nil && n < len(buf) {
+			err = fmt.Errorf("%s is shorter than its %d bytes", r.name(suffixLog), r.seg.Size)
+		}
+		return buf[:n], err
+	})
+}
+
+// readAt returns n bytes at pos, assembled from the chunks that hold
+// them; all the chunks missing start loading at once.
+func (r *segReader) readAt(pos, n int64) ([]byte, <-chan struct{}, error) {
+	c := r.m.cfg.ChunkBytes
+	out := make([]byte, 0, n)
+	var wait <-chan struct{}
+	for i := pos / c; i <= (pos+n-1)/c; i++ {
+		data, w, err := r.chunk(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		if w != nil {
+			wait = w
+			continue
+		}
+		if wait == nil {
+			lo := max(pos-i*c, 0)
+			hi := min(pos+n-i*c, int64(len(data)))
+			out = append(out, data[lo:hi]...)
+		}
+	}
+	if wait != nil {
+		return nil, wait, nil
+	}
+	return out, nil, nil
+}
+
+// readAhead starts loading the chunks of the next readAheadBytes after
+// end, in this segment and the ones after it, all at once: HDFS serves
+// them in parallel, and a consumer reading on finds them in memory.
+func (r *segReader) readAhead(end int64, man *Manifest) {
+	budget := min(r.m.cfg.ChunkBytes*readAheadChunks, r.m.cfg.CacheBytes/2)
+	c := r.m.cfg.ChunkBytes
+	cur := r
+	for budget > 0 {
+		for i := end / c; i*c < cur.seg.Size && budget > 0; i++ {
+			cur.chunk(i)
+			budget -= min(c, cur.seg.Size-i*c)
+		}
+		next, ok := man.find(cur.seg.EndOffset + 1)
+		if !ok {
+			return
+		}
+		cur, end = &segReader{m: r.m, fs: r.fs, dir: r.dir, seg: next}, 0
+	}
+}
+
+// readAheadChunks is how many chunks a read loads ahead of itself.
+const readAheadChunks = 4
+
+// chunkCache holds remote bytes by chunk, bounded in size, least recently
+// used first out. A chunk being loaded is in the cache already, so that
+// concurrent readers wait for one load.
+type chunkCache struct {
+	limit int64
+
+	mu    sync.Mutex
+	size  int64
+	lru   *list.List // of *chunk, most recent first; ready ones only
+	items map[chunkKey]*chunk
+}
+
+type chunkKey struct {
+	dir    string
+	base   int64
+	suffix string
+	i      int64
+}
+
+type chunk struct {
+	key   chunkKey
+	ready chan struct{}
+	data  []byte
+	err   error
+	elem  *list.Element
+}
+
+func newChunkCache(limit int64) *chunkCache {
+	return &chunkCache{limit: limit, lru: list.New(), items: map[chunkKey]*chunk{}}
+}
+
+// get returns the chunk, or starts loading it and returns a channel closed
+// when it is loaded. A failed load is reported once and then forgotten,
+// so that the next read tries again.
+func (c *chunkCache) get(k chunkKey, load func() ([]byte, error)) ([]byte, <-chan struct{}, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.items[k]; ok {
+		select {
+		case <-ch.ready:
+		default:
+			return nil, ch.ready, nil
+		}
+		if ch.err != nil {
+			delete(c.items, k)
+			return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, ch.err)
+		}
+		c.lru.MoveToFront(ch.elem)
+		return ch.data, nil, nil
+	}
+	ch := &chunk{key: k, ready: make(chan struct{})}
+	c.items[k] = ch
+	go func() {
+		data, err := load()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ch.data, ch.err = data, err
+		close(ch.ready)
+		if c.items[k] != ch || err != nil {
+			return
+		}
+		ch.elem = c.lru.PushFront(ch)
+		c.size += int64(len(data))
+		for c.size > c.limit && c.lru.Len() > 1 {
+			old := c.lru.Remove(c.lru.Back()).(*chunk)
+			delete(c.items, old.key)
+			c.size -= int64(len(old.data))
+		}
+	}()
+	return nil, ch.ready, nil
+}
+
+// dropSegments forgets the chunks of deleted remote segments.
+func (c *chunkCache) dropSegments(dir string, segs []SegmentMetadata) {
+	gone := map[int64]bool{}
+	for _, s := range segs {
+		gone[s.BaseOffset] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, ch := range c.items {
+		if k.dir == dir && gone[k.base] {
+			delete(c.items, k)
+			if ch.elem != nil {
+				c.lru.Remove(ch.elem)
+				c.size -= int64(len(ch.data))
+			}
+		}
+	}
+}

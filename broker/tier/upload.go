@@ -1,0 +1,278 @@
+package tier
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/loader/sink"
+)
+
+// The suffixes of a remote segment's files.
+const (
+	suffixLog        = ".log"
+	suffixIndex      = ".index"
+	suffixTimeIndex  = ".timeindex"
+	suffixEpochs     = ".leader-epoch-checkpoint"
+	suffixSnapshot   = ".snapshot"
+	suffixTxnIndex   = ".txnindex"
+	producerSnapshot = ".snapshot" // the partition directory's producer snapshots, <offset>.snapshot
+)
+
+// uploadGroup is how many segments are uploaded at once, and registered
+// by one manifest write: on HDFS each file costs a few NameNode round
+// trips, which parallel streams overlap.
+const uploadGroup = 4
+
+// upload copies every closed segment not yet remote and below the bound,
+// oldest first, a group at a time, registering each group as soon as its
+// segments are whole. It returns how many it uploaded.
+func (m *Manager) upload(fs sink.FS, p *partition, t Target) (int, error) {
+	man := p.manifest.Load()
+	from := man.UploadedEnd()
+	segs, err := t.Log.ClosedSegments(max(from, 0), t.Bound)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		for i := range segs {
+			segs[i].Release()
+		}
+	}()
+	todo := segs[:0:0]
+	for _, s := range segs {
+		if from < 0 || s.Base >= from {
+			todo = append(todo, s)
+		}
+	}
+	n := 0
+	for len(todo) > 0 {
+		group := todo[:min(uploadGroup, len(todo))]
+		todo = todo[len(group):]
+		metas := make([]SegmentMetadata, len(group))
+		errs := make([]error, len(group))
+		var wg sync.WaitGroup
+		for i := range group {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				metas[i], errs[i] = m.uploadSegment(fs, p, t, &group[i])
+			}()
+		}
+		wg.Wait()
+		// Only an unbroken run from the uploaded end is registered.
+		ok := 0
+		for ok < len(group) && errs[ok] == nil {
+			ok++
+		}
+		if ok > 0 {
+			next := p.manifest.Load().clone()
+			if len(next.Segments) == 0 && (next.LogStartOffset < 0 || next.LogStartOffset > group[0].Base) {
+				next.LogStartOffset = group[0].Base
+			}
+			next.Segments = append(next.Segments, metas[:ok]...)
+			if err := m.commit(fs, p, t.Log, next); err != nil {
+				return n, err
+			}
+			for _, s := range group[:ok] {
+				m.uploadedSegments.Add(1)
+				m.uploadedBytes.Add(s.Size)
+			}
+			n += ok
+			m.logger.Debug("tiered storage: uploaded segments", "partition", t.TP.String(), "from", group[0].Base, "to", group[ok-1].Next-1)
+		}
+		if ok < len(group) {
+			return n, errs[ok]
+		}
+	}
+	return n, nil
+}
+
+// uploadSegment writes the segment's files under their final names; the
+// segment is not registered yet.
+func (m *Manager) uploadSegment(fs sink.FS, p *partition, t Target, seg *log.ClosedSegment) (SegmentMetadata, error) {
+	meta := SegmentMetadata{ID: newSegmentID(), BaseOffset: seg.Base, EndOffset: seg.Next - 1, MaxTimestamp: seg.MaxTimestamp,
+		Size: seg.Size, BrokerID: m.cfg.NodeID, LeaderEpoch: t.LeaderEpoch, State: CopySegmentFinished, Files: map[string]int64{}}
+	epochs := epochsUpTo(t.Log.LeaderEpochs(), seg.Next)
+	for _, e := range epochs {
+		if e.StartOffset >= seg.Base {
+			meta.LeaderEpochs = append(meta.LeaderEpochs, EpochEntry{e.Epoch, e.StartOffset})
+		} else {
+			// The epoch the segment starts in.
+			meta.LeaderEpochs = []EpochEntry{{e.Epoch, seg.Base}}
+		}
+	}
+	files := []upFile{
+		{suffixLog, seg.Reader(), seg.Size},
+		{suffixIndex, bytes.NewReader(seg.Index), int64(len(seg.Index))},
+		{suffixTimeIndex, bytes.NewReader(seg.TimeIndex), int64(len(seg.TimeIndex))},
+	}
+	ck := epochCheckpoint(epochs)
+	files = append(files, upFile{suffixEpochs, bytes.NewReader(ck), int64(len(ck))})
+	dir := t.Log.Dir()
+	if snap, ok := snapshotFor(dir, seg.Next); ok {
+		// Read whole now: the partition may replace its snapshots.
+		if data, err := os.ReadFile(snap); err == nil {
+			files = append(files, upFile{suffixSnapshot, bytes.NewReader(data), int64(len(data))})
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, SegmentFileName(seg.Base, suffixTxnIndex))); err == nil && len(data) > 0 {
+		files = append(files, upFile{suffixTxnIndex, bytes.NewReader(data), int64(len(data))})
+	}
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		meta.Files[f.suffix] = f.size
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := writeRemote(fs, path.Join(p.dir, SegmentFileName(seg.Base, f.suffix)), meta.ID, f.r, f.size); err != nil {
+				errs[i] = fmt.Errorf("%w: upload %s of %s: %v", ErrUnavailable, SegmentFileName(seg.Base, f.suffix), t.TP, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return meta, err
+	}
+	meta.EventTimeMs = m.cfg.Now().UnixMilli()
+	return meta, nil
+}
+
+type upFile struct {
+	suffix string
+	r      io.Reader
+	size   int64
+}
+
+// writeRemote writes a file under a temporary name and renames it into
+// place once HDFS has it whole, replacing what an earlier attempt left.
+func writeRemote(fs sink.FS, name, id string, r io.Reader, size int64) error {
+	tmp := path.Join(path.Dir(name), "."+path.Base(name)+".tmp-"+id)
+	w, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(w, r)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n != size {
+		err = fmt.Errorf("wrote %d bytes of %d", n, size)
+	}
+	if err == nil {
+		err = fs.Rename(tmp, name)
+	}
+	if err != nil {
+		fs.RemoveAll(tmp)
+	}
+	return err
+}
+
+// epochsUpTo are the leader-epoch entries that start below next: the
+// leader-epoch cache as it stood at the segment's end.
+func epochsUpTo(all []log.EpochEntry, next int64) []log.EpochEntry {
+	var out []log.EpochEntry
+	for _, e := range all {
+		if e.StartOffset < next {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// epochCheckpoint is Kafka's leader-epoch-checkpoint format: version 0,
+// the entry count, then "epoch startOffset" lines.
+func epochCheckpoint(entries []log.EpochEntry) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "0\n%d\n", len(entries))
+	for _, e := range entries {
+		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	return b.Bytes()
+}
+
+// snapshotFor is the newest producer snapshot at or below next in the
+// partition directory: the producer state as of the segment's end, or
+// older (the state is then rebuilt from the segments after it).
+func snapshotFor(dir string, next int64) (string, bool) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	best := int64(-1)
+	for _, e := range ents {
+		digits, ok := strings.CutSuffix(e.Name(), producerSnapshot)
+		if !ok || len(digits) != 20 {
+			continue
+		}
+		if off, err := strconv.ParseInt(digits, 10, 64); err == nil && off <= next && off > best {
+			best = off
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	return filepath.Join(dir, SegmentFileName(best, producerSnapshot)), true
+}
+
+// expire applies the topic's total retention (retention.ms,
+// retention.bytes) to the remote segments, oldest first: the manifest
+// without them is written before their files are removed.
+func (m *Manager) expire(fs sink.FS, p *partition, t Target) error {
+	cfg := t.Log.Config()
+	man := p.manifest.Load()
+	if !cfg.Delete || len(man.Segments) == 0 {
+		return nil
+	}
+	now := m.cfg.Now().UnixMilli()
+	total := man.Size() + t.Log.SizeFrom(man.UploadedEnd())
+	n := 0
+	for ; n < len(man.Segments); n++ {
+		s := man.Segments[n]
+		byTime := cfg.RetentionMs >= 0 && s.MaxTimestamp >= 0 && now-s.MaxTimestamp > cfg.RetentionMs.Milliseconds()
+		bySize := cfg.RetentionBytes >= 0 && total-s.Size >= cfg.RetentionBytes
+		byStart := s.EndOffset < man.LogStartOffset
+		if !byTime && !bySize && !byStart {
+			break
+		}
+		total -= s.Size
+	}
+	if n == 0 {
+		return nil
+	}
+	gone := man.Segments[:n]
+	next := man.clone()
+	next.Segments = next.Segments[n:]
+	next.LogStartOffset = max(next.LogStartOffset, gone[n-1].EndOffset+1)
+	if err := m.commit(fs, p, t.Log, next); err != nil {
+		return err
+	}
+	m.cache.dropSegments(p.dir, gone)
+	var errs []error
+	for _, s := range gone {
+		for suf := range s.Files {
+			if err := fs.RemoveAll(path.Join(p.dir, SegmentFileName(s.BaseOffset, suf))); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	m.logger.Info("tiered storage: retention deleted remote segments", "partition", t.TP.String(), "segments", n, "remote_log_start_offset", next.LogStartOffset)
+	// The total retention also bounds the disk: what it removed remotely
+	// is gone locally too.
+	if next.LogStartOffset > t.Log.LogStartOffset() {
+		if err := t.Log.DeleteRecordsBefore(min(next.LogStartOffset, t.Log.LogEndOffset())); err != nil && !errors.Is(err, log.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	// Files that failed to go are swept at the next load.
+	return errors.Join(errs...)
+}
