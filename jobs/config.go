@@ -18,8 +18,8 @@ import (
 
 	"github.com/tributary-io/tributary/formats/parquet"
 	"github.com/tributary-io/tributary/internal/bytesize"
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/loader"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // Def is one job as written in the jobs file, after the file's defaults
@@ -93,7 +93,7 @@ type Job struct {
 	Def
 	Spec     loader.Spec
 	Sched    Schedule // nil: runs only when triggered
-	Sink     sink.Options
+	Sink     fsys.Options
 	Retries  int
 	Enabled  bool
 	checksum string // of Def: a reload replaces a job only when it changed
@@ -398,7 +398,7 @@ func (d Def) validate(dir string) (*Job, *FieldError) {
 		return bad("codec", "%v", err)
 	}
 	j.Spec = spec
-	j.Sink = sink.Options{User: j.HDFSUser}
+	j.Sink = fsys.Options{User: j.HDFSUser}
 	sum, _ := json.Marshal(j.Def)
 	h := sha256.Sum256(append(sum, spec.Schema...))
 	j.checksum = hex.EncodeToString(h[:8])

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/loader"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // An executor runs a saved plan's units somewhere other than the scheduler's
@@ -32,7 +32,7 @@ type processExecutor struct {
 	target    string
 	bootstrap string
 	hdfsUser  string
-	kerberos  sink.Kerberos
+	kerberos  fsys.Kerberos
 	log       *slog.Logger
 }
 

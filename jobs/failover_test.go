@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/jobs"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // Issue 8, test 4: two schedulers serve the same jobs file and target.
@@ -38,7 +38,7 @@ func TestTwoSchedulersOneRunAtATime(t *testing.T) {
 	var watchErr error
 	seen := map[int64]jobs.LeaseInfo{} // each generation as last read
 	wg.Go(func() {
-		fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+		fs, err := fsys.Open(target, fsys.Options{User: testhdfs.DefaultUser})
 		if err != nil {
 			watchErr = err
 			return

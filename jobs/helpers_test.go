@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/formats/decode"
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/internal/testyarn"
 	"github.com/tributary-io/tributary/jobs"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // testyarn.Main stops the YARN of the yarn executor's tests, then HDFS.
@@ -174,9 +174,9 @@ func history(t *testing.T, target, job string) []*jobs.Record {
 	return recs
 }
 
-func openTarget(t *testing.T, target string) sink.FS {
+func openTarget(t *testing.T, target string) fsys.FS {
 	t.Helper()
-	fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+	fs, err := fsys.Open(target, fsys.Options{User: testhdfs.DefaultUser})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +258,10 @@ func readLake(t *testing.T, target, topic string) []row {
 	return rows
 }
 
-func copyTree(t *testing.T, fs sink.FS, dir, local string) {
+func copyTree(t *testing.T, fs fsys.FS, dir, local string) {
 	t.Helper()
 	ents, err := fs.ReadDir(dir)
-	if sink.IsNotExist(err) {
+	if fsys.IsNotExist(err) {
 		return
 	}
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/loader"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // A job's files under its target, beside the loader's:
@@ -151,7 +151,7 @@ func (r *Record) addLoad(m *loader.Manifest, p *loader.Plan) {
 	r.Bad += ld.Bad
 }
 
-func writeRecord(fs sink.FS, r *Record) error {
+func writeRecord(fs fsys.FS, r *Record) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -163,7 +163,7 @@ func writeRecord(fs sink.FS, r *Record) error {
 // but on HDFS a read that opened the replaced file can come back short once
 // the rename deletes it: a record that does not parse is read again before
 // it counts as damaged.
-func readRecord(fs sink.FS, job, id string) (*Record, error) {
+func readRecord(fs fsys.FS, job, id string) (*Record, error) {
 	var err error
 	for try := 0; try < 5; try++ {
 		if try > 0 {
@@ -182,9 +182,9 @@ func readRecord(fs sink.FS, job, id string) (*Record, error) {
 }
 
 // listRecords lists a job's record ids, oldest first.
-func listRecords(fs sink.FS, job string) ([]string, error) {
+func listRecords(fs fsys.FS, job string) ([]string, error) {
 	ents, err := fs.ReadDir(runsDir(job))
-	if sink.IsNotExist(err) {
+	if fsys.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -201,7 +201,7 @@ func listRecords(fs sink.FS, job string) ([]string, error) {
 
 // ReadHistory reads a job's newest runs, newest first, at most limit (0:
 // all).
-func ReadHistory(fs sink.FS, job string, limit int) ([]*Record, error) {
+func ReadHistory(fs fsys.FS, job string, limit int) ([]*Record, error) {
 	ids, err := listRecords(fs, job)
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func ReadHistory(fs sink.FS, job string, limit int) ([]*Record, error) {
 	for i := len(ids) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
 		r, err := readRecord(fs, job, ids[i])
 		if err != nil {
-			if sink.IsNotExist(err) {
+			if fsys.IsNotExist(err) {
 				continue // expired since the listing
 			}
 			return nil, err
@@ -222,7 +222,7 @@ func ReadHistory(fs sink.FS, job string, limit int) ([]*Record, error) {
 
 // expireRecords removes a job's oldest records beyond keep, and those older
 // than maxAge; the newest is always kept.
-func expireRecords(fs sink.FS, job string, keep int, maxAge time.Duration, now time.Time) error {
+func expireRecords(fs fsys.FS, job string, keep int, maxAge time.Duration, now time.Time) error {
 	ids, err := listRecords(fs, job)
 	if err != nil {
 		return err

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // Old records expire by count and by age; the newest always stays.
@@ -39,8 +39,8 @@ func TestHistoryExpiry(t *testing.T) {
 	}
 }
 
-func leaseFS(t *testing.T) sink.FS {
-	fs, err := sink.Open("file://"+t.TempDir(), sink.Options{})
+func leaseFS(t *testing.T) fsys.FS {
+	fs, err := fsys.Open("file://"+t.TempDir(), fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

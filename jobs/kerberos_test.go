@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/jobs"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // TestKerberosProcessExecutor runs a job of the process executor against a
@@ -41,16 +41,16 @@ func TestKerberosProcessExecutor(t *testing.T) {
 	if _, err := s.client.Trigger(context.Background(), "buys"); err != nil {
 		t.Fatal(err)
 	}
-	opts := sink.Options{HadoopConfDir: k.ConfDir, Kerberos: sink.Kerberos{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf}}
+	opts := fsys.Options{HadoopConfDir: k.ConfDir, Kerberos: fsys.Kerberos{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf}}
 	var recs []*jobs.Record
 	eventually(t, 120*time.Second, "a successful run", func() bool {
-		fs, err := sink.Open(target, opts)
+		fs, err := fsys.Open(target, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer fs.Close()
 		recs, err = jobs.ReadHistory(fs, "buys", 0)
-		if err != nil && !sink.IsNotExist(err) {
+		if err != nil && !fsys.IsNotExist(err) {
 			t.Fatal(err)
 		}
 		return countOutcome(recs, jobs.Succeeded) == 1

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // pauseMark is _tributary/jobs/<job>/paused: a job paused through the API.
@@ -17,9 +17,9 @@ type pauseMark struct {
 	At time.Time `json:"at"`
 }
 
-func readPause(fs sink.FS, job string) (*pauseMark, error) {
+func readPause(fs fsys.FS, job string) (*pauseMark, error) {
 	b, err := fs.ReadFile(pausedPath(job))
-	if sink.IsNotExist(err) {
+	if fsys.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -48,7 +48,7 @@ func (s *Scheduler) SetPaused(name string, paused bool) error {
 		return fmt.Errorf("job %q has no valid definition: %v", name, st.problem)
 	}
 	opts := s.sinkOptions(j)
-	fs, err := sink.Open(j.Target, opts)
+	fs, err := fsys.Open(j.Target, opts)
 	if err != nil {
 		return err
 	}

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/lease"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // errPaused says a scheduled time found the job paused through the API.
@@ -102,7 +102,7 @@ func (s *Scheduler) finish(st *jobState, j *Job, cfg *Config, rec *Record, outco
 func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Config, rec *Record, trigger string) (err error) {
 	a := Attempt{Owner: s.opts.Owner, Started: time.Now().UTC()}
 	opts := s.sinkOptions(j)
-	fs, err := sink.Open(j.Target, opts)
+	fs, err := fsys.Open(j.Target, opts)
 	if err != nil {
 		return s.failAttempt(j, rec, a, err)
 	}
@@ -263,7 +263,7 @@ func (s *Scheduler) refreshLag(ctx context.Context, st *jobState, j *Job, l *loa
 
 // markInterrupted closes the record of a run whose scheduler died (or lost
 // its lease) while it held the lease: this run resumes its plan.
-func (s *Scheduler) markInterrupted(fs sink.FS, job string, prev LeaseInfo) {
+func (s *Scheduler) markInterrupted(fs fsys.FS, job string, prev LeaseInfo) {
 	marked, err := MarkInterrupted(fs, job, prev)
 	if err != nil {
 		s.log.Warn("marking an interrupted run", "job", job, "run", prev.Run, "err", err)
@@ -279,7 +279,7 @@ func (s *Scheduler) markInterrupted(fs sink.FS, job string, prev LeaseInfo) {
 // generation prev, if it is a scheduler's run still marked running: its
 // holder died, and whoever took the lease over (a scheduler, or `load run`)
 // resumes its plan. It says whether there was such a record.
-func MarkInterrupted(fs sink.FS, job string, prev LeaseInfo) (bool, error) {
+func MarkInterrupted(fs fsys.FS, job string, prev LeaseInfo) (bool, error) {
 	if prev.Run == "" || prev.Released {
 		return false, nil
 	}
@@ -302,7 +302,7 @@ func MarkInterrupted(fs sink.FS, job string, prev LeaseInfo) (bool, error) {
 // persist writes a record (and any that could not be written before) to
 // the job's history; fs nil opens the target. A target that is down keeps
 // them in memory, for the next write to retry.
-func (s *Scheduler) persist(st *jobState, j *Job, cfg *Config, rec *Record, fs sink.FS) {
+func (s *Scheduler) persist(st *jobState, j *Job, cfg *Config, rec *Record, fs fsys.FS) {
 	s.mu.Lock()
 	snap := cloneRecord(rec)
 	pending := append([]*Record(nil), st.pending...)
@@ -310,7 +310,7 @@ func (s *Scheduler) persist(st *jobState, j *Job, cfg *Config, rec *Record, fs s
 	if fs == nil {
 		opts := s.sinkOptions(j)
 		var err error
-		if fs, err = sink.Open(j.Target, opts); err != nil {
+		if fs, err = fsys.Open(j.Target, opts); err != nil {
 			s.keepPending(st, snap, err)
 			return
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // Options configure a Scheduler.
@@ -29,7 +29,7 @@ type Options struct {
 	HDFSUser  string
 	// Kerberos is how every job logs in to a Kerberized HDFS (one login
 	// for the scheduler, not one per job).
-	Kerberos sink.Kerberos
+	Kerberos fsys.Kerberos
 	// Binary is the tributary executable the process executor starts
 	// (default: this process's own).
 	Binary string
@@ -337,7 +337,7 @@ func randomHex(n int) string {
 // sinkOptions are how every HDFS client of job j is opened: the job's own
 // settings, the scheduler's defaults under them, and the scheduler's
 // Kerberos login.
-func (s *Scheduler) sinkOptions(j *Job) sink.Options {
+func (s *Scheduler) sinkOptions(j *Job) fsys.Options {
 	opts := j.Sink
 	if opts.User == "" {
 		opts.User = s.opts.HDFSUser

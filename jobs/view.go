@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // JobView is a job as the API shows it.
@@ -145,7 +145,7 @@ func (s *Scheduler) Runs(ctx context.Context, name string, limit int) ([]*Record
 	opts := s.sinkOptions(j)
 	byID := map[string]*Record{}
 	var ferr error
-	if fs, err := sink.Open(j.Target, opts); err != nil {
+	if fs, err := fsys.Open(j.Target, opts); err != nil {
 		ferr = err
 	} else {
 		recs, err := ReadHistory(fs, name, limit)

@@ -68,8 +68,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/loader"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // ExecYARN runs a plan's units as one YARN application.
@@ -182,7 +182,7 @@ type Application struct {
 type yarnExecutor struct {
 	cfg       YARN
 	target    string // the job's target URI
-	opts      sink.Options
+	opts      fsys.Options
 	bootstrap string
 	hdfsUser  string
 	bin       string
@@ -234,7 +234,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	}
 	appID := newApp.ID
 	staging := e.staging()
-	fs, err := sink.Open(staging, e.opts)
+	fs, err := fsys.Open(staging, e.opts)
 	if err != nil {
 		return fmt.Errorf("yarn: staging dir %s: %w", staging, err)
 	}
@@ -486,7 +486,7 @@ type yarnResource struct {
 }
 
 // stageAMJar puts the AM's jar into staging/lib once, and describes it.
-func (e *yarnExecutor) stageAMJar(fs sink.FS, staging string) (yarnResource, error) {
+func (e *yarnExecutor) stageAMJar(fs fsys.FS, staging string) (yarnResource, error) {
 	if strings.Contains(e.cfg.AMJar, "://") {
 		// Already on HDFS: it must be on the staging dir's file system.
 		rel, ok := strings.CutPrefix(e.cfg.AMJar, staging+"/")
@@ -511,7 +511,7 @@ func (e *yarnExecutor) stageAMJar(fs sink.FS, staging string) (yarnResource, err
 
 // upload writes a file into staging (a temporary name, then a rename, so
 // a reader never sees it half written) and describes it.
-func (e *yarnExecutor) upload(fs sink.FS, staging, rel string, open func() (io.ReadCloser, error)) (yarnResource, error) {
+func (e *yarnExecutor) upload(fs fsys.FS, staging, rel string, open func() (io.ReadCloser, error)) (yarnResource, error) {
 	src, err := open()
 	if err != nil {
 		return yarnResource{}, err
@@ -542,7 +542,7 @@ func (e *yarnExecutor) upload(fs sink.FS, staging, rel string, open func() (io.R
 
 // describe is the LocalResource of staging/rel: YARN checks its size and
 // modification time against the file before it localizes it.
-func describe(fs sink.FS, staging, rel string) (yarnResource, error) {
+func describe(fs fsys.FS, staging, rel string) (yarnResource, error) {
 	st, err := fs.Stat(rel)
 	if err != nil {
 		return yarnResource{}, err

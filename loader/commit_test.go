@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // A load plan made from offsets that another run has committed since (two
@@ -14,7 +14,7 @@ import (
 // names the run that did the work. A plan that starts where the state is
 // commits as usual.
 func TestSupersededPlanCommitsNothing(t *testing.T) {
-	fs, err := sink.Open(t.TempDir(), sink.Options{})
+	fs, err := fsys.Open(t.TempDir(), fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

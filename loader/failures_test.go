@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/loader"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // closedAddr is a loopback address nothing listens on.
@@ -106,7 +106,7 @@ func TestLoadRetentionGap(t *testing.T) {
 	if !strings.Contains(out, "gap: events/0 offsets 1000 to 1499") {
 		t.Errorf("the run does not report the gap:\n%s", out)
 	}
-	fs, err := sink.Open(target, sink.Options{})
+	fs, err := fsys.Open(target, fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

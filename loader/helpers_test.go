@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/formats/decode"
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 func TestMain(m *testing.M) { testhdfs.Main(m) }
@@ -152,13 +152,13 @@ type lake struct {
 // and reads every Parquet file with pyarrow.
 func readLake(t *testing.T, target, topic string) *lake {
 	t.Helper()
-	return readLakeWith(t, target, topic, sink.Options{User: testhdfs.DefaultUser})
+	return readLakeWith(t, target, topic, fsys.Options{User: testhdfs.DefaultUser})
 }
 
 // readLakeWith is readLake with the target opened with opts.
-func readLakeWith(t *testing.T, target, topic string, opts sink.Options) *lake {
+func readLakeWith(t *testing.T, target, topic string, opts fsys.Options) *lake {
 	t.Helper()
-	fs, err := sink.Open(target, opts)
+	fs, err := fsys.Open(target, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,10 +198,10 @@ func readLakeWith(t *testing.T, target, topic string, opts sink.Options) *lake {
 	return l
 }
 
-func copyTree(t *testing.T, fs sink.FS, dir, local string) {
+func copyTree(t *testing.T, fs fsys.FS, dir, local string) {
 	t.Helper()
 	ents, err := fs.ReadDir(dir)
-	if sink.IsNotExist(err) {
+	if fsys.IsNotExist(err) {
 		return
 	}
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 
 	"github.com/tributary-io/tributary/formats/iceberg"
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/loader"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // icebergView is what pyiceberg saw of a table (testdata/read_iceberg.py).
@@ -64,7 +64,7 @@ func readIceberg(t *testing.T, target, topic string) *icebergView {
 	script := filepath.Join(testbroker.RepoRoot(), "loader", "testdata", "read_iceberg.py")
 	args := []string{script, target + "/" + topic}
 	if strings.HasPrefix(target, "hdfs://") {
-		fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+		fs, err := fsys.Open(target, fsys.Options{User: testhdfs.DefaultUser})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestLoadIceberg(t *testing.T) {
 		// Two committers on the NameNode, racing for each version of a
 		// table: each of their appends lands once, in one line of
 		// snapshots, the losers retrying on the winners' versions.
-		fs, err := sink.Open(targets[1], sink.Options{User: testhdfs.DefaultUser})
+		fs, err := fsys.Open(targets[1], fsys.Options{User: testhdfs.DefaultUser})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +302,7 @@ func TestLoadIcebergCrash(t *testing.T) {
 	if os.Getenv("TRIBUTARY_TEST_LONG") != "" {
 		points = append(points, "committed", "iceberg-committed")
 	}
-	fs, err := sink.Open(target, sink.Options{})
+	fs, err := fsys.Open(target, fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

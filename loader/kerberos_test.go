@@ -10,9 +10,9 @@ import (
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // TestLoadKerberos loads into a Kerberized HDFS (a MiniKdc, a NameNode and
@@ -40,18 +40,18 @@ func TestLoadKerberos(t *testing.T) {
 			"--time-field", "timestamp", "--target", target}, extra...)
 		return tributary(t, env, args...)
 	}
-	good := sink.Options{HadoopConfDir: k.ConfDir, Kerberos: sink.Kerberos{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf}}
+	good := fsys.Options{HadoopConfDir: k.ConfDir, Kerberos: fsys.Kerberos{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf}}
 	// empty says the target was never created: nothing of a failed load
 	// is left in HDFS.
 	empty := func(t *testing.T, target string) {
 		t.Helper()
-		fs, err := sink.Open("hdfs://"+c.NameNode+"/", good)
+		fs, err := fsys.Open("hdfs://"+c.NameNode+"/", good)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer fs.Close()
 		rel := strings.TrimPrefix(target, "hdfs://"+c.NameNode+"/")
-		if ents, err := fs.ReadDir(rel); !sink.IsNotExist(err) {
+		if ents, err := fs.ReadDir(rel); !fsys.IsNotExist(err) {
 			t.Errorf("the failed load left %s behind (%d entries, err %v)", target, len(ents), err)
 		}
 	}

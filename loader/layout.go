@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // Paths under the target. They are part of the on-disk contract: a newer
@@ -124,9 +124,9 @@ func errorsFile(topic string, partition int32, from, to int64) string {
 	return fmt.Sprintf("%s/%s/%s+%d+%d+%d.jsonl", errorsDir, topic, topic, partition, from, to-1)
 }
 
-func isNotExist(err error) bool { return err != nil && sink.IsNotExist(err) }
+func isNotExist(err error) bool { return err != nil && fsys.IsNotExist(err) }
 
-func isExist(err error) bool { return err != nil && sink.IsExist(err) }
+func isExist(err error) bool { return err != nil && fsys.IsExist(err) }
 
 // PlanURI is the URI of a saved plan, what `load worker --plan` takes.
 func PlanURI(target, run string) string {

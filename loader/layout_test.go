@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // Runs of a job must sort in the order they were planned, or OpenPlan would
 // look at the wrong one: two plans in the same second (the clock even
 // going back) still sort in order.
 func TestRunIDsSortInPlanOrder(t *testing.T) {
-	fs, err := sink.Open(t.TempDir(), sink.Options{})
+	fs, err := fsys.Open(t.TempDir(), fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

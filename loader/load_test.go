@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/loader"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 func hdfsTarget(t *testing.T) string {
@@ -48,7 +48,7 @@ func TestLoadHDFS(t *testing.T) {
 	mustLoad(t, append([]string{"--target", target, "--parallelism", "4"}, common...)...)
 	second := readLake(t, target, "events")
 	checkExactlyOnce(t, second, &want, testbroker.HighWatermarks(t, b.Addr(), "events"))
-	fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+	fs, err := fsys.Open(target, fsys.Options{User: testhdfs.DefaultUser})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestLoadCrashLoop(t *testing.T) {
 		t.Fatalf("the final run: %v\n%s", err, out)
 	}
 	checkExactlyOnce(t, readLake(t, target, "clicks"), &want, testbroker.HighWatermarks(t, b.Addr(), "clicks"))
-	fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+	fs, err := fsys.Open(target, fsys.Options{User: testhdfs.DefaultUser})
 	if err != nil {
 		t.Fatal(err)
 	}

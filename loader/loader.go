@@ -5,14 +5,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/loader/lease"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // Loader runs the plan, execute and commit steps of a target's jobs.
 type Loader struct {
-	FS        sink.FS
+	FS        fsys.FS
 	Cluster   *kafkacli.Cluster
 	Bootstrap string
 	Log       *slog.Logger

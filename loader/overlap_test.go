@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/lease"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // proc is a tributary process started in the background.
@@ -53,7 +53,7 @@ func (p *proc) wait(t *testing.T) (string, int) {
 
 // holding waits until the job's lease is held by process p (which may
 // have died since, holding it).
-func holding(t *testing.T, fs sink.FS, job string, p *proc) lease.Info {
+func holding(t *testing.T, fs fsys.FS, job string, p *proc) lease.Info {
 	t.Helper()
 	pid := p.cmd.Process.Pid
 	deadline := time.Now().Add(time.Minute)
@@ -78,7 +78,7 @@ func holding(t *testing.T, fs sink.FS, job string, p *proc) lease.Info {
 }
 
 // manifests are a job's committed runs, oldest first.
-func manifests(t *testing.T, fs sink.FS, job string) []*loader.Manifest {
+func manifests(t *testing.T, fs fsys.FS, job string) []*loader.Manifest {
 	t.Helper()
 	ents, err := fs.ReadDir("_tributary/runs")
 	if err != nil {
@@ -105,7 +105,7 @@ func manifests(t *testing.T, fs sink.FS, job string) []*loader.Manifest {
 // checkHistory checks that the job's runs counted every offset once: their
 // records add up to the high watermarks, and a run that found its ranges
 // committed by another counted none.
-func checkHistory(t *testing.T, fs sink.FS, job string, hwm map[int32]int64) {
+func checkHistory(t *testing.T, fs fsys.FS, job string, hwm map[int32]int64) {
 	t.Helper()
 	var total, sum int64
 	for _, end := range hwm {
@@ -153,7 +153,7 @@ func TestLoadRunsOverlap(t *testing.T) {
 	testbroker.CreateTopic(t, b.Addr(), "visits", 3)
 	var want produced
 	produce(t, b.Addr(), "visits", 0, 3000, 0, &want)
-	fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+	fs, err := fsys.Open(target, fsys.Options{User: testhdfs.DefaultUser})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestLoadWorkersUnderPlanLease(t *testing.T) {
 	testbroker.CreateTopic(t, b.Addr(), "taps", 2)
 	var want produced
 	produce(t, b.Addr(), "taps", 0, 2000, 0, &want)
-	fs, err := sink.Open(target, sink.Options{User: testhdfs.DefaultUser})
+	fs, err := fsys.Open(target, fsys.Options{User: testhdfs.DefaultUser})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 
 	"github.com/tributary-io/tributary/formats/compat"
 	"github.com/tributary-io/tributary/formats/srclient"
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // TestLoadRegistry: `load run --format avro --registry` over a topic
@@ -120,7 +120,7 @@ func TestLoadRegistry(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	fs, err := sink.Open(target, sink.Options{})
+	fs, err := fsys.Open(target, fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ for root, _, files in sorted(os.walk(sys.argv[1])):
 	if !strings.Contains(out, "50 rows") || !strings.Contains(out, "1 bad record") {
 		t.Fatalf("json run:\n%s", out)
 	}
-	fs, err = sink.Open(target, sink.Options{})
+	fs, err = fsys.Open(target, fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ message Order { string id = 1; int64 cents = 2; google.protobuf.Timestamp at = 3
 	if !strings.Contains(out, "20 rows") || !strings.Contains(out, "1 bad record") {
 		t.Fatalf("protobuf run:\n%s", out)
 	}
-	fs, err = sink.Open(target, sink.Options{})
+	fs, err = fsys.Open(target, fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // State is a job's committed progress, _tributary/state/<job>.json. Replacing
@@ -29,9 +29,9 @@ type State struct {
 }
 
 // ReadState reads a job's state; a job that never committed has an empty one.
-func ReadState(fs sink.FS, job string) (*State, error) {
+func ReadState(fs fsys.FS, job string) (*State, error) {
 	b, err := fs.ReadFile(statePath(job))
-	if sink.IsNotExist(err) {
+	if fsys.IsNotExist(err) {
 		return &State{Version: 1, Job: job, Offsets: map[string]map[int32]int64{}}, nil
 	}
 	if err != nil {
@@ -47,7 +47,7 @@ func ReadState(fs sink.FS, job string) (*State, error) {
 	return &s, nil
 }
 
-func writeState(fs sink.FS, s *State) error {
+func writeState(fs fsys.FS, s *State) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ type Manifest struct {
 }
 
 // ReadManifest reads a committed run's manifest.
-func ReadManifest(fs sink.FS, run string) (*Manifest, error) {
+func ReadManifest(fs fsys.FS, run string) (*Manifest, error) {
 	b, err := fs.ReadFile(runDir(run) + "/manifest.json")
 	if err != nil {
 		return nil, err

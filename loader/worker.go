@@ -15,7 +15,7 @@ import (
 
 	"github.com/tributary-io/tributary/formats/decode"
 	"github.com/tributary-io/tributary/formats/parquet"
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // RunUnit executes one unit of a saved plan: it fetches the unit's range,
@@ -93,7 +93,7 @@ func (l *Loader) unitResult(run string, index int) (*UnitResult, error) {
 		}
 		return &r, nil
 	}
-	return nil, sink.ErrNotExist
+	return nil, fsys.ErrNotExist
 }
 
 func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*UnitResult, error) {

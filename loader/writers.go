@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/util"
 
 	"github.com/tributary-io/tributary/formats/parquet"
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // hourWriters are the open Parquet files of one unit, one per event hour.
@@ -21,7 +21,7 @@ import (
 //
 // Not safe for concurrent use: one unit, one goroutine.
 type hourWriters struct {
-	fs        sink.FS
+	fs        fsys.FS
 	dir       string // the attempt's staging directory
 	topic     string
 	partition int32

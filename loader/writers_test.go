@@ -9,14 +9,14 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/tributary-io/tributary/formats/parquet"
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // Events spread over many hours at once (a backfill, late events) must not
 // hold a row group per hour in memory: past the cap, the largest open file
 // is completed early, and every row is still written once.
 func TestHourWritersCapMemory(t *testing.T) {
-	fs, err := sink.Open(t.TempDir(), sink.Options{})
+	fs, err := fsys.Open(t.TempDir(), fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,8 @@
 // closed segment of its partitions, and serves the offsets that local
 // retention removed from the broker's disk out of the remote copy.
 //
-// The remote file system is loader/sink's (HDFS through colinmarc/hdfs, or a
-// local directory): the broker and the loader share it until it moves to
-// internal/, as DESIGN.md plans.
+// The remote file system is internal/fsys (HDFS through colinmarc/hdfs, or a
+// local directory), the one the loader writes the lake through.
 //
 // Remote layout, one directory per partition under the storage root
 // (rsm.config.storage.uri):

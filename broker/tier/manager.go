@@ -15,7 +15,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/atomicfile"
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // Config configures a Manager. The names in comments are broker properties.
@@ -76,7 +76,7 @@ type Manager struct {
 	uploadedSegments, uploadedBytes atomic.Int64
 }
 
-type fsBox struct{ sink.FS }
+type fsBox struct{ fsys.FS }
 
 // partition is the tier state of one partition.
 type partition struct {
@@ -132,7 +132,7 @@ func SegmentFileName(base int64, suffix string) string { return fmt.Sprintf("%02
 
 // store returns the remote file system, opening it when it is not open;
 // failures are retried at most every few seconds.
-func (m *Manager) store() (sink.FS, error) {
+func (m *Manager) store() (fsys.FS, error) {
 	if b := m.fs.Load(); b != nil {
 		return b.FS, nil
 	}
@@ -144,7 +144,7 @@ func (m *Manager) store() (sink.FS, error) {
 	if now := time.Now(); now.Before(m.openNext) {
 		return nil, fmt.Errorf("%w: %s is not reachable yet", ErrUnavailable, m.cfg.URI)
 	}
-	fs, err := sink.Open(m.cfg.URI, sink.Options{User: m.cfg.User, Log: m.logger})
+	fs, err := fsys.Open(m.cfg.URI, fsys.Options{User: m.cfg.User, Log: m.logger})
 	if err != nil {
 		m.openNext = time.Now().Add(2 * time.Second)
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -308,7 +308,7 @@ func (m *Manager) work(p *partition, t Target) error {
 
 // load reads the partition's manifest, and removes the files that no
 // manifest names: what interrupted uploads and deletions left.
-func (m *Manager) load(fs sink.FS, p *partition, t Target) error {
+func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 	man := &Manifest{Version: manifestVersion, Topic: t.TP.Topic, TopicID: t.TopicID, Partition: t.TP.Partition, LogStartOffset: -1}
 	data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
 	switch {
@@ -316,7 +316,7 @@ func (m *Manager) load(fs sink.FS, p *partition, t Target) error {
 		if man, err = parseManifest(data); err != nil {
 			return err
 		}
-	case sink.IsNotExist(err):
+	case fsys.IsNotExist(err):
 	default:
 		return fmt.Errorf("%w: read %s: %v", ErrUnavailable, path.Join(p.dir, ManifestFile), err)
 	}
@@ -327,7 +327,7 @@ func (m *Manager) load(fs sink.FS, p *partition, t Target) error {
 		}
 	}
 	ents, err := fs.ReadDir(p.dir)
-	if err != nil && !sink.IsNotExist(err) {
+	if err != nil && !fsys.IsNotExist(err) {
 		return fmt.Errorf("%w: list %s: %v", ErrUnavailable, p.dir, err)
 	}
 	for _, e := range ents {
@@ -348,7 +348,7 @@ func (m *Manager) load(fs sink.FS, p *partition, t Target) error {
 // commit makes man the partition's remote metadata: durable in remote
 // storage first, then cached locally and published to readers and to
 // local retention.
-func (m *Manager) commit(fs sink.FS, p *partition, l *log.Log, man *Manifest) error {
+func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, man *Manifest) error {
 	if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.encode()); err != nil {
 		return fmt.Errorf("%w: write manifest: %v", ErrUnavailable, err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // Remote reads.
@@ -134,7 +134,7 @@ func indexLookup(idx []byte, base, target int64) int64 {
 // segReader reads one remote segment through the cache.
 type segReader struct {
 	m   *Manager
-	fs  sink.FS
+	fs  fsys.FS
 	dir string
 	seg SegmentMetadata
 }

@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/broker/tier"
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 func TestMain(m *testing.M) { testhdfs.Main(m) }
@@ -64,7 +64,7 @@ func TestTieredStorageHDFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := sink.Open(uri, sink.Options{User: hd.User})
+	fs, err := fsys.Open(uri, fsys.Options{User: hd.User})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestTieredStorageHDFS(t *testing.T) {
 		}
 		waitFor(t, ctx, "the remote directory to go", func() bool {
 			_, err := fs.Stat(path.Dir(remote))
-			return sink.IsNotExist(err)
+			return fsys.IsNotExist(err)
 		})
 	})
 }
@@ -268,7 +268,7 @@ func listOffset(t *testing.T, ctx context.Context, adm *kadm.Client, ts int64) i
 	return o.Offset
 }
 
-func findRemoteDir(t *testing.T, fs sink.FS, ctx context.Context) string {
+func findRemoteDir(t *testing.T, fs fsys.FS, ctx context.Context) string {
 	t.Helper()
 	var dir string
 	waitFor(t, ctx, "the topic's remote directory", func() bool {
@@ -284,10 +284,10 @@ func findRemoteDir(t *testing.T, fs sink.FS, ctx context.Context) string {
 	return dir
 }
 
-func readManifest(t *testing.T, fs sink.FS, dir string) *tier.Manifest {
+func readManifest(t *testing.T, fs fsys.FS, dir string) *tier.Manifest {
 	t.Helper()
 	data, err := fs.ReadFile(path.Join(dir, tier.ManifestFile))
-	if sink.IsNotExist(err) {
+	if fsys.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {

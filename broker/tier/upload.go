@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/tributary-io/tributary/broker/log"
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // The suffixes of a remote segment's files.
@@ -35,7 +35,7 @@ const uploadGroup = 4
 // upload copies every closed segment not yet remote and below the bound,
 // oldest first, a group at a time, registering each group as soon as its
 // segments are whole. It returns how many it uploaded.
-func (m *Manager) upload(fs sink.FS, p *partition, t Target) (int, error) {
+func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 	man := p.manifest.Load()
 	from := man.UploadedEnd()
 	segs, err := t.Log.ClosedSegments(max(from, 0), t.Bound)
@@ -98,7 +98,7 @@ func (m *Manager) upload(fs sink.FS, p *partition, t Target) (int, error) {
 
 // uploadSegment writes the segment's files under their final names; the
 // segment is not registered yet.
-func (m *Manager) uploadSegment(fs sink.FS, p *partition, t Target, seg *log.ClosedSegment) (SegmentMetadata, error) {
+func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.ClosedSegment) (SegmentMetadata, error) {
 	meta := SegmentMetadata{ID: newSegmentID(), BaseOffset: seg.Base, EndOffset: seg.Next - 1, MaxTimestamp: seg.MaxTimestamp,
 		Size: seg.Size, BrokerID: m.cfg.NodeID, LeaderEpoch: t.LeaderEpoch, State: CopySegmentFinished, Files: map[string]int64{}}
 	epochs := epochsUpTo(t.Log.LeaderEpochs(), seg.Next)
@@ -155,7 +155,7 @@ type upFile struct {
 
 // writeRemote writes a file under a temporary name and renames it into
 // place once HDFS has it whole, replacing what an earlier attempt left.
-func writeRemote(fs sink.FS, name, id string, r io.Reader, size int64) error {
+func writeRemote(fs fsys.FS, name, id string, r io.Reader, size int64) error {
 	tmp := path.Join(path.Dir(name), "."+path.Base(name)+".tmp-"+id)
 	w, err := fs.Create(tmp)
 	if err != nil {
@@ -227,7 +227,7 @@ func snapshotFor(dir string, next int64) (string, bool) {
 // expire applies the topic's total retention (retention.ms,
 // retention.bytes) to the remote segments, oldest first: the manifest
 // without them is written before their files are removed.
-func (m *Manager) expire(fs sink.FS, p *partition, t Target) error {
+func (m *Manager) expire(fs fsys.FS, p *partition, t Target) error {
 	cfg := t.Log.Config()
 	man := p.manifest.Load()
 	if !cfg.Delete || len(man.Segments) == 0 {

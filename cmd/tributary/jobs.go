@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tributary-io/tributary/internal/admin"
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/jobs"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // defaultJobsListen is where `jobs serve` answers and the other jobs
@@ -53,7 +53,7 @@ protocol.`,
 func newJobsServeCommand() *cobra.Command {
 	var (
 		listen, bootstrap, hdfsUser, owner string
-		kerberos                           sink.Kerberos
+		kerberos                           fsys.Kerberos
 		reload                             time.Duration
 		checkOnly                          bool
 	)

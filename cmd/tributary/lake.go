@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tributary-io/tributary/formats/iceberg"
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // The lake commands read the Iceberg tables the loader keeps
@@ -20,7 +20,7 @@ import (
 func newLakeCommand() *cobra.Command {
 	var (
 		target string
-		opts   sink.Options
+		opts   fsys.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "lake",
@@ -38,7 +38,7 @@ it loaded.`,
 	cmd.PersistentFlags().StringVar(&opts.User, "hdfs-user", "", "HDFS user to read as (default $HADOOP_USER_NAME, else the OS user)")
 	addKerberosFlags(cmd.PersistentFlags(), &opts.Kerberos)
 	catalog := func() (*iceberg.Catalog, func(), error) {
-		fs, err := sink.Open(target, opts)
+		fs, err := fsys.Open(target, opts)
 		if err != nil {
 			return nil, nil, err
 		}

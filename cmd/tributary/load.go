@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/loader"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // loadFlags are the flags the load commands share.
@@ -28,7 +28,7 @@ type loadFlags struct {
 	maxUnitBytes           byteSize
 	maxUnitRecords         int64
 	parallelism            int
-	hdfs                   sink.Options
+	hdfs                   fsys.Options
 	hdfsBlock              byteSize
 	lease                  leaseFlags
 }
@@ -94,7 +94,7 @@ func (f *loadFlags) open(ctx context.Context) (*loader.Loader, func(), error) {
 	}
 	opts := f.hdfs
 	opts.BlockSize = int64(f.hdfsBlock)
-	fs, err := sink.Open(f.target, opts)
+	fs, err := fsys.Open(f.target, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -287,7 +287,7 @@ another run holds the job, a worker exits with status 75, or waits up to
 			ctx, stop := signalContext(cmd)
 			defer stop()
 			f.target = target
-			fs, err := sink.Open(target, f.hdfs)
+			fs, err := fsys.Open(target, f.hdfs)
 			if err != nil {
 				return err
 			}

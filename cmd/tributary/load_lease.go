@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/jobs"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/lease"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 // exitBusy is the exit status of a load command that found its job held by
@@ -106,7 +106,7 @@ func leaseErr(l *loader.Loader, err error) error {
 
 // workerFence lets a `load worker` process run units of plan p only while no
 // other run holds the job (lease.Worker); with --wait it waits for that.
-func (f *leaseFlags) workerFence(ctx context.Context, fs sink.FS, p *loader.Plan) (func(context.Context) error, error) {
+func (f *leaseFlags) workerFence(ctx context.Context, fs fsys.FS, p *loader.Plan) (func(context.Context) error, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 func testSchema(extra ...arrow.Field) *arrow.Schema {
@@ -26,7 +26,7 @@ func testSchema(extra ...arrow.Field) *arrow.Schema {
 // and the history is one line of snapshots.
 func TestAppendRace(t *testing.T) {
 	t.Parallel()
-	fs, err := sink.Open(t.TempDir(), sink.Options{})
+	fs, err := fsys.Open(t.TempDir(), fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestEvolve(t *testing.T) {
 // manifest list, the metadata file and the hint) on a local disk, with the
 // table's history growing.
 func BenchmarkAppend(b *testing.B) {
-	fs, err := sink.Open(b.TempDir(), sink.Options{})
+	fs, err := fsys.Open(b.TempDir(), fsys.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func BenchmarkAppend(b *testing.B) {
 // number.
 func TestTornMetadata(t *testing.T) {
 	t.Parallel()
-	fs, err := sink.Open(t.TempDir(), sink.Options{})
+	fs, err := fsys.Open(t.TempDir(), fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func Kerberized(t testing.TB) *Cluster {
 	}
 	// RPC privacy, as secure clusters commonly run; the DataNodes accept
 	// authentication too, the one level colinmarc/hdfs reads blocks under
-	// (loader/sink/kerberos.go).
+	// (internal/fsys/kerberos.go).
 	c := start(t, &kerberizedSkipped, &kerberizedFailed, "HDFS_KERBEROS=1",
 		"HDFS_RPC_PROTECTION=privacy", "HDFS_DATA_TRANSFER_PROTECTION=authentication,privacy")
 	if c.Kerberos == nil {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // The lease keeps two processes (two schedulers on two machines, a
@@ -24,7 +24,7 @@ import (
 //
 // each a JSON Info. The file with the highest generation is the lease;
 // older ones are history, removed by the next holder. A generation file is
-// created once, exclusively (sink.FS.Create fails with ErrExist), and only
+// created once, exclusively (fsys.FS.Create fails with ErrExist), and only
 // its creator rewrites it (WriteFileAtomic: renewals, release).
 //
 // Why generations. HDFS has no compare-and-swap, and rename overwrites
@@ -146,7 +146,7 @@ var ErrLeaseLost = errors.New("lease: the job's lease was lost")
 // Lease is a held lease. Its renewal goroutine runs until Release; Done is
 // closed when the lease is lost.
 type Lease struct {
-	fs    sink.FS
+	fs    fsys.FS
 	info  Info
 	dir   string
 	ttl   time.Duration
@@ -206,7 +206,7 @@ const jobsDir = "_tributary/jobs"
 func Dir(job string) string { return jobsDir + "/" + job + "/" + leaseDirName }
 
 // Acquire takes the job's lease, or fails with a *BusyError.
-func Acquire(fs sink.FS, job, run string, c Config) (*Lease, error) {
+func Acquire(fs fsys.FS, job, run string, c Config) (*Lease, error) {
 	c.defaults()
 	dir := Dir(job)
 	gens, err := listGenerations(fs, dir)
@@ -236,7 +236,7 @@ func Acquire(fs sink.FS, job, run string, c Config) (*Lease, error) {
 	}
 	b, _ := json.Marshal(l.info)
 	w, err := fs.Create(genPath(dir, l.info.Generation))
-	if sink.IsExist(err) {
+	if fsys.IsExist(err) {
 		theirs, rerr := readLease(fs, dir, l.info.Generation, c.TTL)
 		if rerr != nil {
 			return nil, rerr
@@ -292,9 +292,9 @@ func Acquire(fs sink.FS, job, run string, c Config) (*Lease, error) {
 
 func genPath(dir string, gen int64) string { return fmt.Sprintf("%s/%020d", dir, gen) }
 
-func listGenerations(fs sink.FS, dir string) ([]int64, error) {
+func listGenerations(fs fsys.FS, dir string) ([]int64, error) {
 	ents, err := fs.ReadDir(dir)
-	if sink.IsNotExist(err) {
+	if fsys.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -312,10 +312,10 @@ func listGenerations(fs sink.FS, dir string) ([]int64, error) {
 // readLease reads a generation file. One being written (on HDFS a file is
 // visible, empty, before its writer closes it) is held: its expiry is its
 // modification time plus the TTL.
-func readLease(fs sink.FS, dir string, gen int64, ttl time.Duration) (Info, error) {
+func readLease(fs fsys.FS, dir string, gen int64, ttl time.Duration) (Info, error) {
 	p := genPath(dir, gen)
 	b, err := fs.ReadFile(p)
-	if sink.IsNotExist(err) {
+	if fsys.IsNotExist(err) {
 		// Removed since the listing: a newer holder cleaned up. Busy.
 		return Info{Generation: gen, Owner: "(a newer holder)", Expires: time.Now().Add(ttl)}, nil
 	}
@@ -489,7 +489,7 @@ func (l *Lease) SetPlan(plan string) error {
 // AcquireWait is Acquire, retried while the job is busy until wait has
 // passed (0: one try). It polls a few times per TTL, and at least every
 // second, so that a released lease is taken soon after.
-func AcquireWait(ctx context.Context, fs sink.FS, job, run string, c Config, wait time.Duration) (*Lease, error) {
+func AcquireWait(ctx context.Context, fs fsys.FS, job, run string, c Config, wait time.Duration) (*Lease, error) {
 	deadline := time.Now().Add(wait)
 	every := min(max(c.TTL/10, 100*time.Millisecond), time.Second)
 	for {
@@ -507,7 +507,7 @@ func AcquireWait(ctx context.Context, fs sink.FS, job, run string, c Config, wai
 
 // Current reads the job's lease as it is now: the highest generation, and
 // whether it is held. No generation at all is a free lease, zero Info.
-func Current(fs sink.FS, job string, ttl, skew time.Duration) (Info, bool, error) {
+func Current(fs fsys.FS, job string, ttl, skew time.Duration) (Info, bool, error) {
 	dir := Dir(job)
 	gens, err := listGenerations(fs, dir)
 	if err != nil || len(gens) == 0 {
@@ -535,7 +535,7 @@ var ErrNotPlanHolder = errors.New("lease: the job's lease is held by another run
 // a *BusyError. A free lease (released, expired, never taken) means no run
 // holds the job: workers of a plan saved by `load plan --save` run then,
 // and the next `load run` commits their work.
-func Worker(fs sink.FS, job, plan string, ttl, skew time.Duration) error {
+func Worker(fs fsys.FS, job, plan string, ttl, skew time.Duration) error {
 	info, live, err := Current(fs, job, ttl, skew)
 	if err != nil {
 		return err

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary-io/tributary/loader/sink"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
-func leaseFS(t *testing.T) sink.FS {
-	fs, err := sink.Open("file://"+t.TempDir(), sink.Options{})
+func leaseFS(t *testing.T) fsys.FS {
+	fs, err := fsys.Open("file://"+t.TempDir(), fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestLeaseNamesPlanAcrossRenewals(t *testing.T) {
 // vanishingFS removes each file it creates as soon as it is written, as a
 // concurrent removal of the job's files (or a store whose listing lags)
 // would leave it: the listing after the create finds nothing.
-type vanishingFS struct{ sink.FS }
+type vanishingFS struct{ fsys.FS }
 
 func (v vanishingFS) Create(name string) (io.WriteCloser, error) {
 	w, err := v.FS.Create(name)
@@ -199,7 +199,7 @@ func (v vanishingFS) Create(name string) (io.WriteCloser, error) {
 
 type vanishingFile struct {
 	io.WriteCloser
-	fs   sink.FS
+	fs   fsys.FS
 	name string
 }
 

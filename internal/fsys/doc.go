@@ -1,7 +1,9 @@
-// Package sink is where the loader's files go: a small file-system interface
-// (FS) with two implementations, a local directory (file:///path) and HDFS
-// (hdfs://namenode:port/path, through colinmarc/hdfs/v2). An object store
-// would be a third.
+// Package fsys is the file system of the lake and of the remote tier: a
+// small interface (FS) with two implementations, a local directory
+// (file:///path) and HDFS (hdfs://namenode:port/path, through
+// colinmarc/hdfs/v2, with Kerberos). The loader, jobs, the Iceberg catalog
+// and the broker's tiered storage all write through it. An object store
+// would be a third implementation.
 //
 // Paths given to an FS are slash-separated and relative to the target's root;
 // the loader never sees where the root is. Every FS is safe for concurrent
@@ -14,4 +16,4 @@
 //     rename(2) locally), so moving a file into place twice is harmless;
 //   - WriteFileAtomic writes a temporary sibling, then renames it over the
 //     name: a reader sees the old content or the new, never a torn file.
-package sink
+package fsys

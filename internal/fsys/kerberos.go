@@ -1,4 +1,4 @@
-package sink
+package fsys
 
 // Kerberos to HDFS. Every HDFS client of the loader and the jobs scheduler is
 // made by openHDFS, and every one of them logs in here, so a Kerberized

@@ -1,4 +1,4 @@
-package sink_test
+package fsys_test
 
 import (
 	"io"
@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/internal/testhdfs"
-	"github.com/tributary-io/tributary/loader/sink"
 )
 
 func TestMain(m *testing.M) { testhdfs.Main(m) }
@@ -23,7 +23,7 @@ func TestContract(t *testing.T) {
 	}
 	for name, target := range targets {
 		t.Run(name, func(t *testing.T) {
-			fs, err := sink.Open(target(t), sink.Options{User: testhdfs.DefaultUser})
+			fs, err := fsys.Open(target(t), fsys.Options{User: testhdfs.DefaultUser})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +39,7 @@ func TestContract(t *testing.T) {
 			if err := write("a/b/one", "1"); err != nil {
 				t.Fatalf("Create with missing parents: %v", err)
 			}
-			if err := write("a/b/one", "again"); !sink.IsExist(err) {
+			if err := write("a/b/one", "again"); !fsys.IsExist(err) {
 				t.Fatalf("Create over an existing file: %v, want ErrExist", err)
 			}
 			if err := write("a/two", "2"); err != nil {
@@ -51,7 +51,7 @@ func TestContract(t *testing.T) {
 			if b, err := fs.ReadFile("a/b/one"); err != nil || string(b) != "2" {
 				t.Fatalf("after Rename: %q %v", b, err)
 			}
-			if err := fs.Rename("a/two", "c/d/x"); !sink.IsNotExist(err) {
+			if err := fs.Rename("a/two", "c/d/x"); !fsys.IsNotExist(err) {
 				t.Fatalf("Rename of a missing file: %v, want ErrNotExist", err)
 			}
 			if err := fs.Rename("a/b/one", "c/d/x"); err != nil {
@@ -68,7 +68,7 @@ func TestContract(t *testing.T) {
 			if ents, err := fs.ReadDir("state"); err != nil || len(ents) != 1 {
 				t.Fatalf("WriteFileAtomic left %d entries (%v)", len(ents), err)
 			}
-			if _, err := fs.ReadDir("missing"); !sink.IsNotExist(err) {
+			if _, err := fs.ReadDir("missing"); !fsys.IsNotExist(err) {
 				t.Fatalf("ReadDir of a missing dir: %v", err)
 			}
 			if err := fs.RemoveAll("c"); err != nil {
@@ -77,7 +77,7 @@ func TestContract(t *testing.T) {
 			if err := fs.RemoveAll("c"); err != nil {
 				t.Fatalf("RemoveAll of a missing dir: %v", err)
 			}
-			if _, err := fs.Stat("c/d/x"); !sink.IsNotExist(err) {
+			if _, err := fs.Stat("c/d/x"); !fsys.IsNotExist(err) {
 				t.Fatalf("after RemoveAll: %v", err)
 			}
 			if _, err := fs.Create("../escape"); err == nil {
@@ -89,7 +89,7 @@ func TestContract(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	for _, uri := range []string{"", "s3://bucket/x", "file://host/x", "hdfs://nn1:8020,nn2/x"} {
-		if _, err := sink.Open(uri, sink.Options{}); err == nil {
+		if _, err := fsys.Open(uri, fsys.Options{}); err == nil {
 			t.Errorf("Open(%q) succeeded", uri)
 		} else {
 			t.Logf("Open(%q): %v", uri, err)
@@ -109,7 +109,7 @@ func TestNameservice(t *testing.T) {
 <property><name>dfs.namenode.rpc-address.lake.nn2</name><value>`+nn+`</value></property>
 </configuration>`), 0o644)
 	t.Setenv("HADOOP_CONF_DIR", conf)
-	fs, err := sink.Open("hdfs://lake"+testhdfs.Dir(t), sink.Options{User: testhdfs.DefaultUser})
+	fs, err := fsys.Open("hdfs://lake"+testhdfs.Dir(t), fsys.Options{User: testhdfs.DefaultUser})
 	if err != nil {
 		t.Fatalf("through the nameservice (one NameNode down): %v", err)
 	}
