@@ -81,7 +81,11 @@ func TestReplicationSplitRoles(t *testing.T) {
 	c.Node(l).Restart()
 	c.Node(ctrl).Restart()
 
-	// Admin requests keep working under the new controller.
+	// Admin requests keep working under the new controller. The deadline is
+	// this step's own: on a loaded machine the kills above can use up
+	// most of the first one.
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	if _, err := adm.CreatePartitions(ctx, 1, "q"); err != nil {
 		t.Fatal(err)
 	}
