@@ -216,7 +216,9 @@ func TestTransactionsSingleNode(t *testing.T) {
 	})
 
 	t.Run("open transaction holds the LSO through kill -9", func(t *testing.T) {
-		p := txnProducer(t, b.Addr(), "tx-open", kgo.TransactionTimeout(3*time.Second))
+		// Long enough that a loaded machine still finds it open below,
+		// short enough that the abort by timeout comes within the test.
+		p := txnProducer(t, b.Addr(), "tx-open", kgo.TransactionTimeout(8*time.Second))
 		if err := p.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +264,7 @@ func TestTransactionsSingleNode(t *testing.T) {
 				t.Fatalf("after kill -9, LSO sum %d, was %d", got, lso)
 			}
 		}
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for endOffsets(t, admin, "txn-out", 3, true) != endOffsets(t, admin, "txn-out", 3, false) {
 			if time.Now().After(deadline) {
 				t.Fatal("the open transaction was not aborted after its timeout")
