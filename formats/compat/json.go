@@ -111,7 +111,7 @@ func isFalse(s map[string]any) bool {
 func isEmpty(s map[string]any) bool {
 	for k := range s {
 		switch k {
-		case "title", "description", "$comment", "examples", "$id", "$schema":
+		case "title", "description", "$comment", "examples", "default", "$id", "$schema":
 		default:
 			return false
 		}
