@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/tributary-io/tributary/formats/srclient"
@@ -23,7 +26,10 @@ import (
 // basic auth on its API with the broker's users: a SCRAM credential and
 // a PLAIN user of the SASL listener. Confluent's Node client and
 // franz-go's sr, given the credentials, do their whole round trip; no
-// credentials or a wrong password get Confluent's 401.
+// credentials or a wrong password get Confluent's 401. Under the broker's
+// authorizer a user may read but writes need WRITE on _schemas (or ALTER
+// on the cluster): bob, with no ACL, gets 403 (40301); alice, granted
+// WRITE on _schemas, registers. Repeated failed logins get 429.
 func TestSecuredRegistry(t *testing.T) {
 	t.Parallel()
 	plainPort, saslPort := testbroker.FreePort(t), testbroker.FreePort(t)
@@ -35,7 +41,7 @@ func TestSecuredRegistry(t *testing.T) {
 			"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 			"super.users=User:registry",
 			"listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-256,PLAIN",
-			`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
+			`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";`,
 			"schema.registry.listeners=" + url,
 			"schema.registry.authentication.method=BASIC",
 			"schema.registry.kafkastore.security.protocol=SASL_PLAINTEXT",
@@ -76,13 +82,53 @@ func TestSecuredRegistry(t *testing.T) {
 	if code, _, _ := get("alice", "alice-secret"); code != 200 {
 		t.Errorf("PLAIN user alice: %d, want 200", code)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Writes go through the broker's authorizer.
+	admin, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", saslPort)),
+		kgo.SASL(scram.Auth{User: "registry", Pass: "registry-secret"}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	grant := kadm.NewACLs().Allow("User:alice").Topics("_schemas").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)
+	if res, err := kadm.NewClient(admin).CreateACLs(ctx, grant); err != nil || res[0].Err != nil {
+		t.Fatalf("grant alice WRITE on _schemas: %v %v", err, res)
+	}
+	register := func(user, pass, subject string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", url+"/subjects/"+subject+"/versions", strings.NewReader(`{"schema":"\"string\""}`))
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		req.SetBasicAuth(user, pass)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer res.Body.Close()
+		var body map[string]any
+		json.NewDecoder(res.Body).Decode(&body)
+		return res.StatusCode, body
+	}
+	if code, body, _ := get("bob", "bob-secret"); code != 200 {
+		t.Errorf("bob reads: %d %v, want 200", code, body)
+	}
+	if code, body := register("bob", "bob-secret", "bob-value"); code != 403 || body["error_code"] != 40301.0 || !strings.Contains(fmt.Sprint(body["message"]), "User:bob") {
+		t.Errorf("bob registers without an ACL: %d %v, want 403 with 40301 naming User:bob", code, body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, body := register("alice", "alice-secret", "alice-value")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice registers with WRITE on _schemas: %d %v, want 200", code, body)
+		}
+	}
 
 	cl, err := sr.NewClient(sr.URLs(url), sr.BasicAuth("registry", "registry-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	ss, err := cl.CreateSchema(ctx, "secured-value", record(`{"name":"a","type":"string"}`))
 	if err != nil || ss.Version != 1 {
 		t.Fatalf("register with basic auth: %v %v", ss, err)
@@ -141,4 +187,15 @@ func TestSecuredRegistry(t *testing.T) {
 	// Confluent's Node client, whose whole round trip runs here (with
 	// basic auth) rather than against a second, open broker.
 	nodeClient(t, url, "alice:alice-secret")
+
+	// A guesser is slowed down: after maxFailures failed checks from one
+	// address, 429 without a check.
+	throttled := false
+	for i := 0; i < 40 && !throttled; i++ {
+		code, body, h := get("bob", fmt.Sprintf("guess-%d", i))
+		throttled = code == 429 && body["error_code"] == 42901.0 && h.Get("Retry-After") != ""
+	}
+	if !throttled {
+		t.Error("40 wrong passwords from one address: never 429 (42901) with Retry-After")
+	}
 }

@@ -253,7 +253,6 @@ func TestDifferential(t *testing.T) {
 // answers otherwise than Tributary, and why (docs/registry.md).
 var knownDiff = map[int]string{
 	0:  "Apicurio applies no compatibility rule until one is set; Confluent's default, and Tributary's, is BACKWARD",
-	24: "a property added to an open content model: Apicurio, like Confluent, calls it incompatible; Tributary accepts it (formats/compat, docs/registry.md)",
 	38: "an unknown level: Tributary answers Confluent's 422/42203, Apicurio a 400 without error_code",
 	39: "a subject set to NONE under a global FULL: Confluent and Tributary let the subject's level win; Apicurio still applies the global rule (409)",
 	41: "after DELETE /config/{subject}, Apicurio still reports the subject's NONE; Confluent and Tributary fall back to the global FULL",

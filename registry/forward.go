@@ -46,6 +46,9 @@ type leaderInfo struct {
 // leaderOnly wraps a write handler.
 func (r *Registry) leaderOnly(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) (any, error) {
+		if err := r.mayWrite(req); err != nil {
+			return nil, err
+		}
 		if req.Header.Get(forwardedHeader) != "" {
 			return h(w, req)
 		}

@@ -48,6 +48,11 @@ type Config struct {
 	// Authenticate, when set, turns on HTTP basic auth: every request must
 	// carry a user name and password it accepts (auth.go).
 	Authenticate func(user, password string) bool
+	// MayWrite, when set, is asked before every write (register, delete,
+	// config, mode) whether user (empty without basic auth) at the client
+	// address host may: the broker's authorizer, inside a broker that has
+	// one (docs/registry.md). A refusal is Confluent's 403, 40301.
+	MayWrite func(user, host string) bool
 }
 
 // DefaultTopic is kafkastore.topic's default in Confluent's registry.
@@ -122,7 +127,7 @@ func Start(cfg Config) (*Registry, error) {
 		return nil, fmt.Errorf("registry: schema.registry.listeners %s: %w", cfg.Listen, err)
 	}
 	r := &Registry{cfg: cfg, cl: cl, log: cfg.Logger, st: newState(), advance: make(chan struct{}),
-		tailDone: make(chan struct{}), ready: make(chan struct{}), ln: ln, fwd: &http.Client{}, started: time.Now()}
+		tailDone: make(chan struct{}), passed: authCache{sem: make(chan struct{}, authParallel)}, ready: make(chan struct{}), ln: ln, fwd: &http.Client{}, started: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.ReadTimeout}

@@ -168,3 +168,11 @@ func TestTombstoneLikeCompaction(t *testing.T) {
 		t.Fatal("the next id is refused by one of them")
 	}
 }
+
+// The basic-auth cache key tells apart every user and password pair, a
+// NUL in the user name included (review finding 11).
+func TestCredKey(t *testing.T) {
+	if credKey("a\x00b", "c") == credKey("a", "b\x00c") {
+		t.Fatal(`credKey("a\x00b", "c") == credKey("a", "b\x00c")`)
+	}
+}

@@ -226,7 +226,7 @@ func runBroker(ctx context.Context, cfg *brokercfg.Broker, noSendfile bool, admi
 	if err := s.Start(); err != nil {
 		return err
 	}
-	sr, err := startRegistry(cfg, s.CheckPassword)
+	sr, err := startRegistry(cfg, s)
 	if err != nil {
 		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

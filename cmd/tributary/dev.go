@@ -128,7 +128,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	if err := ensureDevTopic(ctx, o.brokerListen); err != nil {
 		return err
 	}
-	sr, err := startRegistry(cfg, b.CheckPassword)
+	sr, err := startRegistry(cfg, b)
 	if err != nil {
 		return err
 	}

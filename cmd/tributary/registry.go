@@ -21,11 +21,12 @@ import (
 // schema.registry.listeners is set; it speaks to this broker through its
 // first advertised listener of schema.registry.kafkastore.security.protocol,
 // with the schema.registry.kafkastore.* client properties, like any client
-// (nil, nil when off). checkPassword is the broker's user store, for
-// schema.registry.authentication.method=BASIC. It returns once it listens:
+// (nil, nil when off). users is the broker: its user store, for
+// schema.registry.authentication.method=BASIC, and its authorizer, which
+// decides who may write (docs/registry.md). It returns once it listens:
 // it reads _schemas in the background, since in a cluster that is still
 // forming the topic may not be writable yet.
-func startRegistry(cfg *brokercfg.Broker, checkPassword func(user, password string) bool) (*registry.Registry, error) {
+func startRegistry(cfg *brokercfg.Broker, users registryUsers) (*registry.Registry, error) {
 	ls := cfg.List("schema.registry.listeners")
 	if len(ls) == 0 {
 		return nil, nil
@@ -65,9 +66,17 @@ func startRegistry(cfg *brokercfg.Broker, checkPassword func(user, password stri
 		ExpectBrokers: len(cfg.List("controller.quorum.voters")),
 	}
 	if strings.EqualFold(cfg.String("schema.registry.authentication.method"), "BASIC") {
-		rc.Authenticate = checkPassword
+		rc.Authenticate = users.CheckPassword
 	}
+	rc.MayWrite = users.RegistryMayWrite(registry.DefaultTopic)
 	return registry.Start(rc)
+}
+
+// registryUsers is what the in-process registry asks the broker
+// (broker/server's Server).
+type registryUsers interface {
+	CheckPassword(user, password string) bool
+	RegistryMayWrite(topic string) func(user, host string) bool
 }
 
 // registryListener picks the listener the in-process registry connects

@@ -67,23 +67,50 @@ func TestTransitive(t *testing.T) {
 func TestJSON(t *testing.T) {
 	t.Parallel()
 	base := Schema{Type: JSON, Text: `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}`}
+	closedBase := Schema{Type: JSON, Text: `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`}
+	partial := Schema{Type: JSON, Text: `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":{"type":"string"}}`}
+	pattern := Schema{Type: JSON, Text: `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"patternProperties":{"^s_":{"type":"string"}},"additionalProperties":false}`}
+	twoProps := Schema{Type: JSON, Text: `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"]}`}
 	cases := []struct {
 		name          string
+		old           Schema
 		new           string
 		backward, fwd bool
+		difference    string // Confluent's name in the backward message, if any
 	}{
-		{"optional property added", `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"]}`, true, true},
-		{"required property added", `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a","b"]}`, false, true},
-		{"integer widened to number", `{"type":"object","properties":{"a":{"type":"number"}},"required":["a"]}`, true, false},
-		{"type changed", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, false, false},
-		{"closed", `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`, false, true},
+		// Confluent's STRICT rules: a property added to an open content
+		// model is incompatible (an old document may carry it with any
+		// value), removed from one compatible.
+		{"optional property added to open", base, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"]}`, false, true, "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"},
+		{"required property added to open", base, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a","b"]}`, false, true, "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"},
+		{"required property with default added to open", base, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string","default":""}},"required":["a","b"]}`, false, true, "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL"},
+		{"empty schema added to open", base, `{"type":"object","properties":{"a":{"type":"integer"},"b":{}},"required":["a"]}`, true, true, ""},
+		{"optional property added to closed", closedBase, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"],"additionalProperties":false}`, true, false, ""},
+		{"required property added to closed", closedBase, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a","b"],"additionalProperties":false}`, false, false, "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"},
+		{"required property with default added to closed", closedBase, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string","default":""}},"required":["a","b"],"additionalProperties":false}`, true, false, ""},
+		{"property removed from closed", Schema{Type: JSON, Text: `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"],"additionalProperties":false}`}, closedBase.Text, false, true, "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"},
+		{"property added covered by additionalProperties", partial, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string","maxLength":3}},"required":["a"],"additionalProperties":{"type":"string"}}`, true, true, ""},
+		{"property added not covered by additionalProperties", partial, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a"],"additionalProperties":{"type":"string"}}`, false, false, "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+		{"property added covered by patternProperties", pattern, `{"type":"object","properties":{"a":{"type":"integer"},"s_b":{"type":"string"}},"required":["a"],"patternProperties":{"^s_":{"type":"string"}},"additionalProperties":false}`, true, true, ""},
+		{"property added not covered by patternProperties", pattern, `{"type":"object","properties":{"a":{"type":"integer"},"s_b":{"type":"boolean"}},"required":["a"],"patternProperties":{"^s_":{"type":"string"}},"additionalProperties":false}`, false, false, "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+		{"closed, a property added", base, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"],"additionalProperties":false}`, false, true, "ADDITIONAL_PROPERTIES_REMOVED"},
+		{"required attribute added", twoProps, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a","b"]}`, false, true, "REQUIRED_ATTRIBUTE_ADDED"},
+		{"required attribute with default added", twoProps, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string","default":""}},"required":["a","b"]}`, true, true, ""},
+		{"additionalProperties narrowed", base, partial.Text, false, true, "ADDITIONAL_PROPERTIES_NARROWED"},
+		{"additionalProperties false to true", closedBase, `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":true}`, true, false, ""},
+		{"integer widened to number", base, `{"type":"object","properties":{"a":{"type":"number"}},"required":["a"]}`, true, false, ""},
+		{"type changed", base, `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, false, false, ""},
+		{"closed", base, `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`, false, true, "ADDITIONAL_PROPERTIES_REMOVED"},
 	}
 	for _, c := range cases {
 		n := Schema{Type: JSON, Text: c.new}
-		b, _ := Check(Backward, n, []Schema{base})
-		f, _ := Check(Forward, n, []Schema{base})
+		b, _ := Check(Backward, n, []Schema{c.old})
+		f, _ := Check(Forward, n, []Schema{c.old})
 		if (len(b) == 0) != c.backward || (len(f) == 0) != c.fwd {
 			t.Errorf("%s: backward %v forward %v, want %v %v", c.name, b, f, c.backward, c.fwd)
+		}
+		if c.difference != "" && !strings.Contains(strings.Join(b, "\n"), c.difference) {
+			t.Errorf("%s: backward %v does not name %s", c.name, b, c.difference)
 		}
 	}
 }

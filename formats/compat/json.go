@@ -6,22 +6,20 @@ package compat
 //
 //   - type: the reader accepts every type the writer allows (integer
 //     widens to number; no type means any);
-//   - required: a property the reader requires, the writer requires too;
-//   - properties the writer has and the reader lacks: fine unless the
-//     reader closes its content (additionalProperties false);
-//   - properties the reader adds: fine (documents of the writer lacking
-//     them stay valid unless the reader requires them, checked above);
-//   - additionalProperties: a closed reader needs a closed writer;
+//   - required: a property the reader requires, the writer requires too,
+//     unless the reader gives it a default;
+//   - properties and content models, by Confluent's rules (its
+//     ObjectSchemaDiff, STRICT policy, the registry's default), and in its
+//     difference names: see jsonContent;
 //   - enum: the reader's values include every value of the writer's.
 //
-// Not checked (a later step): $ref, allOf/anyOf/oneOf, numeric and string
-// bounds, patterns, dependencies. Confluent's checker is stricter about a
-// property added to an open content model; ours follows the documents
-// that can actually occur, which is what a consumer notices.
+// Not checked (a later step): allOf/anyOf/oneOf, numeric and string
+// bounds, patterns, dependencies.
 
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -79,19 +77,115 @@ func jsonProps(s map[string]any) map[string]map[string]any {
 	out := map[string]map[string]any{}
 	if p, ok := s["properties"].(map[string]any); ok {
 		for k, v := range p {
-			if m, ok := v.(map[string]any); ok {
+			if m := asSchema(v); m != nil {
 				out[k] = m
-			} else if b, ok := v.(bool); ok && b {
-				out[k] = map[string]any{}
 			}
 		}
 	}
 	return out
 }
 
-func closed(s map[string]any) bool {
+// asSchema turns a subschema into its object form: true is {} and false
+// is {"not":{}}, as parseJSON reads a whole boolean schema.
+func asSchema(v any) map[string]any {
+	switch x := v.(type) {
+	case map[string]any:
+		return x
+	case bool:
+		if x {
+			return map[string]any{}
+		}
+		return map[string]any{"not": map[string]any{}}
+	}
+	return nil
+}
+
+// isFalse says whether s accepts nothing (false, as asSchema writes it).
+func isFalse(s map[string]any) bool {
+	n, ok := s["not"].(map[string]any)
+	return ok && len(n) == 0 && len(s) == 1
+}
+
+// isEmpty says whether s accepts anything: {} or true, or only
+// annotations (Confluent's EmptySchema).
+func isEmpty(s map[string]any) bool {
+	for k := range s {
+		switch k {
+		case "title", "description", "$comment", "examples", "default", "$id", "$schema":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func hasDefault(s map[string]any) bool {
+	_, ok := s["default"]
+	return ok
+}
+
+// permitsAdditional is false only for additionalProperties false.
+func permitsAdditional(s map[string]any) bool {
 	b, ok := s["additionalProperties"].(bool)
-	return ok && !b
+	return !ok || b
+}
+
+// additionalSchema is additionalProperties when it is a schema object
+// (true and absent are no schema: any property is fine).
+func additionalSchema(s map[string]any) map[string]any {
+	m, _ := s["additionalProperties"].(map[string]any)
+	return m
+}
+
+func unevaluated(s map[string]any) map[string]any {
+	v, ok := s["unevaluatedProperties"]
+	if !ok {
+		return nil
+	}
+	return asSchema(v)
+}
+
+// openContent says whether s accepts any property it does not name:
+// additionalProperties true or absent, no patternProperties, and
+// unevaluatedProperties true or absent.
+func openContent(s map[string]any) bool {
+	if !permitsAdditional(s) || additionalSchema(s) != nil {
+		return false
+	}
+	if pp, ok := s["patternProperties"].(map[string]any); ok && len(pp) > 0 {
+		return false
+	}
+	u := unevaluated(s)
+	return u == nil || isEmpty(u)
+}
+
+// partialContent is the schema a partially open s gives an unnamed
+// property k: the first patternProperties entry matching it (patterns in
+// sorted order), else additionalProperties as a schema, else
+// unevaluatedProperties as a schema. nil when s has none (closed).
+func partialContent(s map[string]any, k string) map[string]any {
+	if pp, ok := s["patternProperties"].(map[string]any); ok {
+		pats := make([]string, 0, len(pp))
+		for p := range pp {
+			pats = append(pats, p)
+		}
+		sort.Strings(pats)
+		for _, p := range pats {
+			// A pattern Go's regexp cannot compile covers nothing here.
+			if re, err := regexp.Compile(p); err == nil && re.MatchString(k) {
+				return asSchema(pp[p])
+			}
+		}
+	}
+	if a := additionalSchema(s); a != nil {
+		return a
+	}
+	if permitsAdditional(s) {
+		if u := unevaluated(s); u != nil && !isFalse(u) && !isEmpty(u) {
+			return u
+		}
+	}
+	return nil
 }
 
 // jsonPath is where a check is, built as a chain and rendered only when a
@@ -137,35 +231,127 @@ func jsonReadable(r, w map[string]any, path *jsonPath) []string {
 			}
 		}
 	}
+	rp, wp := jsonProps(r), jsonProps(w)
 	wreq := jsonRequired(w)
 	for _, p := range jsonRequired(r) {
-		if !slices.Contains(wreq, p) {
-			msgs = append(msgs, fmt.Sprintf("%s/properties/%s: required by the reader but not by the writer", path, p))
+		// Properties the reader names are judged by jsonContent, with
+		// Confluent's exception for a default; a bare required name is
+		// still a document of the writer the reader refuses.
+		if _, named := rp[p]; !named && !slices.Contains(wreq, p) {
+			msgs = append(msgs, fmt.Sprintf("REQUIRED_ATTRIBUTE_ADDED at %s/properties/%s: required by the reader but not by the writer", path, p))
 		}
 	}
-	if closed(r) && !closed(w) {
-		msgs = append(msgs, fmt.Sprintf("%s: additionalProperties false in the reader but open in the writer", path))
-	}
-	rp, wp := jsonProps(r), jsonProps(w)
-	names := make([]string, 0, len(wp))
-	for k := range wp {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		sub := path.child("/properties/" + k)
-		if rs, ok := rp[k]; ok {
-			msgs = append(msgs, jsonReadable(rs, wp[k], sub)...)
-		} else if closed(r) {
-			msgs = append(msgs, fmt.Sprintf("%s: removed from a reader that allows no additional properties", sub))
-		}
-	}
+	msgs = append(msgs, jsonContent(r, w, rp, wp, path)...)
 	if ri, ok := r["items"].(map[string]any); ok {
 		wi, _ := w["items"].(map[string]any)
 		if wi == nil {
 			wi = map[string]any{}
 		}
 		msgs = append(msgs, jsonReadable(ri, wi, path.child("/items"))...)
+	}
+	return msgs
+}
+
+// jsonContent compares the properties of two object schemas as
+// Confluent's ObjectSchemaDiff does (writer = its original, reader = its
+// update) and names the differences its STRICT policy calls incompatible.
+// A property the reader adds to an open writer is incompatible unless its
+// schema is empty: a writer's document may already carry that name with
+// any value. A property the reader drops must still be accepted by the
+// reader's content model.
+func jsonContent(r, w map[string]any, rp, wp map[string]map[string]any, path *jsonPath) []string {
+	var msgs []string
+	rreq, wreq := jsonRequired(r), jsonRequired(w)
+	names := make([]string, 0, len(rp)+len(wp))
+	for k := range rp {
+		names = append(names, k)
+	}
+	for k := range wp {
+		if _, ok := rp[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		sub := path.child("/properties/" + k)
+		rs, inR := rp[k]
+		ws, inW := wp[k]
+		switch {
+		case inR && inW:
+			if slices.Contains(rreq, k) && !slices.Contains(wreq, k) && !hasDefault(rs) {
+				msgs = append(msgs, fmt.Sprintf("REQUIRED_ATTRIBUTE_ADDED at %s: required by the reader but not by the writer, without a default", sub))
+			}
+			msgs = append(msgs, jsonReadable(rs, ws, sub)...)
+		case inW: // removed by the reader
+			if openContent(r) {
+				continue // PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL
+			}
+			if ps := partialContent(r, k); ps != nil {
+				if m := jsonReadable(ps, ws, sub); len(m) > 0 {
+					msgs = append(msgs, m...)
+					msgs = append(msgs, fmt.Sprintf("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL at %s: the reader's patternProperties or additionalProperties do not accept the writer's property", sub))
+				}
+			} else if !isFalse(ws) {
+				msgs = append(msgs, fmt.Sprintf("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL at %s: removed from a reader that allows no additional properties", sub))
+			}
+		default: // added by the reader
+			req := slices.Contains(rreq, k)
+			if openContent(w) {
+				switch {
+				case isEmpty(rs): // PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL
+				case req && hasDefault(rs):
+					msgs = append(msgs, fmt.Sprintf("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL at %s: the writer's open content model may carry it with any value", sub))
+				case req:
+					msgs = append(msgs, fmt.Sprintf("REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at %s: required by the reader, and the writer's open content model may carry it with any value", sub))
+				default:
+					msgs = append(msgs, fmt.Sprintf("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at %s: the writer's open content model may carry it with any value (close the writer with additionalProperties false, or give the property an empty schema)", sub))
+				}
+				continue
+			}
+			if ps := partialContent(w, k); ps != nil {
+				if m := jsonReadable(rs, ps, sub); len(m) > 0 {
+					msgs = append(msgs, m...)
+					msgs = append(msgs, fmt.Sprintf("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL at %s: the writer's patternProperties or additionalProperties allow values the reader's property does not", sub))
+				}
+			}
+			if req && !hasDefault(rs) {
+				msgs = append(msgs, fmt.Sprintf("REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL at %s: required by the reader, without a default", sub))
+			}
+		}
+	}
+	msgs = append(msgs, jsonAdditional(r, w, path)...)
+	return msgs
+}
+
+// jsonAdditional compares additionalProperties and unevaluatedProperties
+// as Confluent does: a reader may open or widen them, not close or narrow.
+func jsonAdditional(r, w map[string]any, path *jsonPath) []string {
+	var msgs []string
+	ap := path.child("/additionalProperties")
+	ra, wa := additionalSchema(r), additionalSchema(w)
+	switch {
+	case permitsAdditional(r) != permitsAdditional(w):
+		if !permitsAdditional(r) {
+			msgs = append(msgs, fmt.Sprintf("ADDITIONAL_PROPERTIES_REMOVED at %s: additionalProperties false in the reader but not in the writer", ap))
+		}
+	case wa == nil && ra != nil:
+		msgs = append(msgs, fmt.Sprintf("ADDITIONAL_PROPERTIES_NARROWED at %s: the reader constrains additional properties the writer leaves free", ap))
+	case wa != nil && ra != nil:
+		msgs = append(msgs, jsonReadable(ra, wa, ap)...)
+	}
+	ru, wu := unevaluated(r), unevaluated(w)
+	up := path.child("/unevaluatedProperties")
+	switch {
+	case ru == nil:
+		// absent in the reader: added or extended, compatible
+	case wu == nil && isFalse(ru), wu != nil && !isFalse(wu) && isFalse(ru):
+		msgs = append(msgs, fmt.Sprintf("UNEVALUATED_PROPERTIES_REMOVED at %s: unevaluatedProperties false in the reader but not in the writer", up))
+	case wu == nil, isEmpty(wu) && !isEmpty(ru):
+		msgs = append(msgs, fmt.Sprintf("UNEVALUATED_PROPERTIES_NARROWED at %s: the reader constrains unevaluated properties the writer leaves free", up))
+	case isFalse(wu) || isEmpty(ru):
+		// added or extended, compatible
+	default:
+		msgs = append(msgs, jsonReadable(ru, wu, up)...)
 	}
 	return msgs
 }

@@ -178,6 +178,13 @@ func (c *Client) Latest(ctx context.Context, subject string) (Schema, error) {
 	return s, nil
 }
 
+// Subjects returns the names of the subjects with a live version.
+func (c *Client) Subjects(ctx context.Context) ([]string, error) {
+	var names []string
+	err := c.do(ctx, http.MethodGet, "/subjects", nil, &names)
+	return names, err
+}
+
 // Register registers s under subject (or finds it registered) and returns
 // its id.
 func (c *Client) Register(ctx context.Context, subject string, s compat.Schema) (int, error) {

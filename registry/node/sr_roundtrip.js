@@ -64,7 +64,9 @@ async function avro () {
 
 async function json () {
   const subject = 'node-orders-value'
-  const v1 = { type: 'object', properties: { id: { type: 'string' }, cents: { type: 'integer' } }, required: ['id'] }
+  // Closed (additionalProperties false), as Confluent's rules want for a
+  // property to be added compatibly.
+  const v1 = { type: 'object', properties: { id: { type: 'string' }, cents: { type: 'integer' } }, required: ['id'], additionalProperties: false }
   const v2 = { ...v1, properties: { ...v1.properties, note: { type: 'string' } } }
   const de = new JsonDeserializer(client, SerdeType.VALUE, { validate: true })
   const id1 = await client.register(subject, { schemaType: 'JSON', schema: JSON.stringify(v1) }, false)

@@ -45,11 +45,16 @@ def message_classes():
 
 PB_BAD = 'syntax = "proto3"; package shop; message Header { string x = 1; } message Order { int64 id = 1; }'
 
-J1 = json.dumps({"type": "object", "properties": {"user": {"type": "string"}}, "required": ["user"]})
+# Closed content models (additionalProperties false), as a Confluent user
+# writes them: Confluent's rules call a property added to an open model
+# incompatible, since an old document may already carry it with any value.
+J1 = json.dumps({"type": "object", "properties": {"user": {"type": "string"}}, "required": ["user"],
+                 "additionalProperties": False})
 J2 = json.dumps({"type": "object", "properties": {"user": {"type": "string"}, "plan": {"type": "string"}},
-                 "required": ["user"]})
+                 "required": ["user"], "additionalProperties": False})
 J_BAD = json.dumps({"type": "object", "properties": {"user": {"type": "string"}, "plan": {"type": "string"},
-                                                     "seats": {"type": "integer"}}, "required": ["user", "seats"]})
+                                                     "seats": {"type": "integer"}}, "required": ["user", "seats"],
+                    "additionalProperties": False})
 
 
 def consume(bootstrap, topic, count, de):

@@ -9,6 +9,14 @@
 // new version reaches the tracker within that time and an event costs a
 // map lookup and a validation, not a request to the registry. A
 // Checker is safe for concurrent use.
+//
+// Event names come from the tracker's senders, who hold only a public
+// write key: a Checker must not let them grow its memory or make it flood
+// the registry with a new name per event. So it lists the registry's
+// subjects once per TTL and asks for the latest version only of subjects
+// in that list (others are "none registered" at no cost), ignores
+// subjects longer than MaxSubjectLen, and keeps at most maxEntries
+// subjects.
 package validate
 
 import (
@@ -64,14 +72,37 @@ type Verdict struct {
 
 const maxViolations = 10
 
+// MaxSubjectLen bounds the subjects a Checker looks up: longer ones (an
+// event name of more than about 256 bytes) are never registered as far
+// as it is concerned, and the event is not checked.
+const MaxSubjectLen = 512
+
+// maxEntries bounds the subjects cached; past it, entries are dropped at
+// random (each costs one request to fetch again).
+const maxEntries = 10_000
+
 // Checker validates events against a registry's schemas.
 type Checker struct {
 	c   *srclient.Client
 	ttl time.Duration
 	now func() time.Time
 
+	// The registry's answers, through c unless a test sets them.
+	latestFn func(ctx context.Context, subject string) (srclient.Schema, error)
+	listFn   func(ctx context.Context) ([]string, error)
+
 	mu       sync.Mutex
 	subjects map[string]*entry
+	list     *listing // the registry's subjects as last listed; mu must be held
+}
+
+// listing is the registry's subject list, fetched once per TTL; done is
+// closed once the fetch ended.
+type listing struct {
+	done  chan struct{}
+	at    time.Time // zero: the fetch failed
+	names map[string]bool
+	err   error
 }
 
 // entry is a subject's latest schema as last fetched. done is closed once
@@ -90,7 +121,11 @@ func New(c *srclient.Client, ttl time.Duration) *Checker {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Checker{c: c, ttl: ttl, now: time.Now, subjects: map[string]*entry{}}
+	ck := &Checker{c: c, ttl: ttl, now: time.Now, subjects: map[string]*entry{}}
+	if c != nil {
+		ck.latestFn, ck.listFn = c.Latest, c.Subjects
+	}
+	return ck
 }
 
 // ErrRegistry wraps a failure to ask the registry (unreachable, a 5xx): the
@@ -103,6 +138,12 @@ var ErrRegistry = errors.New("tracker/validate: schema registry unavailable")
 // event cannot be valid until the registry holds a JSON schema for it.
 // An error (ErrRegistry) means the registry could not be asked.
 func (c *Checker) Check(ctx context.Context, subject string, event []byte) (Verdict, error) {
+	if len(subject) > MaxSubjectLen {
+		return Verdict{}, nil
+	}
+	if ok, err := c.registered(ctx, subject); err != nil || !ok {
+		return Verdict{}, err
+	}
 	e, err := c.latest(ctx, subject)
 	if err != nil {
 		return Verdict{}, err
@@ -151,6 +192,55 @@ func violations(e *jsonschema.ValidationError, out []Violation) []Violation {
 
 var english = message.NewPrinter(language.English)
 
+// registered says whether subject is in the registry's subject list,
+// listing the subjects again when the list is older than the TTL (one
+// request at a time; a failed listing is not kept).
+func (c *Checker) registered(ctx context.Context, subject string) (bool, error) {
+	now := c.now()
+	c.mu.Lock()
+	l := c.list
+	fetch := false
+	if l == nil {
+		fetch = true
+	} else {
+		select {
+		case <-l.done:
+			fetch = l.at.IsZero() || now.Sub(l.at) >= c.ttl
+		default:
+		}
+	}
+	if fetch {
+		l = &listing{done: make(chan struct{})}
+		c.list = l
+	}
+	c.mu.Unlock()
+	if fetch {
+		names, err := c.listFn(ctx)
+		if err != nil {
+			l.err = fmt.Errorf("%w: listing subjects: %v", ErrRegistry, err)
+		} else {
+			l.names = make(map[string]bool, len(names))
+			for _, n := range names {
+				l.names[n] = true
+			}
+			l.at = now
+		}
+		close(l.done)
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return false, fmt.Errorf("%w: %v", ErrRegistry, ctx.Err())
+	}
+	if l.at.IsZero() {
+		if l.err == nil {
+			return false, fmt.Errorf("%w: listing subjects", ErrRegistry)
+		}
+		return false, l.err
+	}
+	return l.names[subject], nil
+}
+
 // latest returns the subject's entry, fetching it when absent or older
 // than the TTL. An entry whose fetch failed is not kept.
 func (c *Checker) latest(ctx context.Context, subject string) (*entry, error) {
@@ -177,6 +267,18 @@ func (c *Checker) latest(ctx context.Context, subject string) (*entry, error) {
 			return e, nil
 		}
 	}
+	if len(c.subjects) >= maxEntries {
+		for s, old := range c.subjects {
+			if len(c.subjects) < maxEntries {
+				break
+			}
+			select {
+			case <-old.done:
+				delete(c.subjects, s)
+			default:
+			}
+		}
+	}
 	e = &entry{done: make(chan struct{})}
 	c.subjects[subject] = e
 	c.mu.Unlock()
@@ -192,7 +294,7 @@ func (c *Checker) latest(ctx context.Context, subject string) (*entry, error) {
 		}
 		close(e.done)
 	}()
-	s, err := c.c.Latest(ctx, subject)
+	s, err := c.latestFn(ctx, subject)
 	var se *srclient.Error
 	switch {
 	case errors.As(err, &se) && (se.Code == 40401 || se.Code == 40402):
