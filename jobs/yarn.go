@@ -360,6 +360,9 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) 
 				lostSince = time.Now()
 			}
 			if time.Since(lostSince) > yarnLostAfter {
+				// Ask once more to kill it, in case the RM is back: its
+				// workers would otherwise run beside the next attempt's.
+				e.kill(rm, app.ID)
 				return fmt.Errorf("yarn: lost the ResourceManager for %s while application %s ran (the plan stays open; the next attempt resumes it): %w",
 					yarnLostAfter, app.ID, err)
 			}
