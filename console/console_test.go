@@ -250,7 +250,7 @@ func TestConsole(t *testing.T) {
 	t.Run("topics", func(t *testing.T) {
 		tok := b.token("/topics")
 		code, loc, body := b.post("/topics", form("csrf", tok, "name", "orders", "partitions", "3", "configs", "retention.ms=3600000\n# a comment\n"))
-		if code != http.StatusSeeOther || loc != "/topics/orders?done=created+topic+orders" {
+		if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/topics/orders?done=created+topic+orders&ds=") {
 			t.Fatalf("create: %d %q\n%s", code, loc, body)
 		}
 		if n := e.partitions(t, "orders"); n != 3 {
@@ -258,8 +258,15 @@ func TestConsole(t *testing.T) {
 		}
 		_, list := b.get("/topics")
 		mustContain(t, "topic list", list, `<a href="/topics/orders">orders</a>`, `<td class="num">3</td><td class="num">1</td>`, `<td>1h</td>`)
-		_, detail := b.get("/topics/orders?done=created+topic+orders")
+		_, detail := b.get(loc)
 		mustContain(t, "topic page", detail, "created topic orders", `<code>3600000</code>`, "DYNAMIC_TOPIC_CONFIG")
+		// A link made elsewhere cannot put a notice on the page: the note
+		// needs the console's signature, for that very text.
+		for _, forged := range []string{"?done=deleted+topic+orders", "?done=deleted+topic+orders&" + loc[strings.Index(loc, "ds="):]} {
+			if _, page := b.get("/topics/orders" + forged); strings.Contains(page, "deleted topic orders") {
+				t.Errorf("%s: the forged notice is shown", forged)
+			}
+		}
 
 		code, _, body = b.post("/topics", form("csrf", tok, "name", "orders", "partitions", "1"))
 		if code != http.StatusBadGateway || !strings.Contains(body, "TOPIC_ALREADY_EXISTS") {
@@ -293,7 +300,7 @@ func TestConsole(t *testing.T) {
 			t.Fatalf("delete with the wrong name: %d, want 400 and the topic kept\n%s", code, body)
 		}
 		code, loc, body = b.post("/topics/orders/delete", form("csrf", tok, "confirm", "orders"))
-		if code != http.StatusSeeOther || loc != "/topics?done=deleted+topic+orders" {
+		if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/topics?done=deleted+topic+orders&ds=") {
 			t.Fatalf("delete: %d %q\n%s", code, loc, body)
 		}
 		for deadline := time.Now().Add(10 * time.Second); e.partitions(t, "orders") != 0; time.Sleep(50 * time.Millisecond) {
@@ -589,6 +596,55 @@ func TestConsole(t *testing.T) {
 		mustContain(t, "subject", sub, "Version 1", "&#34;name&#34;: &#34;Payment&#34;")
 		_, msgs := b.get("/topics/payments/messages?mode=oldest")
 		mustContain(t, "decoded", msgs, fmt.Sprintf("schema id %d, decoded", id), "&#34;cents&#34;: 1250", "schema id 9999</small> <small class=\"warn\">not decoded")
+	})
+
+	// What a page shows is bounded whatever a record holds: a header of
+	// 300 KB and a binary value of 300 KB make a page of tens of KB.
+	t.Run("big-record", func(t *testing.T) {
+		testbroker.CreateTopic(t, e.broker.Addr(), "big", 1)
+		bin := make([]byte, 300<<10)
+		for i := range bin {
+			bin[i] = byte(i*7) | 0x80
+		}
+		rec := &kgo.Record{Topic: "big", Value: bin, Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(strings.Repeat("h", 300<<10))}}}
+		if err := e.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		code, body := b.get("/topics/big/messages")
+		mustContain(t, "big record", body, "1 message;", "… (truncated)", "<small>truncated</small>")
+		if code != 200 || len(body) > 160<<10 {
+			t.Errorf("the page of one 600 KB record: %d, %d bytes", code, len(body))
+		}
+	})
+
+	// A console off loopback answers only to its names and IP addresses,
+	// and never shows the registry's credentials.
+	t.Run("exposed", func(t *testing.T) {
+		creds := strings.Replace(e.registry, "http://", "http://alice:s3cret-pw@", 1)
+		s, err := New(Config{Seeds: []string{e.broker.Addr()}, AllowedHosts: []string{"console.example"}, RegistryURL: creds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		get := func(host, path string) (int, string) {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Host = host
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, req)
+			return w.Code, w.Body.String()
+		}
+		for host, want := range map[string]int{"console.example:8088": 204, "CONSOLE.example": 204, "10.1.2.3:8088": 204, "[::1]:8088": 204,
+			"rebind.evil.example:8088": 403, "console.example.evil.example": 403} {
+			if code, _ := get(host, "/favicon.ico"); code != want {
+				t.Errorf("Host %s: %d, want %d", host, code, want)
+			}
+		}
+		for _, path := range []string{"/", "/schemas"} {
+			code, body := get("console.example", path)
+			if code != 200 || strings.Contains(body, "s3cret") || strings.Contains(body, "alice") || !strings.Contains(body, e.registry) {
+				t.Errorf("GET %s: %d, credentials shown or no registry address:\n%s", path, code, body)
+			}
+		}
 	})
 
 	t.Run("jobs", func(t *testing.T) {

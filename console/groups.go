@@ -275,5 +275,5 @@ func (s *Server) resetOffsets(w http.ResponseWriter, r *http.Request) {
 	}
 	what := fmt.Sprintf("reset %d partitions of group %s to %s %s", len(plan), name, f.To, f.Value)
 	s.log.Info("console: " + what)
-	http.Redirect(w, r, "/groups/"+url.PathEscape(name)+"?done="+url.QueryEscape(what), http.StatusSeeOther)
+	http.Redirect(w, r, "/groups/"+url.PathEscape(name)+"?"+s.noteQuery(what), http.StatusSeeOther)
 }

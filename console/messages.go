@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -77,7 +78,18 @@ type browseResult struct {
 	Took       time.Duration
 }
 
-const maxShown = 64 << 10
+// What one browse may hold: each key and value shown up to maxShown
+// (binary as a hex dump of maxShown/4 bytes, about maxShown of text), a
+// framed value kept for decoding only up to maxShown, each header value up
+// to maxHeaderShown and maxHeaders headers a record; and browseBytes for
+// every message kept together, whatever Limit asks. A browse is a GET, so
+// any page can make a browser send one (an <img>): it must stay cheap.
+const (
+	maxShown       = 64 << 10
+	maxHeaderShown = 4 << 10
+	maxHeaders     = 64
+	browseBytes    = 32 << 20
+)
 
 func show(b []byte, isKey bool) shown {
 	if b == nil {
@@ -103,6 +115,10 @@ func show(b []byte, isKey bool) shown {
 	case utf8.Valid(b):
 		sh.Text, sh.Kind = string(b), "text"
 	default:
+		// A hex dump is about 4.4 times its input.
+		if len(b) > maxShown/4 {
+			b, sh.Truncated = b[:maxShown/4], true
+		}
 		sh.Text, sh.Kind = hex.Dump(b), "binary"
 	}
 	return sh
@@ -175,6 +191,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
+	// One browse at a time per console: each may hold browseBytes.
+	select {
+	case s.browsing <- struct{}{}:
+		defer func() { <-s.browsing }()
+	case <-ctx.Done():
+		s.refuse(w, r, http.StatusServiceUnavailable, "another browse of this console is still running: try again")
+		return
+	}
 	res, err := s.browse(ctx, topic, q)
 	if err != nil {
 		s.fail(w, r, "messages of "+topic, err)
@@ -313,6 +337,14 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 		return err
 	}
 	defer cl.Close()
+	// Newest first keeps the Limit newest matches in a heap while reading,
+	// not every match until the end.
+	var newest *newestHeap
+	if q.Mode == "newest" {
+		newest = &newestHeap{}
+		defer func() { res.Messages = newest.ms }()
+	}
+	kept := 0 // bytes of the messages kept
 	needle := []byte(strings.ToLower(q.Search))
 	match := func(r *kgo.Record) bool {
 		if len(needle) == 0 {
@@ -363,7 +395,20 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 			}
 			res.Scanned++
 			if match(r) {
-				res.Messages = append(res.Messages, toMessage(r))
+				m := toMessage(r)
+				kept += m.cost()
+				if newest == nil {
+					res.Messages = append(res.Messages, m)
+				} else {
+					heap.Push(newest, m)
+					for newest.Len() > q.Limit || kept > browseBytes && newest.Len() > 1 {
+						kept -= heap.Pop(newest).(message).cost()
+					}
+				}
+			}
+			if newest == nil && kept > browseBytes {
+				res.Stopped = fmt.Sprintf("the size limit (%s of messages)", humanBytes(browseBytes))
+				return nil
 			}
 			if r.Offset+1 >= to[p] {
 				done[p] = true
@@ -394,13 +439,65 @@ func toMessage(r *kgo.Record) message {
 	m := message{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(),
 		Key: show(r.Key, true), Value: show(r.Value, false), Size: len(r.Key) + len(r.Value)}
 	if m.Value.HasSchema {
-		m.framed = r.Value
+		if len(r.Value) <= maxShown {
+			m.framed = r.Value
+		} else {
+			m.Value.Note = fmt.Sprintf("not decoded: over %s", humanBytes(maxShown))
+		}
 	}
-	for _, h := range r.Headers {
-		v := show(h.Value, true)
-		m.Headers = append(m.Headers, header{Key: h.Key, Value: v.Text})
+	for i, h := range r.Headers {
 		m.Size += len(h.Key) + len(h.Value)
+		if i == maxHeaders {
+			m.Headers = append(m.Headers, header{Key: "…", Value: fmt.Sprintf("%d more headers not shown", len(r.Headers)-maxHeaders)})
+		}
+		if i >= maxHeaders {
+			continue
+		}
+		k, v := h.Key, h.Value
+		if len(k) > maxHeaderShown {
+			k = strings.ToValidUTF8(k[:maxHeaderShown], "") + "…"
+		}
+		cut := len(v) > maxHeaderShown
+		if cut {
+			v = v[:maxHeaderShown]
+		}
+		text := show(v, true).Text
+		if cut {
+			text += "… (truncated)"
+		}
+		m.Headers = append(m.Headers, header{Key: k, Value: text})
 	}
+	return m
+}
+
+// cost is about the bytes a message holds.
+func (m message) cost() int {
+	n := len(m.Key.Text) + len(m.Value.Text) + len(m.framed) + 64
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// newestHeap holds the newest messages, the oldest on top, to drop it.
+type newestHeap struct{ ms []message }
+
+func (h *newestHeap) Len() int { return len(h.ms) }
+func (h *newestHeap) Less(i, j int) bool {
+	a, b := h.ms[i], h.ms[j]
+	if a.Timestamp != b.Timestamp {
+		return a.Timestamp < b.Timestamp
+	}
+	if a.Partition != b.Partition {
+		return a.Partition > b.Partition
+	}
+	return a.Offset < b.Offset
+}
+func (h *newestHeap) Swap(i, j int) { h.ms[i], h.ms[j] = h.ms[j], h.ms[i] }
+func (h *newestHeap) Push(x any)    { h.ms = append(h.ms, x.(message)) }
+func (h *newestHeap) Pop() any {
+	m := h.ms[len(h.ms)-1]
+	h.ms = h.ms[:len(h.ms)-1]
 	return m
 }
 
@@ -491,5 +588,5 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("console: produced a message", "topic", topic, "partition", rec.Partition, "offset", rec.Offset)
 	note := fmt.Sprintf("produced to partition %d at offset %d", rec.Partition, rec.Offset)
-	http.Redirect(w, r, fmt.Sprintf("/topics/%s/messages?partition=%d&mode=offset&offset=%d&done=%s", topic, rec.Partition, rec.Offset, url.QueryEscape(note)), http.StatusSeeOther)
+	http.Redirect(w, r, fmt.Sprintf("/topics/%s/messages?partition=%d&mode=offset&offset=%d&%s", topic, rec.Partition, rec.Offset, s.noteQuery(note)), http.StatusSeeOther)
 }

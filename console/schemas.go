@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -20,14 +23,31 @@ import (
 type registry struct {
 	sr  *sr.Client
 	dec *srclient.Decoder
+	// shown is the URL without its credentials, what pages print.
+	shown string
 }
 
-func newRegistry(url string) (*registry, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
-	if err != nil {
-		return nil, err
+// newRegistry takes http(s)://[user:password@]host[:port]. Its errors
+// never quote the URL: it may hold a password.
+func newRegistry(raw string) (*registry, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("want the registry's URL, http(s)://[user:password@]host:port")
 	}
-	return &registry{sr: cl, dec: srclient.NewDecoder(srclient.New(url))}, nil
+	bare := *u
+	bare.User = nil
+	opts := []sr.ClientOpt{sr.URLs(bare.String())}
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		opts = append(opts, sr.BasicAuth(u.User.Username(), pass))
+	}
+	cl, err := sr.NewClient(opts...)
+	if err != nil {
+		return nil, errors.New("the registry client: bad URL or options")
+	}
+	// srclient sends the URL's credentials as basic auth, and net/http
+	// masks the password in its errors.
+	return &registry{sr: cl, dec: srclient.NewDecoder(srclient.New(raw)), shown: bare.String()}, nil
 }
 
 // decode replaces each framed value by its JSON, when the registry knows
@@ -47,7 +67,12 @@ func (g *registry) decode(ctx context.Context, ms []message) {
 			out.Reset()
 			out.Write(j)
 		}
-		ms[i].Value.Text, ms[i].Value.Kind, ms[i].Value.Decoded = out.String(), "json", true
+		text := out.String()
+		// Decoding can make a value of maxShown bytes much longer.
+		if len(text) > maxShown {
+			text, ms[i].Value.Truncated = strings.ToValidUTF8(text[:maxShown], ""), true
+		}
+		ms[i].Value.Text, ms[i].Value.Kind, ms[i].Value.Decoded = text, "json", true
 	}
 }
 

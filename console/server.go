@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"embed"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,8 +55,15 @@ type Config struct {
 	// LoopbackOnly refuses requests whose Host is not a loopback name
 	// (localhost, 127.0.0.1, [::1]); set it when listening on loopback.
 	LoopbackOnly bool
+	// AllowedHosts are the names a Host header may carry when the console
+	// is not loopback-only; IP addresses and loopback names always pass.
+	// A page of another site that rebinds its own name to the console's
+	// address sends that name, so it is refused.
+	AllowedHosts []string
 	// RegistryURL is the schema registry: with it, the Schemas pages
 	// show its subjects and the message browser decodes framed values.
+	// Credentials in it (http://user:password@host) are sent as basic
+	// auth and never shown.
 	RegistryURL string
 	// JobsURL is the jobs scheduler's API: with it, the Jobs pages.
 	JobsURL string
@@ -73,6 +82,8 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	log   *slog.Logger
+	// browsing holds the one browse running (messages.go).
+	browsing chan struct{}
 }
 
 // New builds a console; kgo connects lazily, so an unreachable cluster
@@ -102,14 +113,14 @@ func New(cfg Config) (*Server, error) {
 		cl.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), csrf: c, log: cfg.Logger}
+	s := &Server{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), csrf: c, log: cfg.Logger, browsing: make(chan struct{}, 1)}
 	if cfg.JobsURL != "" {
 		s.jobs = &jobsClient{base: strings.TrimSuffix(cfg.JobsURL, "/"), http: &http.Client{Timeout: requestTimeout}}
 	}
 	if cfg.RegistryURL != "" {
 		if s.reg, err = newRegistry(cfg.RegistryURL); err != nil {
 			cl.Close()
-			return nil, fmt.Errorf("console: registry %s: %w", cfg.RegistryURL, err)
+			return nil, fmt.Errorf("console: --registry: %w", err)
 		}
 	}
 	if err := s.parseTemplates(); err != nil {
@@ -161,6 +172,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("host %q is not a loopback name: this console listens on loopback only, and a page of another site must not reach it by DNS rebinding", r.Host))
 		return
 	}
+	if !s.cfg.LoopbackOnly && !s.allowedHost(r.Host) {
+		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("host %q is not one of the console's names (--allowed-host): a page of another site must not reach it by DNS rebinding", r.Host))
+		return
+	}
 	if r.Method == http.MethodPost {
 		if s.cfg.ReadOnly {
 			s.refuse(w, r, http.StatusForbidden, "the console is read-only (--read-only): it changes nothing on the cluster")
@@ -182,6 +197,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// allowedHost says whether a Host header names this console: an IP
+// address (a page at an address is that address's own origin, so rebinding
+// needs a name), a loopback name, or one of Config.AllowedHosts.
+func (s *Server) allowedHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if net.ParseIP(host) != nil || loopbackHost(host) {
+		return true
+	}
+	for _, a := range s.cfg.AllowedHosts {
+		if strings.EqualFold(strings.TrimSuffix(a, "."), host) {
+			return true
+		}
+	}
+	return false
 }
 
 func loopbackHost(hostport string) bool {
@@ -241,10 +276,12 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	t := s.pages[name]
 	p.ReadOnly = s.cfg.ReadOnly
 	p.CSRF = s.csrf.token(w, r)
-	p.Registry = s.cfg.RegistryURL
+	if s.reg != nil {
+		p.Registry = s.reg.shown
+	}
 	p.Jobs = s.jobs != nil
 	if p.Flash == "" {
-		p.Flash = r.URL.Query().Get("done")
+		p.Flash = s.note(r.URL.Query())
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, p); err != nil {
@@ -286,7 +323,33 @@ func badInput(format string, args ...any) error {
 // done redirects after a change (post/redirect/get), with a note the next
 // page shows.
 func (s *Server) done(w http.ResponseWriter, r *http.Request, to, note string) {
-	http.Redirect(w, r, to+"?done="+url.QueryEscape(note), http.StatusSeeOther)
+	http.Redirect(w, r, to+"?"+s.noteQuery(note), http.StatusSeeOther)
+}
+
+// noteTTL is how long the link of a redirect after a change shows its note.
+const noteTTL = 2 * time.Minute
+
+// noteQuery is the query that shows note on the next page: the note with
+// an expiry and its HMAC under the console's key, so a link made elsewhere
+// (?done=topic+deleted) cannot put a fake notice on a console page.
+func (s *Server) noteQuery(note string) string {
+	exp := strconv.FormatInt(time.Now().Add(noteTTL).Unix(), 10)
+	return "done=" + url.QueryEscape(note) + "&ds=" + exp + "." + s.csrf.sign("done\x00"+exp+"\x00"+note)
+}
+
+// note is the signed note of q, or "" when it has none, a bad signature or
+// an old one.
+func (s *Server) note(q url.Values) string {
+	note := q.Get("done")
+	exp, mac, ok := strings.Cut(q.Get("ds"), ".")
+	if note == "" || !ok {
+		return ""
+	}
+	t, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || time.Now().Unix() > t || !hmac.Equal([]byte(mac), []byte(s.csrf.sign("done\x00"+exp+"\x00"+note))) {
+		return ""
+	}
+	return note
 }
 
 // ctxOf bounds a page's Kafka requests. It also makes kadm ask for

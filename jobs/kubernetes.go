@@ -93,6 +93,33 @@ func k8sJobName(run string) string {
 	return "tl-" + s
 }
 
+// fillTemplate expands ${VAR} in every string value of a parsed template.
+// A value that is the parallelism and nothing else becomes a number, as
+// completions: and parallelism: want one.
+func fillTemplate(v any, vars map[string]string, n int) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = fillTemplate(e, vars, n)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = fillTemplate(e, vars, n)
+		}
+	case string:
+		if x == "${TRIBUTARY_PARALLELISM}" || x == "$TRIBUTARY_PARALLELISM" {
+			return n
+		}
+		return os.Expand(x, func(k string) string {
+			if v, ok := vars[k]; ok {
+				return v
+			}
+			return "${" + k + "}"
+		})
+	}
+	return v
+}
+
 // render fills the template in for a plan of n pods.
 func (e *k8sExecutor) render(p *loader.Plan, n int) (map[string]any, error) {
 	text, err := os.ReadFile(e.cfg.Template)
@@ -105,16 +132,14 @@ func (e *k8sExecutor) render(p *loader.Plan, n int) (map[string]any, error) {
 		"TRIBUTARY_JOB":         p.Job,
 		"TRIBUTARY_PARALLELISM": fmt.Sprint(n),
 	}
-	filled := os.Expand(string(text), func(k string) string {
-		if v, ok := vars[k]; ok {
-			return v
-		}
-		return "${" + k + "}"
-	})
+	// The values go into the parsed template's strings, never into its
+	// text: a job name or target with a quote, a colon or a line break
+	// stays one string value and cannot add fields to the Job.
 	var job map[string]any
-	if err := yaml.Unmarshal([]byte(filled), &job); err != nil {
+	if err := yaml.Unmarshal(text, &job); err != nil {
 		return nil, fmt.Errorf("kubernetes: the Job template %s: %w", e.cfg.Template, err)
 	}
+	job, _ = fillTemplate(job, vars, n).(map[string]any)
 	spec, _ := job["spec"].(map[string]any)
 	tmpl, _ := spec["template"].(map[string]any)
 	pod, _ := tmpl["spec"].(map[string]any)

@@ -124,3 +124,24 @@ func TestKubernetesExecutor(t *testing.T) {
 		}
 	}
 }
+
+// A job name or target with YAML in it stays one string of the Job: it
+// cannot add a container, a volume or a field the template does not have.
+func TestKubernetesRenderHostile(t *testing.T) {
+	t.Parallel()
+	hostile := "x\"]\n          securityContext: {privileged: true}\n#"
+	e := &k8sExecutor{cfg: Kubernetes{Template: "../deploy/k8s/loader-job.yaml"}, target: "hdfs://nn/lake" + hostile}
+	p := &loader.Plan{Run: "r-1", Job: "clicks\nspec: {hostPID: true}"}
+	job, err := e.render(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := job["spec"].(map[string]any)
+	c := spec["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	args := c["args"].([]any)
+	labels := job["metadata"].(map[string]any)["labels"].(map[string]any)
+	if len(args) != 4 || args[2] != "--plan=hdfs://nn/lake"+hostile+"/_tributary/plans/r-1.json" || c["securityContext"].(map[string]any)["privileged"] != nil ||
+		labels["tributary.io/job"] != p.Job || spec["hostPID"] != nil || spec["parallelism"] != 2 || spec["completions"] != 2 {
+		t.Errorf("the rendered Job: %v", job)
+	}
+}

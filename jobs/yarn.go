@@ -217,6 +217,12 @@ func (e *yarnExecutor) staging() string {
 func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism int) error {
 	began := time.Now()
 	n := max(1, min(e.cfg.MaxContainers, len(p.Units)))
+	// Refused before the RM is asked: a value that cannot be quoted must
+	// not leave an application behind.
+	command, err := e.workerCommand(p, n)
+	if err != nil {
+		return err
+	}
 	rm := strings.TrimRight(e.cfg.ResourceManager, "/")
 	if e.client == nil {
 		e.client = &http.Client{Timeout: 30 * time.Second}
@@ -255,7 +261,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	}
 	_ = binRes // localized by the AM from <homedir>/<appname>/<app id>/
 	cmdRes, err := e.upload(fs, staging, path.Join(appDir, "shellCommands"), func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(writeUTF(e.workerCommand(p, n)))), nil
+		return io.NopCloser(bytes.NewReader(writeUTF(command))), nil
 	})
 	if err != nil {
 		return fmt.Errorf("yarn: uploading the worker command: %w", err)
@@ -354,6 +360,9 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) 
 				lostSince = time.Now()
 			}
 			if time.Since(lostSince) > yarnLostAfter {
+				// Ask once more to kill it, in case the RM is back: its
+				// workers would otherwise run beside the next attempt's.
+				e.kill(rm, app.ID)
 				return fmt.Errorf("yarn: lost the ResourceManager for %s while application %s ran (the plan stays open; the next attempt resumes it): %w",
 					yarnLostAfter, app.ID, err)
 			}
@@ -439,17 +448,26 @@ func (e *yarnExecutor) kill(rm, appID string) {
 // NodeManager relaunches a container whose command failed, but not one
 // that ended by SIGKILL or SIGTERM (exit 137, 143: it takes those for its
 // own kills), so a worker killed under the shell is rerun by the shell.
-func (e *yarnExecutor) workerCommand(p *loader.Plan, n int) string {
+func (e *yarnExecutor) workerCommand(p *loader.Plan, n int) (string, error) {
 	// The index is expanded by the container's launch script, which has
 	// CONTAINER_ID exported; a shell variable set in the command itself
 	// would be expanded there too, before it is set.
 	index := fmt.Sprintf("$(( (10#${CONTAINER_ID##*_} - 2) %% %d ))", n)
-	args := []string{"./tributary", "load", "worker", "--plan", loader.PlanURI(e.target, p.Run), "--index", index, "--count", fmt.Sprint(n)}
-	if e.bootstrap != "" {
-		args = append(args, "--bootstrap", e.bootstrap)
+	args := []string{"./tributary", "load", "worker", "--plan"}
+	plan, err := shellQuote("the plan URI (target)", loader.PlanURI(e.target, p.Run))
+	if err != nil {
+		return "", err
 	}
-	if e.hdfsUser != "" {
-		args = append(args, "--hdfs-user", e.hdfsUser)
+	args = append(args, plan, "--index", index, "--count", fmt.Sprint(n))
+	for _, f := range []struct{ flag, v string }{{"--bootstrap", e.bootstrap}, {"--hdfs-user", e.hdfsUser}} {
+		if f.v == "" {
+			continue
+		}
+		q, err := shellQuote(f.flag, f.v)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, f.flag, q)
 	}
 	tries := make([]string, e.cfg.ContainerRetries+1)
 	for i := range tries {
@@ -457,7 +475,20 @@ func (e *yarnExecutor) workerCommand(p *loader.Plan, n int) string {
 	}
 	// No double quotes and no $var: the NodeManager wraps the command in
 	// bash -c "...".
-	return fmt.Sprintf("for try in %s; do %s && exit 0; sleep 1; done; exit 1", strings.Join(tries, " "), strings.Join(args, " "))
+	return fmt.Sprintf("for try in %s; do %s && exit 0; sleep 1; done; exit 1", strings.Join(tries, " "), strings.Join(args, " ")), nil
+}
+
+// shellQuote makes v one word of the worker command. The command passes
+// two shells: the launch script's double quotes (bash -c "..."), where $,
+// `, \ and " still act, then bash -c itself. Single quotes protect v from
+// the second; nothing in double quotes can protect it from the first, so
+// values with those characters (or a quote or line break) are refused, not
+// escaped: a target, bootstrap list or user name never needs them.
+func shellQuote(what, v string) (string, error) {
+	if i := strings.IndexAny(v, "$`\\\"'\n\r\x00"); i >= 0 {
+		return "", fmt.Errorf("yarn: %s %q: %q cannot be passed to a YARN container's shell command", what, v, v[i])
+	}
+	return "'" + v + "'", nil
 }
 
 // workerEnv is what the workers need in their environment.

@@ -25,6 +25,7 @@ const defaultConsoleListen = "127.0.0.1:8088"
 func newConsoleCommand() *cobra.Command {
 	var bootstrap, listen, registryURL, jobsURL string
 	var readOnly bool
+	var allowedHosts []string
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Serve the web console: cluster overview, topics, messages, consumer groups",
@@ -41,8 +42,9 @@ The console is a Kafka client: it connects with the client properties of
 --command-config and -X (TLS, SASL), and everything it does runs as that
 principal. It has no login of its own, so it listens on loopback unless
 --listen names another address; there, put it behind a proxy that
-authenticates. --read-only refuses every change with a 403. Every page is
-served from the binary; nothing is fetched from the internet
+authenticates, and name it with --allowed-host (other Host headers get a
+403, against DNS rebinding). --read-only refuses every change with a 403.
+Every page is served from the binary; nothing is fetched from the internet
 (docs/console.md).`,
 		Example: `  tributary console -b localhost:9092
   # then open http://127.0.0.1:8088
@@ -64,7 +66,7 @@ served from the binary; nothing is fetched from the internet
 				return err
 			}
 			c, err := startConsole(listen, console.Config{Seeds: seeds, ClientOpts: security, ReadOnly: readOnly,
-				RegistryURL: registryURL, JobsURL: jobsURL, Logger: slog.Default()})
+				RegistryURL: registryURL, JobsURL: jobsURL, AllowedHosts: allowedHosts, Logger: slog.Default()})
 			if err != nil {
 				return err
 			}
@@ -78,6 +80,7 @@ served from the binary; nothing is fetched from the internet
 	f.StringVar(&listen, "listen", defaultConsoleListen, "the console's address, host:port; on loopback unless told otherwise, since the console has no login of its own")
 	f.StringVar(&registryURL, "registry", "", "the schema registry's URL: its subjects on the Schemas pages, and registry-framed values (Avro, Protobuf, JSON Schema) decoded in the message browser")
 	f.StringVar(&jobsURL, "jobs", "", "the jobs scheduler's API (tributary jobs --listen): its load jobs, their runs, and trigger, pause, resume")
+	f.StringSliceVar(&allowedHosts, "allowed-host", nil, "off loopback, the host names the console answers to (the Host header; IP addresses always pass); default the --listen host when it is a name. Others get a 403, against DNS rebinding")
 	f.BoolVar(&readOnly, "read-only", false, "refuse every change (create, configure, delete, produce, reset offsets) with a 403")
 	return cmd
 }
@@ -101,7 +104,14 @@ func startConsole(listen string, cfg console.Config) (*runningConsole, error) {
 	host, _, _ := net.SplitHostPort(ln.Addr().String())
 	ip := net.ParseIP(host)
 	cfg.LoopbackOnly = ip != nil && ip.IsLoopback()
+	if lh, _, _ := net.SplitHostPort(listen); !cfg.LoopbackOnly && len(cfg.AllowedHosts) == 0 && lh != "" && net.ParseIP(lh) == nil {
+		// A name to listen on is the name users type.
+		cfg.AllowedHosts = []string{lh}
+	}
 	if !cfg.LoopbackOnly {
+		if len(cfg.AllowedHosts) == 0 {
+			cfg.Logger.Warn("the console answers only to IP addresses and loopback names: name it with --allowed-host to reach it by a host name", "listen", ln.Addr().String())
+		}
 		cfg.Logger.Warn("the console listens beyond loopback and has no login of its own: whoever reaches it acts with its Kafka credentials", "listen", ln.Addr().String(), "read_only", cfg.ReadOnly)
 	}
 	c, err := console.New(cfg)
