@@ -433,6 +433,18 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		}
 	}
 
+	// What the log holds of the member before this heartbeat: a static
+	// member taking an old one's place, or coming back from epoch -2,
+	// changes its assignment state in the rejoin block below, and a
+	// coordinator that reloads must see that too.
+	var before [3]int32
+	var beforeAssigned, beforePending tpSet
+	if known {
+		before = [3]int32{m.Epoch, m.PrevEpoch, int32(m.State)}
+		beforeAssigned, beforePending = m.Assigned, m.Pending
+	}
+	inherited := false
+
 	memberID := r.MemberID
 	if memberID == "" {
 		memberID = newUUIDString()
@@ -453,7 +465,7 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 			// KIP-345 for consumer groups: the new member takes the
 			// old one's place, assignment and epoch, without a new
 			// group epoch unless its subscription differs.
-			m = cg.member(memberID, now)
+			m, inherited = cg.member(memberID, now), true
 			m.Epoch, m.PrevEpoch, m.State = inherit.Epoch, inherit.PrevEpoch, inherit.State
 			if m.Epoch == -2 {
 				m.Epoch = inherit.PrevEpoch
@@ -533,14 +545,12 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		out = append(out, gs.computeTarget(g, topics)...)
 	}
 
-	before := [3]int32{m.Epoch, m.PrevEpoch, int32(m.State)}
-	beforeAssigned, beforePending := m.Assigned, m.Pending
 	var owned tpSet
 	if r.Topics != nil {
 		owned = ownedSet(r.Topics)
 	}
 	cg.reconcile(m, owned, now)
-	changed := before != [3]int32{m.Epoch, m.PrevEpoch, int32(m.State)} || !m.Assigned.equal(beforeAssigned) || !m.Pending.equal(beforePending)
+	changed := inherited || before != [3]int32{m.Epoch, m.PrevEpoch, int32(m.State)} || !m.Assigned.equal(beforeAssigned) || !m.Pending.equal(beforePending)
 	if changed {
 		out = append(out, Record{Key: cgKey(cgCurrentAssignKey, g.ID, m.ID, true), Value: m.currentValue()})
 	}

@@ -294,3 +294,53 @@ func FuzzReplayConsumer(f *testing.F) {
 		gs.TickConsumer(now.Add(time.Hour))
 	})
 }
+
+// TestConsumerGroupStaticRejoinReplay: a static member that leaves with
+// epoch -2 and comes back, under its old id or as a new member with the
+// same instance id, keeps its epoch and partitions, and a coordinator that
+// reloads the records written sees the same (it used to see the returning
+// member at epoch -2, or the new one at epoch 0 with nothing).
+func TestConsumerGroupStaticRejoinReplay(t *testing.T) {
+	h := newCGHarness(t)
+	static := func(member string, epoch int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		inst := "i"
+		req.Version, req.Group, req.MemberID, req.MemberEpoch, req.InstanceID, req.RebalanceTimeoutMillis = 1, "g", member, epoch, &inst, -1
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.Topics = 30000, []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		var got *kmsg.ConsumerGroupHeartbeatResponse
+		h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: req}, h.topics, h.now, func(r *kmsg.ConsumerGroupHeartbeatResponse) { got = r })
+		h.flush()
+		if got == nil || got.ErrorCode != 0 {
+			t.Fatalf("heartbeat of %s at %d: %+v", member, epoch, got)
+		}
+		return got
+	}
+	replayed := func(step string) {
+		t.Helper()
+		re := newCGHarness(t)
+		for _, rec := range h.log {
+			if err := re.gs.Replay(rec.Key, rec.Value, re.now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := re.describe(), h.describe(); got != want {
+			t.Fatalf("%s, replayed:\n%s\nwant:\n%s", step, got, want)
+		}
+	}
+	if r := static("a", 0); r.MemberEpoch != 1 || len(assigned(r)) != 6 {
+		t.Fatalf("a joins: epoch %d assigned %v", r.MemberEpoch, assigned(r))
+	}
+	static("a", -2)
+	if r := static("a", 0); r.MemberEpoch != 1 || len(assigned(r)) != 6 {
+		t.Fatalf("a back under its id: epoch %d assigned %v, want 1 and all 6", r.MemberEpoch, assigned(r))
+	}
+	replayed("a back under its id")
+	static("a", -2)
+	if r := static("a2", 0); r.MemberEpoch != 1 || len(assigned(r)) != 6 {
+		t.Fatalf("a2 in a's place: epoch %d assigned %v, want 1 and all 6", r.MemberEpoch, assigned(r))
+	}
+	replayed("a2 in a's place")
+}
