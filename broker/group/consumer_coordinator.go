@@ -1,6 +1,7 @@
 package group
 
 import (
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,12 @@ func (c *Coordinator) topicsView() map[string]TopicMeta {
 		if !t.Internal() {
 			view[name] = TopicMeta{ID: t.ID, Partitions: int32(len(t.Partitions))}
 		}
+	}
+	if maps.Equal(view, c.view) {
+		// The same map while the topics are the same: the heartbeats'
+		// regex caches (topicsGeneration) stay valid.
+		c.viewOf = img
+		return c.view
 	}
 	c.viewOf, c.view = img, view
 	return view

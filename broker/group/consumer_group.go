@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"reflect"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strconv"
@@ -138,7 +140,27 @@ type cMember struct {
 
 	lastSeen       time.Time
 	revokeDeadline time.Time // while State is memberUnrevoked
-	re             *regexp.Regexp
+
+	// resolved is what Regex matched among the topics the member may
+	// DESCRIBE, as of its own last heartbeat (only that heartbeat knows
+	// its principal); other members' heartbeats use it as it is.
+	// resolvedOK is false until it was resolved or, after a reload,
+	// taken from the member's target assignment.
+	resolved     []string
+	resolvedOK   bool
+	resolvedFrom *pattern
+	resolvedGen  uint64
+	resolvedAt   time.Time
+}
+
+// pattern is one distinct SubscribedTopicRegex of a group, compiled once
+// and shared by the members that use it, with the topics it matches as of
+// a topics generation.
+type pattern struct {
+	re      *regexp.Regexp
+	gen     uint64
+	matched []string
+	runs    int // match passes over the topics, for tests
 }
 
 // consumerGroup is the KIP-848 state of a Group whose ProtocolType is
@@ -153,6 +175,8 @@ type consumerGroup struct {
 	// topicsSig is the subscribed topics' ids and partition counts at the
 	// last assignment: a change bumps the group epoch.
 	topicsSig string
+	sigGen    uint64 // the topics generation topicsSig was computed at
+	patterns  map[string]*pattern
 }
 
 func (g *Group) consumerState() *consumerGroup {
@@ -178,6 +202,7 @@ func (cg *consumerGroup) drop(id string) {
 	}
 	delete(cg.members, id)
 	delete(cg.target, id)
+	cg.dropUnusedPatterns()
 	for k, o := range cg.owners {
 		if o == id {
 			delete(cg.owners, k)
@@ -268,27 +293,137 @@ func (g *Group) refreshConsumerState(now time.Time) {
 	}
 }
 
-// subscribedTopicNames is every topic name a member subscribes to (regex
-// subscriptions resolved against topics).
+// Limits of a SubscribedTopicRegex: Go's regexp matches in linear time,
+// but compiling a long pattern can take much memory, and every member's
+// pattern is run over every topic. Kafka (RE2/J) has no such limit; a
+// pattern over them is INVALID_REGULAR_EXPRESSION as a bad one is.
+const (
+	maxRegexLen   = 1024
+	maxRegexInsts = 10000
+	// regexRefresh is how long a member's resolved topics stand before
+	// its next heartbeat resolves them again, so that ACL changes are
+	// seen (Kafka refreshes regexes every 10 s too).
+	regexRefresh = 10 * time.Second
+)
+
+// checkRegex is why a SubscribedTopicRegex is refused, "" when it is not.
+func checkRegex(re string) string {
+	if len(re) > maxRegexLen {
+		return "it is longer than " + strconv.Itoa(maxRegexLen) + " bytes"
+	}
+	parsed, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return err.Error()
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return err.Error()
+	}
+	if len(prog.Inst) > maxRegexInsts {
+		return "it compiles to more than " + strconv.Itoa(maxRegexInsts) + " instructions"
+	}
+	return ""
+}
+
+// pattern is the group's compiled re, nil when it does not compile.
+func (cg *consumerGroup) pattern(re string) *pattern {
+	if p, ok := cg.patterns[re]; ok {
+		return p
+	}
+	c, err := regexp.Compile(re)
+	if err != nil || checkRegex(re) != "" {
+		return nil // a record from elsewhere; the heartbeat refuses these
+	}
+	if cg.patterns == nil {
+		cg.patterns = map[string]*pattern{}
+	}
+	p := &pattern{re: c}
+	cg.patterns[re] = p
+	return p
+}
+
+// dropUnusedPatterns forgets patterns no member uses any more.
+func (cg *consumerGroup) dropUnusedPatterns() {
+	if len(cg.patterns) == 0 {
+		return
+	}
+	used := map[string]bool{}
+	for _, m := range cg.members {
+		if m.Regex != nil {
+			used[*m.Regex] = true
+		}
+	}
+	for re := range cg.patterns {
+		if !used[re] {
+			delete(cg.patterns, re)
+		}
+	}
+}
+
+// resolve brings m's regex subscription up to date in its own heartbeat:
+// the pattern is matched over the topics once per topics generation for
+// the whole group, and the member keeps the matches it may DESCRIBE.
+// It reports whether m's topics changed.
+func (cg *consumerGroup) resolve(m *cMember, topics map[string]TopicMeta, gen uint64, describable func(string) bool, now time.Time) bool {
+	if m.Regex == nil {
+		m.resolved, m.resolvedFrom = nil, nil
+		return false
+	}
+	p := cg.pattern(*m.Regex)
+	if p == nil {
+		changed := len(m.resolved) > 0
+		m.resolved, m.resolvedOK, m.resolvedFrom = nil, true, nil
+		return changed
+	}
+	if p.gen != gen || p.matched == nil {
+		p.matched = p.matched[:0:0]
+		for t := range topics {
+			if p.re.MatchString(t) {
+				p.matched = append(p.matched, t)
+			}
+		}
+		sort.Strings(p.matched)
+		p.gen = gen
+		p.runs++
+	}
+	if m.resolvedOK && m.resolvedFrom == p && m.resolvedGen == gen && now.Sub(m.resolvedAt) < regexRefresh {
+		return false
+	}
+	var out []string
+	for _, t := range p.matched {
+		if describable == nil || describable(t) {
+			out = append(out, t)
+		}
+	}
+	changed := !m.resolvedOK || !slices.Equal(out, m.resolved)
+	m.resolved, m.resolvedOK, m.resolvedFrom, m.resolvedGen, m.resolvedAt = out, true, p, gen, now
+	return changed
+}
+
+// subscribed is every topic name a member subscribes to: its names, or
+// what its regex resolved to.
 func (cg *consumerGroup) subscribed(m *cMember, topics map[string]TopicMeta) []string {
 	if m.Regex == nil {
 		return m.Topics
 	}
-	if m.re == nil {
-		re, err := regexp.Compile(*m.Regex)
-		if err != nil {
-			return nil
+	if !m.resolvedOK {
+		// Loaded from the log, not heard from since: what it was
+		// given stands until its own heartbeat resolves the regex
+		// with its principal.
+		names := map[[16]byte]string{}
+		for name, t := range topics {
+			names[t.ID] = name
 		}
-		m.re = re
-	}
-	var out []string
-	for t := range topics {
-		if m.re.MatchString(t) {
-			out = append(out, t)
+		var out []string
+		for _, t := range cg.target[m.ID].byTopic() {
+			if n, ok := names[t.id]; ok {
+				out = append(out, n)
+			}
 		}
+		sort.Strings(out)
+		m.resolved, m.resolvedOK = out, true
 	}
-	sort.Strings(out)
-	return out
+	return m.resolved
 }
 
 func (cg *consumerGroup) signature(topics map[string]TopicMeta) string {
@@ -323,6 +458,9 @@ func (cg *consumerGroup) signature(topics map[string]TopicMeta) string {
 type ConsumerHeartbeatRequest struct {
 	*kmsg.ConsumerGroupHeartbeatRequest
 	ClientID, ClientHost string
+	// Describable says whether the member may DESCRIBE a topic: a regex
+	// subscription resolves only to those (nil: to every topic).
+	Describable func(topic string) bool
 }
 
 func hbError(req *kmsg.ConsumerGroupHeartbeatRequest, code *kerr.Error, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
@@ -377,12 +515,17 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		fail(kerr.UnsupportedAssignor, "ServerAssignor "+*r.ServerAssignor+" is not supported. Supported assignors: "+strings.Join(gs.cfg.Consumer.Assignors, ", ")+".")
 		return
 	}
-	if r.SubscribedTopicRegex != nil {
-		if _, err := regexp.Compile(*r.SubscribedTopicRegex); err != nil {
-			fail(kerr.InvalidRegularExpression, "SubscribedTopicRegex "+*r.SubscribedTopicRegex+" is not a valid regular expression: "+err.Error())
+	if re := r.SubscribedTopicRegex; re != nil && *re != "" && !gs.knownPattern(r.Group, *re) {
+		if why := checkRegex(*re); why != "" {
+			shown := *re
+			if len(shown) > 64 {
+				shown = shown[:64] + "..."
+			}
+			fail(kerr.InvalidRegularExpression, "SubscribedTopicRegex "+shown+" is not a valid regular expression: "+why)
 			return
 		}
 	}
+	gen := gs.topicsGeneration(topics)
 
 	g, exists := gs.Group(r.Group)
 	var out []Record
@@ -433,6 +576,18 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		}
 	}
 
+	// What the log holds of the member before this heartbeat: a static
+	// member taking an old one's place, or coming back from epoch -2,
+	// changes its assignment state in the rejoin block below, and a
+	// coordinator that reloads must see that too.
+	var before [3]int32
+	var beforeAssigned, beforePending tpSet
+	if known {
+		before = [3]int32{m.Epoch, m.PrevEpoch, int32(m.State)}
+		beforeAssigned, beforePending = m.Assigned, m.Pending
+	}
+	inherited := false
+
 	memberID := r.MemberID
 	if memberID == "" {
 		memberID = newUUIDString()
@@ -453,7 +608,7 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 			// KIP-345 for consumer groups: the new member takes the
 			// old one's place, assignment and epoch, without a new
 			// group epoch unless its subscription differs.
-			m = cg.member(memberID, now)
+			m, inherited = cg.member(memberID, now), true
 			m.Epoch, m.PrevEpoch, m.State = inherit.Epoch, inherit.PrevEpoch, inherit.State
 			if m.Epoch == -2 {
 				m.Epoch = inherit.PrevEpoch
@@ -510,9 +665,11 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 			re = nil
 		}
 		if (re == nil) != (m.Regex == nil) || re != nil && *re != *m.Regex {
-			m.Regex, m.re, bump, metaChanged = re, nil, true, true
+			m.Regex, m.resolvedOK, bump, metaChanged = re, false, true, true
+			cg.dropUnusedPatterns()
 		}
 	}
+	resolvedChanged := cg.resolve(m, topics, gen, req.Describable, now)
 	if r.ServerAssignor != nil && (m.Assignor == nil || *m.Assignor != *r.ServerAssignor) {
 		m.Assignor, bump, metaChanged = r.ServerAssignor, true, true
 	}
@@ -522,8 +679,13 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 
 	// A new epoch when membership, subscriptions or the subscribed
 	// topics changed; then a new target assignment.
-	if sig := cg.signature(topics); sig != cg.topicsSig {
-		bump = true
+	// The signature costs a pass over every member's topics: only when
+	// something it is made of may have changed.
+	if bump || resolvedChanged || cg.sigGen != gen {
+		if sig := cg.signature(topics); sig != cg.topicsSig {
+			bump = true
+		}
+		cg.sigGen = gen
 	}
 	if bump {
 		cg.Epoch++
@@ -533,14 +695,12 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		out = append(out, gs.computeTarget(g, topics)...)
 	}
 
-	before := [3]int32{m.Epoch, m.PrevEpoch, int32(m.State)}
-	beforeAssigned, beforePending := m.Assigned, m.Pending
 	var owned tpSet
 	if r.Topics != nil {
 		owned = ownedSet(r.Topics)
 	}
 	cg.reconcile(m, owned, now)
-	changed := before != [3]int32{m.Epoch, m.PrevEpoch, int32(m.State)} || !m.Assigned.equal(beforeAssigned) || !m.Pending.equal(beforePending)
+	changed := inherited || before != [3]int32{m.Epoch, m.PrevEpoch, int32(m.State)} || !m.Assigned.equal(beforeAssigned) || !m.Pending.equal(beforePending)
 	if changed {
 		out = append(out, Record{Key: cgKey(cgCurrentAssignKey, g.ID, m.ID, true), Value: m.currentValue()})
 	}
@@ -742,6 +902,7 @@ func (gs *Groups) computeTarget(g *Group, topics map[string]TopicMeta) []Record 
 	cg.target = next
 	cg.AssignmentEpoch = cg.Epoch
 	cg.topicsSig = cg.signature(topics)
+	cg.sigGen = 0 // computeTarget does not know the generation; the next heartbeat checks again
 	return append(out, Record{Key: cgKey(cgTargetMetaKey, g.ID, "", false), Value: epochValue(cg.AssignmentEpoch)})
 }
 
@@ -829,4 +990,22 @@ func newUUIDString() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// knownPattern is whether re is already a pattern of group, checked when
+// it was first given: a member repeating its regex costs no parse.
+func (gs *Groups) knownPattern(group, re string) bool {
+	g, ok := gs.groups[group]
+	return ok && g.consumer != nil && g.consumer.patterns[re] != nil
+}
+
+// topicsGeneration numbers the topic maps heartbeats are given: the
+// coordinator gives the same map until the topics change (topicsView), so
+// a new map is a new generation, and cached regex matches are redone.
+func (gs *Groups) topicsGeneration(topics map[string]TopicMeta) uint64 {
+	if p := reflect.ValueOf(topics).Pointer(); p != gs.topicsOf || gs.topicsGen == 0 {
+		gs.topicsOf = p
+		gs.topicsGen++
+	}
+	return gs.topicsGen
 }

@@ -1,6 +1,9 @@
 package group
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -293,4 +296,119 @@ func FuzzReplayConsumer(f *testing.F) {
 		}
 		gs.TickConsumer(now.Add(time.Hour))
 	})
+}
+
+// TestConsumerGroupStaticRejoinReplay: a static member that leaves with
+// epoch -2 and comes back, under its old id or as a new member with the
+// same instance id, keeps its epoch and partitions, and a coordinator that
+// reloads the records written sees the same (it used to see the returning
+// member at epoch -2, or the new one at epoch 0 with nothing).
+func TestConsumerGroupStaticRejoinReplay(t *testing.T) {
+	h := newCGHarness(t)
+	static := func(member string, epoch int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		inst := "i"
+		req.Version, req.Group, req.MemberID, req.MemberEpoch, req.InstanceID, req.RebalanceTimeoutMillis = 1, "g", member, epoch, &inst, -1
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.Topics = 30000, []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		var got *kmsg.ConsumerGroupHeartbeatResponse
+		h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: req}, h.topics, h.now, func(r *kmsg.ConsumerGroupHeartbeatResponse) { got = r })
+		h.flush()
+		if got == nil || got.ErrorCode != 0 {
+			t.Fatalf("heartbeat of %s at %d: %+v", member, epoch, got)
+		}
+		return got
+	}
+	replayed := func(step string) {
+		t.Helper()
+		re := newCGHarness(t)
+		for _, rec := range h.log {
+			if err := re.gs.Replay(rec.Key, rec.Value, re.now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := re.describe(), h.describe(); got != want {
+			t.Fatalf("%s, replayed:\n%s\nwant:\n%s", step, got, want)
+		}
+	}
+	if r := static("a", 0); r.MemberEpoch != 1 || len(assigned(r)) != 6 {
+		t.Fatalf("a joins: epoch %d assigned %v", r.MemberEpoch, assigned(r))
+	}
+	static("a", -2)
+	if r := static("a", 0); r.MemberEpoch != 1 || len(assigned(r)) != 6 {
+		t.Fatalf("a back under its id: epoch %d assigned %v, want 1 and all 6", r.MemberEpoch, assigned(r))
+	}
+	replayed("a back under its id")
+	static("a", -2)
+	if r := static("a2", 0); r.MemberEpoch != 1 || len(assigned(r)) != 6 {
+		t.Fatalf("a2 in a's place: epoch %d assigned %v, want 1 and all 6", r.MemberEpoch, assigned(r))
+	}
+	replayed("a2 in a's place")
+}
+
+// TestConsumerGroupRegexLimits: a regex subscription is compiled once per
+// group and matched over the topics once per change of the topics, not on
+// every heartbeat of every member; a pattern too long or too big to
+// compile cheaply is INVALID_REGULAR_EXPRESSION with a message; a member
+// resolves its regex only to the topics it may DESCRIBE.
+func TestConsumerGroupRegexLimits(t *testing.T) {
+	h := newCGHarness(t)
+	h.topics["t-secret"] = TopicMeta{ID: [16]byte{9}, Partitions: 2}
+	hb := func(member string, epoch int32, re string, describable func(string) bool) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version, req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = 1, "g", member, epoch, -1
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis, req.SubscribedTopicRegex, req.Topics = 30000, &re, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		var got *kmsg.ConsumerGroupHeartbeatResponse
+		h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: req, Describable: describable}, h.topics, h.now, func(r *kmsg.ConsumerGroupHeartbeatResponse) { got = r })
+		h.flush()
+		return got
+	}
+	for _, re := range []string{strings.Repeat("a", 1025), strings.Repeat("x{1000}", 20), "(("} {
+		if r := hb("z", 0, re, nil); r.ErrorCode != kerr.InvalidRegularExpression.Code || r.ErrorMessage == nil {
+			t.Fatalf("regex of %d bytes: error %d, want INVALID_REGULAR_EXPRESSION with a message", len(re), r.ErrorCode)
+		}
+	}
+	noSecret := func(topic string) bool { return topic != "t-secret" }
+	if r := hb("a", 0, "t.*", nil); r.ErrorCode != 0 {
+		t.Fatalf("a joins: %+v", r)
+	}
+	if r := hb("b", 0, "t.*", noSecret); r.ErrorCode != 0 {
+		t.Fatalf("b joins: %+v", r)
+	}
+	g, _ := h.gs.Group("g")
+	cg := g.consumer
+	for i := 0; i < 5; i++ {
+		if r := hb("a", cg.members["a"].Epoch, "", nil); r.ErrorCode != 0 {
+			t.Fatalf("a's heartbeat: %+v", r)
+		}
+		if r := hb("b", cg.members["b"].Epoch, "", noSecret); r.ErrorCode != 0 {
+			t.Fatalf("b's heartbeat: %+v", r)
+		}
+	}
+	p := cg.patterns["t.*"]
+	if len(cg.patterns) != 1 || p == nil || cg.members["a"].resolvedFrom != p || cg.members["b"].resolvedFrom != p || p.runs != 1 {
+		t.Fatalf("patterns %v, a's %p, b's %p: want one, shared, matched once", cg.patterns, cg.members["a"].resolvedFrom, cg.members["b"].resolvedFrom)
+	}
+	for k := range cg.target["b"] {
+		if k.ID == h.topics["t-secret"].ID {
+			t.Fatalf("b was given t-secret, which it may not DESCRIBE: %v", cg.target["b"])
+		}
+	}
+	if !slices.Equal(cg.members["a"].resolved, []string{"t", "t-secret"}) || !slices.Equal(cg.members["b"].resolved, []string{"t"}) {
+		t.Fatalf("resolved: a %v, b %v", cg.members["a"].resolved, cg.members["b"].resolved)
+	}
+	// A new topic is a new topics map: matched once more, and assigned.
+	next := maps.Clone(h.topics)
+	next["t-new"] = TopicMeta{ID: [16]byte{7}, Partitions: 1}
+	h.topics = next
+	epoch := cg.Epoch
+	hb("a", cg.members["a"].Epoch, "", nil)
+	if p.runs != 2 || cg.Epoch != epoch+1 || !slices.Contains(cg.members["a"].resolved, "t-new") {
+		t.Fatalf("after t-new was created: runs %d, epoch %d (was %d), a resolved %v", p.runs, cg.Epoch, epoch, cg.members["a"].resolved)
+	}
 }

@@ -172,6 +172,10 @@ type Groups struct {
 	// generation whose assignment the members then sync (the broker's
 	// rebalance metric).
 	Rebalances int64
+	// topicsOf and topicsGen number the topic maps consumer heartbeats
+	// are given (topicsGeneration).
+	topicsOf  uintptr
+	topicsGen uint64
 }
 
 // NewGroups is an empty state machine.

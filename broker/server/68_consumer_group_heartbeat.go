@@ -10,5 +10,11 @@ import (
 // (broker/group/consumer_group.go): joining, heartbeats that carry the
 // member's owned partitions and return its assignment, and leaving.
 func (s *Server) handleConsumerGroupHeartbeat(c *conn, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
-	return s.groups.ConsumerHeartbeat(group.ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}, s.stopping), nil
+	hr := group.ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}
+	if s.authorizer != nil {
+		// A regex resolves only to topics the member may DESCRIBE, as
+		// Kafka's GroupMetadataManager filters its regex results.
+		hr.Describable = func(topic string) bool { return c.allowedTopic(opDescribe, topic) }
+	}
+	return s.groups.ConsumerHeartbeat(hr, s.stopping), nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,8 +46,16 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 		"epoch -3":                       {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest},
 		"unknown assignor":               {func(r *kmsg.ConsumerGroupHeartbeatRequest) { a := "sticky"; r.ServerAssignor = &a }, kerr.UnsupportedAssignor},
 		"bad regex":                      {func(r *kmsg.ConsumerGroupHeartbeatRequest) { re := "(("; r.SubscribedTopicRegex = &re }, kerr.InvalidRegularExpression},
-		"empty group id":                 {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "" }, kerr.InvalidGroupID},
-		"unknown member":                 {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group, r.MemberEpoch = "cg-none", 3 }, kerr.UnknownMemberID},
+		"regex over 1 KB": {func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			re := strings.Repeat("a", 1025)
+			r.SubscribedTopicRegex = &re
+		}, kerr.InvalidRegularExpression},
+		"regex too big to compile": {func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			re := strings.Repeat("x{1000}", 20)
+			r.SubscribedTopicRegex = &re
+		}, kerr.InvalidRegularExpression},
+		"empty group id": {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "" }, kerr.InvalidGroupID},
+		"unknown member": {func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group, r.MemberEpoch = "cg-none", 3 }, kerr.UnknownMemberID},
 	} {
 		if got := hb(c.mut); got.ErrorCode != c.want.Code {
 			t.Errorf("%s: error %d, want %s", name, got.ErrorCode, c.want.Message)

@@ -23,25 +23,40 @@ func (s *Server) handleConsumerGroupDescribe(c *conn, req *kmsg.ConsumerGroupDes
 	return resp, nil
 }
 
-// authorizeConsumerGroups is Kafka's check for the consumer group APIs:
-// READ on the group to heartbeat (and, as Kafka, DESCRIBE on the topics is
-// not asked: the assignment names topics by id), DESCRIBE to describe.
+// authorizeConsumerGroups is Kafka's check for the consumer group APIs
+// (KafkaApis of Kafka 4): READ on the group and DESCRIBE on every
+// subscribed topic name to heartbeat (TOPIC_AUTHORIZATION_FAILED; a regex
+// resolves only to describable topics, see the handler), DESCRIBE on the
+// group to describe it, and a group that names a topic the caller may not
+// DESCRIBE is described as TOPIC_AUTHORIZATION_FAILED without members.
 func (c *conn) authorizeConsumerGroups(req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	switch q := req.(type) {
 	case *kmsg.ConsumerGroupHeartbeatRequest:
+		r := q.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		if !c.allowedGroup(opRead, q.Group) {
-			r := q.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 			r.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return r, nil
+		}
+		for _, t := range q.SubscribedTopicNames {
+			if !c.allowedTopic(opDescribe, t) {
+				r.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				return r, nil
+			}
 		}
 	case *kmsg.ConsumerGroupDescribeRequest:
 		var denied []string
 		q.Groups, denied = keep(q.Groups, func(g string) bool { return c.allowedGroup(opDescribe, g) })
-		if len(denied) == 0 && !q.IncludeAuthorizedOperations {
+		if len(denied) == 0 && !q.IncludeAuthorizedOperations && c.s.authorizer == nil {
 			return nil, nil
 		}
 		return nil, func(resp kmsg.Response) {
 			r := resp.(*kmsg.ConsumerGroupDescribeResponse)
+			for i := range r.Groups {
+				if r.Groups[i].ErrorCode == 0 && !c.describableGroupTopics(&r.Groups[i]) {
+					msg := "The described group uses topics that the client is not authorized to describe."
+					r.Groups[i].ErrorCode, r.Groups[i].ErrorMessage, r.Groups[i].Members = kerr.TopicAuthorizationFailed.Code, &msg, nil
+				}
+			}
 			if q.IncludeAuthorizedOperations {
 				for i := range r.Groups {
 					if r.Groups[i].ErrorCode == 0 {
@@ -57,4 +72,32 @@ func (c *conn) authorizeConsumerGroups(req kmsg.Request) (kmsg.Response, func(km
 		}
 	}
 	return nil, nil
+}
+
+// describableGroupTopics is whether the caller may DESCRIBE every topic a
+// described group names: subscriptions, assignments and targets.
+func (c *conn) describableGroupTopics(g *kmsg.ConsumerGroupDescribeResponseGroup) bool {
+	seen := map[string]bool{}
+	ok := func(t string) bool {
+		if t == "" || seen[t] {
+			return true
+		}
+		seen[t] = true
+		return c.allowedTopic(opDescribe, t)
+	}
+	for _, m := range g.Members {
+		for _, t := range m.SubscribedTopics {
+			if !ok(t) {
+				return false
+			}
+		}
+		for _, a := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range a.TopicPartitions {
+				if !ok(tp.Topic) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
