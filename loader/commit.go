@@ -21,8 +21,11 @@ func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
 		return nil, err
 	}
 	if state.Run != p.Run {
-		if by, stale := p.superseded(state); stale {
-			return l.closeSuperseded(ctx, p, state, by)
+		if by, advanced, err := l.supersededBy(p, state); err != nil || by != "" {
+			if err != nil {
+				return nil, err
+			}
+			return l.closeSuperseded(ctx, p, state, by, advanced)
 		}
 	}
 	results := make([]*UnitResult, len(p.Units))
@@ -185,9 +188,17 @@ func (p *Plan) starts() map[string]map[int32]int64 {
 // closeSuperseded ends a plan whose ranges another run committed: nothing
 // is moved and nothing counted, its staging goes, and its manifest says
 // which run did the work, so that the history counts every range once.
-func (l *Loader) closeSuperseded(ctx context.Context, p *Plan, state *State, by string) (*Manifest, error) {
+func (l *Loader) closeSuperseded(ctx context.Context, p *Plan, state *State, by string, advanced bool) (*Manifest, error) {
 	if err := l.fence(ctx); err != nil {
 		return nil, err
+	}
+	if advanced {
+		// The tables are ahead of the state: catch the state up, or every
+		// later plan would start below them and be refused in turn.
+		l.log().Warn("the job's tables hold offsets its state does not (a loader committed them and died before its state); advancing the state to them", "job", p.Job, "committedBy", by)
+		if err := writeState(l.FS, state); err != nil {
+			return nil, err
+		}
 	}
 	m := &Manifest{Run: p.Run, Job: p.Job, Kind: p.Kind, Planned: p.Created, Committed: l.now().UTC(),
 		Offsets: state.Offsets, Superseded: by}

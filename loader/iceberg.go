@@ -185,17 +185,92 @@ func checkTable(md *iceberg.Metadata, topic, run string, ranges map[string][2]in
 	return false, next, nil
 }
 
+// supersededBy is Plan.superseded, then the same question asked of the
+// plan's Iceberg tables: a loader that committed a table and died before
+// its state (its lease lapsed, a new holder planned from the old state)
+// leaves the table ahead of the state. Such a plan is superseded too, and
+// state's offsets are advanced to the tables' tributary.next-offsets
+// (advanced): closing it without that would leave every later plan
+// starting below the table, refused by checkTable, forever.
+func (l *Loader) supersededBy(p *Plan, state *State) (by string, advanced bool, err error) {
+	if by, stale := p.superseded(state); stale {
+		return by, false, nil
+	}
+	if p.TableFormat != TableIceberg || p.Kind != "load" {
+		return "", false, nil
+	}
+	cat := &iceberg.Catalog{FS: l.FS}
+	starts := p.starts()
+	topics := make([]string, 0, len(starts))
+	for t := range starts {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	ahead := map[string]map[int32]int64{}
+	for _, topic := range topics {
+		t, err := cat.Load(topic)
+		if errors.Is(err, iceberg.ErrNoTable) {
+			continue
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("table %s: %w", topic, err)
+		}
+		done, next, run, err := lineage(t.Metadata, p.Run)
+		if err != nil {
+			return "", false, fmt.Errorf("table %s: %w", topic, err)
+		}
+		if done {
+			continue // this run committed it: a rerun after a crash
+		}
+		for part, from := range starts[topic] {
+			if end, ok := next[strconv.Itoa(int(part))]; ok && end > from && by == "" {
+				by = run
+			}
+		}
+		for k, v := range next {
+			part, err := strconv.Atoi(k)
+			if err != nil {
+				continue
+			}
+			if cur, ok := state.Offsets[topic][int32(part)]; !ok || v > cur {
+				setOffset(ahead, topic, int32(part), v)
+			}
+		}
+	}
+	if by == "" {
+		return "", false, nil
+	}
+	if state.Offsets == nil {
+		state.Offsets = map[string]map[int32]int64{}
+	}
+	for t, parts := range ahead {
+		for part, v := range parts {
+			setOffset(state.Offsets, t, part, v)
+		}
+	}
+	return by, len(ahead) > 0, nil
+}
+
 // committedBy says whether the table's current lineage has a snapshot of
 // run, and returns the next offsets the newest tributary snapshot records.
 func committedBy(md *iceberg.Metadata, run string) (bool, map[string]int64, error) {
-	var next map[string]int64
+	done, next, _, err := lineage(md, run)
+	return done, next, err
+}
+
+// lineage is committedBy, and the run of the snapshot the next offsets are
+// from.
+func lineage(md *iceberg.Metadata, run string) (done bool, next map[string]int64, by string, err error) {
 	for s := md.Current(); s != nil; {
 		if s.Summary[summaryRun] == run {
-			return true, nil, nil
+			return true, nil, "", nil
 		}
 		if v, ok := s.Summary[summaryNext]; ok && next == nil {
 			if err := json.Unmarshal([]byte(v), &next); err != nil {
-				return false, nil, fmt.Errorf("snapshot %d: %s: %w", s.ID, summaryNext, err)
+				return false, nil, "", fmt.Errorf("snapshot %d: %s: %w", s.ID, summaryNext, err)
+			}
+			if by = s.Summary[summaryRun]; by == "" {
+				by = fmt.Sprintf("snapshot %d", s.ID)
 			}
 		}
 		if s.ParentID == nil {
@@ -203,7 +278,7 @@ func committedBy(md *iceberg.Metadata, run string) (bool, map[string]int64, erro
 		}
 		s = md.Snapshot(*s.ParentID)
 	}
-	return false, next, nil
+	return false, next, by, nil
 }
 
 // TableOffsets are the next offsets the table of topic records (nil

@@ -90,8 +90,11 @@ func (l *Loader) Complete(ctx context.Context, p *Plan, parallelism int) (*Manif
 		return nil, err
 	}
 	if state.Run != p.Run {
-		if by, stale := p.superseded(state); stale {
-			return l.closeSuperseded(ctx, p, state, by)
+		if by, advanced, err := l.supersededBy(p, state); err != nil || by != "" {
+			if err != nil {
+				return nil, err
+			}
+			return l.closeSuperseded(ctx, p, state, by, advanced)
 		}
 		if l.Lease != nil {
 			// Workers of this plan (`load worker`) work under our lease

@@ -25,7 +25,11 @@ type FS interface {
 	Create(name string) (io.WriteCloser, error)
 	ReadFile(name string) ([]byte, error)
 	WriteFileAtomic(name string, data []byte) error
-	Rename(oldname, newname string) error
+	// RenameNoReplace fails with an error satisfying
+	// errors.Is(err, fs.ErrExist) when newname exists, and changes nothing
+	// then: the check and the move are one step.
+	RenameNoReplace(oldname, newname string) error
+	RemoveAll(name string) error
 	ReadDir(name string) ([]fs.FileInfo, error)
 	Stat(name string) (fs.FileInfo, error)
 	// String is the warehouse's URI (file:///..., hdfs://...): tables
@@ -47,34 +51,29 @@ type FS interface {
 //     exists) and its metadata.
 //  2. Write the new snapshot's manifests and manifest list under names of
 //     their own (random ids): nothing refers to them yet.
-//  3. Commit point: create v<N+1>.metadata.json exclusively. HDFS's create
-//     (without overwrite) and open(O_EXCL) on a local disk are atomic, so of
-//     two committers racing for N+1 exactly one creates it; the other gets
-//     "exists", reads version N+1 and tries again from step 1 on it.
-//  4. Replace version-hint.text (write and rename). A crash before this
+//  3. Write the new metadata whole to a temporary file of the metadata
+//     directory (.tmp-<uuid>.metadata.json: no reader looks at it).
+//  4. Commit point: rename it to v<N+1>.metadata.json with a rename that
+//     refuses an existing destination (HDFS rename2 without OVERWRITE,
+//     link(2) locally), as iceberg-core's HadoopTableOperations does. Of
+//     two committers racing for N+1 exactly one renames; the other gets
+//     "exists", removes its temporary file, reads version N+1 and tries
+//     again from step 1 on it.
+//  5. Replace version-hint.text (write and rename). A crash before this
 //     leaves a stale hint: iceberg-core steps over it, pyiceberg does not,
 //     so the next Load by a committer (the rerun after the crash) writes
 //     it again.
 //
-// What it does not protect against: a committer that dies while writing
-// v<N+1> (after its create, before its close) leaves a short file. The
-// next committer finds it unparsable; once it is older than TornAfter it
-// is moved aside as v<N+1>.metadata.json.torn and version N is current
-// again. A torn file younger than that is taken as a commit in progress:
-// the committer waits and retries. Manifests of commits that lost (steps
-// 2-3) are orphans: they are never referenced, and orphan removal may
-// delete them.
+// A v<N>.metadata.json is complete from the moment it has its name, so
+// readers (this one, Spark and Trino scanning for N+1) never see a
+// half-written version. A committer that dies before its rename leaves a
+// temporary file, and manifests of commits that lost (steps 2-4) are
+// orphans: none is ever referenced, and orphan removal may delete them.
 type Catalog struct {
 	FS FS
-	// TornAfter is how old an unparsable newest metadata file must be
-	// before it counts as torn; 0 is DefaultTornAfter.
-	TornAfter time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
-
-// DefaultTornAfter is far longer than writing a metadata file takes.
-const DefaultTornAfter = time.Minute
 
 // ErrNoTable says the table has no metadata yet.
 var ErrNoTable = errors.New("formats/iceberg: no such table")
@@ -108,31 +107,8 @@ func (c *Catalog) Location(rel string) string {
 	return strings.TrimSuffix(c.FS.String(), "/") + "/" + strings.TrimPrefix(rel, "/")
 }
 
-// Load reads the current version of the table in dir. A newest metadata
-// file that does not parse yet is waited for (a commit in progress) until
-// it counts as torn; a clock that keeps it young longer than twice that
-// ends the wait with an error.
+// Load reads the current version of the table in dir.
 func (c *Catalog) Load(dir string) (*Table, error) {
-	deadline := time.Now().Add(2 * c.tornAfter())
-	for {
-		t, err := c.load(dir)
-		if !errors.Is(err, errInProgress) || time.Now().After(deadline) {
-			return t, err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (c *Catalog) tornAfter() time.Duration {
-	if c.TornAfter > 0 {
-		return c.TornAfter
-	}
-	return DefaultTornAfter
-}
-
-var errInProgress = errors.New("formats/iceberg: a commit is in progress")
-
-func (c *Catalog) load(dir string) (*Table, error) {
 	v := 0
 	if b, err := c.FS.ReadFile(hintFile(dir)); err == nil {
 		v, _ = strconv.Atoi(strings.TrimSpace(string(b)))
@@ -167,12 +143,11 @@ func (c *Catalog) load(dir string) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, perr := ParseMetadata(b)
-	if perr != nil {
-		if err := c.torn(dir, v, perr); err != nil {
-			return nil, err
-		}
-		return c.load(dir)
+	m, err := ParseMetadata(b)
+	if err != nil {
+		// Versions are renamed into place whole: this is damage, not a
+		// commit in progress.
+		return nil, fmt.Errorf("%s: %w", c.Location(versionFile(dir, v)), err)
 	}
 	if v != hinted {
 		// A committer died between its commit and the hint: readers that
@@ -181,24 +156,6 @@ func (c *Catalog) load(dir string) (*Table, error) {
 		c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v)))
 	}
 	return &Table{Dir: dir, Version: v, Metadata: m, cat: c}, nil
-}
-
-// torn deals with a newest metadata file that does not parse.
-func (c *Catalog) torn(dir string, v int, perr error) error {
-	name := versionFile(dir, v)
-	fi, err := c.FS.Stat(name)
-	if err != nil {
-		return err
-	}
-	after := c.tornAfter()
-	if age := c.now().Sub(fi.ModTime()); age < after {
-		return fmt.Errorf("%w: %s does not parse yet (%v), %v old", errInProgress, name, perr, age.Round(time.Millisecond))
-	}
-	if err := c.FS.Rename(name, name+".torn"); err != nil && !isNotExist(err) {
-		return fmt.Errorf("moving the torn %s aside: %w", name, err)
-	}
-	c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v-1)))
-	return nil
 }
 
 func (c *Catalog) exists(name string) bool {
@@ -252,18 +209,16 @@ func (c *Catalog) write(dir string, v int, m *Metadata) error {
 	if err != nil {
 		return err
 	}
-	w, err := c.FS.Create(versionFile(dir, v))
-	if isExist(err) {
-		return errConflict
-	}
-	if err != nil {
+	tmp := path.Join(metadataDir(dir), ".tmp-"+uuid()+".metadata.json")
+	if err := c.writeNew(tmp, b); err != nil {
+		c.FS.RemoveAll(tmp)
 		return err
 	}
-	if _, err := w.Write(b); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
+	if err := c.FS.RenameNoReplace(tmp, versionFile(dir, v)); err != nil {
+		c.FS.RemoveAll(tmp)
+		if isExist(err) {
+			return errConflict
+		}
 		return err
 	}
 	crash("iceberg-committed")

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 
@@ -71,6 +71,15 @@ func TestAppendRace(t *testing.T) {
 	}
 	if len(runs) != 2*each || m.Current().Summary["total-records"] != strconv.Itoa(20*each) {
 		t.Fatalf("%d distinct runs, total-records %s", len(runs), m.Current().Summary["total-records"])
+	}
+	meta, err := fs.ReadDir("t/metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range meta {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			t.Fatalf("a losing committer left %s behind", e.Name())
+		}
 	}
 	b, err := fs.ReadFile(c.rel(m.Current().ManifestList))
 	if err != nil {
@@ -144,45 +153,51 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-// A committer that died while writing its metadata file left it short:
-// while young it is a commit in progress, once old it is moved aside and
-// the version before it is current again, and the next commit takes its
-// number.
-func TestTornMetadata(t *testing.T) {
+// A committer that died while writing its metadata file left only a
+// temporary file: no reader takes it for a version, and the next commit
+// takes the number. A version file that does not parse is damage, reported
+// and left alone.
+func TestDeadCommitter(t *testing.T) {
 	t.Parallel()
 	fs, err := fsys.Open(t.TempDir(), fsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	c := &Catalog{FS: fs, TornAfter: 200 * time.Millisecond, Now: func() time.Time { return now }}
-	if _, _, err := c.Append(Append{Dir: "t", Schema: testSchema(), TimeColumn: "_event_time",
-		Files: []NewFile{{Path: "t/a.parquet", Records: 1, Bytes: 1, Hour: 1}}}); err != nil {
+	c := &Catalog{FS: fs}
+	add := func(name string) (*Table, error) {
+		tbl, _, err := c.Append(Append{Dir: "t", Schema: testSchema(), TimeColumn: "_event_time",
+			Files: []NewFile{{Path: "t/" + name + ".parquet", Records: 1, Bytes: 1, Hour: 1}}})
+		return tbl, err
+	}
+	if _, err := add("a"); err != nil {
 		t.Fatal(err)
 	}
-	w, err := fs.Create("t/metadata/v3.metadata.json")
+	w, err := fs.Create("t/metadata/.tmp-dead.metadata.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Write([]byte(`{"format-version": 2, "table-uu`))
 	w.Close()
-	start := time.Now()
-	if _, err := c.Load("t"); !errors.Is(err, errInProgress) {
-		t.Fatalf("a young torn file: %v, want a commit in progress", err)
-	}
-	if waited := time.Since(start); waited < 400*time.Millisecond {
-		t.Fatalf("gave up after %v, want twice TornAfter", waited)
-	}
-	now = now.Add(time.Second)
-	tbl, _, err := c.Append(Append{Dir: "t", Schema: testSchema(), TimeColumn: "_event_time",
-		Files: []NewFile{{Path: "t/b.parquet", Records: 1, Bytes: 1, Hour: 1}}})
+	tbl, err := add("b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tbl.Version != 3 || len(tbl.Metadata.Snapshots) != 2 {
 		t.Fatalf("version %d with %d snapshots, want 3 with 2", tbl.Version, len(tbl.Metadata.Snapshots))
 	}
-	if _, err := fs.Stat("t/metadata/v3.metadata.json.torn"); err != nil {
-		t.Fatalf("the torn file was not kept aside: %v", err)
+	w, err = fs.Create("t/metadata/v4.metadata.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(`{"format-version": 2, "table-uu`))
+	w.Close()
+	if _, err := c.Load("t"); err == nil {
+		t.Fatal("an unparsable newest version loaded")
+	}
+	if _, err := add("c"); err == nil {
+		t.Fatal("a commit went past an unparsable newest version")
+	}
+	if b, _ := fs.ReadFile("t/metadata/v4.metadata.json"); len(b) == 0 {
+		t.Fatal("the damaged version was moved or emptied")
 	}
 }

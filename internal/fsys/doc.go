@@ -14,6 +14,10 @@
 //     "first one wins" markers possible without a lock service;
 //   - Rename replaces an existing destination (HDFS rename2 with overwrite,
 //     rename(2) locally), so moving a file into place twice is harmless;
+//   - RenameNoReplace moves a file into place only if the name is free, in
+//     one step (HDFS rename2 without overwrite, link(2) then unlink locally):
+//     a file written whole under a temporary name becomes visible whole, and
+//     of two writers racing for the name one gets ErrExist;
 //   - WriteFileAtomic writes a temporary sibling, then renames it over the
 //     name: a reader sees the old content or the new, never a torn file.
 package fsys

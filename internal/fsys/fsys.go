@@ -33,6 +33,12 @@ type FS interface {
 	// Rename moves a file or directory, replacing a file at newname, and
 	// creates newname's parent directories.
 	Rename(oldname, newname string) error
+	// RenameNoReplace moves a file to newname unless newname exists: then
+	// it fails with ErrExist and changes nothing. The check and the move
+	// are one step, so of two racing for newname exactly one wins: a commit
+	// point for a file written whole elsewhere first. Creates newname's
+	// parent directories.
+	RenameNoReplace(oldname, newname string) error
 	// RemoveAll removes a file or a directory tree; a missing one is no error.
 	RemoveAll(name string) error
 	// ReadDir lists a directory, sorted by name; a missing one is ErrNotExist.

@@ -1,9 +1,11 @@
 package fsys_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/tributary-io/tributary/internal/fsys"
@@ -50,6 +52,52 @@ func TestContract(t *testing.T) {
 			}
 			if b, err := fs.ReadFile("a/b/one"); err != nil || string(b) != "2" {
 				t.Fatalf("after Rename: %q %v", b, err)
+			}
+			// RenameNoReplace: a refusal changes nothing, and of writers
+			// racing for one name exactly one wins.
+			if err := write("a/three", "3"); err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.RenameNoReplace("a/three", "a/b/one"); !fsys.IsExist(err) {
+				t.Fatalf("RenameNoReplace over an existing file: %v, want ErrExist", err)
+			}
+			if b, err := fs.ReadFile("a/b/one"); err != nil || string(b) != "2" {
+				t.Fatalf("a refused RenameNoReplace changed the destination: %q %v", b, err)
+			}
+			if err := fs.RenameNoReplace("a/three", "n/m/three"); err != nil {
+				t.Fatalf("RenameNoReplace into missing parents: %v", err)
+			}
+			if b, err := fs.ReadFile("n/m/three"); err != nil || string(b) != "3" {
+				t.Fatalf("after RenameNoReplace: %q %v", b, err)
+			}
+			if _, err := fs.Stat("a/three"); !fsys.IsNotExist(err) {
+				t.Fatalf("RenameNoReplace kept the old name: %v", err)
+			}
+			if err := fs.RenameNoReplace("a/three", "n/x"); !fsys.IsNotExist(err) {
+				t.Fatalf("RenameNoReplace of a missing file: %v, want ErrNotExist", err)
+			}
+			const racers = 4
+			errs := make(chan error, racers)
+			for i := range racers {
+				name := fmt.Sprintf("race/tmp%d", i)
+				if err := write(name, strconv.Itoa(i)); err != nil {
+					t.Fatal(err)
+				}
+				go func() { errs <- fs.RenameNoReplace(name, "race/won") }()
+			}
+			won := 0
+			for range racers {
+				if err := <-errs; err == nil {
+					won++
+				} else if !fsys.IsExist(err) {
+					t.Fatalf("a racer lost with %v, want ErrExist", err)
+				}
+			}
+			if won != 1 {
+				t.Fatalf("%d racers won the name, want 1", won)
+			}
+			if ents, _ := fs.ReadDir("race"); len(ents) != racers {
+				t.Fatalf("%d files after the race, want %d (the winner and the losers' temporaries)", len(ents), racers)
 			}
 			if err := fs.Rename("a/two", "c/d/x"); !fsys.IsNotExist(err) {
 				t.Fatalf("Rename of a missing file: %v, want ErrNotExist", err)

@@ -170,3 +170,28 @@ func (l *local) Stat(name string) (fs.FileInfo, error) {
 	}
 	return os.Stat(p)
 }
+
+// RenameNoReplace links newname to the file and removes the old name:
+// link(2) fails with EEXIST when newname exists, atomically, where
+// rename(2) would replace it (renameat2's RENAME_NOREPLACE is Linux-only
+// and not supported by every file system).
+func (l *local) RenameNoReplace(oldname, newname string) error {
+	o, err := l.path(oldname)
+	if err != nil {
+		return err
+	}
+	n, err := l.path(newname)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(n), 0o755); err != nil {
+		return err
+	}
+	if err := os.Link(o, n); err != nil {
+		return err
+	}
+	if err := os.Remove(o); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(n))
+}
