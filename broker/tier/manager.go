@@ -118,7 +118,7 @@ func New(cfg Config) *Manager {
 		cfg.ChunkBytes = DefaultChunkBytes
 	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger.With("component", "tier"), parts: map[log.TopicPartition]*partition{}, topics: map[string]string{}}
-	m.cache = newChunkCache(cfg.CacheBytes)
+	m.cache = newChunkCache(cfg.CacheBytes, cfg.ChunkBytes)
 	return m
 }
 
