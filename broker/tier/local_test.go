@@ -171,3 +171,53 @@ func readRemote(t *testing.T, m *tier.Manager, tp log.TopicPartition, from, to, 
 		}
 	}
 }
+
+// TestUploadAfterLeaderChange: a new leader's segments start elsewhere than
+// the old leader's, and its segment spanning the uploaded end is uploaded
+// whole, so that no offset is lost when local retention deletes it.
+func TestUploadAfterLeaderChange(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	open := func(segBytes int64) *log.Log {
+		cfg := log.DefaultConfig()
+		cfg.SegmentBytes = segBytes
+		cfg.RemoteStorage = true
+		cfg.LocalRetentionBytes = 4096
+		cfg.FileDeleteDelayMs = 0
+		cfg.IndexIntervalBytes = 500
+		l, err := log.Open(filepath.Join(t.TempDir(), "t-0"), cfg, log.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		opts := record.DefaultBuildOptions()
+		opts.BaseTimestamp = time.Now().UnixMilli()
+		for i := range 60 {
+			b, err := record.Build(opts, record.NewRecords(
+				record.KV{Value: bytes.Repeat([]byte{byte(i)}, 100)}, record.KV{Value: bytes.Repeat([]byte{byte(i)}, 100)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.AppendAsLeader(b, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l
+	}
+	old, cur := open(4096), open(3000)
+	m1 := tier.New(tier.Config{URI: "file://" + root, ChunkBytes: 1000, CacheBytes: 8000})
+	defer m1.Close()
+	// The old leader uploads its first segment only: [0, 28); the new
+	// leader's segments are [0, 20), [20, 40) ...
+	m1.Pass([]tier.Target{{TP: old.TopicPartition(), TopicID: "id", Log: old, Bound: 30}}, nil)
+	if segs, _ := m1.Uploaded(); segs != 1 {
+		t.Fatalf("old leader uploaded %d segments, want 1", segs)
+	}
+	m2 := tier.New(tier.Config{URI: "file://" + root, ChunkBytes: 1000, CacheBytes: 8000})
+	defer m2.Close()
+	m2.Pass([]tier.Target{{TP: cur.TopicPartition(), TopicID: "id", Log: cur, LeaderEpoch: 1, Bound: cur.LogEndOffset()}}, nil)
+	if cur.LogStartOffset() == 0 {
+		t.Fatal("the new leader kept every segment locally")
+	}
+	readRemote(t, m2, cur.TopicPartition(), 0, cur.LogStartOffset(), 700)
+}
