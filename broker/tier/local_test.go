@@ -207,11 +207,20 @@ func TestUploadAfterLeaderChange(t *testing.T) {
 	old, cur := open(4096), open(3000)
 	m1 := tier.New(tier.Config{URI: "file://" + root, ChunkBytes: 1000, CacheBytes: 8000})
 	defer m1.Close()
+	// Records deleted before the first upload stay deleted: the remote
+	// log start is the local one, not the segment's base.
+	if err := old.DeleteRecordsBefore(4); err != nil {
+		t.Fatal(err)
+	}
 	// The old leader uploads its first segment only: [0, 28); the new
 	// leader's segments are [0, 20), [20, 40) ...
 	m1.Pass([]tier.Target{{TP: old.TopicPartition(), TopicID: "id", Log: old, Bound: 30}}, nil)
 	if segs, _ := m1.Uploaded(); segs != 1 {
 		t.Fatalf("old leader uploaded %d segments, want 1", segs)
+	}
+	// The new leader's segment [20, 40) had aborted transactions.
+	if err := os.WriteFile(filepath.Join(cur.Dir(), "00000000000000000020.txnindex"), make([]byte, 34), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	m2 := tier.New(tier.Config{URI: "file://" + root, ChunkBytes: 1000, CacheBytes: 8000})
 	defer m2.Close()
@@ -219,5 +228,26 @@ func TestUploadAfterLeaderChange(t *testing.T) {
 	if cur.LogStartOffset() == 0 {
 		t.Fatal("the new leader kept every segment locally")
 	}
-	readRemote(t, m2, cur.TopicPartition(), 0, cur.LogStartOffset(), 700)
+	if start, ok := m2.LogStart(cur.TopicPartition()); !ok || start != 4 {
+		t.Fatalf("remote log start %d %v, want 4 (the local start at the first upload)", start, ok)
+	}
+	readRemote(t, m2, cur.TopicPartition(), 4, cur.LogStartOffset(), 700)
+	if !m2.AbortedFrom(cur.TopicPartition(), 4) || !m2.AbortedFrom(cur.TopicPartition(), 39) || m2.AbortedFrom(cur.TopicPartition(), 40) {
+		t.Fatal("AbortedFrom does not name exactly the offsets up to the remote segment with a transaction index")
+	}
+	// DeleteRecords below the local start raises the remote start, and a
+	// broker loading the manifest afresh sees it too.
+	if err := m2.DeleteRecords(cur.TopicPartition(), 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m2.Read(cur.TopicPartition(), 8, 700, true); err != tier.ErrNotRemote {
+		t.Fatalf("read below the deleted offset: %v, want ErrNotRemote", err)
+	}
+	m3 := tier.New(tier.Config{URI: "file://" + root})
+	defer m3.Close()
+	m3.Pass([]tier.Target{{TP: cur.TopicPartition(), TopicID: "id", Log: cur, LeaderEpoch: 2, Bound: cur.LogEndOffset()}}, nil)
+	if start, ok := m3.LogStart(cur.TopicPartition()); !ok || start != 10 {
+		t.Fatalf("remote log start after DeleteRecords, reloaded: %d %v, want 10", start, ok)
+	}
+	readRemote(t, m3, cur.TopicPartition(), 10, cur.LogStartOffset(), 700)
 }

@@ -382,6 +382,58 @@ func (m *Manager) LogStart(tp log.TopicPartition) (int64, bool) {
 	return man.LogStartOffset, true
 }
 
+// DeleteRecords raises the partition's remote log start to offset
+// (DeleteRecords on a tiered partition), committed in the manifest before
+// it returns, so that remote reads and a restarted broker never serve
+// below it; retention removes the segments wholly below it.
+func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
+	p := m.lookup(tp)
+	if p == nil {
+		return nil
+	}
+	p.ioMu.Lock()
+	defer p.ioMu.Unlock()
+	man := p.manifest.Load()
+	if man == nil {
+		if c := p.cached.Load(); c != nil && len(c.Segments) > 0 && c.LogStartOffset < offset {
+			return fmt.Errorf("%w: the remote metadata of %s is not loaded yet", ErrUnavailable, tp)
+		}
+		return nil
+	}
+	if len(man.Segments) == 0 || man.LogStartOffset >= offset {
+		return nil
+	}
+	l := p.log.Load()
+	fs, err := m.store()
+	if err != nil {
+		return err
+	}
+	next := man.clone()
+	next.LogStartOffset = offset
+	return m.commit(fs, p, l, next)
+}
+
+// AbortedFrom is whether a remote segment holding offset or after it has
+// an uploaded transaction index, that is aborted transactions the
+// in-memory list of the partition may no longer name. Remote reads do not
+// read the .txnindex yet, so a read_committed fetch there is refused.
+func (m *Manager) AbortedFrom(tp log.TopicPartition, offset int64) bool {
+	p := m.lookup(tp)
+	if p == nil {
+		return false
+	}
+	man := p.manifest.Load()
+	if man == nil {
+		return false
+	}
+	for _, s := range man.Segments {
+		if _, ok := s.Files[suffixTxnIndex]; ok && s.EndOffset >= offset {
+			return true
+		}
+	}
+	return false
+}
+
 // RemoteSize is the bytes of a partition's remote segments.
 func (m *Manager) RemoteSize(tp log.TopicPartition) int64 {
 	if p := m.lookup(tp); p != nil {

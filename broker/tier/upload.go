@@ -81,7 +81,9 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 		if ok > 0 {
 			next := p.manifest.Load().clone()
 			if len(next.Segments) == 0 && (next.LogStartOffset < 0 || next.LogStartOffset > group[0].Base) {
-				next.LogStartOffset = group[0].Base
+				// Not below the local log start: DeleteRecords or
+				// retention may have moved it inside the segment.
+				next.LogStartOffset = max(group[0].Base, t.Log.LogStartOffset())
 			}
 			// A segment starting at or below a remote one's base covers
 			// it (its end is past theirs): it replaces them. One with the
