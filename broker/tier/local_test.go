@@ -235,6 +235,17 @@ func TestUploadAfterLeaderChange(t *testing.T) {
 	if !m2.AbortedFrom(cur.TopicPartition(), 4) || !m2.AbortedFrom(cur.TopicPartition(), 39) || m2.AbortedFrom(cur.TopicPartition(), 40) {
 		t.Fatal("AbortedFrom does not name exactly the offsets up to the remote segment with a transaction index")
 	}
+	// The deposed leader, not told yet, finds the manifest rewritten by
+	// the new one and writes nothing over it.
+	manifest := filepath.Join(root, tier.RemoteDir("t", "id", 0), tier.ManifestFile)
+	before, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1.Pass([]tier.Target{{TP: old.TopicPartition(), TopicID: "id", Log: old, Bound: old.LogEndOffset()}}, nil)
+	if after, err := os.ReadFile(manifest); err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the deposed leader rewrote the manifest (err %v)", err)
+	}
 	// DeleteRecords below the local start raises the remote start, and a
 	// broker loading the manifest afresh sees it too.
 	if err := m2.DeleteRecords(cur.TopicPartition(), 10); err != nil {

@@ -60,6 +60,9 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 	}
 	n := 0
 	for len(todo) > 0 {
+		if m.stopped() {
+			return n, errStopped
+		}
 		group := todo[:min(uploadGroup, len(todo))]
 		todo = todo[len(group):]
 		metas := make([]SegmentMetadata, len(group))
@@ -72,7 +75,9 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 				metas[i], errs[i] = m.uploadSegment(fs, p, t, &group[i])
 			}()
 		}
-		wg.Wait()
+		if err := m.bounded(func() error { wg.Wait(); return nil }); err != nil {
+			return n, err
+		}
 		// Only an unbroken run from the uploaded end is registered.
 		ok := 0
 		for ok < len(group) && errs[ok] == nil {
