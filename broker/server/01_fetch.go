@@ -251,7 +251,7 @@ func (s *Server) readPartition(part *replica.Partition, rp kmsg.FetchRequestTopi
 			sp.AbortedTransactions = nil
 			return 0, nil
 		}
-		if n, ok, rerr := s.readRemote(part, rp.FetchOffset, limit, first, sp); ok {
+		if n, ok, rerr := s.readRemote(part, rp.FetchOffset, limit, first, readCommitted, sp); ok {
 			return n, rerr
 		}
 		return 0, err

@@ -43,6 +43,9 @@ func (s *Server) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (*
 				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:
 				sp.LowWatermark, sp.ErrorCode = deleteRecords(part, rp.Offset)
+				if sp.ErrorCode == 0 && s.tier != nil {
+					sp.LowWatermark, sp.ErrorCode = s.deleteRemoteRecords(part, rp.Offset)
+				}
 				if sp.ErrorCode == 0 {
 					s.logger.Debug("deleted records", "partition", part.TP.String(), "log_start_offset", sp.LowWatermark)
 				}

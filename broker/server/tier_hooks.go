@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
@@ -95,9 +96,19 @@ func remoteWait(err error) (<-chan struct{}, bool) {
 // readRemote serves a fetch offset below the local log start from remote
 // storage. handled is false when remote storage does not hold it either,
 // and the local read's error stands.
-func (s *Server) readRemote(p *replica.Partition, offset, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (n int64, handled bool, err error) {
+//
+// A read_committed fetch of remote segments that had aborted transactions
+// is refused with INVALID_REQUEST (not retriable: the consumer stops with
+// the error rather than retrying forever), because the aborted
+// transactions of remote segments are not read back yet and the consumer
+// would get aborted records (docs/tiered-storage.md "Not yet").
+func (s *Server) readRemote(p *replica.Partition, offset, limit int64, first, readCommitted bool, sp *kmsg.FetchResponseTopicPartition) (n int64, handled bool, err error) {
 	if s.tier == nil || offset >= p.Log.LogStartOffset() {
 		return 0, false, nil
+	}
+	if readCommitted && s.tier.AbortedFrom(p.TP, offset) {
+		s.logger.Warn("refusing a read_committed fetch of remote segments with aborted transactions", "partition", p.TP.String(), "offset", offset)
+		return 0, true, kerr.InvalidRequest
 	}
 	data, wait, err := s.tier.Read(p.TP, offset, max(limit, 0), first)
 	switch {
@@ -127,4 +138,17 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOff
 		return true
 	}
 	return false
+}
+
+// deleteRemoteRecords raises a tiered partition's remote log start to the
+// DeleteRecords offset (the local one has moved already), and returns the
+// new low watermark counting remote storage.
+func (s *Server) deleteRemoteRecords(p *replica.Partition, offset int64) (int64, int16) {
+	if offset == deleteToHighWatermark {
+		offset = p.HighWatermark()
+	}
+	if err := s.tier.DeleteRecords(p.TP, offset); err != nil {
+		return -1, kafkaCode(err)
+	}
+	return s.logStartOffset(p), 0
 }

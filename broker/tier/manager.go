@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,6 +73,8 @@ type Manager struct {
 	// the start, by topic id: one whose id leaves the metadata is deleted.
 	topics map[string]string
 
+	stop atomic.Pointer[<-chan struct{}] // Run's stop
+
 	// uploaded counts segments and bytes uploaded, for metrics and tests.
 	uploadedSegments, uploadedBytes atomic.Int64
 }
@@ -96,6 +99,7 @@ type partition struct {
 	// ioMu orders the manifest writes and file removals of the partition
 	// (only the Run goroutine takes it today).
 	ioMu    sync.Mutex
+	epoch   atomic.Int32 // the leader epoch of the latest pass
 	backoff time.Duration
 	next    time.Time // no work before this after a failure
 }
@@ -118,7 +122,7 @@ func New(cfg Config) *Manager {
 		cfg.ChunkBytes = DefaultChunkBytes
 	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger.With("component", "tier"), parts: map[log.TopicPartition]*partition{}, topics: map[string]string{}}
-	m.cache = newChunkCache(cfg.CacheBytes)
+	m.cache = newChunkCache(cfg.CacheBytes, cfg.ChunkBytes)
 	return m
 }
 
@@ -176,6 +180,7 @@ func (m *Manager) Close() error {
 // partitions to tier now; live says whether a topic id is still in the
 // metadata.
 func (m *Manager) Run(stop <-chan struct{}, targets func() []Target, live func(topicID string) bool) {
+	m.stop.Store(&stop)
 	tick := time.NewTicker(m.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -194,12 +199,19 @@ func (m *Manager) Run(stop <-chan struct{}, targets func() []Target, live func(t
 func (m *Manager) Pass(targets []Target, live func(topicID string) bool) {
 	seen := map[log.TopicPartition]bool{}
 	for _, t := range targets {
+		if m.stopped() {
+			return
+		}
 		seen[t.TP] = true
 		p := m.partitionFor(t)
 		if now := m.cfg.Now(); now.Before(p.next) {
 			continue
 		}
-		if err := m.work(p, t); err != nil {
+		err := m.bounded(func() error { return m.work(p, t) })
+		if errors.Is(err, errStopped) {
+			return
+		}
+		if err != nil {
 			p.backoff = min(max(2*p.backoff, m.cfg.Interval), 30*time.Second)
 			p.next = m.cfg.Now().Add(p.backoff)
 			m.logger.Warn("tiered storage: will retry", "partition", t.TP.String(), "retry_in", p.backoff, "err", err)
@@ -284,6 +296,7 @@ func (m *Manager) work(p *partition, t Target) error {
 	}
 	p.ioMu.Lock()
 	defer p.ioMu.Unlock()
+	p.epoch.Store(t.LeaderEpoch)
 	if p.manifest.Load() == nil {
 		if err := m.load(fs, p, t); err != nil {
 			return err
@@ -348,13 +361,83 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 // commit makes man the partition's remote metadata: durable in remote
 // storage first, then cached locally and published to readers and to
 // local retention.
+//
+// The remote manifest is read again first: when another broker wrote it
+// since this one loaded it, or with a newer leader epoch, leadership moved
+// and this broker writes nothing; it reloads at its next pass.
 func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, man *Manifest) error {
-	if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.encode()); err != nil {
-		return fmt.Errorf("%w: write manifest: %v", ErrUnavailable, err)
+	epoch := p.epoch.Load()
+	cur := p.manifest.Load()
+	err := m.bounded(func() error {
+		data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
+		switch {
+		case fsys.IsNotExist(err):
+			if cur != nil && len(cur.Segments) > 0 {
+				return errFenced
+			}
+		case err != nil:
+			return fmt.Errorf("%w: read manifest: %v", ErrUnavailable, err)
+		default:
+			remote, err := parseManifest(data)
+			if err != nil {
+				return err
+			}
+			if remote.LeaderEpoch > epoch || cur == nil || !bytes.Equal(remote.encode(), cur.encode()) {
+				return errFenced
+			}
+		}
+		man.LeaderEpoch = max(man.LeaderEpoch, epoch)
+		if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.encode()); err != nil {
+			return fmt.Errorf("%w: write manifest: %v", ErrUnavailable, err)
+		}
+		return nil
+	})
+	if errors.Is(err, errFenced) {
+		p.manifest.Store(nil)
+		m.logger.Warn("tiered storage: the remote manifest changed under this broker (leadership moved); not writing it", "partition", l.TopicPartition().String(), "leader_epoch", epoch)
+	}
+	if err != nil {
+		return err
 	}
 	m.writeLocalManifest(l, man)
 	p.manifest.Store(man)
 	return nil
+}
+
+// errFenced is a manifest another leader wrote since this broker read it.
+var errFenced = errors.New("broker/tier: the remote manifest was written by another leader")
+
+// errStopped is a pass cut short by the manager's stop.
+var errStopped = errors.New("broker/tier: stopping")
+
+// bounded runs f, returning early with errStopped when the manager stops:
+// a hung remote write must not hang the broker's shutdown (f goes on
+// alone until it fails or the process exits).
+func (m *Manager) bounded(f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-m.stopCh():
+		return errStopped
+	}
+}
+
+func (m *Manager) stopCh() <-chan struct{} {
+	if c := m.stop.Load(); c != nil {
+		return *c
+	}
+	return nil
+}
+
+func (m *Manager) stopped() bool {
+	select {
+	case <-m.stopCh():
+		return true
+	default:
+		return false
+	}
 }
 
 // writeLocalManifest caches the manifest beside the partition's segments,
@@ -380,6 +463,58 @@ func (m *Manager) LogStart(tp log.TopicPartition) (int64, bool) {
 		return 0, false
 	}
 	return man.LogStartOffset, true
+}
+
+// DeleteRecords raises the partition's remote log start to offset
+// (DeleteRecords on a tiered partition), committed in the manifest before
+// it returns, so that remote reads and a restarted broker never serve
+// below it; retention removes the segments wholly below it.
+func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
+	p := m.lookup(tp)
+	if p == nil {
+		return nil
+	}
+	p.ioMu.Lock()
+	defer p.ioMu.Unlock()
+	man := p.manifest.Load()
+	if man == nil {
+		if c := p.cached.Load(); c != nil && len(c.Segments) > 0 && c.LogStartOffset < offset {
+			return fmt.Errorf("%w: the remote metadata of %s is not loaded yet", ErrUnavailable, tp)
+		}
+		return nil
+	}
+	if len(man.Segments) == 0 || man.LogStartOffset >= offset {
+		return nil
+	}
+	l := p.log.Load()
+	fs, err := m.store()
+	if err != nil {
+		return err
+	}
+	next := man.clone()
+	next.LogStartOffset = offset
+	return m.commit(fs, p, l, next)
+}
+
+// AbortedFrom is whether a remote segment holding offset or after it has
+// an uploaded transaction index, that is aborted transactions the
+// in-memory list of the partition may no longer name. Remote reads do not
+// read the .txnindex yet, so a read_committed fetch there is refused.
+func (m *Manager) AbortedFrom(tp log.TopicPartition, offset int64) bool {
+	p := m.lookup(tp)
+	if p == nil {
+		return false
+	}
+	man := p.manifest.Load()
+	if man == nil {
+		return false
+	}
+	for _, s := range man.Segments {
+		if _, ok := s.Files[suffixTxnIndex]; ok && s.EndOffset >= offset {
+			return true
+		}
+	}
+	return false
 }
 
 // RemoteSize is the bytes of a partition's remote segments.

@@ -68,8 +68,11 @@ type Manifest struct {
 	Partition int32  `json:"partition"`
 	// LogStartOffset is the remote log start: the first offset that
 	// remote storage serves. Total retention moves it.
-	LogStartOffset int64             `json:"log_start_offset"`
-	Segments       []SegmentMetadata `json:"segments"`
+	LogStartOffset int64 `json:"log_start_offset"`
+	// LeaderEpoch is the highest leader epoch that wrote the manifest: a
+	// broker with an older one is a deposed leader and does not write.
+	LeaderEpoch int32             `json:"leader_epoch"`
+	Segments    []SegmentMetadata `json:"segments"`
 }
 
 func parseManifest(data []byte) (*Manifest, error) {

@@ -76,9 +76,13 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 		if pos+record.LogOverhead > seg.Size {
 			return nil, nil, nil
 		}
-		hdr, wait, err := r.readAt(pos, min(record.HeaderSize, seg.Size-pos))
-		if wait != nil || err != nil {
-			return nil, wait, err
+		n := min(record.HeaderSize, seg.Size-pos)
+		hdr, wait, err := r.readAt(pos, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		if int64(len(hdr)) < n && wait != nil {
+			return nil, wait, nil
 		}
 		if len(hdr) < 27 {
 			return nil, nil, fmt.Errorf("broker/tier: %s: truncated batch at %d", SegmentFileName(seg.BaseOffset, suffixLog), pos)
@@ -90,7 +94,10 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 		}
 		pos += size
 	}
-	want := maxBytes
+	// A read is capped whatever the consumer asks for: a fetch larger
+	// than the cache would evict its first chunks before its last arrive,
+	// and never complete.
+	want := min(maxBytes, m.maxRead())
 	if minOneBatch && want < first {
 		want = first
 	}
@@ -99,11 +106,26 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 		return nil, nil, nil
 	}
 	data, wait, err = r.readAt(pos, want)
-	if wait != nil || err != nil {
-		return nil, wait, err
+	if err != nil {
+		return nil, nil, err
 	}
-	r.readAhead(pos+want, man)
-	return wholeBatches(data), nil, nil
+	// The whole batches already in memory are answered now; the rest is
+	// loading for the next fetch.
+	data = wholeBatches(data)
+	if int64(len(data)) < first {
+		return nil, wait, nil
+	}
+	if wait == nil {
+		r.readAhead(pos+want, man)
+	}
+	return data, nil, nil
+}
+
+// maxRemoteRead caps one remote read, below the cache's own cap.
+const maxRemoteRead = 16 << 20
+
+func (m *Manager) maxRead() int64 {
+	return max(min(m.cfg.CacheBytes/4, maxRemoteRead), 1)
 }
 
 // wholeBatches cuts a trailing partial batch.
@@ -146,7 +168,7 @@ func (r *segReader) name(suffix string) string {
 func (r *segReader) index() ([]byte, <-chan struct{}, error) {
 	return r.m.cache.get(chunkKey{r.dir, r.seg.BaseOffset, suffixIndex, 0}, func() ([]byte, error) {
 		return r.fs.ReadFile(r.name(suffixIndex))
-	})
+	}, r.seg.Files[suffixIndex])
 }
 
 func (r *segReader) chunk(i int64) ([]byte, <-chan struct{}, error) {
@@ -170,11 +192,12 @@ func (r *segReader) chunk(i int64) ([]byte, <-chan struct{}, error) {
 			err = fmt.Errorf("%s is shorter than its %d bytes", r.name(suffixLog), r.seg.Size)
 		}
 		return buf[:n], err
-	})
+	}, min(c, r.seg.Size-i*c))
 }
 
-// readAt returns n bytes at pos, assembled from the chunks that hold
-// them; all the chunks missing start loading at once.
+// readAt returns the bytes at pos, at most n, that are in memory from pos
+// on: an unbroken run of loaded chunks. The chunks missing start loading
+// (as far as the cache has load slots), and wait is closed when one is in.
 func (r *segReader) readAt(pos, n int64) ([]byte, <-chan struct{}, error) {
 	c := r.m.cfg.ChunkBytes
 	out := make([]byte, 0, n)
@@ -185,7 +208,9 @@ func (r *segReader) readAt(pos, n int64) ([]byte, <-chan struct{}, error) {
 			return nil, nil, err
 		}
 		if w != nil {
-			wait = w
+			if wait == nil {
+				wait = w
+			}
 			continue
 		}
 		if wait == nil {
@@ -194,10 +219,7 @@ func (r *segReader) readAt(pos, n int64) ([]byte, <-chan struct{}, error) {
 			out = append(out, data[lo:hi]...)
 		}
 	}
-	if wait != nil {
-		return nil, wait, nil
-	}
-	return out, nil, nil
+	return out, wait, nil
 }
 
 // readAhead starts loading the chunks of the next readAheadBytes after
@@ -225,14 +247,20 @@ const readAheadChunks = 4
 
 // chunkCache holds remote bytes by chunk, bounded in size, least recently
 // used first out. A chunk being loaded is in the cache already, so that
-// concurrent readers wait for one load.
+// concurrent readers wait for one load, and its expected size counts
+// against the bound. At most slots chunks load at once: a reader that
+// finds them all busy waits for one to finish, so that many consumers far
+// behind cannot make the broker hold or read without bound.
 type chunkCache struct {
 	limit int64
+	slots int
 
-	mu    sync.Mutex
-	size  int64
-	lru   *list.List // of *chunk, most recent first; ready ones only
-	items map[chunkKey]*chunk
+	mu      sync.Mutex
+	size    int64         // ready chunks' bytes plus loading ones' expected bytes
+	loading int           // loads under way
+	freed   chan struct{} // closed when a load ends; then replaced
+	lru     *list.List    // of *chunk, most recent first; ready ones only
+	items   map[chunkKey]*chunk
 }
 
 type chunkKey struct {
@@ -250,14 +278,19 @@ type chunk struct {
 	elem  *list.Element
 }
 
-func newChunkCache(limit int64) *chunkCache {
-	return &chunkCache{limit: limit, lru: list.New(), items: map[chunkKey]*chunk{}}
+// maxLoadSlots bounds concurrent chunk loads whatever the cache size.
+const maxLoadSlots = 16
+
+func newChunkCache(limit, chunkBytes int64) *chunkCache {
+	slots := int(min(max(limit/(2*chunkBytes), 1), maxLoadSlots))
+	return &chunkCache{limit: limit, slots: slots, freed: make(chan struct{}), lru: list.New(), items: map[chunkKey]*chunk{}}
 }
 
-// get returns the chunk, or starts loading it and returns a channel closed
-// when it is loaded. A failed load is reported once and then forgotten,
-// so that the next read tries again.
-func (c *chunkCache) get(k chunkKey, load func() ([]byte, error)) ([]byte, <-chan struct{}, error) {
+// get returns the chunk, or starts loading it (of about expect bytes) and
+// returns a channel closed when it is loaded, or when a load slot frees
+// up. A failed load is reported once and then forgotten, so that the next
+// read tries again.
+func (c *chunkCache) get(k chunkKey, load func() ([]byte, error), expect int64) ([]byte, <-chan struct{}, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ch, ok := c.items[k]; ok {
@@ -273,12 +306,22 @@ func (c *chunkCache) get(k chunkKey, load func() ([]byte, error)) ([]byte, <-cha
 		c.lru.MoveToFront(ch.elem)
 		return ch.data, nil, nil
 	}
+	if c.loading >= c.slots {
+		return nil, c.freed, nil
+	}
 	ch := &chunk{key: k, ready: make(chan struct{})}
 	c.items[k] = ch
+	c.loading++
+	c.size += expect
+	c.evict()
 	go func() {
 		data, err := load()
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.loading--
+		c.size -= expect
+		close(c.freed)
+		c.freed = make(chan struct{})
 		ch.data, ch.err = data, err
 		close(ch.ready)
 		if c.items[k] != ch || err != nil {
@@ -286,13 +329,19 @@ func (c *chunkCache) get(k chunkKey, load func() ([]byte, error)) ([]byte, <-cha
 		}
 		ch.elem = c.lru.PushFront(ch)
 		c.size += int64(len(data))
-		for c.size > c.limit && c.lru.Len() > 1 {
-			old := c.lru.Remove(c.lru.Back()).(*chunk)
-			delete(c.items, old.key)
-			c.size -= int64(len(old.data))
-		}
+		c.evict()
 	}()
 	return nil, ch.ready, nil
+}
+
+// evict drops least recently used ready chunks while the cache is over
+// its bound, keeping the newest. c.mu is held.
+func (c *chunkCache) evict() {
+	for c.size > c.limit && c.lru.Len() > 1 {
+		old := c.lru.Remove(c.lru.Back()).(*chunk)
+		delete(c.items, old.key)
+		c.size -= int64(len(old.data))
+	}
 }
 
 // dropSegments forgets the chunks of deleted remote segments.

@@ -38,7 +38,12 @@ const uploadGroup = 4
 func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 	man := p.manifest.Load()
 	from := man.UploadedEnd()
-	segs, err := t.Log.ClosedSegments(max(from, 0), t.Bound)
+	// From the segment holding the uploaded end: after a leader change
+	// this broker's segment boundaries are not the old leader's, and the
+	// segment spanning the end must go up whole (overlapping the remote
+	// one before it), or its offsets past the end would be in no remote
+	// segment once local retention deletes it.
+	segs, err := t.Log.ClosedSegments(0, t.Bound)
 	if err != nil {
 		return 0, err
 	}
@@ -49,12 +54,15 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 	}()
 	todo := segs[:0:0]
 	for _, s := range segs {
-		if from < 0 || s.Base >= from {
+		if from < 0 || s.Next > from {
 			todo = append(todo, s)
 		}
 	}
 	n := 0
 	for len(todo) > 0 {
+		if m.stopped() {
+			return n, errStopped
+		}
 		group := todo[:min(uploadGroup, len(todo))]
 		todo = todo[len(group):]
 		metas := make([]SegmentMetadata, len(group))
@@ -67,7 +75,9 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 				metas[i], errs[i] = m.uploadSegment(fs, p, t, &group[i])
 			}()
 		}
-		wg.Wait()
+		if err := m.bounded(func() error { wg.Wait(); return nil }); err != nil {
+			return n, err
+		}
 		// Only an unbroken run from the uploaded end is registered.
 		ok := 0
 		for ok < len(group) && errs[ok] == nil {
@@ -76,11 +86,37 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 		if ok > 0 {
 			next := p.manifest.Load().clone()
 			if len(next.Segments) == 0 && (next.LogStartOffset < 0 || next.LogStartOffset > group[0].Base) {
-				next.LogStartOffset = group[0].Base
+				// Not below the local log start: DeleteRecords or
+				// retention may have moved it inside the segment.
+				next.LogStartOffset = max(group[0].Base, t.Log.LogStartOffset())
 			}
-			next.Segments = append(next.Segments, metas[:ok]...)
+			// A segment starting at or below a remote one's base covers
+			// it (its end is past theirs): it replaces them. One with the
+			// same base has already replaced its files.
+			var covered []SegmentMetadata
+			keep := next.Segments[:0]
+			for _, s := range next.Segments {
+				if s.BaseOffset >= metas[0].BaseOffset {
+					covered = append(covered, s)
+				} else {
+					keep = append(keep, s)
+				}
+			}
+			next.Segments = append(keep, metas[:ok]...)
 			if err := m.commit(fs, p, t.Log, next); err != nil {
 				return n, err
+			}
+			if len(covered) > 0 {
+				m.cache.dropSegments(p.dir, covered)
+				for _, s := range covered {
+					if s.BaseOffset == metas[0].BaseOffset {
+						continue
+					}
+					for suf := range s.Files {
+						// What fails to go is swept at the next load.
+						fs.RemoveAll(path.Join(p.dir, SegmentFileName(s.BaseOffset, suf)))
+					}
+				}
 			}
 			for _, s := range group[:ok] {
 				m.uploadedSegments.Add(1)
