@@ -4,15 +4,24 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
+// inProcess serializes the commands tests run in process: a command's
+// flags are bound to package variables and its client properties are the
+// process's (kafkacli.SetClientProps), so two at once would race, as two
+// tributary processes never do.
+var inProcess sync.Mutex
+
 // runKafkaCmd runs one tributary command in process with stdin, returning
 // its stdout, stderr and error.
 func runKafkaCmd(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
+	inProcess.Lock()
+	defer inProcess.Unlock()
 	root := newRootCommand()
 	var out, errw bytes.Buffer
 	root.SetIn(strings.NewReader(stdin))
