@@ -47,20 +47,31 @@ test:
 # (broker/cluster; what issue 5 asks before replication is called done),
 # the 200 MB reassignment at a 1 MB/s throttle (issue 30; make test moves
 # 12 MB at 3 MB/s), the loader's loads at the record counts issue 7
-# names (make test runs a fifth of them), and the schema registry's
-# 3-node leader kill.
-# LONG=cluster, LONG=throttle, LONG=loader or LONG=registry runs one part
-# only.
-LONG ?= cluster throttle loader registry
+# names (make test runs a fifth of them) with its overlapping runs and
+# Iceberg crash points, the schema registry's 3-node leader kill,
+# transactions on 3 nodes (Kafka Streams under 7 faults, the copier across
+# restarts, 8 coordinator kills), the KIP-848 group under kill -9, and the
+# Hadoop side (a killed YARN application, Kerberos tickets renewed and
+# passed to load workers).
+# LONG=cluster, throttle, loader, registry, txn, groups or hadoop runs one
+# part only.
+LONG ?= cluster throttle loader registry txn groups hadoop
 test-long:
 	@if [[ " $(LONG) " == *" cluster "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestFault|TestReplication|TestGroupSurvives|TestControlledShutdown' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" throttle "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestDynamicConfigsAndThrottledReassignment' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" loader "* ]]; then set -x; \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestLoadHDFS|TestLoadCrashLoop|TestDataNodeDiesMidWrite' -v ./loader/; fi
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestLoadHDFS|TestLoadCrashLoop|TestDataNodeDiesMidWrite|TestLoadRunsOverlap|TestLoadIcebergCrash' -v ./loader/; fi
 	@if [[ " $(LONG) " == *" registry "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestClusterForwarding' -v ./registry/; fi
+	@if [[ " $(LONG) " == *" txn "* ]]; then set -x; \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestKafkaStreamsExactlyOnceCluster|TestTransactionalMessageCopierRestarts|TestTransactionsCluster' -v ./broker/txn/; fi
+	@if [[ " $(LONG) " == *" groups "* ]]; then set -x; \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestGroupsKIP848Crash' -v ./broker/conformance/; fi
+	@if [[ " $(LONG) " == *" hadoop "* ]]; then set -x; \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 2h -run 'TestYARNApplicationKilled|TestKerberosProcessExecutor' -v ./jobs/ && \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestKerberosTicketRenewal' -v ./internal/fsys/; fi
 
 # Fuzz targets are found, not listed: `go test -list` prints each package's
 # Fuzz* names, then "ok <package>". Go fuzzes one target at a time.

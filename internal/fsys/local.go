@@ -116,16 +116,23 @@ func (l *local) WriteFileAtomic(name string, data []byte) error {
 	return atomicfile.SyncDir(filepath.Dir(p))
 }
 
-func (l *local) Rename(oldname, newname string) error {
+// renamePaths resolves both names of a rename and makes the new one's
+// directory.
+func (l *local) renamePaths(oldname, newname string) (string, string, error) {
 	o, err := l.path(oldname)
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	n, err := l.path(newname)
 	if err != nil {
-		return err
+		return "", "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(n), 0o755); err != nil {
+	return o, n, os.MkdirAll(filepath.Dir(n), 0o755)
+}
+
+func (l *local) Rename(oldname, newname string) error {
+	o, n, err := l.renamePaths(oldname, newname)
+	if err != nil {
 		return err
 	}
 	if err := os.Rename(o, n); err != nil {
@@ -176,15 +183,8 @@ func (l *local) Stat(name string) (fs.FileInfo, error) {
 // rename(2) would replace it (renameat2's RENAME_NOREPLACE is Linux-only
 // and not supported by every file system).
 func (l *local) RenameNoReplace(oldname, newname string) error {
-	o, err := l.path(oldname)
+	o, n, err := l.renamePaths(oldname, newname)
 	if err != nil {
-		return err
-	}
-	n, err := l.path(newname)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(n), 0o755); err != nil {
 		return err
 	}
 	if err := os.Link(o, n); err != nil {
