@@ -67,6 +67,7 @@ type CleanResult struct {
 	BytesBefore, BytesAfter       int64 // their sizes
 	RecordsRead, RecordsRemoved   int64
 	TombstonesRemoved             int64
+	MarkersRemoved                int64 // transaction markers, past their delete horizon
 	BatchesCopied                 int64 // kept byte for byte
 	BatchesRewritten              int64 // recompressed without the removed records
 	BatchesDropped                int64 // no record survived
@@ -174,7 +175,7 @@ func (l *Log) clean(ctx context.Context, now time.Time, firstDirty, upTo int64, 
 		return res, l.cleanFailed(err, r.segs[r.dirtyFrom:r.uncleanable], marks)
 	}
 	groups := groupSegments(r.segs, mapped, cfg)
-	p := &cleanPass{log: l, om: om, now: now.UnixMilli(), cfg: cfg, hook: k.hook, res: &res}
+	p := &cleanPass{log: l, om: om, now: now.UnixMilli(), cfg: cfg, hook: k.hook, res: &res, txns: newTxnCleaning(l)}
 	from := 0
 	for _, g := range groups {
 		// A group's output is only valid while the segments it was
@@ -196,7 +197,7 @@ func (l *Log) clean(ctx context.Context, now time.Time, firstDirty, upTo int64, 
 		"segments_before", res.SegmentsBefore, "segments_after", res.SegmentsAfter,
 		"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
 		"records_read", res.RecordsRead, "records_removed", res.RecordsRemoved,
-		"tombstones_removed", res.TombstonesRemoved,
+		"tombstones_removed", res.TombstonesRemoved, "markers_removed", res.MarkersRemoved,
 		"batches_copied", res.BatchesCopied, "batches_rewritten", res.BatchesRewritten, "batches_dropped", res.BatchesDropped,
 		"offset_map_keys", len(om.last), "duration", res.Duration)
 	return res, nil

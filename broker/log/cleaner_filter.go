@@ -19,17 +19,18 @@ const (
 type filterStats struct {
 	read, removed, tombstonesRemoved int64
 	undecodable                      int64 // batches kept unread
+	markersRemoved                   int64 // transaction markers dropped
 }
 
 // filterBatch decides which records of b survive a cleaning at nowMs and
 // returns the batch to write in b's place (nil when none), following Kafka's
-// MemoryRecords.filterTo and Cleaner.shouldRetainRecord:
+// MemoryRecords.filterTo and Cleaner.shouldRetainRecord. f is the
+// transaction side's verdict (cleaner_txn.go: aborted batches, markers,
+// producers' last batches).
 //
-//   - A control batch is kept as it is. (Kafka also removes transaction
-//     markers once their transaction's records are gone and
-//     delete.retention.ms has passed; Tributary keeps them.) A batch of an
-//     aborted transaction is dropped whole, by the caller, which knows the
-//     partition's transactions (Log.SetTxnView).
+//   - A batch f deletes is dropped whole.
+//   - A marker keeps its one record unless f discards it; one whose
+//     transaction has no batch left gets a delete horizon.
 //   - A batch whose records do not decode is kept as it is: its CRC holds,
 //     so it is what the producer sent (appends do not decompress), and the
 //     cleaner cannot know which of its records are obsolete. Failing
@@ -47,8 +48,19 @@ type filterStats struct {
 //     with the original codec and header, keeping the last offset delta so
 //     that the batch still ends where it did: the producer's last sequence
 //     and the next batch's offset follow from that end.
-func filterBatch(b record.Batch, om *offsetMap, nowMs int64, cfg *Config) (record.Batch, batchVerdict, filterStats, error) {
-	if b.Control() {
+//   - A batch with no survivor is dropped, unless f retains it (its
+//     producer's last): then its header stays, with no records, as
+//     Kafka's writeEmptyHeader writes it.
+func filterBatch(b record.Batch, om *offsetMap, nowMs int64, cfg *Config, f batchFate) (record.Batch, batchVerdict, filterStats, error) {
+	if f.retention == deleteBatch {
+		n := int64(b.RecordCount())
+		st := filterStats{read: n, removed: n}
+		if b.Control() {
+			st.markersRemoved = 1
+		}
+		return nil, batchDropped, st, nil
+	}
+	if b.Control() && !f.discardRecords && !f.emptyTxnMarker {
 		return b, batchCopied, filterStats{read: int64(b.RecordCount())}, nil
 	}
 	recs, err := b.DecodeRecords()
@@ -61,20 +73,39 @@ func filterBatch(b record.Batch, om *offsetMap, nowMs int64, cfg *Config) (recor
 	tombstones := false
 	for i := range recs {
 		r := &recs[i]
-		keep := r.Key != nil && om.retain(r.Key, b.RecordOffset(r)) && (r.Value != nil || !deletesExpired)
+		var keep bool
+		switch {
+		case f.discardRecords:
+		case b.Control():
+			keep = true
+		default:
+			keep = r.Key != nil && om.retain(r.Key, b.RecordOffset(r)) && (r.Value != nil || !deletesExpired)
+		}
 		if !keep {
 			st.removed++
-			if r.Value == nil && r.Key != nil {
+			if !b.Control() && r.Value == nil && r.Key != nil {
 				st.tombstonesRemoved++
 			}
 			continue
 		}
-		tombstones = tombstones || r.Value == nil
+		tombstones = tombstones || (!b.Control() && r.Value == nil)
 		kept = append(kept, *r)
 	}
-	needHorizon := tombstones && !b.HasDeleteHorizon()
+	needHorizon := (tombstones || f.emptyTxnMarker && b.Control()) && !b.HasDeleteHorizon()
 	switch {
+	case len(kept) == 0 && f.retention == retainEmpty:
+		if len(recs) == 0 {
+			return b, batchCopied, st, nil
+		}
+		out, err := emptyBatch(b)
+		if err != nil {
+			return nil, 0, st, err
+		}
+		return out, batchRewritten, st, nil
 	case len(kept) == 0:
+		if b.Control() && len(recs) > 0 {
+			st.markersRemoved = 1
+		}
 		return nil, batchDropped, st, nil
 	case len(kept) == len(recs) && !needHorizon:
 		return b, batchCopied, st, nil
@@ -93,4 +124,16 @@ func filterBatch(b record.Batch, om *offsetMap, nowMs int64, cfg *Config) (recor
 		return nil, 0, st, err
 	}
 	return out, batchRewritten, st, nil
+}
+
+// emptyBatch is b's header with no records, as Kafka's
+// DefaultRecordBatch.writeEmptyHeader writes it: uncompressed, both
+// timestamps the max timestamp, no delete horizon, the same offsets,
+// producer, epoch, sequence and attributes.
+func emptyBatch(b record.Batch) (record.Batch, error) {
+	opts := b.BuildOptions()
+	opts.Codec = record.CodecNone
+	opts.BaseTimestamp, opts.MaxTimestamp = b.MaxTimestamp(), b.MaxTimestamp()
+	opts.DeleteHorizonMs = 0
+	return record.Build(opts, nil)
 }

@@ -48,7 +48,7 @@ func (h *harness) cleanerCommand(t *testing.T, d *datadriven.TestData) (out stri
 	case "records":
 		out, err = h.records(t, d)
 	default:
-		return "", false, nil
+		return h.txnCommand(t, d)
 	}
 	return out, true, err
 }
@@ -163,6 +163,7 @@ func (h *harness) appendKV(t *testing.T, d *datadriven.TestData) (string, error)
 		return "", err
 	}
 	h.ts = opts.BaseTimestamp + int64(len(recs))
+	h.txnApplied(b, info.FirstOffset)
 	return fmt.Sprintf("offsets %d-%d\n", info.FirstOffset, info.LastOffset), nil
 }
 
@@ -186,6 +187,7 @@ func (h *harness) appendControl(t *testing.T, d *datadriven.TestData) (string, e
 	if err != nil {
 		return "", err
 	}
+	h.txnApplied(b, info.FirstOffset)
 	return fmt.Sprintf("offsets %d-%d\n", info.FirstOffset, info.LastOffset), nil
 }
 
@@ -208,6 +210,10 @@ func (h *harness) clean(t *testing.T, d *datadriven.TestData) (string, error) {
 	}
 	fmt.Fprintf(&b, "records read %d, removed %d (tombstones %d); batches copied %d, rewritten %d, dropped %d\n",
 		res.RecordsRead, res.RecordsRemoved, res.TombstonesRemoved, res.BatchesCopied, res.BatchesRewritten, res.BatchesDropped)
+	if res.MarkersRemoved > 0 {
+		fmt.Fprintf(&b, "markers removed %d\n", res.MarkersRemoved)
+	}
+	b.WriteString(h.txnForgotten())
 	b.WriteString(h.segments())
 	return b.String(), nil
 }

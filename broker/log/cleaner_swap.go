@@ -19,6 +19,7 @@ type cleanPass struct {
 	cfg  *Config
 	hook cleanHook
 	res  *CleanResult
+	txns *txnCleaning
 }
 
 // cleanGroup writes the survivors of a group of segments, verify[:n], into
@@ -53,20 +54,14 @@ func (p *cleanPass) cleanGroup(ctx context.Context, verify []*segment, n int, ma
 	for _, s := range group {
 		before += s.size.Load()
 		err := forEachBatch(ctx, s, func(b record.Batch, _ int64) error {
-			kept, v, bs, err := filterBatch(b, p.om, p.now, p.cfg)
-			if l.abortedBatch(b) {
-				// A batch of an aborted transaction: no read_committed
-				// consumer sees it, so it goes (Kafka's cleaner drops it
-				// too; its marker stays).
-				n := int64(b.RecordCount())
-				kept, v, bs, err = nil, batchDropped, filterStats{read: n, removed: n}, nil
-			}
+			kept, v, bs, err := filterBatch(b, p.om, p.now, p.cfg, p.txns.decide(b, p.now))
 			if err != nil {
 				return fmt.Errorf("batch at offset %d of %s: %w", b.BaseOffset(), s.log.Name(), err)
 			}
 			st.read += bs.read
 			st.removed += bs.removed
 			st.tombstonesRemoved += bs.tombstonesRemoved
+			st.markersRemoved += bs.markersRemoved
 			if bs.undecodable > 0 {
 				l.logger.Warn("cleaner kept a batch whose records do not decode", "segment", s.log.Name(),
 					"base_offset", b.BaseOffset())
@@ -91,6 +86,12 @@ func (p *cleanPass) cleanGroup(ctx context.Context, verify []*segment, n int, ma
 		}
 	}
 	p.res.RecordsRead += st.read
+	// Before the install: an index entry must never outlive its marker,
+	// and this group's output may drop markers whose entries go here
+	// (those found without batches in an earlier pass, or this one).
+	if err := p.txns.forgetAborted(); err != nil {
+		return fmt.Errorf("broker/log: cleaning %s: dropping aborted transactions from the index: %w", l.tp, err)
+	}
 	if !changed {
 		// Nothing to remove: leave the segment and its readers alone.
 		p.res.BatchesCopied += copied
@@ -114,6 +115,7 @@ func (p *cleanPass) cleanGroup(ctx context.Context, verify []*segment, n int, ma
 	p.res.BytesAfter += after
 	p.res.RecordsRemoved += st.removed
 	p.res.TombstonesRemoved += st.tombstonesRemoved
+	p.res.MarkersRemoved += st.markersRemoved
 	p.res.BatchesCopied += copied
 	p.res.BatchesRewritten += rewritten
 	p.res.BatchesDropped += dropped

@@ -1,6 +1,8 @@
 package log
 
 import (
+	"github.com/tributary-io/tributary/broker/producer"
+
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +37,7 @@ type harness struct {
 	log *Log
 	now time.Time
 	ts  int64 // next record timestamp when a script gives none
+	txn *txnModel
 }
 
 func (h *harness) close() {
@@ -174,6 +177,9 @@ func (h *harness) open(t *testing.T, d *datadriven.TestData) (string, error) {
 		return "", err
 	}
 	h.log = l
+	if h.txn == nil {
+		h.txn = &txnModel{st: producer.NewState()}
+	}
 	return h.segments(), nil
 }
 

@@ -796,6 +796,34 @@ type TxnView struct {
 	// offset belongs to an aborted transaction: the cleaner removes it,
 	// and never lets its keys remove older records.
 	Aborted func(producerID, offset int64) bool
+	// Producers is each active producer's last batch, read once per
+	// cleaning: the cleaner keeps that batch, emptied if need be, so
+	// that the producer's sequence and epoch survive in the log (Kafka's
+	// lastRecordsOfActiveProducers). Nil: none kept.
+	Producers func() map[int64]ProducerLast
+	// OpenInSnapshots is, for each producer that has an open transaction
+	// in some producer snapshot, the lowest such snapshot's offset: a
+	// restart may load that snapshot and needs the producer's next marker
+	// to close the transaction, so the cleaner keeps every marker of the
+	// producer at or past it. Nil: markers are never removed.
+	OpenInSnapshots func() map[int64]int64
+	// ForgetAborted drops aborted transactions, by producer and marker
+	// offset, from the aborted-transaction index (memory and .txnindex
+	// files, durably): none of their batches is left, and their markers
+	// may go next. The cleaner calls it before it installs the segments
+	// it cleaned, so that an index entry never outlives its marker: a
+	// read_committed consumer given an entry whose marker is gone would
+	// drop the producer's later transactional batches as aborted.
+	ForgetAborted func(keys [][2]int64) error
+}
+
+// ProducerLast is a producer's last batch in the partition: the last
+// offset of its last data batch (-1 when the producer state has none, as
+// after a marker that bumped its epoch: then its last marker of the
+// current epoch is kept instead) and its epoch.
+type ProducerLast struct {
+	LastDataOffset int64
+	Epoch          int16
 }
 
 // SetTxnView gives the cleaner the partition's transactions.

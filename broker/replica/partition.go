@@ -97,7 +97,8 @@ func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self in
 	if err := p.rebuildProducers(); err != nil {
 		return nil, err
 	}
-	l.SetTxnView(&log.TxnView{Stable: p.LastStableOffset, Aborted: p.abortedAt})
+	l.SetTxnView(&log.TxnView{Stable: p.LastStableOffset, Aborted: p.abortedAt, Producers: p.lastBatches,
+		OpenInSnapshots: p.openInSnapshots, ForgetAborted: p.forgetAborted})
 	return p, nil
 }
 
