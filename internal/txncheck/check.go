@@ -10,7 +10,12 @@
 //   - duplicate: a value read at two different offsets;
 //   - torn: a transaction some of whose values were read and some not
 //     (committed or unknown alike: a transaction is all or nothing);
-//   - unknown value: a value no transaction wrote.
+//   - unknown value: a value no transaction wrote;
+//   - past the LSO: a record a read_committed consumer got at or past the
+//     last stable offset of its fetch (Workload's live consumer).
+//
+// Workload (workload.go) runs the producers and the live consumer that
+// make a history to check.
 //
 // A transaction of unknown outcome may be read whole or not at all.
 // Reading the same offset twice (two consumers) is not a duplicate.
@@ -48,18 +53,22 @@ type Read struct {
 // Result counts the anomalies, with examples.
 type Result struct {
 	Lost, AbortedReads, Duplicates, Torn, UnknownValues int
-	Examples                                            []string // at most 10
-	Read, Transactions                                  int
+	// PastLSO counts records a read_committed consumer got at or past
+	// the last stable offset of the fetch that returned them
+	// (Workload.Check; Check alone does not know offsets' LSOs).
+	PastLSO            int
+	Examples           []string // at most 10
+	Read, Transactions int
 }
 
 // Ok says there is no anomaly.
 func (r Result) Ok() bool {
-	return r.Lost+r.AbortedReads+r.Duplicates+r.Torn+r.UnknownValues == 0
+	return r.Lost+r.AbortedReads+r.Duplicates+r.Torn+r.UnknownValues+r.PastLSO == 0
 }
 
 func (r Result) String() string {
-	s := fmt.Sprintf("%d transactions, %d reads: lost %d, aborted reads %d, duplicates %d, torn %d, unknown values %d",
-		r.Transactions, r.Read, r.Lost, r.AbortedReads, r.Duplicates, r.Torn, r.UnknownValues)
+	s := fmt.Sprintf("%d transactions, %d reads: lost %d, aborted reads %d, duplicates %d, torn %d, unknown values %d, past the LSO %d",
+		r.Transactions, r.Read, r.Lost, r.AbortedReads, r.Duplicates, r.Torn, r.UnknownValues, r.PastLSO)
 	if len(r.Examples) > 0 {
 		s += "\n  " + strings.Join(r.Examples, "\n  ")
 	}

@@ -1,0 +1,206 @@
+package txncheck
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Workload runs transactional producers against a topic, Jepsen style:
+// each producer runs transactions one after the other, each writing
+// Records unique values spread over the topic's partitions, and commits or
+// (with probability AbortRatio) aborts it. What the client learns decides
+// the outcome recorded: a commit or abort that returned nil is Committed
+// or Aborted; any error makes the transaction Unknown (the client cannot
+// tell), after which the producer's client is replaced by a new one with
+// the same transactional id, whose InitProducerId fences the old one.
+//
+// A read_committed consumer reads the topic while the producers run and
+// counts records at or past the last stable offset of the fetch response
+// that returned them (PastLSO): a read_committed consumer must never see
+// one.
+type Workload struct {
+	Seeds      []string
+	Topic      string
+	Partitions int32
+	Producers  int
+	Records    int     // per transaction
+	AbortRatio float64 // 0..1
+	// TxnTimeout is each producer's transaction.timeout.ms: a transaction
+	// whose producer was replaced is aborted by the coordinator within it.
+	TxnTimeout time.Duration
+	// Opts are added to every client (producers and the consumer).
+	Opts []kgo.Opt
+	// Logf, if set, is told of unknown outcomes.
+	Logf func(format string, args ...any)
+
+	mu      sync.Mutex
+	txns    []Txn
+	pastLSO []string
+	live    atomic.Int64 // records the live consumer read
+}
+
+// Run runs the producers and the live consumer until ctx ends, then waits
+// for them.
+func (w *Workload) Run(ctx context.Context) error {
+	if w.Producers <= 0 || w.Records <= 0 || w.Partitions <= 0 {
+		return fmt.Errorf("txncheck: workload needs producers, records and partitions (%d, %d, %d)", w.Producers, w.Records, w.Partitions)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, w.Producers+1)
+	for i := range w.Producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.producer(ctx, i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := w.consume(ctx); err != nil {
+			errs <- err
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// History is the transactions run so far.
+func (w *Workload) History() []Txn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Txn(nil), w.txns...)
+}
+
+// PastLSO are the records the live read_committed consumer got at or past
+// their fetch's last stable offset.
+func (w *Workload) PastLSO() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.pastLSO...)
+}
+
+// LiveReads is how many records the live consumer read.
+func (w *Workload) LiveReads() int64 { return w.live.Load() }
+
+func (w *Workload) logf(format string, args ...any) {
+	if w.Logf != nil {
+		w.Logf(format, args...)
+	}
+}
+
+func (w *Workload) client(id string) (*kgo.Client, error) {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(w.Seeds...), kgo.TransactionalID(id),
+		kgo.TransactionTimeout(w.TxnTimeout), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(w.Topic)}, w.Opts...)
+	return kgo.NewClient(opts...)
+}
+
+func (w *Workload) producer(ctx context.Context, i int) error {
+	id := fmt.Sprintf("txncheck-%d", i)
+	rng := rand.New(rand.NewSource(int64(i) + time.Now().UnixNano()))
+	cl, err := w.client(id)
+	if err != nil {
+		return err
+	}
+	defer func() { cl.Close() }()
+	for n := 0; ctx.Err() == nil; n++ {
+		t := Txn{ID: fmt.Sprintf("%s/%d", id, n), Outcome: Unknown}
+		commit := rng.Float64() >= w.AbortRatio
+		for k := range w.Records {
+			t.Values = append(t.Values, fmt.Sprintf("%s-%d-%d", id, n, k))
+		}
+		t.Outcome = w.runTxn(ctx, cl, t, commit, rng)
+		w.mu.Lock()
+		w.txns = append(w.txns, t)
+		w.mu.Unlock()
+		if t.Outcome == Unknown {
+			w.logf("transaction %s: outcome unknown; a new client fences the old one", t.ID)
+			cl.Close()
+			if cl, err = w.client(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runTxn writes one transaction and says what the client knows of its end.
+func (w *Workload) runTxn(ctx context.Context, cl *kgo.Client, t Txn, commit bool, rng *rand.Rand) Outcome {
+	// Bounded by the transaction timeout: a paused or dead broker ends
+	// the attempt, not the workload.
+	tctx, cancel := context.WithTimeout(context.Background(), w.TxnTimeout)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		return Unknown
+	}
+	var failed atomic.Bool
+	start := rng.Int31n(w.Partitions)
+	for k, v := range t.Values {
+		r := &kgo.Record{Value: []byte(v), Partition: (start + int32(k)) % w.Partitions}
+		cl.Produce(tctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Store(true)
+			}
+		})
+	}
+	if err := cl.Flush(tctx); err != nil || failed.Load() {
+		commit = false
+	}
+	if err := cl.EndTransaction(tctx, kgo.TransactionEndTry(commit)); err != nil {
+		return Unknown
+	}
+	if commit {
+		return Committed
+	}
+	return Aborted
+}
+
+// consume reads the topic read_committed while the producers run.
+func (w *Workload) consume(ctx context.Context) error {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(w.Seeds...), kgo.ConsumeTopics(w.Topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200 * time.Millisecond)}, w.Opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				w.live.Add(1)
+				if r.Offset >= p.LastStableOffset {
+					w.mu.Lock()
+					w.pastLSO = append(w.pastLSO, fmt.Sprintf("%q at %d@%d, last stable offset %d", r.Value, p.Partition, r.Offset, p.LastStableOffset))
+					w.mu.Unlock()
+				}
+			}
+		})
+	}
+	return nil
+}
+
+// Check is Check of the workload's history against reads, with the live
+// consumer's reads past the last stable offset.
+func (w *Workload) Check(reads []Read) Result {
+	res := Check(w.History(), reads)
+	past := w.PastLSO()
+	res.PastLSO = len(past)
+	for _, p := range past {
+		if len(res.Examples) < 10 {
+			res.Examples = append(res.Examples, "read past the last stable offset: "+p)
+		}
+	}
+	return res
+}
