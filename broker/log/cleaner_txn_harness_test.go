@@ -67,11 +67,7 @@ func (h *harness) txnCommand(t *testing.T, d *datadriven.TestData) (string, bool
 			Producers: func() map[int64]ProducerLast {
 				out := map[int64]ProducerLast{}
 				for pid, e := range m.st.Producers() {
-					last := int64(-1)
-					if n := len(e.Batches); n > 0 {
-						last = e.Batches[n-1].LastOffset
-					}
-					out[pid] = ProducerLast{LastDataOffset: last, Epoch: e.Epoch}
+					out[pid] = ProducerLast{LastDataOffset: e.LastDataOffset(), Epoch: e.Epoch}
 				}
 				return out
 			},

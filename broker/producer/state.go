@@ -37,6 +37,22 @@ type Entry struct {
 	// producer's open transaction, -1 when none is open: the last stable
 	// offset of the partition cannot pass it.
 	CurrentTxnFirstOffset int64
+	// lastDataEnd is one past the last offset of the producer's last data
+	// batch at this epoch, sequenced or not (a coordinator's
+	// transactional offset commits carry no sequence); 0: none known (an
+	// entry read from a snapshot, which does not carry it, goes by
+	// Batches). The log cleaner keeps that batch (LastDataOffset).
+	lastDataEnd int64
+}
+
+// LastDataOffset is the last offset of the producer's last data batch at
+// its current epoch, -1 when none is known.
+func (e *Entry) LastDataOffset() int64 {
+	last := int64(-1)
+	if l := e.last(); l != nil {
+		last = l.LastOffset
+	}
+	return max(last, e.lastDataEnd-1)
 }
 
 func (e *Entry) last() *BatchMeta {
@@ -179,7 +195,7 @@ func (s *State) Apply(b record.Batch, appendTime int64) *CompletedTxn {
 		e = &Entry{ProducerID: pid, Epoch: b.ProducerEpoch(), CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
 		s.producers[pid] = e
 	} else if b.ProducerEpoch() != e.Epoch {
-		e.Epoch, e.Batches = b.ProducerEpoch(), nil
+		e.Epoch, e.Batches, e.lastDataEnd = b.ProducerEpoch(), nil, 0
 	}
 	e.LastTimestamp = appendTime
 	if b.Control() {
@@ -198,6 +214,7 @@ func (s *State) Apply(b record.Batch, appendTime int64) *CompletedTxn {
 		}
 		return &CompletedTxn{ProducerID: pid, FirstOffset: first, LastOffset: b.LastOffset(), Aborted: typ == record.ControlAbort}
 	}
+	e.lastDataEnd = b.LastOffset() + 1
 	if b.Transactional() && e.CurrentTxnFirstOffset < 0 {
 		e.CurrentTxnFirstOffset = b.BaseOffset()
 		s.open[pid] = b.BaseOffset()

@@ -17,16 +17,15 @@ import (
 
 // lastBatches is each producer's last data batch and epoch: the cleaner
 // keeps that batch so that the producer's sequence survives in the log.
+// A producer with only unsequenced batches (a coordinator's transactional
+// offset commits) has its last one too, as in Kafka: otherwise each of its
+// markers at the current epoch would be kept.
 func (p *Partition) lastBatches() map[int64]log.ProducerLast {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	out := make(map[int64]log.ProducerLast, p.producers.Len())
 	for pid, e := range p.producers.Producers() {
-		last := int64(-1)
-		if n := len(e.Batches); n > 0 {
-			last = e.Batches[n-1].LastOffset
-		}
-		out[pid] = log.ProducerLast{LastDataOffset: last, Epoch: e.Epoch}
+		out[pid] = log.ProducerLast{LastDataOffset: e.LastDataOffset(), Epoch: e.Epoch}
 	}
 	return out
 }
