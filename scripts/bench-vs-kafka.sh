@@ -64,6 +64,11 @@
 #               broker_produce_over_25ms= Tributary's slow produce requests
 #               by its own timer, and fetch_p99_ms= the consumer's Fetch
 #               round trips as the client saw them: where a tail came from
+#      txn      transactional produce (benchcompare txn: franz-go, 100 B,
+#               6 partitions, records produced as fast as the client can
+#               and committed every 1, 10 and 100 ms): committed rec/s and
+#               the EndTxn round trip's p50 and p99; 2 s warm-up,
+#               TXN_SECONDS (10) measured per interval
 #      many     1,000 partitions (10 topics x 100): broker CPU when idle over
 #               10 s, then a 5 s warm-up run and latency at 5,000 records/s as above
 #      rf3      after the single-node rounds, which are stopped first: a
@@ -117,8 +122,9 @@ NTLS=${NTLS:-$(scale 500000)}
 TLS_SIZE=${TLS_SIZE:-1024}
 LAT_RATE=${LAT_RATE:-50000}
 LAT_SECONDS=${LAT_SECONDS:-10}
+TXN_SECONDS=${TXN_SECONDS:-10}
 [ -n "${WORKLOADS:-}" ] && WORKLOADS_SET=1
-WORKLOADS=${WORKLOADS:-p100a1 p100all p100raw p1k p16k p16kraw craw consume kgo lat lat80 many rf3}
+WORKLOADS=${WORKLOADS:-p100a1 p100all p100raw p1k p16k p16kraw craw consume kgo lat lat80 txn many rf3}
 OUT=${OUT:-bench-vs-kafka.txt}
 cores=$(nproc)
 parent=${TRIBUTARY_BENCH_DIR:-tributary-data}
@@ -266,7 +272,7 @@ record() { echo "$*" | tee -a "$OUT"; }
 
 {
 	echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
-	echo "# REPS=$REPS SCALE=$SCALE N100=$N100 N1K=$N1K N16K=$N16K N100RF3=$N100RF3 NTLS=$NTLS TLS_SIZE=$TLS_SIZE LAT_RATE=$LAT_RATE LAT_SECONDS=$LAT_SECONDS WORKLOADS='$WORKLOADS' scripts/bench-vs-kafka.sh"
+	echo "# REPS=$REPS SCALE=$SCALE N100=$N100 N1K=$N1K N16K=$N16K N100RF3=$N100RF3 NTLS=$NTLS TLS_SIZE=$TLS_SIZE LAT_RATE=$LAT_RATE LAT_SECONDS=$LAT_SECONDS TXN_SECONDS=$TXN_SECONDS WORKLOADS='$WORKLOADS' scripts/bench-vs-kafka.sh"
 	echo "# $cores CPUs: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 	echo "# memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "# disk: $(df -h --output=source,fstype,size,avail "$parent" | tail -1 | tr -s ' ')"
@@ -478,6 +484,19 @@ for rep in $(seq "$REPS"); do
 			record "w=lat b=$b rep=$rep $r cpu=$(awk -v a="$c0" -v z="$c1" 'BEGIN { print z - a }')"
 		done
 	fi
+	if has txn; then
+		for ms in 1 10 100; do
+			for b in "${brokers[@]}"; do
+				topic "$b" "txn$ms-$rep" 6
+				settle
+				c0=$(cpu "${pid[$b]}")
+				r=$(bin/benchcompare txn -b "${addr[$b]}" -topic "txn$ms-$rep" -interval "${ms}ms" -size 100 \
+					-warmup 2s -duration "${TXN_SECONDS}s")
+				c1=$(cpu "${pid[$b]}")
+				record "w=txn$ms b=$b rep=$rep $r cpu=$(awk -v a="$c0" -v z="$c1" 'BEGIN { print z - a }')"
+			done
+		done
+	fi
 	if has lat80 && has p100a1; then
 		kmax=$(awk -v rep="$rep" '$1 == "w=p100a1" && $2 == "b=kafka" && $3 == "rep=" rep { sub("recs=", "", $4); print $4 }' "$OUT")
 		rate=$(awk -v m="$kmax" 'BEGIN { printf "%d", 0.8 * m }')
@@ -616,6 +635,10 @@ function add(key, v) { val[key, cnt[key]++] = v; if (rep != "") { pv[key, rep] =
 	if (w == "rss") { add(b SUBSEP "rss", f["hwm_kb"] / 1024); next }
 	if (w == "rss3") { add(b SUBSEP "rss3", f["hwm_kb"] / 1024); next }
 	rep = f["rep"]
+	if (w ~ /^txn/) {
+		add(b SUBSEP w SUBSEP "recs", f["recs"]); add(b SUBSEP w SUBSEP "p50", f["p50_ms"]); add(b SUBSEP w SUBSEP "p99", f["p99_ms"])
+		next
+	}
 	if (w == "lat" || w == "lat80" || w == "lat3" || w == "many") {
 		if (w == "lat80") add(b SUBSEP w SUBSEP "rate", f["rate"])
 		add(b SUBSEP w SUBSEP "p50", f["p50_ms"]); add(b SUBSEP w SUBSEP "p99", f["p99_ms"]); add(b SUBSEP w SUBSEP "p999", f["p999_ms"])
@@ -711,6 +734,12 @@ END {
 	row("e2e latency at 80 % of that: p50", "lat80" SUBSEP "p50", "ms", "", "lo", "%.2f")
 	row("e2e latency at 80 % of that: p99", "lat80" SUBSEP "p99", "ms", "", "lo", "%.2f")
 	row("e2e latency at 80 % of that: p99.9", "lat80" SUBSEP "p999", "ms", "", "lo", "%.2f")
+	for (ti = 1; ti <= 3; ti++) {
+		tw = ti == 1 ? "txn1" : ti == 2 ? "txn10" : "txn100"; tms = substr(tw, 4)
+		row("transactional produce 100 B, commit every " tms " ms", tw SUBSEP "recs", "rec/s", 1, "hi", "%.0f")
+		row("EndTxn p50, commit every " tms " ms", tw SUBSEP "p50", "ms", "", "lo", "%.2f")
+		row("EndTxn p99, commit every " tms " ms", tw SUBSEP "p99", "ms", 1, "lo", "%.2f")
+	}
 	row("1,000 partitions: idle broker CPU", "many" SUBSEP "idle", "% of a core", "", "lo", "%.1f")
 	row("1,000 partitions, 5k rec/s: p99", "many" SUBSEP "p99", "ms", "", "lo", "%.2f")
 	row("3 brokers, RF 3, min ISR 2: produce 100 B, acks=all idempotent", "rf3" SUBSEP "recs", "rec/s", 1.5, "hi", "%.0f")

@@ -8,6 +8,18 @@
 //	benchcompare freeport
 //	benchcompare latency -b 127.0.0.1:9092 -topics t -rate 50000 -warmup 3s -duration 10s
 //
+//	benchcompare txn -b 127.0.0.1:9092 -topic t -interval 10ms -warmup 2s -duration 10s
+//
+// txn is a transactional producer (franz-go, acks=all, linger 5 ms) that
+// produces records of -size bytes as fast as it can, round-robin over the
+// topic's partitions, and commits every -interval: a transaction is its
+// records of one interval, then Flush, then EndTransaction(commit), which
+// is what is timed (the EndTxn round trip, the coordinator's markers
+// included: Tributary answers EndTxn once the markers are written, Kafka
+// after its PrepareCommit). It prints the committed records per second,
+// MB/s, the transactions run, and EndTxn p50, p99 and max in milliseconds,
+// over -duration after -warmup.
+//
 // latency produces records of -size bytes at a fixed -rate (records/s,
 // paced against the wall clock, round-robin over the partitions of all
 // -topics) with franz-go (acks=all, idempotent, linger 0), each value
@@ -39,7 +51,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fatal(errors.New("usage: benchcompare freeport|latency [flags]"))
+		fatal(errors.New("usage: benchcompare freeport|latency|txn [flags]"))
 	}
 	var err error
 	switch os.Args[1] {
@@ -51,6 +63,8 @@ func main() {
 		}
 	case "latency":
 		err = latency(os.Args[2:])
+	case "txn":
+		err = txn(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -292,4 +306,89 @@ func quantile(sorted []int64, q float64) float64 {
 	}
 	i := min(int(q*float64(len(sorted))), len(sorted)-1)
 	return float64(sorted[i]) / 1e6
+}
+
+func txn(args []string) error {
+	fs := flag.NewFlagSet("txn", flag.ContinueOnError)
+	addr := fs.String("b", "", "bootstrap host:port")
+	topic := fs.String("topic", "", "topic")
+	interval := fs.Duration("interval", 10*time.Millisecond, "how long a transaction produces before it commits")
+	warmup := fs.Duration("warmup", 2*time.Second, "transactions not counted")
+	duration := fs.Duration("duration", 10*time.Second, "measured time")
+	size := fs.Int("size", 100, "record size")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *addr == "" || *topic == "" {
+		return errors.New("txn needs -b and -topic")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(*addr), kgo.DefaultProduceTopic(*topic),
+		kgo.TransactionalID(fmt.Sprintf("benchcompare-txn-%d", time.Now().UnixNano())),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(64<<10),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	value := make([]byte, *size)
+	// One whole transaction before the clock starts: the first one
+	// waits for InitProducerId and, on a fresh broker, for
+	// __transaction_state to be created and loaded.
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+		return fmt.Errorf("first transaction: %w", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("first transaction: %w", err)
+	}
+	var failed atomic.Value
+	var records, bytes int64
+	var endTxn []int64
+	begin := time.Now()
+	measureFrom, stop := begin.Add(*warmup), begin.Add(*warmup+*duration)
+	var measured time.Time
+	for time.Now().Before(stop) {
+		counted := !time.Now().Before(measureFrom)
+		if counted && measured.IsZero() {
+			measured = time.Now()
+		}
+		if err := cl.BeginTransaction(); err != nil {
+			return err
+		}
+		n := int64(0)
+		for end := time.Now().Add(*interval); time.Now().Before(end); n++ {
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Store(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			return err
+		}
+		if e := failed.Load(); e != nil {
+			return e.(error)
+		}
+		t0 := time.Now()
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		if counted {
+			endTxn = append(endTxn, time.Since(t0).Nanoseconds())
+			records += n
+			bytes += n * int64(*size)
+		}
+	}
+	wall := time.Since(measured).Seconds()
+	slices.Sort(endTxn)
+	var maxMs float64
+	if len(endTxn) > 0 {
+		maxMs = float64(endTxn[len(endTxn)-1]) / 1e6
+	}
+	fmt.Printf("recs=%.0f MBs=%.2f txns=%d p50_ms=%.2f p99_ms=%.2f max_ms=%.2f\n",
+		float64(records)/wall, float64(bytes)/wall/1e6, len(endTxn), quantile(endTxn, 0.5), quantile(endTxn, 0.99), maxMs)
+	return nil
 }
