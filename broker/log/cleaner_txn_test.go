@@ -174,9 +174,11 @@ func checkTxnLog(t *testing.T, l *Log, want map[string]string, seqs map[int64]in
 // transaction open, every producer's sequence, and the latest committed
 // value of every key.
 func TestCleanTxnCrash(t *testing.T) {
+	t.Parallel()
 	seqs := map[int64]int32{0: 30, 1: 30, 2: 30} // 10 transactions of 3 records each
 	for _, stage := range []cleanStage{stageWritten, stageBeforeCommit, stageCommitted, stageOldDeleted} {
 		t.Run(fmt.Sprint(stage), func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "t-0")
 			zeroRetention := func(c *Config) { c.DeleteRetentionMs = 0 }
 			l := compactedLog(t, dir, false, zeroRetention)
