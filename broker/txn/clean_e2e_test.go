@@ -3,6 +3,7 @@ package txn_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/kafkacli"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
@@ -213,6 +216,11 @@ func TestTransactionsCleaner(t *testing.T) {
 		t.Errorf("DumpLogSegments shows no empty batch (a producer's last, kept for its sequence):\n%s", lastLinesOf(stdout, 30))
 	}
 
+	// So does kafka-go's read_committed fetch, the loader's and tributary
+	// consume's (kafkacli.FetchCommitted), over the cleaned log's empty
+	// batches and markers.
+	checkLatest(t, "kafka-go read_committed", fetchCommittedKeyed(t, b.Addr(), topic), want)
+
 	// Each producer's last batch is in the log: after kill -9 and with the
 	// producer snapshots gone, the broker knows them from the log alone.
 	before := describeProducers(t, adm, topic)
@@ -401,4 +409,47 @@ func lastLinesOf(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// fetchCommittedKeyed reads partition 0 up to its last stable offset with
+// kafkacli.FetchCommitted (kafka-go's transport): each key's values.
+func fetchCommittedKeyed(t *testing.T, addr, topic string) map[string][]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kc := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+	out := map[string][]string{}
+	for off := int64(0); ; {
+		f, err := kafkacli.FetchCommitted(ctx, kc, topic, 0, off, 1<<20, 100*time.Millisecond, func(r *kafka.Record) error {
+			var k, v []byte
+			var err error
+			if r.Key != nil {
+				if k, err = io.ReadAll(r.Key); err != nil {
+					return err
+				}
+			}
+			if r.Value != nil {
+				if v, err = io.ReadAll(r.Value); err != nil {
+					return err
+				}
+			}
+			out[string(k)] = append(out[string(k)], string(v))
+			return nil
+		})
+		if err == nil && f.Err != nil {
+			err = f.Err
+		}
+		if err != nil {
+			t.Fatalf("FetchCommitted at %d: %v", off, err)
+		}
+		if f.Next > off {
+			off = f.Next
+		}
+		if off >= f.LastStable {
+			return out
+		}
+		if f.Next < 0 {
+			t.Fatalf("FetchCommitted at %d covered nothing below the last stable offset %d", off, f.LastStable)
+		}
+	}
 }
