@@ -166,7 +166,7 @@ func newPerfConsumeCommand(bootstrap *string) *cobra.Command {
 		Use:   "consume",
 		Short: "Measure consumer throughput",
 		Long: `Read --records records of --topic from the start of every partition (one
-kafka-go Reader per partition, no consumer group) and report the rate.
+fetch loop per partition over kafka-go's transport, no consumer group) and report the rate.
 
 Every --report-interval a line goes to stderr:
   N records received, R records/sec (M MB/sec), T of W so far.

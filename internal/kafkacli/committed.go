@@ -35,6 +35,20 @@ type CommittedFetch struct {
 // fn with each committed record, in offset order, before it reads the
 // next: a record's bytes are valid only during the call.
 func FetchCommitted(ctx context.Context, c *kafka.Client, topic string, partition int32, offset int64, maxBytes int, maxWait time.Duration, fn func(*kafka.Record) error) (*CommittedFetch, error) {
+	return Fetch(ctx, c, topic, partition, offset, maxBytes, maxWait, true, fn)
+}
+
+// Fetch is FetchCommitted, or with committed false a read_uncommitted
+// fetch: every record up to the high watermark, markers skipped.
+// `tributary consume` reads both isolation levels this way rather than
+// with kafka-go's Reader, whose parser panics on two adjacent record
+// batches with no records (kafka-go issue #874): the cleaner leaves such
+// batches, a producer's last one emptied for its sequence.
+func Fetch(ctx context.Context, c *kafka.Client, topic string, partition int32, offset int64, maxBytes int, maxWait time.Duration, committed bool, fn func(*kafka.Record) error) (*CommittedFetch, error) {
+	var isolation int8
+	if committed {
+		isolation = 1
+	}
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -49,7 +63,7 @@ func FetchCommitted(ctx context.Context, c *kafka.Client, topic string, partitio
 	}
 	m, err := tr.RoundTrip(ctx, c.Addr, &fetchAPI.Request{
 		ReplicaID: -1, MaxWaitTime: int32(maxWait.Milliseconds()), MinBytes: 1, MaxBytes: int32(maxBytes),
-		IsolationLevel: 1, SessionID: -1, SessionEpoch: -1,
+		IsolationLevel: isolation, SessionID: -1, SessionEpoch: -1,
 		Topics: []fetchAPI.RequestTopic{{Topic: topic, Partitions: []fetchAPI.RequestPartition{{
 			Partition: partition, CurrentLeaderEpoch: -1, FetchOffset: offset, LogStartOffset: -1, PartitionMaxBytes: int32(maxBytes),
 		}}}},
@@ -84,7 +98,9 @@ func FetchCommitted(ctx context.Context, c *kafka.Client, topic string, partitio
 	// Kafka's consumer: a producer's transaction is aborted from the first
 	// offset the fetch names up to its abort marker.
 	open := map[int64]bool{}
+	var lastBase int64 = -1
 	for _, b := range batches {
+		lastBase = max(lastBase, batchLast(b))
 		var pid int64 = -1
 		transactional, control := false, false
 		switch b := b.(type) {
@@ -121,6 +137,15 @@ func FetchCommitted(ctx context.Context, c *kafka.Client, topic string, partitio
 				}
 			}
 		}
+	}
+	if out.Next < 0 && lastBase >= 0 {
+		// Only batches the cleaner emptied (a fetch reads one segment,
+		// so it can hold nothing else): kafka-go drops a batch's last
+		// offset delta, so move past the last one's base. Each of the
+		// batches before it ends before the next one starts, and the
+		// last one has no record: nothing is skipped. A fetch inside it
+		// returns it again, and moves one offset further.
+		out.Next = max(lastBase, offset) + 1
 	}
 	return out, nil
 }

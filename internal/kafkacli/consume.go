@@ -111,12 +111,12 @@ type ConsumeConfig struct {
 	ReadCommitted bool
 }
 
-// Consume reads the partitions directly, one kafka-go Reader per partition
-// (no consumer group), and calls fn with each record from a single
+// Consume reads the partitions directly, one fetch loop per partition
+// (no consumer group; Fetch, not kafka-go's Reader), and calls fn with each record from a single
 // goroutine: in offset order within a partition, interleaved across
 // partitions as they arrive. It runs until fn returns ErrStop (nil is
 // returned), fn fails, a reader fails, or ctx ends (ctx's error is
-// returned). The readers finish closing in the background, within MaxWait.
+// returned).
 func (c *Cluster) Consume(ctx context.Context, cfg ConsumeConfig, fn func(*kafka.Message) error) error {
 	maxWait := cfg.MaxWait
 	if maxWait <= 0 {
@@ -139,67 +139,22 @@ func (c *Cluster) Consume(ctx context.Context, cfg ConsumeConfig, fn func(*kafka
 		partitions = append(partitions, p)
 	}
 	sort.Ints(partitions)
-	readers := make([]*kafka.Reader, 0, len(partitions))
 	var wg sync.WaitGroup
-	dialer, err := Dialer()
-	if err != nil {
-		return err
-	}
 	for _, p := range partitions {
-		if cfg.ReadCommitted {
-			wg.Add(1)
-			go func(p int) {
-				defer wg.Done()
-				if err := c.consumeCommitted(ctx, cfg.Topic, p, cfg.Offsets[p], maxBytes, maxWait, func(m kafka.Message) bool {
-					select {
-					case items <- item{m: m}:
-						return true
-					case <-ctx.Done():
-						return false
-					}
-				}); err != nil && ctx.Err() == nil {
-					select {
-					case items <- item{err: fmt.Errorf("reading %q partition %d: %w", cfg.Topic, p, err)}:
-					case <-ctx.Done():
-					}
-				}
-			}(p)
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{
-			Brokers:     c.Brokers,
-			Topic:       cfg.Topic,
-			Partition:   p,
-			Dialer:      dialer,
-			MinBytes:    1,
-			MaxBytes:    maxBytes,
-			MaxWait:     maxWait,
-			ErrorLogger: debugLogger(fmt.Sprintf("kafka-go reader %s/%d", cfg.Topic, p)),
-		})
-		if err := r.SetOffset(cfg.Offsets[p]); err != nil {
-			r.Close()
-			return err
-		}
-		readers = append(readers, r)
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
-			for {
-				m, err := r.FetchMessage(ctx)
-				if err != nil {
-					if ctx.Err() == nil {
-						err = fmt.Errorf("reading %q partition %d: %w", cfg.Topic, p, err)
-						select {
-						case items <- item{err: err}:
-						case <-ctx.Done():
-						}
-					}
-					return
-				}
+			if err := c.consumeFetch(ctx, cfg.Topic, p, cfg.Offsets[p], maxBytes, maxWait, cfg.ReadCommitted, func(m kafka.Message) bool {
 				select {
 				case items <- item{m: m}:
+					return true
 				case <-ctx.Done():
-					return
+					return false
+				}
+			}); err != nil && ctx.Err() == nil {
+				select {
+				case items <- item{err: fmt.Errorf("reading %q partition %d: %w", cfg.Topic, p, err)}:
+				case <-ctx.Done():
 				}
 			}
 		}(p)
@@ -207,12 +162,6 @@ func (c *Cluster) Consume(ctx context.Context, cfg ConsumeConfig, fn func(*kafka
 	defer func() {
 		cancel()
 		wg.Wait()
-		// A Reader's Close waits for its fetch in flight, up to MaxWait,
-		// and nothing read after this point is wanted: close in the
-		// background rather than make every command linger on exit.
-		for _, r := range readers {
-			go r.Close()
-		}
 	}()
 
 	var idle <-chan time.Time
@@ -245,13 +194,12 @@ func (c *Cluster) Consume(ctx context.Context, cfg ConsumeConfig, fn func(*kafka
 	}
 }
 
-// consumeCommitted reads a partition read_committed from offset with
-// FetchCommitted and hands each record to send until send says stop or
-// ctx ends.
-func (c *Cluster) consumeCommitted(ctx context.Context, topic string, p int, offset int64, maxBytes int, maxWait time.Duration, send func(kafka.Message) bool) error {
+// consumeFetch reads a partition from offset with Fetch, read_committed
+// or not, and hands each record to send until send says stop or ctx ends.
+func (c *Cluster) consumeFetch(ctx context.Context, topic string, p int, offset int64, maxBytes int, maxWait time.Duration, committed bool, send func(kafka.Message) bool) error {
 	for ctx.Err() == nil {
 		var batch []kafka.Message
-		resp, err := FetchCommitted(ctx, c.Client, topic, int32(p), offset, maxBytes, maxWait, func(r *kafka.Record) error {
+		resp, err := Fetch(ctx, c.Client, topic, int32(p), offset, maxBytes, maxWait, committed, func(r *kafka.Record) error {
 			if r.Offset < offset {
 				return nil
 			}
