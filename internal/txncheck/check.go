@@ -36,6 +36,16 @@ const (
 	Unknown
 )
 
+func (o Outcome) String() string {
+	switch o {
+	case Committed:
+		return "committed"
+	case Aborted:
+		return "aborted"
+	}
+	return "outcome unknown"
+}
+
 // Txn is one transaction: its values and its outcome.
 type Txn struct {
 	ID      string

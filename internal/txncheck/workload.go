@@ -2,12 +2,14 @@ package txncheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -15,10 +17,11 @@ import (
 // each producer runs transactions one after the other, each writing
 // Records unique values spread over the topic's partitions, and commits or
 // (with probability AbortRatio) aborts it. What the client learns decides
-// the outcome recorded: a commit or abort that returned nil is Committed
-// or Aborted; any error makes the transaction Unknown (the client cannot
-// tell), after which the producer's client is replaced by a new one with
-// the same transactional id, whose InitProducerId fences the old one.
+// the outcome recorded: a commit that returned nil is Committed; an abort,
+// and a commit franz-go did not send, are Aborted whatever they returned;
+// a commit sent that returned an error is Unknown (the client cannot
+// tell). After any error the producer's client is replaced by a new one
+// with the same transactional id, whose InitProducerId fences the old one.
 //
 // A read_committed consumer reads the topic while the producers run and
 // counts records at or past the last stable offset of the fetch response
@@ -119,12 +122,13 @@ func (w *Workload) producer(ctx context.Context, i int) error {
 		for k := range w.Records {
 			t.Values = append(t.Values, fmt.Sprintf("%s-%d-%d", id, n, k))
 		}
-		t.Outcome = w.runTxn(ctx, cl, t, commit, rng)
+		var failed error
+		t.Outcome, failed = w.runTxn(ctx, cl, t, commit, rng)
 		w.mu.Lock()
 		w.txns = append(w.txns, t)
 		w.mu.Unlock()
-		if t.Outcome == Unknown {
-			w.logf("transaction %s: outcome unknown; a new client fences the old one", t.ID)
+		if failed != nil {
+			w.logf("transaction %s: %s (%v); a new client fences the old one", t.ID, t.Outcome, failed)
 			cl.Close()
 			if cl, err = w.client(id); err != nil {
 				return err
@@ -134,14 +138,24 @@ func (w *Workload) producer(ctx context.Context, i int) error {
 	return nil
 }
 
-// runTxn writes one transaction and says what the client knows of its end.
-func (w *Workload) runTxn(ctx context.Context, cl *kgo.Client, t Txn, commit bool, rng *rand.Rand) Outcome {
+// runTxn writes one transaction and says what the client knows of its
+// end, and the error that makes the client unusable, if any.
+//
+// Only a commit that was sent can have committed: a transaction the
+// workload meant to abort (or had to, a produce having failed), and one
+// whose commit franz-go did not send (OperationNotAttempted: the producer
+// id failed first), is Aborted whatever EndTransaction returned. The
+// coordinator never got a commit for it, and the replacement client's
+// InitProducerId, or the transaction timeout, aborts it. Recording it
+// Unknown would accept it read whole: the aborted read a failover bug
+// makes would pass.
+func (w *Workload) runTxn(ctx context.Context, cl *kgo.Client, t Txn, commit bool, rng *rand.Rand) (Outcome, error) {
 	// Bounded by the transaction timeout: a paused or dead broker ends
 	// the attempt, not the workload.
 	tctx, cancel := context.WithTimeout(context.Background(), w.TxnTimeout)
 	defer cancel()
 	if err := cl.BeginTransaction(); err != nil {
-		return Unknown
+		return Aborted, err // nothing was produced
 	}
 	var failed atomic.Bool
 	start := rng.Int31n(w.Partitions)
@@ -156,13 +170,19 @@ func (w *Workload) runTxn(ctx context.Context, cl *kgo.Client, t Txn, commit boo
 	if err := cl.Flush(tctx); err != nil || failed.Load() {
 		commit = false
 	}
-	if err := cl.EndTransaction(tctx, kgo.TransactionEndTry(commit)); err != nil {
+	err := cl.EndTransaction(tctx, kgo.TransactionEndTry(commit))
+	return outcome(commit, err), err
+}
+
+// outcome is what a transaction's end tells: see runTxn.
+func outcome(commit bool, endErr error) Outcome {
+	switch {
+	case !commit || errors.Is(endErr, kerr.OperationNotAttempted):
+		return Aborted
+	case endErr != nil:
 		return Unknown
 	}
-	if commit {
-		return Committed
-	}
-	return Aborted
+	return Committed
 }
 
 // consume reads the topic read_committed while the producers run.
