@@ -23,9 +23,11 @@ import (
 // (SIGSTOP, then SIGCONT); a read_committed consumer reads along. Then
 // every partition's LSO reaches its high watermark and the topic read
 // read_committed must show no lost committed write, no aborted read, no
-// duplicate, no torn transaction, and the live consumer no record past
-// the LSO. The same history checked against a read_uncommitted read must
-// find aborted reads: the checker can fail.
+// duplicate, no torn transaction, and the live consumer (whose reads are
+// checked with the final read) no record past the LSO and none before its
+// commit was requested. The same history checked against a
+// read_uncommitted read must find aborted reads, and so must a live
+// read_uncommitted consumer: the checker can fail.
 //
 // make test: 6 producers, one round of the three faults (~15 s of
 // workload). make test-long (TRIBUTARY_TEST_LONG): 10 producers, the
@@ -54,7 +56,7 @@ func TestTransactionsCheckerFaults(t *testing.T) {
 	w := &txncheck.Workload{
 		Seeds: strings.Split(c.Bootstrap(), ","), Topic: topic, Partitions: partitions,
 		Producers: producers, Records: 4, AbortRatio: 0.3, TxnTimeout: 8 * time.Second,
-		Logf: t.Logf,
+		Logf: t.Logf, UncommittedControl: true,
 	}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -151,5 +153,13 @@ func TestTransactionsCheckerFaults(t *testing.T) {
 		t.Fatalf("read_uncommitted should show aborted reads to the checker: %v", un)
 	} else {
 		t.Logf("read_uncommitted (the checker's negative control): %d aborted reads", un.AbortedReads)
+	}
+	// The live checks can fail too: a read_uncommitted consumer reading
+	// along shows aborted reads, and reads before their commit was
+	// requested, to the same live check.
+	if ctl := w.CheckControl(); ctl.AbortedReads == 0 {
+		t.Fatalf("the live read_uncommitted control should show aborted reads: %v", ctl)
+	} else {
+		t.Logf("live read_uncommitted control: %d aborted reads, %d uncommitted reads", ctl.AbortedReads, ctl.PastLSO)
 	}
 }

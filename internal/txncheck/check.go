@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Outcome is what the producer knows of a transaction's end.
@@ -48,9 +49,11 @@ func (o Outcome) String() string {
 
 // Txn is one transaction: its values and its outcome.
 type Txn struct {
-	ID      string
-	Values  []string
-	Outcome Outcome
+	ID       string
+	Producer int // Workload's producer index
+	Values   []string
+	Outcome  Outcome
+	End      time.Time // when the producer learnt the outcome (Workload)
 }
 
 // Read is one value a read_committed consumer got.

@@ -23,10 +23,17 @@ import (
 // tell). After any error the producer's client is replaced by a new one
 // with the same transactional id, whose InitProducerId fences the old one.
 //
-// A read_committed consumer reads the topic while the producers run and
-// counts records at or past the last stable offset of the fetch response
-// that returned them (PastLSO): a read_committed consumer must never see
-// one.
+// A read_committed consumer reads the topic while the producers run. Its
+// reads go to Check with the final read (an aborted value it read, or a
+// value it read at another offset than the final read, is an anomaly
+// there too), and it counts as past the LSO a record at or past the last
+// stable offset of the fetch that returned it, or read before its
+// transaction's commit was even requested (an uncommitted read: the
+// check that can see a wrong LSO, which the same fetch's LSO cannot).
+//
+// With UncommittedControl a second live consumer reads read_uncommitted,
+// checked by CheckControl: it must show aborted or uncommitted reads, or
+// the live checks could not fail.
 type Workload struct {
 	Seeds      []string
 	Topic      string
@@ -41,11 +48,23 @@ type Workload struct {
 	Opts []kgo.Opt
 	// Logf, if set, is told of unknown outcomes.
 	Logf func(format string, args ...any)
+	// UncommittedControl adds a read_uncommitted live consumer
+	// (CheckControl).
+	UncommittedControl bool
 
-	mu      sync.Mutex
-	txns    []Txn
-	pastLSO []string
-	live    atomic.Int64 // records the live consumer read
+	mu        sync.Mutex
+	txns      []Txn
+	requested map[string]time.Time // transaction ID → when its commit was requested
+	pastLSO   []string
+	liveReads []LiveRead   // the read_committed live consumer's
+	control   []LiveRead   // the read_uncommitted one's
+	live      atomic.Int64 // records the live consumer read
+}
+
+// LiveRead is a Read by a live consumer, with when the client got it.
+type LiveRead struct {
+	Read
+	At time.Time
 }
 
 // Run runs the producers and the live consumer until ctx ends, then waits
@@ -68,10 +87,19 @@ func (w *Workload) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := w.consume(ctx); err != nil {
+		if err := w.consume(ctx, true); err != nil {
 			errs <- err
 		}
 	}()
+	if w.UncommittedControl {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.consume(ctx, false); err != nil {
+				errs <- err
+			}
+		}()
+	}
 	wg.Wait()
 	close(errs)
 	return <-errs
@@ -117,13 +145,14 @@ func (w *Workload) producer(ctx context.Context, i int) error {
 	}
 	defer func() { cl.Close() }()
 	for n := 0; ctx.Err() == nil; n++ {
-		t := Txn{ID: fmt.Sprintf("%s/%d", id, n), Outcome: Unknown}
+		t := Txn{ID: fmt.Sprintf("%s/%d", id, n), Producer: i, Outcome: Unknown}
 		commit := rng.Float64() >= w.AbortRatio
 		for k := range w.Records {
 			t.Values = append(t.Values, fmt.Sprintf("%s-%d-%d", id, n, k))
 		}
 		var failed error
 		t.Outcome, failed = w.runTxn(ctx, cl, t, commit, rng)
+		t.End = time.Now()
 		w.mu.Lock()
 		w.txns = append(w.txns, t)
 		w.mu.Unlock()
@@ -170,6 +199,16 @@ func (w *Workload) runTxn(ctx context.Context, cl *kgo.Client, t Txn, commit boo
 	if err := cl.Flush(tctx); err != nil || failed.Load() {
 		commit = false
 	}
+	if commit {
+		// Before the request: a read at or after this instant may be
+		// committed, any earlier one is not.
+		w.mu.Lock()
+		if w.requested == nil {
+			w.requested = map[string]time.Time{}
+		}
+		w.requested[t.ID] = time.Now()
+		w.mu.Unlock()
+	}
 	err := cl.EndTransaction(tctx, kgo.TransactionEndTry(commit))
 	return outcome(commit, err), err
 }
@@ -185,10 +224,15 @@ func outcome(commit bool, endErr error) Outcome {
 	return Committed
 }
 
-// consume reads the topic read_committed while the producers run.
-func (w *Workload) consume(ctx context.Context) error {
+// consume reads the topic while the producers run: read_committed, or
+// read_uncommitted for the control.
+func (w *Workload) consume(ctx context.Context, committed bool) error {
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(w.Seeds...), kgo.ConsumeTopics(w.Topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(iso), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200 * time.Millisecond)}, w.Opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -197,29 +241,85 @@ func (w *Workload) consume(ctx context.Context) error {
 	defer cl.Close()
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
+		at := time.Now()
+		var reads []LiveRead
+		var past []string
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
-				w.live.Add(1)
-				if r.Offset >= p.LastStableOffset {
-					w.mu.Lock()
-					w.pastLSO = append(w.pastLSO, fmt.Sprintf("%q at %d@%d, last stable offset %d", r.Value, p.Partition, r.Offset, p.LastStableOffset))
-					w.mu.Unlock()
+				reads = append(reads, LiveRead{Read{string(r.Value), r.Partition, r.Offset}, at})
+				if committed && r.Offset >= p.LastStableOffset {
+					past = append(past, fmt.Sprintf("%q at %d@%d, last stable offset %d", r.Value, p.Partition, r.Offset, p.LastStableOffset))
 				}
 			}
 		})
+		w.mu.Lock()
+		if committed {
+			w.live.Add(int64(len(reads)))
+			w.liveReads = append(w.liveReads, reads...)
+			w.pastLSO = append(w.pastLSO, past...)
+		} else {
+			w.control = append(w.control, reads...)
+		}
+		w.mu.Unlock()
 	}
 	return nil
 }
 
-// Check is Check of the workload's history against reads, with the live
-// consumer's reads past the last stable offset.
+// Check is Check of the workload's history against reads (the final
+// read) and the live consumer's reads, with the live reads past the LSO
+// and before their commit was requested counted as PastLSO.
 func (w *Workload) Check(reads []Read) Result {
-	res := Check(w.History(), reads)
-	past := w.PastLSO()
-	res.PastLSO = len(past)
+	w.mu.Lock()
+	txns, requested := append([]Txn(nil), w.txns...), w.requested
+	live, past := append([]LiveRead(nil), w.liveReads...), append([]string(nil), w.pastLSO...)
+	w.mu.Unlock()
+	res := CheckLive(txns, requested, live, reads)
+	res.PastLSO += len(past)
 	for _, p := range past {
 		if len(res.Examples) < 10 {
 			res.Examples = append(res.Examples, "read past the last stable offset: "+p)
+		}
+	}
+	return res
+}
+
+// CheckControl is CheckLive of the read_uncommitted live consumer's reads
+// alone (UncommittedControl): they must show aborted or uncommitted reads.
+func (w *Workload) CheckControl() Result {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return CheckLive(w.txns, w.requested, w.control, nil)
+}
+
+// CheckLive is Check of txns against the live reads and the final ones
+// together, plus the live reads of a value before its transaction's commit
+// was requested (requested: transaction ID → when), counted as PastLSO:
+// no correct broker shows a committed read a value then. A value of a
+// transaction never committed is an aborted read, or an unknown one's,
+// not counted here.
+func CheckLive(txns []Txn, requested map[string]time.Time, live []LiveRead, final []Read) Result {
+	reads := make([]Read, 0, len(live)+len(final))
+	for _, r := range live {
+		reads = append(reads, r.Read)
+	}
+	reads = append(reads, final...)
+	res := Check(txns, reads)
+	owner := map[string]string{}
+	for _, t := range txns {
+		for _, v := range t.Values {
+			owner[v] = t.ID
+		}
+	}
+	for _, r := range live {
+		id, ok := owner[r.Value]
+		if !ok {
+			continue
+		}
+		if at, ok := requested[id]; ok && r.At.Before(at) {
+			res.PastLSO++
+			if len(res.Examples) < 10 {
+				res.Examples = append(res.Examples, fmt.Sprintf("uncommitted read: %q of transaction %s at %d@%d, %s before its commit was requested", r.Value, id, r.Partition, r.Offset, at.Sub(r.At)))
+			}
 		}
 	}
 	return res
