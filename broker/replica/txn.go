@@ -44,6 +44,11 @@ type txnState struct {
 	aborted   []producer.CompletedTxn           // by marker offset
 	byPID     map[int64][]producer.CompletedTxn // aborted, by producer, by marker offset
 	onDisk    map[[2]int64]bool                 // (producer, marker offset) of the index files' entries
+	// files serializes the writers of the .txnindex files: the appends
+	// of new entries (under mu) and the cleaner's rewrites (not under mu,
+	// whose holders, every append and fetch, must not wait for its
+	// fsyncs). Order: mu, then files.
+	files sync.Mutex
 }
 
 const (
@@ -165,7 +170,10 @@ func (p *Partition) txnsChangedLocked(done []producer.CompletedTxn, write bool) 
 		t.byPID[c.ProducerID] = append(t.byPID[c.ProducerID], c)
 		key := [2]int64{c.ProducerID, c.LastOffset}
 		if write && !t.onDisk[key] {
-			if err := appendTxnIndex(p.Log.Dir(), p.Log.SegmentBase(c.LastOffset), c, c.LastOffset+1); err != nil {
+			t.files.Lock()
+			err := appendTxnIndex(p.Log.Dir(), p.Log.SegmentBase(c.LastOffset), c, c.LastOffset+1)
+			t.files.Unlock()
+			if err != nil {
 				// The log holds the marker: a restart rebuilds the entry.
 				p.logger.Warn("writing the transaction index", "err", err)
 			} else {
@@ -185,6 +193,8 @@ func (p *Partition) loadTxnIndexLocked(from int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.openFirst, t.pending, t.aborted, t.onDisk, t.byPID = -1, nil, nil, map[[2]int64]bool{}, map[int64][]producer.CompletedTxn{}
+	t.files.Lock()
+	defer t.files.Unlock()
 	dir := p.Log.Dir()
 	ents, err := os.ReadDir(dir)
 	if err != nil {

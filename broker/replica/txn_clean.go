@@ -52,25 +52,42 @@ func (p *Partition) openInSnapshots() map[int64]int64 {
 }
 
 // forgetAborted drops aborted transactions, by producer and marker offset,
-// from the in-memory index and from the .txnindex files, which are
-// rewritten and fsynced before it returns: the cleaner removes their
-// markers only after that, and an entry read back after a crash whose
-// marker is gone would make read_committed consumers drop the producer's
-// later transactional batches.
+// from the .txnindex files, which are rewritten and fsynced, then from the
+// in-memory index, before it returns: the cleaner removes their markers
+// only after that, and an entry read back after a crash whose marker is
+// gone would make read_committed consumers drop the producer's later
+// transactional batches.
+//
+// The files are rewritten under t.files, not t.mu: every append and fetch
+// takes t.mu, and the rewrite's directory scan and fsyncs would stall
+// them. Only an append of an abort marker (which appends to a file) waits.
+// The in-memory entries go after the files: until then a fetch still names
+// the aborted transaction, whose batches are still in the log anyway.
 func (p *Partition) forgetAborted(keys [][2]int64) error {
 	drop := make(map[[2]int64]bool, len(keys))
+	var maxOffset int64 = -1
 	for _, k := range keys {
 		drop[k] = true
+		maxOffset = max(maxOffset, k[1])
 	}
 	t := &p.txns
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	onDisk := false
 	for k := range drop {
 		onDisk = onDisk || t.onDisk[k]
+	}
+	t.mu.Unlock()
+	gone := func(c producer.CompletedTxn) bool { return drop[[2]int64{c.ProducerID, c.LastOffset}] }
+	if onDisk {
+		if err := p.rewriteTxnIndex(gone, maxOffset); err != nil {
+			return err
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k := range drop {
 		delete(t.onDisk, k)
 	}
-	gone := func(c producer.CompletedTxn) bool { return drop[[2]int64{c.ProducerID, c.LastOffset}] }
 	t.aborted = slices.DeleteFunc(t.aborted, gone)
 	for pid, cs := range t.byPID {
 		if cs = slices.DeleteFunc(cs, gone); len(cs) == 0 {
@@ -79,8 +96,23 @@ func (p *Partition) forgetAborted(keys [][2]int64) error {
 			t.byPID[pid] = cs
 		}
 	}
-	if !onDisk {
-		return nil
+	return nil
+}
+
+// forgetAbortedIOHook, if set (tests), runs while forgetAborted rewrites
+// the index files.
+var forgetAbortedIOHook func()
+
+// rewriteTxnIndex removes the entries gone says from the .txnindex files,
+// durably. An entry is in the file of the segment that held its marker
+// when it was written, whose base is at or before the marker: files based
+// past maxOffset cannot hold one.
+func (p *Partition) rewriteTxnIndex(gone func(producer.CompletedTxn) bool, maxOffset int64) error {
+	t := &p.txns
+	t.files.Lock()
+	defer t.files.Unlock()
+	if forgetAbortedIOHook != nil {
+		forgetAbortedIOHook()
 	}
 	dir := p.Log.Dir()
 	ents, err := os.ReadDir(dir)
@@ -92,7 +124,8 @@ func (p *Partition) forgetAborted(keys [][2]int64) error {
 		if !ok {
 			continue
 		}
-		if _, err := strconv.ParseInt(digits, 10, 64); err != nil {
+		base, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil || base > maxOffset {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
