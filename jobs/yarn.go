@@ -16,13 +16,14 @@ package jobs
 // What reaches HDFS (the staging dir, by default <target>/_tributary/yarn):
 //
 //	lib/<am jar>                          the AM's jar, uploaded once
-//	tributary/<application id>/tributary  the binary, per application
+//	bin/<sha256>/<application id>         copies of the binary, uploaded once per content
+//	tributary/<application id>/tributary  the binary while the application runs
 //	tributary/<application id>/shellCommands  the worker command (Java's writeUTF)
 //
 // DistributedShell localizes a container's files only from
-// <homedir>/<appname>/<application id>/ (its --localized_files), hence the
-// binary per application, as Spark and MapReduce upload theirs per job; the
-// directory is removed when the application ends.
+// <homedir>/<appname>/<application id>/ (its --localized_files): a copy of
+// the binary is renamed there for the application's life and back after
+// (yarn_binary.go); the directory is removed when the application ends.
 //
 // Each container runs
 //
@@ -176,6 +177,9 @@ type Application struct {
 	ContainerIDs []string `json:"containerIds,omitempty"`
 	// Logs says where the containers' logs are.
 	Logs string `json:"logs,omitempty"`
+	// BinaryReused: the tributary binary was already on HDFS (a copy an
+	// earlier application gave back), not uploaded for this one.
+	BinaryReused bool `json:"binaryReused,omitempty"`
 }
 
 // yarnExecutor submits a plan's units as one DistributedShell application.
@@ -250,16 +254,23 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		return err
 	}
 	appDir := path.Join(yarnAppName, appID)
+	// Localized by the AM from <homedir>/<appname>/<app id>/ (yarn_binary.go).
+	reused, giveBack, err := e.stageBinary(fs, staging, path.Join(appDir, "tributary"), appID)
+	if err != nil {
+		fs.RemoveAll(appDir)
+		return err
+	}
+	var app Application
 	defer func() {
+		// A lost RM leaves the application's end unknown: its containers
+		// may still localize the binary, so it is not taken back.
+		if app.ID == "" || !app.Ended.IsZero() {
+			giveBack()
+		}
 		if err := fs.RemoveAll(appDir); err != nil {
 			e.log.Warn("removing the application's staging dir", "dir", staging+"/"+appDir, "err", err)
 		}
 	}()
-	binRes, err := e.upload(fs, staging, path.Join(appDir, "tributary"), func() (io.ReadCloser, error) { return os.Open(e.binary()) })
-	if err != nil {
-		return fmt.Errorf("yarn: uploading the tributary binary: %w", err)
-	}
-	_ = binRes // localized by the AM from <homedir>/<appname>/<app id>/
 	cmdRes, err := e.upload(fs, staging, path.Join(appDir, "shellCommands"), func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(writeUTF(command))), nil
 	})
@@ -316,7 +327,8 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if err := e.call(ctx, http.MethodPost, rm+"/ws/v1/cluster/apps", body, nil); err != nil {
 		return err
 	}
-	app := Application{ID: appID, State: "SUBMITTED", Containers: n, Started: began.UTC(), Submitted: submitted.UTC(), Queue: e.cfg.Queue}
+	app = Application{ID: appID, State: "SUBMITTED", Containers: n, Started: began.UTC(), Submitted: submitted.UTC(), Queue: e.cfg.Queue,
+		BinaryReused: reused}
 	e.record(app)
 	e.log.Info("YARN application submitted", "run", p.Run, "application", appID, "containers", n, "units", len(p.Units))
 	return e.follow(ctx, rm, &app)
