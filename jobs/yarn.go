@@ -261,12 +261,14 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		return err
 	}
 	var app Application
+	units := e.unitsDone(p)
 	defer func() {
 		// A lost RM leaves the application's end unknown: its containers
 		// may still localize the binary, so it is not taken back.
 		if app.ID == "" || !app.Ended.IsZero() {
 			giveBack()
 		}
+		units.close()
 		if err := fs.RemoveAll(appDir); err != nil {
 			e.log.Warn("removing the application's staging dir", "dir", staging+"/"+appDir, "err", err)
 		}
@@ -331,11 +333,28 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		BinaryReused: reused}
 	e.record(app)
 	e.log.Info("YARN application submitted", "run", p.Run, "application", appID, "containers", n, "units", len(p.Units))
-	return e.follow(ctx, rm, &app)
+	err = e.follow(ctx, rm, &app, func() {
+		// DistributedShell's AM deletes its application's directory when
+		// it ends, binary and all: the binary goes back to the cache as
+		// soon as every unit has a result (no container needs it then),
+		// which is before the last container exits, so before the AM ends.
+		if units.all() {
+			giveBack()
+		}
+	})
+	units.last = time.Time{}
+	if err != nil && app.State == "FINISHED" && units.all() {
+		// The work is done and the commit checks it: a container that
+		// failed after (one that could not localize the binary given back,
+		// say) does not fail the attempt.
+		e.log.Warn("YARN application ended unsuccessfully, but every unit has a result", "application", app.ID, "err", err)
+		return nil
+	}
+	return err
 }
 
 // follow polls the application to its end.
-func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) error {
+func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, running func()) error {
 	seen := map[string]bool{}
 	last := ""
 	var lostSince time.Time
@@ -392,6 +411,7 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) 
 			e.log.Info("YARN worker containers running", "application", app.ID, "after", app.FirstContainer.Sub(app.Submitted))
 		}
 		if a.State == "RUNNING" {
+			running()
 			for _, c := range e.containers(ctx, rm, app.ID) {
 				if !seen[c] {
 					seen[c] = true

@@ -13,7 +13,9 @@ package jobs
 // So the staging dir keeps copies under bin/<sha256 of the binary>/. An
 // application takes one by renaming it into its own directory (a NameNode
 // operation: no byte moves, the file keeps the modification time YARN
-// checks) and renames it back when the application has ended. Two
+// checks) and renames it back once every unit of the plan has a result:
+// DistributedShell's AM deletes its application's directory when it ends,
+// and no container needs the binary once the work is done. Two
 // applications at once find one copy: the second uploads another, which
 // it then gives back too, so the cache holds as many copies as
 // applications ever ran at once with that binary, and never more. A copy is
@@ -40,6 +42,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/loader"
 )
 
 // yarnBinaryKeep is how long the copies of a binary no application used
@@ -114,10 +117,18 @@ func (e *yarnExecutor) stageBinary(fs fsys.FS, staging, dst, appID string) (reus
 	}
 	dir := path.Join("bin", info.hash)
 	e.pruneBinaries(fs, info.hash)
+	var once sync.Once
 	giveBack = func() {
-		if err := fs.RenameNoReplace(dst, path.Join(dir, appID)); err != nil {
-			e.log.Warn("keeping the tributary binary for the next application", "dir", staging+"/"+dir, "err", err)
-		}
+		once.Do(func() {
+			err := fs.RenameNoReplace(dst, path.Join(dir, appID))
+			switch {
+			case fsys.IsNotExist(err):
+				// The AM ended first and deleted it; the next application uploads.
+				e.log.Debug("the tributary binary was deleted with the application's directory", "dir", staging+"/"+dir)
+			case err != nil:
+				e.log.Warn("keeping the tributary binary for the next application", "dir", staging+"/"+dir, "err", err)
+			}
+		})
 	}
 	ents, _ := fs.ReadDir(dir)
 	for _, ent := range ents {
@@ -187,3 +198,51 @@ func (e *yarnExecutor) pruneBinaries(fs fsys.FS, keep string) {
 		}
 	}
 }
+
+// doneUnits watches a plan's unit results while its application runs.
+type doneUnits struct {
+	l      *loader.Loader
+	p      *loader.Plan
+	done   []bool
+	left   int
+	last   time.Time
+	closer func()
+}
+
+// unitsDone opens the target to watch the plan's results; if it cannot,
+// all never says yes (the binary is then not given back early).
+func (e *yarnExecutor) unitsDone(p *loader.Plan) *doneUnits {
+	u := &doneUnits{p: p, done: make([]bool, len(p.Units)), left: len(p.Units), closer: func() {}}
+	fs, err := fsys.Open(e.target, e.opts)
+	if err != nil {
+		e.log.Warn("watching the units' results", "target", e.target, "err", err)
+		u.left = -1
+		return u
+	}
+	u.l, u.closer = &loader.Loader{FS: fs}, func() { fs.Close() }
+	return u
+}
+
+// all reports whether every unit has a result, asking the target at most
+// once a second and only about the units still open.
+func (u *doneUnits) all() bool {
+	if u.left == 0 || u.left < 0 {
+		return u.left == 0
+	}
+	if time.Since(u.last) < time.Second {
+		return false
+	}
+	u.last = time.Now()
+	for i := range u.p.Units {
+		if !u.done[i] {
+			if _, ok := u.l.UnitDone(u.p, i); !ok {
+				return false
+			}
+			u.done[i] = true
+			u.left--
+		}
+	}
+	return u.left == 0
+}
+
+func (u *doneUnits) close() { u.closer() }
