@@ -50,13 +50,13 @@ done
 log "producing $RECORDS records of $SIZE bytes over $PARTITIONS partitions ..."
 "$bin" perf produce --topic bench --records "$RECORDS" --record-size "$SIZE" -b "127.0.0.1:$port" | tail -1 >&2
 
-staging="hdfs://$HDFS_NAMENODE/bench/yarn-staging"
+staging="hdfs://$HDFS_NAMENODE/tmp/bench-yarn-$$/staging"
 printf '| executor | workers | run (plan to commit) | records/s | plan → first worker container | of which uploads + submission |\n'
 printf '| --- | --- | --- | --- | --- | --- |\n'
 i=0
 for row in $ROWS; do
   mode=${row%%:*} n=${row#*:} i=$((i + 1))
-  args=(load run --topics bench --format raw --job "bench$i" --target "hdfs://$HDFS_NAMENODE/bench/t$i" -b "127.0.0.1:$port"
+  args=(load run --topics bench --format raw --job "bench$i" --target "hdfs://$HDFS_NAMENODE/tmp/bench-yarn-$$/t$i" -b "127.0.0.1:$port"
         --hdfs-user "$HDFS_USER" --parallelism "$n" --max-records-per-unit $((RECORDS / PARTITIONS / 2 + 1)) --log-level info)
   if [[ "$mode" == yarn ]]; then
     args+=(--executor yarn --yarn-resource-manager "http://$YARN_RM_HTTP" --yarn-am-jar "$YARN_DSHELL_JAR"
@@ -66,7 +66,7 @@ for row in $ROWS; do
   t0=$(date +%s%N)
   out=$("$bin" "${args[@]}" 2>&1) || { log "row $row failed:"; echo "$out" | tail -20 >&2; exit 1; }
   ms=$((($(date +%s%N) - t0) / 1000000))
-  first=$(grep -o 'first worker running [0-9.]*s after the plan' <<<"$out" | tail -1 | grep -o '[0-9.]*s' || true)
+  first=$(grep -o 'first worker running [0-9.]*s after the plan' <<<"$out" | tail -1 | grep -o '[0-9.]\+s' | head -1 || true)
   upload=$(grep -o '"YARN application submitted"' <<<"$out" >/dev/null && awk '
     /msg=planned/ { split($1, a, "="); p = a[2] }
     /YARN application submitted/ { split($1, a, "="); s = a[2] }
