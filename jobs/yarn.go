@@ -175,6 +175,10 @@ type Application struct {
 	Ended          time.Time `json:"ended,omitzero"`
 	// ContainerIDs are the containers seen running (the AM's included).
 	ContainerIDs []string `json:"containerIds,omitempty"`
+	// ContainerLogs are their log URLs on the NodeManagers, as the RM
+	// reports them (served by the NodeManager while the application's logs
+	// are kept there; with log aggregation, `yarn logs` has them after).
+	ContainerLogs []string `json:"containerLogs,omitempty"`
 	// Logs says where the containers' logs are.
 	Logs string `json:"logs,omitempty"`
 	// BinaryReused: the tributary binary was already on HDFS (a copy an
@@ -413,9 +417,12 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, 
 		if a.State == "RUNNING" {
 			running()
 			for _, c := range e.containers(ctx, rm, app.ID) {
-				if !seen[c] {
-					seen[c] = true
-					app.ContainerIDs = append(app.ContainerIDs, c)
+				if !seen[c.ID] {
+					seen[c.ID] = true
+					app.ContainerIDs = append(app.ContainerIDs, c.ID)
+					if c.LogURL != "" {
+						app.ContainerLogs = append(app.ContainerLogs, c.LogURL)
+					}
 				}
 			}
 		}
@@ -438,7 +445,7 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, 
 
 // containers lists the running containers of the application's current
 // attempt (RM REST: appattempts, then their containers).
-func (e *yarnExecutor) containers(ctx context.Context, rm, appID string) []string {
+func (e *yarnExecutor) containers(ctx context.Context, rm, appID string) []yarnContainer {
 	var at struct {
 		AppAttempts struct {
 			AppAttempt []struct {
@@ -451,18 +458,18 @@ func (e *yarnExecutor) containers(ctx context.Context, rm, appID string) []strin
 	}
 	id := at.AppAttempts.AppAttempt[len(at.AppAttempts.AppAttempt)-1].ID
 	var cs struct {
-		Container []struct {
-			ID string `json:"containerId"`
-		} `json:"container"`
+		Container []yarnContainer `json:"container"`
 	}
 	if err := e.call(ctx, http.MethodGet, rm+"/ws/v1/cluster/apps/"+appID+"/appattempts/"+id+"/containers", nil, &cs); err != nil {
 		return nil
 	}
-	var out []string
-	for _, c := range cs.Container {
-		out = append(out, c.ID)
-	}
-	return out
+	return cs.Container
+}
+
+// yarnContainer is a container of the RM's appattempts API.
+type yarnContainer struct {
+	ID     string `json:"containerId"`
+	LogURL string `json:"logUrl"`
 }
 
 // kill asks the RM to kill the application; best effort, with its own

@@ -85,8 +85,9 @@ jobs:
 		t.Errorf("the history's application: %+v", app)
 	}
 	// The AM's container and the 4 workers'.
-	if len(app.ContainerIDs) < 5 || app.Logs == "" {
-		t.Errorf("the history names containers %v and logs %q; want the AM's and 4 workers'", app.ContainerIDs, app.Logs)
+	if len(app.ContainerIDs) < 5 || app.Logs == "" || len(app.ContainerLogs) != len(app.ContainerIDs) ||
+		!strings.Contains(app.ContainerLogs[len(app.ContainerLogs)-1], "/containerlogs/container_") {
+		t.Errorf("the history names containers %v, logs %q and %v; want the AM's and 4 workers', each with its log URL", app.ContainerIDs, app.Logs, app.ContainerLogs)
 	}
 	t.Logf("%d events, 12 partitions, 4 containers: run %.1fs (%.0f events/s), phases %v; plan to first worker %v, binary reused %v; containers %v",
 		events, took.Seconds(), float64(events)/took.Seconds(), rec.Phases, app.FirstContainer.Sub(app.Started), app.BinaryReused, app.ContainerIDs)
