@@ -72,7 +72,7 @@ test-long:
 	@if [[ " $(LONG) " == *" groups "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestGroupsKIP848Crash' -v ./broker/conformance/; fi
 	@if [[ " $(LONG) " == *" hadoop "* ]]; then set -x; \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 2h -run 'TestYARNApplicationKilled|TestKerberosProcessExecutor' -v ./jobs/ && \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestYARNApplicationKilled|TestYARNLoadTwelvePartitions|TestKerberosProcessExecutor' -v ./jobs/ && \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestKerberosTicketRenewal' -v ./internal/fsys/; fi
 
 # Fuzz targets are found, not listed: `go test -list` prints each package's

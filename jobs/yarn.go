@@ -16,13 +16,14 @@ package jobs
 // What reaches HDFS (the staging dir, by default <target>/_tributary/yarn):
 //
 //	lib/<am jar>                          the AM's jar, uploaded once
-//	tributary/<application id>/tributary  the binary, per application
+//	bin/<sha256>/<application id>         copies of the binary, uploaded once per content
+//	tributary/<application id>/tributary  the binary while the application runs
 //	tributary/<application id>/shellCommands  the worker command (Java's writeUTF)
 //
 // DistributedShell localizes a container's files only from
-// <homedir>/<appname>/<application id>/ (its --localized_files), hence the
-// binary per application, as Spark and MapReduce upload theirs per job; the
-// directory is removed when the application ends.
+// <homedir>/<appname>/<application id>/ (its --localized_files): a copy of
+// the binary is renamed there for the application's life and back after
+// (yarn_binary.go); the directory is removed when the application ends.
 //
 // Each container runs
 //
@@ -174,8 +175,15 @@ type Application struct {
 	Ended          time.Time `json:"ended,omitzero"`
 	// ContainerIDs are the containers seen running (the AM's included).
 	ContainerIDs []string `json:"containerIds,omitempty"`
+	// ContainerLogs are their log URLs on the NodeManagers, as the RM
+	// reports them (served by the NodeManager while the application's logs
+	// are kept there; with log aggregation, `yarn logs` has them after).
+	ContainerLogs []string `json:"containerLogs,omitempty"`
 	// Logs says where the containers' logs are.
 	Logs string `json:"logs,omitempty"`
+	// BinaryReused: the tributary binary was already on HDFS (a copy an
+	// earlier application gave back), not uploaded for this one.
+	BinaryReused bool `json:"binaryReused,omitempty"`
 }
 
 // yarnExecutor submits a plan's units as one DistributedShell application.
@@ -250,16 +258,25 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		return err
 	}
 	appDir := path.Join(yarnAppName, appID)
+	// Localized by the AM from <homedir>/<appname>/<app id>/ (yarn_binary.go).
+	reused, giveBack, err := e.stageBinary(fs, staging, path.Join(appDir, "tributary"), appID)
+	if err != nil {
+		fs.RemoveAll(appDir)
+		return err
+	}
+	var app Application
+	units := e.unitsDone(p)
 	defer func() {
+		// A lost RM leaves the application's end unknown: its containers
+		// may still localize the binary, so it is not taken back.
+		if app.ID == "" || !app.Ended.IsZero() {
+			giveBack()
+		}
+		units.close()
 		if err := fs.RemoveAll(appDir); err != nil {
 			e.log.Warn("removing the application's staging dir", "dir", staging+"/"+appDir, "err", err)
 		}
 	}()
-	binRes, err := e.upload(fs, staging, path.Join(appDir, "tributary"), func() (io.ReadCloser, error) { return os.Open(e.binary()) })
-	if err != nil {
-		return fmt.Errorf("yarn: uploading the tributary binary: %w", err)
-	}
-	_ = binRes // localized by the AM from <homedir>/<appname>/<app id>/
 	cmdRes, err := e.upload(fs, staging, path.Join(appDir, "shellCommands"), func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(writeUTF(command))), nil
 	})
@@ -316,14 +333,32 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if err := e.call(ctx, http.MethodPost, rm+"/ws/v1/cluster/apps", body, nil); err != nil {
 		return err
 	}
-	app := Application{ID: appID, State: "SUBMITTED", Containers: n, Started: began.UTC(), Submitted: submitted.UTC(), Queue: e.cfg.Queue}
+	app = Application{ID: appID, State: "SUBMITTED", Containers: n, Started: began.UTC(), Submitted: submitted.UTC(), Queue: e.cfg.Queue,
+		BinaryReused: reused}
 	e.record(app)
 	e.log.Info("YARN application submitted", "run", p.Run, "application", appID, "containers", n, "units", len(p.Units))
-	return e.follow(ctx, rm, &app)
+	err = e.follow(ctx, rm, &app, func() {
+		// DistributedShell's AM deletes its application's directory when
+		// it ends, binary and all: the binary goes back to the cache as
+		// soon as every unit has a result (no container needs it then),
+		// which is before the last container exits, so before the AM ends.
+		if units.all() {
+			giveBack()
+		}
+	})
+	units.last = time.Time{}
+	if err != nil && app.State == "FINISHED" && units.all() {
+		// The work is done and the commit checks it: a container that
+		// failed after (one that could not localize the binary given back,
+		// say) does not fail the attempt.
+		e.log.Warn("YARN application ended unsuccessfully, but every unit has a result", "application", app.ID, "err", err)
+		return nil
+	}
+	return err
 }
 
 // follow polls the application to its end.
-func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) error {
+func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, running func()) error {
 	seen := map[string]bool{}
 	last := ""
 	var lostSince time.Time
@@ -380,10 +415,14 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) 
 			e.log.Info("YARN worker containers running", "application", app.ID, "after", app.FirstContainer.Sub(app.Submitted))
 		}
 		if a.State == "RUNNING" {
+			running()
 			for _, c := range e.containers(ctx, rm, app.ID) {
-				if !seen[c] {
-					seen[c] = true
-					app.ContainerIDs = append(app.ContainerIDs, c)
+				if !seen[c.ID] {
+					seen[c.ID] = true
+					app.ContainerIDs = append(app.ContainerIDs, c.ID)
+					if c.LogURL != "" {
+						app.ContainerLogs = append(app.ContainerLogs, c.LogURL)
+					}
 				}
 			}
 		}
@@ -406,7 +445,7 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application) 
 
 // containers lists the running containers of the application's current
 // attempt (RM REST: appattempts, then their containers).
-func (e *yarnExecutor) containers(ctx context.Context, rm, appID string) []string {
+func (e *yarnExecutor) containers(ctx context.Context, rm, appID string) []yarnContainer {
 	var at struct {
 		AppAttempts struct {
 			AppAttempt []struct {
@@ -419,18 +458,18 @@ func (e *yarnExecutor) containers(ctx context.Context, rm, appID string) []strin
 	}
 	id := at.AppAttempts.AppAttempt[len(at.AppAttempts.AppAttempt)-1].ID
 	var cs struct {
-		Container []struct {
-			ID string `json:"containerId"`
-		} `json:"container"`
+		Container []yarnContainer `json:"container"`
 	}
 	if err := e.call(ctx, http.MethodGet, rm+"/ws/v1/cluster/apps/"+appID+"/appattempts/"+id+"/containers", nil, &cs); err != nil {
 		return nil
 	}
-	var out []string
-	for _, c := range cs.Container {
-		out = append(out, c.ID)
-	}
-	return out
+	return cs.Container
+}
+
+// yarnContainer is a container of the RM's appattempts API.
+type yarnContainer struct {
+	ID     string `json:"containerId"`
+	LogURL string `json:"logUrl"`
 }
 
 // kill asks the RM to kill the application; best effort, with its own

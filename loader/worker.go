@@ -293,3 +293,14 @@ func (b *badRecords) abort() {
 		b.f.Close()
 	}
 }
+
+// UnitDone reports whether a unit of the plan has a complete result and
+// how many records it read: what a caller whose units run elsewhere (a
+// YARN application) shows as progress.
+func (l *Loader) UnitDone(p *Plan, index int) (records int64, done bool) {
+	r, err := l.unitResult(p.Run, index)
+	if err != nil {
+		return 0, false
+	}
+	return r.Records, true
+}

@@ -102,6 +102,9 @@ func applicationText(app jobs.Application) string {
 	if app.Logs != "" {
 		s += "; logs: " + app.Logs
 	}
+	if len(app.ContainerLogs) > 0 {
+		s += "; container logs: " + strings.Join(app.ContainerLogs, " ")
+	}
 	return s
 }
 

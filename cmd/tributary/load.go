@@ -154,6 +154,7 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 
 func newLoadRunCommand() *cobra.Command {
 	var f loadFlags
+	var ex executorFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Load what is new in the topics (resuming a failed run first)",
@@ -165,13 +166,23 @@ tributary-loader.<job>, so "tributary group describe" shows the lag.
 On a terminal a progress line shows records, MB/s and the ETA; otherwise
 progress goes to the structured log.
 
+With --executor yarn the units run as one YARN application (the plan and
+the commit stay here): its containers run "tributary load worker" from this
+binary, uploaded to HDFS once per build. The --yarn-* flags are a job's
+yarn: settings (docs/jobs.md, "Running loads on YARN"); the target must be
+on HDFS. Progress then shows the application's state as it changes, and
+records as units finish.
+
 A run holds the job's lease (the one "tributary jobs" takes) from start to
 end. If another run holds it, "load run" exits at once with status 75
 (EX_TEMPFAIL) and names the holder, or waits up to --wait for it. A holder
 that died is taken over once its lease expires (--lease-ttl plus
 --max-clock-skew), and its open plan resumed.`,
 		Example: `  tributary load run --topics events --target file:///tmp/lake --time-field timestamp
-  tributary load run --topics-regex 'web\..*' --target hdfs://127.0.0.1:8020/lake --parallelism 4`,
+  tributary load run --topics-regex 'web\..*' --target hdfs://127.0.0.1:8020/lake --parallelism 4
+  tributary load run --topics events --target hdfs://nn:8020/lake --executor yarn \
+      --yarn-resource-manager http://rm:8088 --yarn-am-jar /opt/hadoop/share/hadoop/yarn/hadoop-yarn-applications-distributedshell-3.4.2.jar \
+      --yarn-max-containers 4 --yarn-container-memory-mb 1024 --yarn-queue etl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withLoader(cmd, true, func(ctx context.Context, l *loader.Loader, spec loader.Spec) error {
@@ -181,9 +192,14 @@ that died is taken over once its lease expires (--lease-ttl plus
 				}
 				defer release()
 				l.Progress = &loader.Progress{}
+				stopUnits, err := ex.hook(cmd.ErrOrStderr(), &f, l)
+				if err != nil {
+					return err
+				}
 				done := showProgress(cmd.ErrOrStderr(), l.Progress)
 				ms, err := l.Run(ctx, spec, f.parallelism)
 				err = leaseErr(l, err)
+				stopUnits()
 				done()
 				for _, m := range ms {
 					printManifest(cmd.OutOrStdout(), l.FS.String(), m)
@@ -199,6 +215,7 @@ that died is taken over once its lease expires (--lease-ttl plus
 	f.addSpec(cmd.Flags())
 	f.lease.add(cmd.Flags())
 	cmd.Flags().IntVarP(&f.parallelism, "parallelism", "p", 2, "units loaded at once")
+	ex.add(cmd.Flags())
 	return cmd
 }
 

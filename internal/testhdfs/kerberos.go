@@ -3,10 +3,9 @@ package testhdfs
 import (
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
+	"github.com/tributary-io/tributary/internal/hadoopd"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
@@ -78,9 +77,8 @@ func StartKerberized(t testing.TB, env ...string) *Cluster {
 	var failed error
 	c := start(t, &skipped, &failed, append([]string{"HDFS_KERBEROS=1"}, env...)...)
 	t.Cleanup(func() {
-		out, err := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "hdfs-down.sh"), c.State).CombinedOutput()
-		if err != nil {
-			t.Errorf("scripts/hdfs-down.sh %s: %v\n%s", c.State, err, out)
+		if err := hadoopd.Down("hdfs-down.sh", c.State); err != nil {
+			t.Error(err)
 		}
 	})
 	return c

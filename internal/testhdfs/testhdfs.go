@@ -30,7 +30,6 @@
 package testhdfs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -42,6 +41,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tributary-io/tributary/internal/hadoopd"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
@@ -121,37 +121,25 @@ func start(t testing.TB, skipped *string, failed *error, env ...string) *Cluster
 		*skipped = why
 		testbroker.Require(t, false, "HDFS", why)
 	}
-	up := filepath.Join(testbroker.RepoRoot(), "scripts", "hdfs-up.sh")
-
 	// The jars first: failing to fetch them is a missing part, not a bug.
-	var stderr bytes.Buffer
-	cmd := exec.Command("bash", up)
-	cmd.Env = append(append(os.Environ(), env...), "HDFS_JARS_ONLY=1")
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		*skipped = fmt.Sprintf("%s (scripts/hdfs-up.sh could not fetch Hadoop's jars: %v: %s)", HowTo, err, lastLines(stderr.String(), 15))
+	if err := hadoopd.FetchJars("hdfs-up.sh", "HDFS_JARS_ONLY", env...); err != nil {
+		*skipped = fmt.Sprintf("%s (%v)", HowTo, err)
 		testbroker.Require(t, false, "Apache Hadoop's jars", *skipped)
 	}
-
-	stderr.Reset()
-	var stdout bytes.Buffer
-	cmd = exec.Command("bash", up)
-	cmd.Env = append(append(os.Environ(), env...),
-		fmt.Sprintf("HDFS_OWNER_PID=%d", os.Getpid()),
+	up, err := hadoopd.Up("hdfs-up.sh", "HDFS_OWNER_PID", append(env,
 		"HDFS_USER="+DefaultUser,
 		"HDFS_DIR=", // always a fresh temporary dir, never a caller's
-	)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		*failed = fmt.Errorf("scripts/hdfs-up.sh: %v\n%s", err, stderr.String())
-		t.Fatal(*failed)
-	}
-	c, err := parse(stdout.String())
+	)...)
 	if err != nil {
-		*failed = fmt.Errorf("scripts/hdfs-up.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		*failed = err
 		t.Fatal(*failed)
 	}
-	t.Logf("HDFS at %s (user %s, dir %s): %s", c.NameNode, c.User, c.Dir, lastLines(stderr.String(), 1))
+	c, err := parse(up.Stdout)
+	if err != nil {
+		*failed = fmt.Errorf("scripts/hdfs-up.sh: %v\nstdout:\n%s", err, up.Stdout)
+		t.Fatal(*failed)
+	}
+	t.Logf("HDFS at %s (user %s, dir %s): %s", c.NameNode, c.User, c.Dir, up.Took)
 	return c
 }
 
@@ -242,9 +230,8 @@ func Stop() error {
 		if c == nil || c.State == "" {
 			continue
 		}
-		out, err := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "hdfs-down.sh"), c.State).CombinedOutput()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("scripts/hdfs-down.sh %s: %v\n%s", c.State, err, out))
+		if err := hadoopd.Down("hdfs-down.sh", c.State); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	shared, kerberized = nil, nil
@@ -263,12 +250,4 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -8,22 +8,22 @@
 // (and HDFS); a watchdog given the test process's PID stops it whatever
 // way the process ends.
 //
+// The scripts' contract (jars first, KEY=VALUE output, the owner's PID
+// watchdog, the down script) is run by internal/hadoopd, as testhdfs does.
+//
 // Missing parts (java, curl, or mvn with the jars not cached) skip the test
 // on a developer's machine and fail it under CI (testbroker.Require). A YARN
 // that has its jars but does not start is always a failure.
 package testyarn
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/tributary-io/tributary/internal/hadoopd"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 )
@@ -62,37 +62,23 @@ func Get(t testing.TB) *Cluster {
 	if failed != nil {
 		t.Fatalf("YARN did not start earlier in this test process: %v", failed)
 	}
-	up := filepath.Join(testbroker.RepoRoot(), "scripts", "yarn-up.sh")
-	var stderr bytes.Buffer
-	cmd := exec.Command("bash", up)
-	cmd.Env = append(os.Environ(), "YARN_JARS_ONLY=1")
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		skipped = fmt.Sprintf("scripts/yarn-up.sh could not fetch Hadoop's YARN jars (install Maven 3.8+ and Java 17+): %v: %s", err, last(stderr.String(), 15))
+	if err := hadoopd.FetchJars("yarn-up.sh", "YARN_JARS_ONLY"); err != nil {
+		skipped = fmt.Sprintf("%v (install Maven 3.8+ and Java 17+)", err)
 		testbroker.Require(t, false, "Apache Hadoop's YARN jars", skipped)
 	}
-	stderr.Reset()
-	var stdout bytes.Buffer
-	cmd = exec.Command("bash", up)
-	cmd.Env = append(os.Environ(), "HDFS_NAMENODE="+h.NameNode, fmt.Sprintf("YARN_OWNER_PID=%d", os.Getpid()), "YARN_DIR=")
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		failed = fmt.Errorf("scripts/yarn-up.sh: %v\n%s", err, stderr.String())
+	up, err := hadoopd.Up("yarn-up.sh", "YARN_OWNER_PID", "HDFS_NAMENODE="+h.NameNode, "YARN_DIR=")
+	if err != nil {
+		failed = err
 		t.Fatal(failed)
 	}
-	kv := map[string]string{}
-	for _, line := range strings.Split(stdout.String(), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
-			kv[k] = v
-		}
-	}
+	kv := up.KV
 	if kv["YARN_RM_HTTP"] == "" || kv["YARN_STATE"] == "" {
-		failed = fmt.Errorf("scripts/yarn-up.sh printed no YARN_RM_HTTP/YARN_STATE:\n%s\n%s", stdout.String(), stderr.String())
+		failed = fmt.Errorf("scripts/yarn-up.sh printed no YARN_RM_HTTP/YARN_STATE:\n%s", up.Stdout)
 		t.Fatal(failed)
 	}
 	shared = &Cluster{RM: "http://" + kv["YARN_RM_HTTP"], NodeManager: kv["YARN_NM_HTTP"], ConfDir: kv["YARN_CONF_DIR"],
 		AppClassPath: kv["YARN_APP_CLASSPATH"], DShellJar: kv["YARN_DSHELL_JAR"], Dir: kv["YARN_DIR"], State: kv["YARN_STATE"], HDFS: h}
-	t.Logf("YARN at %s (dir %s): %s", shared.RM, shared.Dir, last(stderr.String(), 1))
+	t.Logf("YARN at %s (dir %s): %s", shared.RM, shared.Dir, up.Took)
 	return shared
 }
 
@@ -103,12 +89,9 @@ func Stop() error {
 	if shared == nil {
 		return nil
 	}
-	out, err := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "yarn-down.sh"), shared.State).CombinedOutput()
+	state := shared.State
 	shared = nil
-	if err != nil {
-		return fmt.Errorf("scripts/yarn-down.sh: %v\n%s", err, out)
-	}
-	return nil
+	return hadoopd.Down("yarn-down.sh", state)
 }
 
 // Main runs the package's tests, then stops YARN and HDFS:
@@ -123,12 +106,4 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-func last(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

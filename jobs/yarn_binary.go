@@ -1,0 +1,248 @@
+package jobs
+
+// The tributary binary on HDFS: uploaded once per content, not once per
+// application.
+//
+// DistributedShell localizes a worker container's files only from
+// <homedir>/<appname>/<application id>/ (its --localized_files), so the
+// binary must be at <staging>/tributary/<application id>/tributary while
+// the application runs. Uploading it there for every application (110 MB,
+// written through HDFS's replication pipeline) was most of the time from
+// plan to first container: 6–23 s of 23–61 s on the test machine.
+//
+// So the staging dir keeps copies under bin/<sha256 of the binary>/. An
+// application takes one by renaming it into its own directory (a NameNode
+// operation: no byte moves, the file keeps the modification time YARN
+// checks) and renames it back once every unit of the plan has a result:
+// DistributedShell's AM deletes its application's directory when it ends,
+// and no container needs the binary once the work is done. Two
+// applications at once find one copy: the second uploads another, which
+// it then gives back too, so the cache holds as many copies as
+// applications ever ran at once with that binary, and never more. A copy is
+// used only if its size and its HDFS checksum (computed by the DataNodes)
+// match the local binary's; one that does not is removed. Directories of
+// other binaries unused for yarnBinaryKeep are removed.
+//
+// Why not a PUBLIC LocalResource the NodeManagers cache across
+// applications: DistributedShell hard-codes APPLICATION visibility for the
+// files it localizes; each application's NodeManagers still copy the
+// binary from HDFS to local disk once (about a second here).
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/loader"
+)
+
+// yarnBinaryKeep is how long the copies of a binary no application used
+// are kept.
+const yarnBinaryKeep = 7 * 24 * time.Hour
+
+// localBinary is what is known of a local binary's content: its hash and
+// HDFS checksums by block size, kept for the process (keyed by path, size
+// and modification time: a rebuilt binary is hashed again).
+type localBinary struct {
+	hash string
+	size int64
+	mu   sync.Mutex
+	sums map[int64][]byte
+}
+
+var localBinaries sync.Map // "path\x00size\x00mtime" -> *localBinary
+
+func binaryInfo(file string) (*localBinary, error) {
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", file, st.Size(), st.ModTime().UnixNano())
+	if b, ok := localBinaries.Load(key); ok {
+		return b.(*localBinary), nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return nil, err
+	}
+	b := &localBinary{hash: hex.EncodeToString(h.Sum(nil)), size: n, sums: map[int64][]byte{}}
+	v, _ := localBinaries.LoadOrStore(key, b)
+	return v.(*localBinary), nil
+}
+
+// checksum is HDFS's checksum of the local file, written with blockSize.
+func (b *localBinary) checksum(file string, blockSize int64) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s, ok := b.sums[blockSize]; ok {
+		return s, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s, err := fsys.LocalChecksum(f, blockSize)
+	if err != nil {
+		return nil, err
+	}
+	b.sums[blockSize] = s
+	return s, nil
+}
+
+// stageBinary puts the binary at dst (relative to the staging dir) for
+// application appID: a cached copy if there is a good one, else a fresh
+// upload. giveBack moves it into the cache; call it once the application
+// has ended (its containers localize the file until then).
+func (e *yarnExecutor) stageBinary(fs fsys.FS, staging, dst, appID string) (reused bool, giveBack func(), err error) {
+	file := e.binary()
+	info, err := binaryInfo(file)
+	if err != nil {
+		return false, nil, fmt.Errorf("yarn: the tributary binary: %w", err)
+	}
+	dir := path.Join("bin", info.hash)
+	e.pruneBinaries(fs, info.hash)
+	var once sync.Once
+	giveBack = func() {
+		once.Do(func() {
+			err := fs.RenameNoReplace(dst, path.Join(dir, appID))
+			switch {
+			case fsys.IsNotExist(err):
+				// The AM ended first and deleted it; the next application uploads.
+				e.log.Debug("the tributary binary was deleted with the application's directory", "dir", staging+"/"+dir)
+			case err != nil:
+				e.log.Warn("keeping the tributary binary for the next application", "dir", staging+"/"+dir, "err", err)
+			}
+		})
+	}
+	ents, _ := fs.ReadDir(dir)
+	for _, ent := range ents {
+		name := path.Join(dir, ent.Name())
+		if ent.IsDir() || strings.Contains(ent.Name(), ".tmp-") {
+			continue
+		}
+		if err := e.checkCopy(fs, name, ent.Size(), info, file); err != nil {
+			e.log.Warn("removing a bad copy of the tributary binary", "file", staging+"/"+name, "err", err)
+			fs.RemoveAll(name)
+			continue
+		}
+		// Another application may take the same copy at once: one rename
+		// wins, the other finds it gone and tries the next.
+		if err := fs.RenameNoReplace(name, dst); err == nil {
+			return true, giveBack, nil
+		}
+	}
+	if _, err := e.upload(fs, staging, dst, func() (io.ReadCloser, error) { return os.Open(file) }); err != nil {
+		return false, nil, fmt.Errorf("yarn: uploading the tributary binary: %w", err)
+	}
+	// A copy torn or changed on the way fails here, not in a container.
+	if st, err := fs.Stat(dst); err == nil {
+		if err := e.checkCopy(fs, dst, st.Size(), info, file); err != nil {
+			return false, nil, fmt.Errorf("yarn: the uploaded tributary binary %s/%s: %w", staging, dst, err)
+		}
+	}
+	return false, giveBack, nil
+}
+
+// checkCopy compares a copy on HDFS with the local binary: size, then
+// HDFS's checksum against the one computed from the local bytes.
+func (e *yarnExecutor) checkCopy(fs fsys.FS, name string, size int64, info *localBinary, file string) error {
+	if size != info.size {
+		return fmt.Errorf("%d bytes, the binary has %d", size, info.size)
+	}
+	sum, blockSize, err := fsys.Checksum(fs, name)
+	if errors.Is(err, fsys.ErrNoChecksum) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	want, err := info.checksum(file, blockSize)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(sum, want) {
+		return fmt.Errorf("HDFS checksum %x, the binary's is %x", sum, want)
+	}
+	return nil
+}
+
+// pruneBinaries removes the copies of other binaries that no application
+// took or gave back for yarnBinaryKeep (a rename into a directory updates
+// its modification time).
+func (e *yarnExecutor) pruneBinaries(fs fsys.FS, keep string) {
+	ents, err := fs.ReadDir("bin")
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		if ent.IsDir() && ent.Name() != keep && time.Since(ent.ModTime()) > yarnBinaryKeep {
+			if err := fs.RemoveAll(path.Join("bin", ent.Name())); err == nil {
+				e.log.Info("removed an old tributary binary from the YARN staging dir", "hash", ent.Name())
+			}
+		}
+	}
+}
+
+// doneUnits watches a plan's unit results while its application runs.
+type doneUnits struct {
+	l      *loader.Loader
+	p      *loader.Plan
+	done   []bool
+	left   int
+	last   time.Time
+	closer func()
+}
+
+// unitsDone opens the target to watch the plan's results; if it cannot,
+// all never says yes (the binary is then not given back early).
+func (e *yarnExecutor) unitsDone(p *loader.Plan) *doneUnits {
+	u := &doneUnits{p: p, done: make([]bool, len(p.Units)), left: len(p.Units), closer: func() {}}
+	fs, err := fsys.Open(e.target, e.opts)
+	if err != nil {
+		e.log.Warn("watching the units' results", "target", e.target, "err", err)
+		u.left = -1
+		return u
+	}
+	u.l, u.closer = &loader.Loader{FS: fs}, func() { fs.Close() }
+	return u
+}
+
+// all reports whether every unit has a result, asking the target at most
+// once a second and only about the units still open.
+func (u *doneUnits) all() bool {
+	if u.left == 0 || u.left < 0 {
+		return u.left == 0
+	}
+	if time.Since(u.last) < time.Second {
+		return false
+	}
+	u.last = time.Now()
+	for i := range u.p.Units {
+		if !u.done[i] {
+			if _, ok := u.l.UnitDone(u.p, i); !ok {
+				return false
+			}
+			u.done[i] = true
+			u.left--
+		}
+	}
+	return u.left == 0
+}
+
+func (u *doneUnits) close() { u.closer() }
