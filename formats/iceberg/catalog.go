@@ -73,6 +73,10 @@ type Catalog struct {
 	FS FS
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+
+	// beforeRewrite, set by tests, runs when a rewrite has written its
+	// manifests and is about to commit: another commit can land there.
+	beforeRewrite func()
 }
 
 // ErrNoTable says the table has no metadata yet.
