@@ -262,7 +262,7 @@ func committedBy(md *iceberg.Metadata, run string) (bool, map[string]int64, erro
 // from.
 func lineage(md *iceberg.Metadata, run string) (done bool, next map[string]int64, by string, err error) {
 	for s := md.Current(); s != nil; {
-		if s.Summary[summaryRun] == run {
+		if run != "" && s.Summary[summaryRun] == run {
 			return true, nil, "", nil
 		}
 		if v, ok := s.Summary[summaryNext]; ok && next == nil {

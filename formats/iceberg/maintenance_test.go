@@ -39,6 +39,12 @@ const baseHour = 490000 // hours since the epoch: 2025-11-24
 // Kafka partition, all in one hour, named as the loader names its files.
 func writeSmall(t testing.TB, fs FS, table string, part int32, from, to int64, hour int32) NewFile {
 	t.Helper()
+	return writeTagged(t, fs, table, part, from, to, hour, "")
+}
+
+// writeTagged is writeSmall with a tag in the name (<...>.<tag>.parquet).
+func writeTagged(t testing.TB, fs FS, table string, part int32, from, to int64, hour int32, tag string) NewFile {
+	t.Helper()
 	mem := memory.DefaultAllocator
 	b := array.NewRecordBuilder(mem, smallSchema)
 	defer b.Release()
@@ -51,7 +57,7 @@ func writeSmall(t testing.TB, fs FS, table string, part int32, from, to int64, h
 	rec := b.NewRecord()
 	defer rec.Release()
 	tm := time.Unix(int64(hour)*3600, 0).UTC()
-	name := fmt.Sprintf("%s/dt=%s/hr=%s/%s+%d+%d+%d.parquet", table, tm.Format("2006-01-02"), tm.Format("15"), table, part, from, to-1)
+	name := fmt.Sprintf("%s/dt=%s/hr=%s/%s+%d+%d+%d%s.parquet", table, tm.Format("2006-01-02"), tm.Format("15"), table, part, from, to-1, tag)
 	w, err := fs.Create(name)
 	if err != nil {
 		t.Fatal(err)
@@ -380,5 +386,37 @@ func TestCompactConcurrent(t *testing.T) {
 	v = scan(t, root, "t")
 	if len(v.Current.Rows) != 27+12 {
 		t.Fatalf("%d rows after the failed compaction, want %d", len(v.Current.Rows), 27+12)
+	}
+}
+
+// An overwrite by offsets (a backfill's) after a compaction merged the
+// files of those offsets with others: the merged files are rewritten
+// without the offsets, the new file adds them, and every offset is read
+// once; the snapshot before it still reads the old files.
+func TestOverwriteAfterCompaction(t *testing.T) {
+	t.Parallel()
+	c, root := localCatalog(t)
+	smallTable(t, c, "t", 8, 3, 4) // partition 0: offsets 0-11, in files of 3 alternating between two hours
+	res, err := c.CompactTable(context.Background(), "t", Compact{})
+	if err != nil || res.Written != 4 {
+		t.Fatalf("compaction: %+v, %v", res, err)
+	}
+	// The backfill reloads offsets 3-8 of partition 0: they span both
+	// hours' compacted files, which also hold 0-2 and 9-11.
+	a := writeTagged(t, c.FS, "t", 0, 3, 6, baseHour+1, ".bbackfill")
+	b := writeTagged(t, c.FS, "t", 0, 6, 9, baseHour, ".bbackfill")
+	_, snap, err := c.Rewrite(Rewrite{Dir: "t", Operation: "overwrite", Add: []NewFile{a, b},
+		Overwrite: &OffsetFilter{Topic: "t", Partition: 0, From: 3, To: 9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := snap.Summary; s["deleted-data-files"] != "2" || s["added-data-files"] != "4" || s["total-records"] != "24" || s["deleted-records"] != "12" {
+		t.Fatalf("overwrite summary: %v", s)
+	}
+	v := scan(t, root, "t", res.Snapshot.ID)
+	wantRows(t, "after the overwrite", v.Current, 2, 12)
+	wantRows(t, "before it, by time travel", v.At[strconv.FormatInt(res.Snapshot.ID, 10)], 2, 12)
+	if v.Operations[len(v.Operations)-1] != "overwrite" {
+		t.Fatalf("operations: %v", v.Operations)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/tributary-io/tributary/formats/parquet"
 )
 
 // Rewrite describes one commit that replaces data files of the table:
@@ -35,6 +37,12 @@ type Rewrite struct {
 	// removes (DataFile.Path).
 	Delete []string
 	Add    []NewFile
+	// Overwrite, if set, deletes the rows it selects from the table as the
+	// commit's table is (not as it was planned): files holding only such
+	// rows are deleted, files holding others too are rewritten without
+	// them. A backfill's overwrite so replaces exactly its offsets even
+	// when a compaction merged their files with others since it planned.
+	Overwrite *OffsetFilter
 	// Schema, if set, is the Arrow schema of the added files: the table
 	// evolves to take it, as in Append.
 	Schema *arrow.Schema
@@ -43,6 +51,12 @@ type Rewrite struct {
 	Done        func(*Metadata) (bool, error)
 	SummaryFunc func(summary map[string]string)
 }
+
+// CarriedSummary are the summary keys a rewrite copies from its parent
+// snapshot: the loader's next offsets, cumulated over the table's history,
+// which it reads from the newest snapshot that has them. Without the copy
+// an expiry of the appends before a compaction would lose them.
+var CarriedSummary = []string{"tributary.next-offsets"}
 
 // ErrFilesGone says a file a rewrite replaces is no longer in the table.
 var ErrFilesGone = errors.New("formats/iceberg: a file to replace is no longer in the table")
@@ -67,7 +81,7 @@ func (c *Catalog) Rewrite(r Rewrite) (*Table, *Snapshot, error) {
 				return t, nil, err
 			}
 		}
-		m, snap, err := c.rewriteMetadata(t, r)
+		m, snap, written, err := c.rewriteMetadata(t, r)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -76,6 +90,10 @@ func (c *Catalog) Rewrite(r Rewrite) (*Table, *Snapshot, error) {
 			c.beforeRewrite()
 		}
 		err = c.write(r.Dir, t.Version+1, m)
+		if err != nil {
+			// This attempt's rewritten files: the next makes its own.
+			c.removeAll(written)
+		}
 		if errors.Is(err, errConflict) {
 			continue
 		}
@@ -100,14 +118,22 @@ func (c *Catalog) RewriteManifests(dir string) (*Table, *Snapshot, error) {
 	}})
 }
 
-func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (*Metadata, *Snapshot, error) {
+// rewriteMetadata writes the manifests of r's snapshot on t and returns
+// the metadata that commits it, and the data files it wrote (Overwrite).
+func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot, written []NewFile, err error) {
+	defer func() {
+		if err != nil {
+			c.removeAll(written)
+			written = nil
+		}
+	}()
 	old := t.Metadata
 	m := *old // shallow: every slice or map changed below is copied first
 	schema := old.CurrentSchema()
 	if r.Schema != nil {
 		s, last, changed, err := Evolve(r.Schema, schema, old.LastColumnID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", c.Location(r.Dir), err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", c.Location(r.Dir), err)
 		}
 		if changed {
 			for _, o := range old.Schemas {
@@ -124,12 +150,12 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (*Metadata, *Snapshot, er
 	parent := old.Current()
 	live, err := c.LiveFiles(parent)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, e := range live {
 		if e.File.Partition != nil && len(spec.Fields) > 0 {
 			if _, ok := hourOf(e, spec); !ok {
-				return nil, nil, fmt.Errorf("formats/iceberg: %s: file %s is not of the table's partition spec %d: rewriting it is not supported", c.Location(r.Dir), e.File.Path, spec.ID)
+				return nil, nil, nil, fmt.Errorf("formats/iceberg: %s: file %s is not of the table's partition spec %d: rewriting it is not supported", c.Location(r.Dir), e.File.Path, spec.ID)
 			}
 		}
 	}
@@ -141,11 +167,27 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (*Metadata, *Snapshot, er
 	}
 	seq := snap.SequenceNumber
 
+	adds := r.Add
 	del := make(map[string]bool, len(r.Delete))
 	for _, p := range r.Delete {
 		del[p] = true
 	}
-	entries := make([]Entry, 0, len(live)+len(r.Add))
+	if r.Overwrite != nil {
+		codec, err := parquet.ParseCodec(old.Properties[PropCodec])
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("formats/iceberg: table property %s: %w", PropCodec, err)
+		}
+		d, a, err := c.overwriteFiles(live, r.Overwrite, spec, codec)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		written = a
+		for _, p := range d {
+			del[p] = true
+		}
+		adds = append(append([]NewFile(nil), r.Add...), a...)
+	}
+	entries := make([]Entry, 0, len(live)+len(adds))
 	var deleted, kept int
 	var deletedRows, deletedSize int64
 	var totalRows, totalSize int64
@@ -172,10 +214,10 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (*Metadata, *Snapshot, er
 			gone = append(gone, p)
 		}
 		sort.Strings(gone)
-		return nil, nil, fmt.Errorf("%w: %s (and %d more): another commit replaced it since the rewrite was planned", ErrFilesGone, gone[0], len(gone)-1)
+		return nil, nil, nil, fmt.Errorf("%w: %s (and %d more): another commit replaced it since the rewrite was planned", ErrFilesGone, gone[0], len(gone)-1)
 	}
 	var addedRows, addedSize int64
-	for _, f := range r.Add {
+	for _, f := range adds {
 		part := map[string]any{}
 		for _, pf := range spec.Fields {
 			part[pf.Name] = f.Hour
@@ -192,15 +234,15 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (*Metadata, *Snapshot, er
 	if len(entries) > 0 {
 		b, err := encodeManifest(schema, spec, entries)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		name := path.Join(metadataDir(r.Dir), uuid()+"-m0.avro")
 		if err := c.writeNew(name, b); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		mf := ManifestFile{Path: c.Location(name), Length: int64(len(b)), SpecID: int32(spec.ID),
 			SequenceNumber: seq, MinSequenceNumber: minSeq, AddedSnapshotID: snap.ID,
-			AddedFiles: int32(len(r.Add)), ExistingFiles: int32(kept), DeletedFiles: int32(deleted),
+			AddedFiles: int32(len(adds)), ExistingFiles: int32(kept), DeletedFiles: int32(deleted),
 			AddedRows: addedRows, ExistingRows: totalRows - addedRows, DeletedRows: deletedRows}
 		if len(spec.Fields) > 0 {
 			var lo, hi int32
@@ -220,21 +262,28 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (*Metadata, *Snapshot, er
 	}
 	b, err := encodeManifestList(&snap, manifests)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	list := path.Join(metadataDir(r.Dir), fmt.Sprintf("snap-%d-1-%s.avro", snap.ID, uuid()))
 	if err := c.writeNew(list, b); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	snap.ManifestList = c.Location(list)
 
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	snap.Summary = map[string]string{
 		"operation":        r.Operation,
-		"added-data-files": strconv.Itoa(len(r.Add)), "added-records": itoa(addedRows), "added-files-size": itoa(addedSize),
+		"added-data-files": strconv.Itoa(len(adds)), "added-records": itoa(addedRows), "added-files-size": itoa(addedSize),
 		"deleted-data-files": strconv.Itoa(deleted), "deleted-records": itoa(deletedRows), "removed-files-size": itoa(deletedSize),
-		"total-data-files": strconv.Itoa(kept + len(r.Add)), "total-records": itoa(totalRows), "total-files-size": itoa(totalSize),
+		"total-data-files": strconv.Itoa(kept + len(adds)), "total-records": itoa(totalRows), "total-files-size": itoa(totalSize),
 		"total-delete-files": "0", "total-position-deletes": "0", "total-equality-deletes": "0",
+	}
+	if parent != nil {
+		for _, k := range CarriedSummary {
+			if v, ok := parent.Summary[k]; ok {
+				snap.Summary[k] = v
+			}
+		}
 	}
 	for k, v := range r.Summary {
 		snap.Summary[k] = v
@@ -243,7 +292,7 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (*Metadata, *Snapshot, er
 		r.SummaryFunc(snap.Summary)
 	}
 	addSnapshot(&m, old, snap, c.Location(versionFile(r.Dir, t.Version)), now)
-	return &m, &snap, nil
+	return &m, &snap, written, nil
 }
 
 // addSnapshot makes snap the current snapshot of m, a shallow copy of old.
