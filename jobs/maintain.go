@@ -17,11 +17,11 @@ import (
 // the Iceberg tables of its topics (<target>/<topic>) instead of a load,
 // under the same schedule, lease, retries and history as a load job:
 //
-//	- name: clicks-maintenance
-//	  target: hdfs://nn:8020/lake
-//	  topics: [clicks]
-//	  maintenance: [compact, expire_snapshots, remove_orphans]
-//	  every: 6h
+//   - name: clicks-maintenance
+//     target: hdfs://nn:8020/lake
+//     topics: [clicks]
+//     maintenance: [compact, expire_snapshots, remove_orphans]
+//     every: 6h
 //
 // The lease keeps two schedulers from running the same maintenance job at
 // once; it does not keep a maintenance job from running beside the load

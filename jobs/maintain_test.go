@@ -154,4 +154,3 @@ type tableView struct {
 	} `json:"snapshots"`
 	Offsets [][2]int64 `json:"offsets"`
 }
-

@@ -141,7 +141,9 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 	var del []string
 	for _, k := range keys {
 		g := groups[k]
-		sort.Slice(g, func(i, j int) bool { return firstOffset(g[i]) < firstOffset(g[j]) || firstOffset(g[i]) == firstOffset(g[j]) && g[i].File.Path < g[j].File.Path })
+		sort.Slice(g, func(i, j int) bool {
+			return firstOffset(g[i]) < firstOffset(g[j]) || firstOffset(g[i]) == firstOffset(g[j]) && g[i].File.Path < g[j].File.Path
+		})
 		w := &rewriter{c: c, hour: k.hour, codec: codec, target: target}
 		for _, e := range g {
 			if err := ctx.Err(); err != nil {

@@ -285,8 +285,8 @@ func TestMaintenance(t *testing.T) {
 	}
 	keep := []string{
 		plant("dt=2025-11-24/hr=16/_SUCCESS", old),
-		plant("metadata/fresh-m0.avro", time.Now()),                   // a commit in progress
-		plant("dt=2025-11-24/hr=17/t+0+9005+9009.parquet", time.Now()), // a run in progress
+		plant("metadata/fresh-m0.avro", time.Now()),                                  // a commit in progress
+		plant("dt=2025-11-24/hr=17/t+0+9005+9009.parquet", time.Now()),               // a run in progress
 		plant("dt=2025-11-20/hr=00/t+1+0+99.parquet", time.Now().Add(-24*time.Hour)), // older than the table
 	}
 	or, err := c.RemoveOrphans("t", Orphans{OlderThan: time.Now().Add(-time.Hour)})

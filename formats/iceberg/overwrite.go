@@ -159,4 +159,3 @@ func (c *Catalog) withoutRows(e Entry, f *OffsetFilter, hour int32, codec parque
 func sel(ps *array.Int32, os *array.Int64, i int, f *OffsetFilter) bool {
 	return ps.Value(i) == f.Partition && os.Value(i) >= f.From && os.Value(i) < f.To
 }
-
