@@ -214,6 +214,9 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	return &m, &snap, nil
 }
 
+// Rel is the path of the warehouse of an absolute location under it.
+func (c *Catalog) Rel(loc string) string { return c.rel(loc) }
+
 // rel turns an absolute location under the warehouse back into a path of it.
 func (c *Catalog) rel(loc string) string {
 	root := strings.TrimSuffix(c.FS.String(), "/") + "/"
