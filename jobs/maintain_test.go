@@ -88,6 +88,10 @@ func TestMaintenanceJob(t *testing.T) {
 		if r.Outcome != jobs.Succeeded && r.Outcome != jobs.Cancelled {
 			t.Errorf("maintenance run %s: %s %s", r.ID, r.Outcome, r.Error)
 		}
+		for _, m := range r.Maintenance {
+			t.Logf("run %s: compacted %d files into %d in %.2fs; expired %d snapshots and %d files in %.2fs; %d orphans in %.2fs",
+				r.ID, m.Compacted, m.Written, m.Seconds["compact"], m.Expired, m.DeletedFiles, m.Seconds["expire_snapshots"], m.Orphans, m.Seconds["remove_orphans"])
+		}
 	}
 
 	v := readTable(t, target, "taps")
@@ -127,7 +131,7 @@ func readTable(t *testing.T, target, table string) *tableView {
 	fs := openTarget(t, target)
 	defer fs.Close()
 	local := t.TempDir()
-	copyTree(t, fs, table, local)
+	copyTree(t, fs, table, filepath.Join(local, table))
 	py := testbroker.Python(t, "pyiceberg")
 	script := filepath.Join(testbroker.RepoRoot(), "loader", "testdata", "read_iceberg.py")
 	cmd := exec.Command(py, script, target+"/"+table, target, local)

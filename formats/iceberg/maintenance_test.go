@@ -420,3 +420,52 @@ func TestOverwriteAfterCompaction(t *testing.T) {
 		t.Fatalf("operations: %v", v.Operations)
 	}
 }
+
+// BenchmarkCompact is compaction's rate on a local disk: a table of 1,000
+// small files (5 rows each, 10 appends) rewritten into 4, reading,
+// writing and committing included.
+func BenchmarkCompact(b *testing.B) {
+	var files, secs float64
+	for b.Loop() {
+		b.StopTimer()
+		fs, err := fsys.Open(b.TempDir(), fsys.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := &Catalog{FS: fs}
+		smallTable(b, c, "t", 1000, 5, 100)
+		b.StartTimer()
+		res, err := c.CompactTable(context.Background(), "t", Compact{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		files += float64(res.Rewritten)
+		secs += res.Seconds
+	}
+	b.ReportMetric(files/secs, "files/s")
+}
+
+// BenchmarkRewriteCommit is the latency of one replace commit that merges
+// the manifests of a table of 100 appends of 10 files (reading 100
+// manifests, writing one with 1,000 entries).
+func BenchmarkRewriteCommit(b *testing.B) {
+	fs, err := fsys.Open(b.TempDir(), fsys.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &Catalog{FS: fs}
+	for i := range 100 {
+		files := make([]NewFile, 10)
+		for j := range files {
+			files[j] = NewFile{Path: fmt.Sprintf("t/data/%d-%d.parquet", i, j), Records: 1000, Bytes: 1 << 20, Hour: int32(490000 + j)}
+		}
+		if _, _, err := c.Append(Append{Dir: "t", Schema: testSchema(), TimeColumn: "_event_time", Files: files}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if _, _, err := c.Rewrite(Rewrite{Dir: "t", Operation: "replace"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
