@@ -81,6 +81,14 @@ func TestBackfillIceberg(t *testing.T) {
 	}
 	v := readIceberg(t, target, "bf")
 	checkTableOnce(t, v, hwm)
+	// tributary lake query reads the same rows.
+	out, err := tributary(t, nil, "lake", "query", "--target", target, "bf", "--columns", "_partition,_offset")
+	if err != nil {
+		t.Fatalf("lake query: %v\n%s", err, out)
+	}
+	if lines := strings.Count(out, "\n"); lines != len(v.Offsets) || !strings.Contains(out, `{"_offset":699,"_partition":0}`) {
+		t.Fatalf("lake query printed %d rows, pyiceberg read %d:\n%.300s", lines, len(v.Offsets), out)
+	}
 	for i, s := range v.Snapshots {
 		if want := int64(min(i+1, 2) * 600); s.Rows != want {
 			t.Fatalf("snapshot %d (%s): %d rows by time travel, want %d", i, s.Summary["operation"], s.Rows, want)

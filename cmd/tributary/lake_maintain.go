@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/spf13/cobra"
 
 	"github.com/tributary-io/tributary/formats/iceberg"
@@ -180,4 +182,85 @@ and data files older than the table itself are never deleted.`,
 	orphans.Flags().DurationVar(&orphanAge, "older-than", iceberg.DefaultOrphanAge, "only files last modified longer ago than this")
 	orphans.Flags().BoolVar(&orphanDry, "dry-run", false, "list the orphans; delete nothing")
 	cmd.AddCommand(orphans)
+}
+
+func addLakeQuery(cmd *cobra.Command, catalog func() (*iceberg.Catalog, func(), error)) {
+	var (
+		snapshot int64
+		limit    int64
+		columns  []string
+	)
+	query := &cobra.Command{
+		Use:   "query TABLE",
+		Short: "Print the rows of a table's snapshot as JSON lines",
+		Long: `Read every data file of the table's current snapshot (or --snapshot,
+time travel to any retained one) and print its rows, one JSON object a
+line, file by file. A look at the data, not a query engine: no filter is
+pushed down; for SQL use DuckDB's iceberg extension, Trino or pyiceberg.
+A file written before a column was added has no value for it, and the
+column is left out of its rows.`,
+		Example: `  tributary lake query --target file:///lake clicks --limit 3
+  tributary lake query --target hdfs://nn:8020/lake clicks --snapshot 5711837164245731022 --columns _partition,_offset`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := catalog()
+			if err != nil {
+				return err
+			}
+			defer done()
+			if limit < 0 {
+				return fmt.Errorf("--limit %d: want 0 (all rows) or more", limit)
+			}
+			t, err := c.Load(args[0])
+			if err != nil {
+				return err
+			}
+			snap := t.Metadata.Current()
+			if cmd.Flags().Changed("snapshot") {
+				if snap = t.Metadata.Snapshot(snapshot); snap == nil {
+					return fmt.Errorf("--snapshot %d: the table has no such snapshot (tributary lake snapshots lists them)", snapshot)
+				}
+			}
+			if snap == nil {
+				return nil
+			}
+			for _, col := range columns {
+				if _, ok := t.Metadata.CurrentSchema().Field(col); !ok {
+					return fmt.Errorf("--columns: %q is not a column of the table's current schema", col)
+				}
+			}
+			var n int64
+			out := cmd.OutOrStdout()
+			return c.Scan(cmd.Context(), snap, func(_ string, rec arrow.Record) error {
+				if len(columns) > 0 {
+					var fields []arrow.Field
+					var cols []arrow.Array
+					for _, name := range columns {
+						if idx := rec.Schema().FieldIndices(name); len(idx) > 0 {
+							fields = append(fields, rec.Schema().Field(idx[0]))
+							cols = append(cols, rec.Column(idx[0]))
+						}
+					}
+					rec = array.NewRecord(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+					defer rec.Release()
+				}
+				if limit > 0 && n+rec.NumRows() > limit {
+					rec = rec.NewSlice(0, limit-n)
+					defer rec.Release()
+				}
+				if err := array.RecordToJSON(rec, out); err != nil {
+					return err
+				}
+				n += rec.NumRows()
+				if limit > 0 && n >= limit {
+					return iceberg.ErrStopScan
+				}
+				return nil
+			})
+		},
+	}
+	query.Flags().Int64Var(&snapshot, "snapshot", 0, "the snapshot to read (default: the current one)")
+	query.Flags().Int64Var(&limit, "limit", 0, "stop after this many rows (0: all)")
+	query.Flags().StringSliceVar(&columns, "columns", nil, "only these columns, comma-separated")
+	cmd.AddCommand(query)
 }

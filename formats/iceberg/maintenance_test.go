@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -419,6 +420,25 @@ func TestOverwriteAfterCompaction(t *testing.T) {
 	if v.Operations[len(v.Operations)-1] != "overwrite" {
 		t.Fatalf("operations: %v", v.Operations)
 	}
+	// Scan (lake query's read path) reads what pyiceberg read.
+	cur, err := c.Load("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][2]int64
+	err = c.Scan(context.Background(), cur.Metadata.Current(), func(_ string, rec arrow.Record) error {
+		ps := rec.Column(rec.Schema().FieldIndices("_partition")[0]).(*array.Int32)
+		os := rec.Column(rec.Schema().FieldIndices("_offset")[0]).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			got = append(got, [2]int64{int64(ps.Value(i)), os.Value(i)})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i][0] < got[j][0] || got[i][0] == got[j][0] && got[i][1] < got[j][1] })
+	wantRows(t, "Scan", scanRows{Rows: got}, 2, 12)
 }
 
 // BenchmarkCompact is compaction's rate on a local disk: a table of 1,000
