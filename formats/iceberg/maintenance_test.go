@@ -212,12 +212,13 @@ func TestMaintenance(t *testing.T) {
 		}
 	}
 
-	v := scan(t, root, "t", lastAppend, firstAppend)
+	// (Time travel to the last append, 1,000 files, is read after the
+	// first expiry below.)
+	v := scan(t, root, "t", firstAppend)
 	wantRows(t, "after compaction", v.Current, 2, files/2*rows)
 	if v.Current.Files != 4 {
 		t.Fatalf("pyiceberg plans %d files after the compaction, want 4", v.Current.Files)
 	}
-	wantRows(t, "the last append, by time travel", v.At[strconv.FormatInt(lastAppend, 10)], 2, files/2*rows)
 	if got := len(v.At[strconv.FormatInt(firstAppend, 10)].Rows); got != 100*rows {
 		t.Fatalf("the first append by time travel: %d rows, want %d", got, 100*rows)
 	}
