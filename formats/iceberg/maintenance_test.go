@@ -490,3 +490,39 @@ func BenchmarkRewriteCommit(b *testing.B) {
 		}
 	}
 }
+
+// Appends merge the manifests once there are commit.manifest.min-count-to-merge
+// of them (100 by default; 4 here): the list stays short without a
+// maintenance job, and every file is still read once.
+func TestAppendMergesManifests(t *testing.T) {
+	t.Parallel()
+	c, root := localCatalog(t)
+	s, last, _, err := Evolve(smallSchema, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create("t", s, last, "_event_time", map[string]string{PropMergeMinCount: "4"}); err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for i := range 10 {
+		f := writeSmall(t, c.FS, "t", 0, int64(i)*3, int64(i)*3+3, baseHour)
+		tbl, snap, err := c.Append(Append{Dir: "t", Schema: smallSchema, Files: []NewFile{f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mfs, err := c.Manifests(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, len(mfs))
+		if snap.Summary["operation"] != "append" || snap.Summary["total-data-files"] != strconv.Itoa(i+1) || tbl.Metadata.Current().ID != snap.ID {
+			t.Fatalf("append %d: %v", i, snap.Summary)
+		}
+	}
+	if most > 4 {
+		t.Fatalf("the manifest list reached %d manifests, want at most 4", most)
+	}
+	v := scan(t, root, "t")
+	wantRows(t, "after merging appends", v.Current, 1, 30)
+}
