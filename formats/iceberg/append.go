@@ -117,6 +117,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	}
 
 	entries := make([]Entry, 0, len(a.Files))
+	stats := c.filesStats(a.Files, schema)
 	var rows, size int64
 	lo, hi := int32(0), int32(0)
 	for i, f := range a.Files {
@@ -129,7 +130,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 		}
 		seq := snap.SequenceNumber
 		entries = append(entries, Entry{Status: 1, SnapshotID: &snap.ID, SequenceNumber: &seq, FileSequenceNumber: &seq,
-			File: DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}})
+			File: withStats(DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}, stats[i])})
 		rows += f.Records
 		size += f.Bytes
 		if i == 0 || f.Hour < lo {

@@ -24,6 +24,10 @@ type FS interface {
 	// atomic, and that is what a commit relies on.
 	Create(name string) (io.WriteCloser, error)
 	ReadFile(name string) ([]byte, error)
+	// Open opens a file for reading; a file that is also an io.ReaderAt
+	// (HDFS, a local disk) lets the column statistics be read from its
+	// footer alone.
+	Open(name string) (io.ReadCloser, error)
 	WriteFileAtomic(name string, data []byte) error
 	// RenameNoReplace fails with an error satisfying
 	// errors.Is(err, fs.ErrExist) when newname exists, and changes nothing

@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,6 +108,10 @@ type scanView struct {
 	Snapshots  []int64             `json:"snapshots"`
 	Operations []string            `json:"operations"`
 	At         map[string]scanRows `json:"at"`
+	Filtered   struct {
+		Files int `json:"files"`
+		Rows  int `json:"rows"`
+	} `json:"filtered"`
 }
 
 type scanRows struct {
@@ -118,11 +123,17 @@ type scanRows struct {
 // travel.
 func scan(t *testing.T, root, table string, at ...int64) *scanView {
 	t.Helper()
-	py := testbroker.Python(t, "pyiceberg")
-	args := []string{filepath.Join(testbroker.RepoRoot(), "formats", "iceberg", "testdata", "scan.py"), filepath.Join(root, table)}
+	var args []string
 	for _, id := range at {
 		args = append(args, strconv.FormatInt(id, 10))
 	}
+	return scanArgs(t, root, table, args...)
+}
+
+func scanArgs(t *testing.T, root, table string, extra ...string) *scanView {
+	t.Helper()
+	py := testbroker.Python(t, "pyiceberg")
+	args := append([]string{filepath.Join(testbroker.RepoRoot(), "formats", "iceberg", "testdata", "scan.py"), filepath.Join(root, table)}, extra...)
 	out, err := exec.Command(py, args...).Output()
 	if err != nil {
 		stderr := ""
@@ -525,4 +536,50 @@ func TestAppendMergesManifests(t *testing.T) {
 	}
 	v := scan(t, root, "t")
 	wantRows(t, "after merging appends", v.Current, 1, 30)
+}
+
+// Column statistics: each file's manifest entry has value and null counts
+// and bounds by field id, from its Parquet footer, kept through a
+// compaction (whose files get their own); pyiceberg prunes by them.
+func TestColumnStats(t *testing.T) {
+	t.Parallel()
+	c, root := localCatalog(t)
+	smallTable(t, c, "t", 8, 3, 8) // each file: 3 offsets of one partition
+	tbl, err := c.Load("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := c.LiveFiles(tbl.Metadata.Current())
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, _ := tbl.Metadata.CurrentSchema().Field("_offset")
+	v, _ := tbl.Metadata.CurrentSchema().Field("v")
+	for _, e := range live {
+		_, _, first, last, _ := OffsetRange(path.Base(e.File.Path))
+		lo, hi := bound(e.File.LowerBounds, off.ID), bound(e.File.UpperBounds, off.ID)
+		if lo == nil || hi == nil || int64(binary.LittleEndian.Uint64(lo)) != first || int64(binary.LittleEndian.Uint64(hi)) != last {
+			t.Fatalf("%s: _offset bounds %x-%x, want %d-%d", e.File.Path, lo, hi, first, last)
+		}
+		if s := bound(e.File.LowerBounds, v.ID); !strings.HasPrefix(string(s), "event-") {
+			t.Fatalf("%s: string bound %q", e.File.Path, s)
+		}
+	}
+	// Offsets 0-2 of both partitions: 2 of the 8 files.
+	view := scanArgs(t, root, "t", "filter=_offset < 3")
+	if view.Filtered.Files != 2 || view.Filtered.Rows != 6 {
+		t.Fatalf("pyiceberg plans %d files (%d rows) for _offset < 3, want 2 (6)", view.Filtered.Files, view.Filtered.Rows)
+	}
+}
+
+func bound(kbs *[]KB, id int) []byte {
+	if kbs == nil {
+		return nil
+	}
+	for _, kb := range *kbs {
+		if int(kb.Key) == id {
+			return kb.Value
+		}
+	}
+	return nil
 }

@@ -217,13 +217,14 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 		return nil, nil, nil, fmt.Errorf("%w: %s (and %d more): another commit replaced it since the rewrite was planned", ErrFilesGone, gone[0], len(gone)-1)
 	}
 	var addedRows, addedSize int64
-	for _, f := range adds {
+	stats := c.filesStats(adds, schema)
+	for i, f := range adds {
 		part := map[string]any{}
 		for _, pf := range spec.Fields {
 			part[pf.Name] = f.Hour
 		}
 		entries = append(entries, Entry{Status: statusAdded, SnapshotID: &snap.ID, SequenceNumber: &seq, FileSequenceNumber: &seq,
-			File: DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}})
+			File: withStats(DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}, stats[i])})
 		addedRows += f.Records
 		addedSize += f.Bytes
 	}

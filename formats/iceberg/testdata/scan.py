@@ -1,12 +1,14 @@
 """Scans an Iceberg table with pyiceberg and prints what a reader sees, as
 one JSON object:
 
-  scan.py TABLE_LOCATION [SNAPSHOT_ID ...]
+  scan.py TABLE_LOCATION [SNAPSHOT_ID ...] [filter=EXPR]
 
 "current": the current snapshot's rows as sorted [partition, offset]
 pairs and its number of files (plan_files); "snapshots": the ids of every
 snapshot in the metadata; and for each SNAPSHOT_ID given, the same rows
-read by time travel.
+read by time travel; with filter=EXPR, "filtered": the files a scan of
+the current snapshot with that row filter plans (pruned by partition
+values and column bounds) and the rows it returns.
 """
 import json
 import sys
@@ -25,8 +27,12 @@ def main():
     table = StaticTable.from_metadata(sys.argv[1])
     out = {"current": rows(table), "snapshots": [s.snapshot_id for s in table.snapshots()],
            "operations": [str(s.summary.operation.value) for s in table.snapshots()], "at": {}}
-    for sid in sys.argv[2:]:
-        out["at"][sid] = rows(table, int(sid))
+    for arg in sys.argv[2:]:
+        if arg.startswith("filter="):
+            scan = table.scan(row_filter=arg[len("filter="):])
+            out["filtered"] = {"files": len(list(scan.plan_files())), "rows": scan.to_arrow().num_rows}
+            continue
+        out["at"][arg] = rows(table, int(arg))
     print(json.dumps(out))
 
 
