@@ -48,7 +48,7 @@ test:
 # the 200 MB reassignment at a 1 MB/s throttle (issue 30; make test moves
 # 12 MB at 3 MB/s), the loader's loads at the record counts issue 7
 # names (make test runs a fifth of them) with its overlapping runs and
-# Iceberg crash points, the schema registry's 3-node leader kill,
+# Iceberg crash points and the compaction of 1,000 files on HDFS, the schema registry's 3-node leader kill,
 # transactions on 3 nodes (Kafka Streams under 7 faults, the copier across
 # restarts, 8 coordinator kills, the transactional checker with 10 producers
 # under leader and coordinator kills and pauses for 2 minutes), the KIP-848
@@ -64,7 +64,8 @@ test-long:
 	@if [[ " $(LONG) " == *" throttle "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestDynamicConfigsAndThrottledReassignment' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" loader "* ]]; then set -x; \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestLoadHDFS|TestLoadCrashLoop|TestDataNodeDiesMidWrite|TestLoadRunsOverlap|TestLoadIcebergCrash' -v ./loader/; fi
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestLoadHDFS|TestLoadCrashLoop|TestDataNodeDiesMidWrite|TestLoadRunsOverlap|TestLoadIcebergCrash' -v ./loader/ && \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestCompactHDFS' -v ./formats/iceberg/; fi
 	@if [[ " $(LONG) " == *" registry "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestClusterForwarding' -v ./registry/; fi
 	@if [[ " $(LONG) " == *" txn "* ]]; then set -x; \

@@ -47,6 +47,15 @@ type Def struct {
 	TargetFileSize Size          `yaml:"target_file_size" json:"targetFileSize,omitempty"`
 	MaxMemory      Size          `yaml:"max_memory" json:"maxMemory,omitempty"`
 	AllowGaps      bool          `yaml:"allow_gaps" json:"allowGaps,omitempty"`
+	TableFormat    string        `yaml:"table_format" json:"tableFormat,omitempty"` // parquet or iceberg
+
+	// Maintenance, when set, makes the job a table maintenance job
+	// (maintain.go): these actions on the Iceberg tables of its topics,
+	// instead of a load.
+	Maintenance        []string      `yaml:"maintenance" json:"maintenance,omitempty"`
+	MaxSnapshotAge     time.Duration `yaml:"max_snapshot_age" json:"maxSnapshotAge,omitempty"`
+	MinSnapshotsToKeep int           `yaml:"min_snapshots_to_keep" json:"minSnapshotsToKeep,omitempty"`
+	OrphanAge          time.Duration `yaml:"orphan_age" json:"orphanAge,omitempty"`
 
 	// How the work is cut and run.
 	Parallelism       int         `yaml:"parallelism" json:"parallelism,omitempty"`
@@ -364,12 +373,23 @@ func (d Def) validate(dir string) (*Job, *FieldError) {
 	case j.Every > 0:
 		j.Sched = every(j.Every)
 	}
+	if len(j.Maintenance) > 0 {
+		if field, msg := j.validateMaintenance(); field != "" {
+			return bad(field, "%s", msg)
+		}
+		j.Sink = fsys.Options{User: j.HDFSUser}
+		sum, _ := json.Marshal(j.Def)
+		h := sha256.Sum256(sum)
+		j.checksum = hex.EncodeToString(h[:8])
+		return j, nil
+	}
 	spec := loader.Spec{
 		Job: j.Name, Topics: j.Topics, TopicsRegex: j.TopicsRegex,
 		Settings: loader.Settings{
 			Format: j.Format, AvroSchema: j.AvroSchema, AvroDir: j.AvroSchemaDir,
 			TimeField: j.TimeField, TimeZone: j.TimeZone, Lateness: loader.Duration(j.Lateness),
 			Codec: j.Codec, TargetFileBytes: int64(j.TargetFileSize), MaxMemory: int64(j.MaxMemory), AllowGaps: j.AllowGaps,
+			TableFormat: j.TableFormat,
 		},
 		MaxRecordsPerUnit: j.MaxRecordsPerUnit, MaxBytesPerUnit: int64(j.MaxBytesPerUnit),
 	}
@@ -386,7 +406,7 @@ func (d Def) validate(dir string) (*Job, *FieldError) {
 	}
 	if err := spec.Validate(); err != nil {
 		field := "format"
-		for _, f := range []string{"topics_regex", "time_zone", "avro_schema", "schema"} {
+		for _, f := range []string{"topics_regex", "time_zone", "avro_schema", "table_format", "schema"} {
 			if strings.Contains(err.Error(), "--"+strings.ReplaceAll(f, "_", "-")) {
 				field = f
 				break

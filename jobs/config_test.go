@@ -143,3 +143,55 @@ func TestConfigFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// Maintenance jobs: actions and their settings are checked like any field.
+func TestConfigMaintenance(t *testing.T) {
+	cfg := parse(t, `
+defaults: {target: file:///tmp/lake}
+jobs:
+  - name: tidy
+    topics: [a]
+    maintenance: [compact, expire_snapshots, remove_orphans]
+    min_snapshots_to_keep: 5
+    orphan_age: 96h
+    every: 6h
+  - name: load
+    topics: [a]
+    table_format: iceberg
+  - name: vacuum
+    topics: [a]
+    maintenance: [vacuum]
+  - name: hasty
+    topics: [a]
+    maintenance: [remove_orphans]
+    orphan_age: 1s
+  - name: remote
+    topics: [a]
+    maintenance: [compact]
+    executor: process
+  - name: delta
+    topics: [a]
+    table_format: delta
+`)
+	if len(cfg.Jobs) != 2 || cfg.Jobs[0].Name != "tidy" || cfg.Jobs[1].Spec.TableFormat != "iceberg" {
+		t.Fatalf("valid jobs: %d", len(cfg.Jobs))
+	}
+	if j := cfg.Jobs[0]; j.MinSnapshotsToKeep != 5 || j.OrphanAge != 96*time.Hour || len(j.Maintenance) != 3 {
+		t.Fatalf("tidy: %+v", j.Def)
+	}
+	want := []struct{ job, field, text string }{
+		{`"vacuum"`, "maintenance", "vacuum"},
+		{`"hasty"`, "orphan_age", "at least 1m"},
+		{`"remote"`, "executor", "local"},
+		{`"delta"`, "table_format", "delta"},
+	}
+	if len(cfg.Problems) != len(want) {
+		t.Fatalf("%d problems, want %d: %v", len(cfg.Problems), len(want), cfg.Problems)
+	}
+	for i, w := range want {
+		p := cfg.Problems[i]
+		if p.Job != w.job || p.Field != w.field || !strings.Contains(p.Error(), w.text) {
+			t.Errorf("problem %d: %q (job %s, field %q); want job %s, field %q, containing %q", i, p.Error(), p.Job, p.Field, w.job, w.field, w.text)
+		}
+	}
+}

@@ -74,6 +74,10 @@ type Record struct {
 	Phases map[string]float64 `json:"phaseSeconds,omitempty"`
 	// Lag is the job's lag per topic after the run, in records.
 	Lag map[string]int64 `json:"lag,omitempty"`
+	// Maintenance is what a maintenance job did, table by table; Files,
+	// Rows and Bytes count the files its compactions wrote and the rows
+	// and bytes they rewrote.
+	Maintenance []TableMaintenance `json:"maintenance,omitempty"`
 }
 
 // Attempt is one try of a run, made under one lease generation.

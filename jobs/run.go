@@ -141,6 +141,19 @@ func (s *Scheduler) attempt(ctx context.Context, st *jobState, j *Job, cfg *Conf
 		case <-ctx.Done():
 		}
 	}()
+	if len(j.Maintenance) > 0 {
+		s.mu.Lock()
+		rec.Attempts = append(rec.Attempts, a)
+		rec.Outcome, rec.Error, rec.NextAttempt = Running, "", time.Time{}
+		rec.Maintenance, rec.Files, rec.Rows, rec.Bytes = nil, 0, 0, 0
+		s.mu.Unlock()
+		s.persist(st, j, cfg, rec, fs)
+		err := s.maintain(ctx, fs, j, rec, held)
+		if lerr := held.Err(); err != nil && lerr != nil {
+			err = fmt.Errorf("%w (%v)", lerr, err)
+		}
+		return s.endAttempt(st, j, rec, held, err)
+	}
 	bootstrap := j.Bootstrap
 	if bootstrap == "" {
 		bootstrap = s.opts.Bootstrap

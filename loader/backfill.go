@@ -48,6 +48,11 @@ func (l *Loader) Backfill(ctx context.Context, spec Spec, r BackfillRange, paral
 	if err != nil {
 		return nil, err
 	}
+	if spec.TableFormat == TableIceberg {
+		if existing, err = l.tableFiles(r.Topic, r.Partition, existing); err != nil {
+			return nil, err
+		}
+	}
 	from, to := r.From, r.To
 	var replaces []string
 	for grown := true; grown; {

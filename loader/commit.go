@@ -50,6 +50,7 @@ func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
 		for _, f := range r.Files {
 			written[f.Path] = true
 			f.Staged = ""
+			f.Path = p.finalPath(f.Path)
 			m.Files = append(m.Files, f)
 		}
 		if r.Errors != nil {
@@ -62,7 +63,7 @@ func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
 		// Before the commit point: move the files. A backfill first removes
 		// the files it replaces that it did not write again.
 		for _, old := range p.Replaces {
-			if !written[old] {
+			if !written[old] && !p.keepsReplaced(old) {
 				if err := l.FS.RemoveAll(old); err != nil {
 					return nil, fmt.Errorf("removing %s, replaced by the backfill: %w", old, err)
 				}
@@ -71,7 +72,7 @@ func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
 		}
 		for _, r := range results {
 			for _, f := range r.Files {
-				if err := l.move(f.Staged, f.Path); err != nil {
+				if err := l.move(f.Staged, p.finalPath(f.Path)); err != nil {
 					return nil, err
 				}
 				crashPoint("moved")

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -102,8 +104,8 @@ func (l *Loader) commitTables(p *Plan, m *Manifest) error {
 	if p.TableFormat != TableIceberg {
 		return nil
 	}
-	if p.Kind != "load" {
-		return errors.New("a backfill of an Iceberg table (an overwrite snapshot) is not supported yet")
+	if p.Kind == "backfill" {
+		return l.commitOverwrite(p, m)
 	}
 	cat := &iceberg.Catalog{FS: l.FS}
 	starts := p.starts()
@@ -262,7 +264,7 @@ func committedBy(md *iceberg.Metadata, run string) (bool, map[string]int64, erro
 // from.
 func lineage(md *iceberg.Metadata, run string) (done bool, next map[string]int64, by string, err error) {
 	for s := md.Current(); s != nil; {
-		if s.Summary[summaryRun] == run {
+		if run != "" && s.Summary[summaryRun] == run {
 			return true, nil, "", nil
 		}
 		if v, ok := s.Summary[summaryNext]; ok && next == nil {
@@ -317,18 +319,133 @@ func fileSchema(p *Plan, topic string) (*arrow.Schema, error) {
 
 func init() { iceberg.SetCrashHook(crashPoint) }
 
-// refuseTableBackfill stops a backfill of a topic that has an Iceberg
-// table before it plans: a backfill replaces files the table's snapshots
-// refer to, and the overwrite snapshot that would say so is not written
-// yet.
+// refuseTableBackfill stops a plain backfill of a topic that has an
+// Iceberg table before it plans: it would remove files the table's
+// snapshots refer to. With --table-format iceberg the backfill is an
+// overwrite snapshot of the table (commitOverwrite).
 func (l *Loader) refuseTableBackfill(spec Spec) error {
 	if spec.TableFormat == TableIceberg {
-		return errors.New("backfilling an Iceberg table (an overwrite snapshot) is not supported yet")
+		return nil
 	}
 	for _, t := range spec.Topics {
 		if _, err := l.FS.Stat(t + "/metadata/version-hint.text"); err == nil {
-			return fmt.Errorf("topic %s has an Iceberg table at %s/%s: backfilling it would remove files its snapshots refer to, and the overwrite snapshot is not supported yet", t, l.FS, t)
+			return fmt.Errorf("topic %s has an Iceberg table at %s/%s: a plain backfill would remove files its snapshots refer to; backfill it with --table-format iceberg (an overwrite snapshot)", t, l.FS, t)
 		}
 	}
+	return nil
+}
+
+// A backfill of a table (docs/iceberg.md, "Backfill"):
+//
+//   - it plans from the table's current files, not the directory: the
+//     files of the current snapshot whose names (<topic>+<partition>+
+//     <first>+<last>[.<tag>].parquet, compactions' included) hold offsets
+//     of the range, the range growing to cover them whole as in the plain
+//     mode;
+//   - its files get names of their own (.b<run>.parquet): the files it
+//     replaces stay in place, since earlier snapshots still read them
+//     (time travel) until an expiry deletes them;
+//   - its table commit is one overwrite snapshot that deletes the rows of
+//     its range as the table is then (a compaction since the plan may have
+//     merged them with others: those files are rewritten without them)
+//     and adds its files; a rerun after a crash finds the snapshot by the
+//     run id, as a load's.
+
+// tableFiles are the files of the table's current snapshot that hold
+// offsets of the topic's partition, with the bad-record files of have (the
+// directory listing: they are not in the table).
+func (l *Loader) tableFiles(topic string, partition int32, have []dataFile) ([]dataFile, error) {
+	cat := &iceberg.Catalog{FS: l.FS}
+	t, err := cat.Load(topic)
+	if err != nil {
+		return nil, fmt.Errorf("backfilling table %s: %w", topic, err)
+	}
+	live, err := cat.LiveFiles(t.Metadata.Current())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", topic, err)
+	}
+	var out []dataFile
+	for _, f := range have {
+		if !strings.HasSuffix(f.path, ".parquet") {
+			out = append(out, f)
+		}
+	}
+	for _, e := range live {
+		if tp, p, first, last, ok := iceberg.OffsetRange(path.Base(e.File.Path)); ok && tp == topic && p == partition {
+			out = append(out, dataFile{path: cat.Rel(e.File.Path), first: first, last: last})
+		}
+	}
+	return out, nil
+}
+
+// finalPath is where a file of the run goes: its name, but for a
+// backfill of a table, tagged with the run so that it never replaces a
+// file an earlier snapshot reads.
+func (p *Plan) finalPath(name string) string {
+	if p.TableFormat != TableIceberg || p.Kind != "backfill" || !strings.HasSuffix(name, ".parquet") {
+		return name
+	}
+	tag := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, p.Run)
+	return strings.TrimSuffix(name, ".parquet") + ".b" + tag + ".parquet"
+}
+
+// keepsReplaced says whether a file the backfill replaces stays in place:
+// a table's data files do (the overwrite snapshot removes them from the
+// table; the files go with the snapshots that read them).
+func (p *Plan) keepsReplaced(name string) bool {
+	return p.TableFormat == TableIceberg && strings.HasSuffix(name, ".parquet")
+}
+
+// commitOverwrite commits a backfill's files as one overwrite snapshot of
+// its topic's table.
+func (l *Loader) commitOverwrite(p *Plan, m *Manifest) error {
+	if len(p.Units) == 0 {
+		return nil
+	}
+	topic, part := p.Units[0].Topic, p.Units[0].Partition
+	from, to := p.Units[0].From, p.Units[0].To
+	for _, u := range p.Units {
+		if u.Topic != topic || u.Partition != part {
+			return fmt.Errorf("a backfill of a table covers one partition; run %s has %s/%d and %s/%d", p.Run, topic, part, u.Topic, u.Partition)
+		}
+		from, to = min(from, u.From), max(to, u.To)
+	}
+	var files []iceberg.NewFile
+	for _, f := range m.Files {
+		if f.Hour%int64(time.Hour/time.Millisecond) != 0 {
+			return fmt.Errorf("file %s: its hour does not start on a UTC hour", f.Path)
+		}
+		files = append(files, iceberg.NewFile{Path: f.Path, Records: f.Rows, Bytes: f.Bytes, Hour: int32(f.Hour / int64(time.Hour/time.Millisecond))})
+	}
+	schema, err := fileSchema(p, topic)
+	if err != nil {
+		return err
+	}
+	rj, _ := json.Marshal(map[string][2]int64{strconv.Itoa(int(part)): {from, to}})
+	cat := &iceberg.Catalog{FS: l.FS}
+	start := time.Now()
+	t, snap, err := cat.Rewrite(iceberg.Rewrite{
+		Dir: topic, Operation: "overwrite", Add: files, Schema: schema,
+		Overwrite: &iceberg.OffsetFilter{Topic: topic, Partition: part, From: from, To: to},
+		Summary:   map[string]string{summaryRun: p.Run, summaryJob: p.Job, summaryTopic: topic, summaryRanges: string(rj)},
+		Done: func(md *iceberg.Metadata) (bool, error) {
+			done, _, err := committedBy(md, p.Run)
+			return done, err
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("table %s: %w", topic, err)
+	}
+	if snap == nil {
+		l.log().Info("the table has this backfill's snapshot already", "table", topic, "run", p.Run, "version", t.Version)
+		return nil
+	}
+	l.log().Info("committed an overwrite snapshot", "table", topic, "snapshot", snap.ID, "version", t.Version,
+		"added", snap.Summary["added-data-files"], "deleted", snap.Summary["deleted-data-files"], "rows", snap.Summary["added-records"], "seconds", since(start))
 	return nil
 }

@@ -83,6 +83,10 @@ func printRuns(w io.Writer, r *jobs.RunsResponse) {
 				fmt.Fprintf(w, "%s: YARN %s\n", run.ID, applicationText(app))
 			}
 		}
+		for _, m := range run.Maintenance {
+			fmt.Fprintf(w, "%s: table %s: compacted %d files into %d, expired %d snapshots (%d files deleted), removed %d orphans\n",
+				run.ID, m.Table, m.Compacted, m.Written, m.Expired, m.DeletedFiles, m.Orphans)
+		}
 	}
 }
 
@@ -127,6 +131,9 @@ func rangesText(r *jobs.Record) string {
 		}
 	}
 	if len(by) == 0 {
+		if len(r.Maintenance) > 0 {
+			return "maintenance (below)"
+		}
 		if r.Outcome == jobs.Succeeded {
 			return "nothing new"
 		}

@@ -24,11 +24,13 @@ func newLakeCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "lake",
-		Short: "Look at the lake's Iceberg tables: tables, snapshots, describe",
+		Short: "Look at and maintain the lake's Iceberg tables: tables, snapshots, describe, query, compact, expire-snapshots, remove-orphans",
 		Long: `Read the Iceberg tables that "tributary load run --table-format iceberg"
 keeps in a target: one table per topic at <target>/<topic>, one snapshot
 per load run. Each snapshot's summary names the run and the offset ranges
-it loaded.`,
+it loaded; query prints a snapshot's rows as JSON lines. compact, rewrite-manifests, expire-snapshots and
+remove-orphans maintain a table by hand (the same work a maintenance job
+of "tributary jobs serve" does on a schedule, docs/iceberg.md).`,
 		Example: `  tributary lake tables --target hdfs://nn:8020/lake
   tributary lake snapshots --target file:///lake clicks
   tributary lake describe --target file:///lake clicks`,
@@ -166,5 +168,7 @@ the table's properties.`,
 			return nil
 		},
 	})
+	addLakeMaintenance(cmd, catalog)
+	addLakeQuery(cmd, catalog)
 	return cmd
 }

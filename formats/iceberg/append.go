@@ -117,6 +117,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	}
 
 	entries := make([]Entry, 0, len(a.Files))
+	stats := c.filesStats(a.Files, schema)
 	var rows, size int64
 	lo, hi := int32(0), int32(0)
 	for i, f := range a.Files {
@@ -129,7 +130,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 		}
 		seq := snap.SequenceNumber
 		entries = append(entries, Entry{Status: 1, SnapshotID: &snap.ID, SequenceNumber: &seq, FileSequenceNumber: &seq,
-			File: DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}})
+			File: withStats(DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}, stats[i])})
 		rows += f.Records
 		size += f.Bytes
 		if i == 0 || f.Hour < lo {
@@ -148,6 +149,13 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 		if manifests, err = DecodeManifestList(bytes.NewReader(b)); err != nil {
 			return nil, nil, err
 		}
+	}
+	if mergeOnAppend(old, len(manifests)) {
+		// Nothing is written yet: the append becomes a rewrite that deletes
+		// nothing, whose one manifest holds the table's files.
+		m, snap, _, err := c.rewriteMetadata(t, Rewrite{Dir: a.Dir, Operation: "append", Add: a.Files, Schema: a.Schema,
+			Summary: a.Summary, SummaryFunc: a.SummaryFunc})
+		return m, snap, err
 	}
 	if len(entries) > 0 {
 		b, err := encodeManifest(schema, spec, entries)
@@ -212,6 +220,31 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	m.LastSequenceNumber = snap.SequenceNumber
 	m.LastUpdatedMs = now
 	return &m, &snap, nil
+}
+
+// Rel is the path of the warehouse of an absolute location under it.
+func (c *Catalog) Rel(loc string) string { return c.rel(loc) }
+
+// Manifest merging on append, Iceberg's properties and defaults.
+const (
+	PropMergeEnabled  = "commit.manifest-merge.enabled"
+	PropMergeMinCount = "commit.manifest.min-count-to-merge"
+
+	DefaultMergeMinCount = 100
+)
+
+// mergeOnAppend says whether an append to a snapshot of n manifests
+// merges them: the list would otherwise grow by one per load run, and a
+// reader opens every manifest of it to plan a scan.
+func mergeOnAppend(m *Metadata, n int) bool {
+	if m.Properties[PropMergeEnabled] == "false" {
+		return false
+	}
+	min := DefaultMergeMinCount
+	if v, err := strconv.Atoi(m.Properties[PropMergeMinCount]); err == nil && v > 0 {
+		min = v
+	}
+	return n >= min
 }
 
 // rel turns an absolute location under the warehouse back into a path of it.

@@ -75,6 +75,11 @@ type DataFile struct {
 	Partition map[string]any `avro:"partition"`
 	Records   int64          `avro:"record_count"`
 	SizeBytes int64          `avro:"file_size_in_bytes"`
+	// Column statistics by field id (stats.go); nil when unknown.
+	ValueCounts *[]KV `avro:"value_counts"`
+	NullCounts  *[]KV `avro:"null_value_counts"`
+	LowerBounds *[]KB `avro:"lower_bounds"`
+	UpperBounds *[]KB `avro:"upper_bounds"`
 }
 
 // Entry is one entry of a manifest. Status: 0 existing, 1 added, 2 deleted.
@@ -105,7 +110,11 @@ func manifestSchema(spec PartitionSpec) string {
   {"name":"file_format","type":"string","field-id":101},
   {"name":"partition","type":` + string(partition) + `,"field-id":102},
   {"name":"record_count","type":"long","field-id":103},
-  {"name":"file_size_in_bytes","type":"long","field-id":104}]},"field-id":2}
+  {"name":"file_size_in_bytes","type":"long","field-id":104},
+  {"name":"value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k119_v120","fields":[{"name":"key","type":"int","field-id":119},{"name":"value","type":"long","field-id":120}]},"logicalType":"map"}],"default":null,"field-id":109},
+  {"name":"null_value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k121_v122","fields":[{"name":"key","type":"int","field-id":121},{"name":"value","type":"long","field-id":122}]},"logicalType":"map"}],"default":null,"field-id":110},
+  {"name":"lower_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k126_v127","fields":[{"name":"key","type":"int","field-id":126},{"name":"value","type":"bytes","field-id":127}]},"logicalType":"map"}],"default":null,"field-id":125},
+  {"name":"upper_bounds","type":["null",{"type":"array","items":{"type":"record","name":"k129_v130","fields":[{"name":"key","type":"int","field-id":129},{"name":"value","type":"bytes","field-id":130}]},"logicalType":"map"}],"default":null,"field-id":128}]},"field-id":2}
 ]}`
 }
 

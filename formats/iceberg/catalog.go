@@ -24,6 +24,10 @@ type FS interface {
 	// atomic, and that is what a commit relies on.
 	Create(name string) (io.WriteCloser, error)
 	ReadFile(name string) ([]byte, error)
+	// Open opens a file for reading; a file that is also an io.ReaderAt
+	// (HDFS, a local disk) lets the column statistics be read from its
+	// footer alone.
+	Open(name string) (io.ReadCloser, error)
 	WriteFileAtomic(name string, data []byte) error
 	// RenameNoReplace fails with an error satisfying
 	// errors.Is(err, fs.ErrExist) when newname exists, and changes nothing
@@ -73,6 +77,10 @@ type Catalog struct {
 	FS FS
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+
+	// beforeRewrite, set by tests, runs when a rewrite has written its
+	// manifests and is about to commit: another commit can land there.
+	beforeRewrite func()
 }
 
 // ErrNoTable says the table has no metadata yet.

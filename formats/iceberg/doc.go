@@ -7,12 +7,14 @@
 //
 // What it writes is what the loader needs: appends of Parquet files that
 // are already in place, one hour() partition field, schemas that evolve by
-// field id (Evolve). It reads back what it needs to commit again (metadata,
-// manifest lists) and what tests inspect (manifests).
+// field id (Evolve); rewrites that replace files (Rewrite: compaction,
+// manifest merging, a backfill's overwrite by offsets); and the
+// maintenance that deletes files (ExpireSnapshots, RemoveOrphans), each
+// with its protocol written down on the function.
 //
 // Concurrency: a Catalog holds no state of its own, so any number of
 // goroutines and processes may commit to the same table at once; the file
 // system's exclusive create decides which commit of a version wins, and
-// the others retry (Catalog.Append). A Table is a value read at one
+// the others retry (Catalog.Append, Catalog.Rewrite). A Table is a value read at one
 // version and is not updated in place.
 package iceberg
