@@ -38,6 +38,8 @@ type env struct {
 	rw, ro   *httptest.Server
 	rwServer *Server
 	registry string // the broker's schema registry
+	tracker  string // a real tracker's URL, sending to clicks
+	lake     string // the clicks-lake job's target directory
 }
 
 func startEnv(t *testing.T) *env {
@@ -54,9 +56,12 @@ func startEnv(t *testing.T) *env {
 	}
 	t.Cleanup(cl.Close)
 	e.cl, e.adm = cl, kadm.NewClient(cl)
-	jobsURL := startJobs(t, b.Addr())
+	jobsURL, lake := startJobs(t, b.Addr())
+	trackerURL, trackerAdmin := startTracker(t, b.Addr(), "clicks")
+	e.tracker, e.lake = trackerURL, lake
 	serve := func(readOnly bool) (*httptest.Server, *Server) {
-		s, err := New(Config{Seeds: []string{b.Addr()}, ReadOnly: readOnly, LoopbackOnly: true, RegistryURL: reg, JobsURL: jobsURL})
+		s, err := New(Config{Seeds: []string{b.Addr()}, ReadOnly: readOnly, LoopbackOnly: true, RegistryURL: reg, JobsURL: jobsURL,
+			TrackerURL: trackerAdmin, LakeURI: "file://" + lake, SampleEvery: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +76,9 @@ func startEnv(t *testing.T) *env {
 
 // startJobs runs a real jobs scheduler in the test's process, as
 // `tributary dev` runs one, with a job loading clicks into a directory every
-// hour (so only a trigger runs it), and returns its API's URL.
-func startJobs(t *testing.T, bootstrap string) string {
+// hour (so only a trigger runs it), and returns its API's URL and the
+// job's target directory.
+func startJobs(t *testing.T, bootstrap string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	schemaFile := filepath.Join(dir, "activity.yaml")
@@ -98,7 +104,7 @@ func startJobs(t *testing.T, bootstrap string) string {
 	}
 	hs := httptest.NewServer(sched.Handler(nil))
 	t.Cleanup(func() { hs.Close(); stop(); sched.Wait() })
-	return hs.URL
+	return hs.URL, filepath.Join(dir, "lake")
 }
 
 // browserish is an HTTP client with a cookie jar that does not follow
@@ -684,5 +690,7 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
+	t.Run("pipeline", func(t *testing.T) { testPipeline(t, e, b) })
+	t.Run("charts", func(t *testing.T) { testCharts(t, e, b) })
 	t.Run("browser", func(t *testing.T) { testBrowser(t, e) })
 }

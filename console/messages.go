@@ -211,7 +211,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 func (s *Server) browse(ctx context.Context, topic string, q browseQuery) (*browseResult, error) {
 	began := time.Now()
 	res := &browseResult{Query: q}
-	md, err := s.adm.Metadata(ctx, topic)
+	md, err := s.admin(ctx).Metadata(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -232,18 +232,18 @@ func (s *Server) browse(ctx context.Context, topic string, q browseQuery) (*brow
 	if len(parts) == 0 {
 		return nil, badInput("topic %s has no partition %d", topic, q.Partition)
 	}
-	starts, err := s.adm.ListStartOffsets(ctx, topic)
+	starts, err := s.admin(ctx).ListStartOffsets(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := s.adm.ListEndOffsets(ctx, topic)
+	ends, err := s.admin(ctx).ListEndOffsets(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
 	var byTime kadm.ListedOffsets
 	if q.Mode == "time" {
 		at, _ := parseTime(q.Time)
-		if byTime, err = s.adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic); err != nil {
+		if byTime, err = s.admin(ctx).ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic); err != nil {
 			return nil, err
 		}
 	}
@@ -332,6 +332,7 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 		kgo.FetchMaxWait(250 * time.Millisecond),
 		kgo.FetchMaxBytes(8 << 20),
 	}, s.cfg.ClientOpts...)
+	opts = append(opts, userOpts(ctx)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
@@ -572,7 +573,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) {
 		}
 		rec.Partition = int32(p)
 		rec.Context = context.WithValue(ctx, manualPartition{}, true)
-		md, err := s.adm.Metadata(ctx, topic)
+		md, err := s.admin(ctx).Metadata(ctx, topic)
 		if err != nil {
 			s.fail(w, r, "produce", err)
 			return
@@ -582,7 +583,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+	if err := s.client(ctx).ProduceSync(ctx, rec).FirstErr(); err != nil {
 		s.fail(w, r, "produce to "+topic, err)
 		return
 	}

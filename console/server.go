@@ -67,6 +67,18 @@ type Config struct {
 	RegistryURL string
 	// JobsURL is the jobs scheduler's API: with it, the Jobs pages.
 	JobsURL string
+	// SampleEvery is how often the charts' sampler asks the cluster
+	// (DefaultSampleEvery when 0); negative turns the sampler off.
+	SampleEvery time.Duration
+	// TrackerURL is the tracker's admin address (its /metrics): with it,
+	// the Pipeline page shows events accepted and rejected per second.
+	TrackerURL string
+	// LakeURI is a loader target (file:// or hdfs://): with it, the
+	// Pipeline page shows load runs, lake partitions and bad records.
+	LakeURI string
+	// Login, when set, signs each person in with their own SASL
+	// credentials (login.go): every page and action then runs as them.
+	Login *Login
 	// Logger gets one line per change made through the console.
 	Logger *slog.Logger
 }
@@ -84,6 +96,11 @@ type Server struct {
 	log   *slog.Logger
 	// browsing holds the one browse running (messages.go).
 	browsing chan struct{}
+	samp     *sampler      // nil when Config.SampleEvery < 0
+	tracker  *trackerStats // nil without Config.TrackerURL
+	lake     *lake         // nil without Config.LakeURI
+	sessions *sessions     // nil without Config.Login
+	features features
 }
 
 // New builds a console; kgo connects lazily, so an unreachable cluster
@@ -95,16 +112,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(cfg.Seeds...),
-		kgo.ClientID("tributary-console"),
-		kgo.DialTimeout(5 * time.Second),
-		kgo.RetryTimeout(10 * time.Second),
-		kgo.RecordPartitioner(choosePartitioner{}),
-		kgo.ProducerLinger(0),
-		kgo.MetadataMinAge(time.Second),
-	}, cfg.ClientOpts...)
-	cl, err := kgo.NewClient(opts...)
+	s := &Server{cfg: cfg, log: cfg.Logger, browsing: make(chan struct{}, 1)}
+	if cfg.Login != nil {
+		ss, err := newSessions(*cfg.Login)
+		if err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+		s.sessions = ss
+	}
+	cl, err := kgo.NewClient(s.baseOpts()...)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
@@ -113,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 		cl.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), csrf: c, log: cfg.Logger, browsing: make(chan struct{}, 1)}
+	s.cl, s.adm, s.csrf = cl, kadm.NewClient(cl), c
 	if cfg.JobsURL != "" {
 		s.jobs = &jobsClient{base: strings.TrimSuffix(cfg.JobsURL, "/"), http: &http.Client{Timeout: requestTimeout}}
 	}
@@ -123,22 +139,73 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("console: --registry: %w", err)
 		}
 	}
+	if cfg.LakeURI != "" {
+		if s.lake, err = openLake(cfg.LakeURI); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("console: --lake: %w", err)
+		}
+	}
 	if err := s.parseTemplates(); err != nil {
+		s.closeLake()
 		cl.Close()
 		return nil, err
 	}
 	s.routes()
+	if cfg.SampleEvery >= 0 {
+		s.samp = newSampler(s.adm, cfg.SampleEvery)
+		s.samp.start()
+	}
+	if cfg.TrackerURL != "" {
+		s.tracker = newTrackerStats(cfg.TrackerURL, cfg.SampleEvery)
+		s.tracker.start()
+	}
 	return s, nil
 }
 
-// Close closes the console's Kafka client.
-func (s *Server) Close() { s.cl.Close() }
+// baseOpts are the options of every Kafka client of the console: its own,
+// and each signed-in user's (whose SASL mechanism, added last, replaces
+// the console's).
+func (s *Server) baseOpts() []kgo.Opt {
+	return append([]kgo.Opt{
+		kgo.SeedBrokers(s.cfg.Seeds...),
+		kgo.ClientID("tributary-console"),
+		kgo.DialTimeout(5 * time.Second),
+		kgo.RetryTimeout(10 * time.Second),
+		kgo.RecordPartitioner(choosePartitioner{}),
+		kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(time.Second),
+	}, s.cfg.ClientOpts...)
+}
+
+// Close stops the samplers and closes the console's Kafka clients.
+func (s *Server) Close() {
+	if s.sessions != nil {
+		s.sessions.closeAll()
+	}
+	if s.samp != nil {
+		s.samp.close()
+	}
+	if s.tracker != nil {
+		s.tracker.close()
+	}
+	s.closeLake()
+	s.cl.Close()
+}
+
+func (s *Server) closeLake() {
+	if s.lake != nil {
+		s.lake.fs.Close()
+	}
+}
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets/static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /{$}", s.overview)
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /logout", s.logout)
 	m.HandleFunc("GET /topics", s.topics)
 	m.HandleFunc("POST /topics", s.createTopic)
 	m.HandleFunc("GET /topics/{topic}", s.topic)
@@ -152,6 +219,15 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /jobs", s.jobsPage)
 	m.HandleFunc("GET /jobs/{job}", s.jobPage)
 	m.HandleFunc("POST /jobs/{job}/{verb}", s.jobAction)
+	m.HandleFunc("GET /pipeline", s.pipeline)
+	m.HandleFunc("GET /pipeline/errors", s.lakeErrors)
+	m.HandleFunc("GET /pipeline/runs/{run}", s.lakeRun)
+	m.HandleFunc("GET /acls", s.acls)
+	m.HandleFunc("POST /acls", s.createACL)
+	m.HandleFunc("POST /acls/delete", s.deleteACL)
+	m.HandleFunc("GET /users", s.users)
+	m.HandleFunc("POST /users", s.upsertUser)
+	m.HandleFunc("POST /users/{user}/delete", s.deleteUser)
 	m.HandleFunc("GET /groups", s.groups)
 	m.HandleFunc("GET /groups/{group}", s.group)
 	m.HandleFunc("POST /groups/{group}/reset", s.resetOffsets)
@@ -176,8 +252,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("host %q is not one of the console's names (--allowed-host): a page of another site must not reach it by DNS rebinding", r.Host))
 		return
 	}
+	if s.sessions != nil {
+		var ok bool
+		if r, ok = s.withSession(w, r); !ok {
+			return
+		}
+	}
 	if r.Method == http.MethodPost {
-		if s.cfg.ReadOnly {
+		// Signing in and out changes nothing on the cluster.
+		if s.cfg.ReadOnly && r.URL.Path != "/login" && r.URL.Path != "/logout" {
 			s.refuse(w, r, http.StatusForbidden, "the console is read-only (--read-only): it changes nothing on the cluster")
 			return
 		}
@@ -242,6 +325,10 @@ type page struct {
 	Error    string
 	Registry string
 	Jobs     bool
+	Login    bool   // the console signs people in
+	User     string // who is signed in
+	ACLs     bool   // the cluster has an authorizer
+	SCRAM    bool   // the cluster keeps SCRAM credentials
 	Data     any
 }
 
@@ -253,6 +340,8 @@ func (s *Server) parseTemplates() error {
 		"millis":   formatMillis,
 		"contains": containsInt32,
 		"when":     formatTime,
+		"num":      num,
+		"errlink":  errorsLink,
 	}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html")
 	if err != nil {
@@ -280,6 +369,10 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		p.Registry = s.reg.shown
 	}
 	p.Jobs = s.jobs != nil
+	p.Login, p.User = s.sessions != nil, userOf(r.Context())
+	if p.User != "" || s.sessions == nil {
+		p.ACLs, p.SCRAM = s.features.get(r.Context(), s.client(r.Context()))
+	}
 	if p.Flash == "" {
 		p.Flash = s.note(r.URL.Query())
 	}

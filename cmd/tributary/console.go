@@ -23,7 +23,10 @@ import (
 const defaultConsoleListen = "127.0.0.1:8088"
 
 func newConsoleCommand() *cobra.Command {
-	var bootstrap, listen, registryURL, jobsURL string
+	var bootstrap, listen, registryURL, jobsURL, trackerURL, lakeURI string
+	var sampleEvery, loginIdle time.Duration
+	var loginMech string
+	var loginMax int
 	var readOnly bool
 	var allowedHosts []string
 	cmd := &cobra.Command{
@@ -36,18 +39,36 @@ message browser (by partition and offset, by time, newest first, with a
 search over keys, values and headers, and producing a message), and consumer
 groups with their lag per partition and offset resets with a preview; with
 --registry, the registry's subjects and decoded Avro/Protobuf values; with
---jobs, the load jobs with their runs, to trigger, pause or resume.
+--jobs, the load jobs with their runs, to trigger, pause or resume. The
+Pipeline page follows events from the tracker (--tracker: its /metrics,
+accepted, rejected and spooled events; the <topic>.bad topics: the last
+events a schema refused, with the reasons) to the lake (--lake: load runs
+with their units and files, event hours with their _SUCCESS marker, and
+the bad records in _errors). The overview charts the last hour of records
+in and consumed and under-replicated partitions, and a group's page its lag,
+from samples the console takes every --sample-every over the Kafka protocol.
 
 The console is a Kafka client: it connects with the client properties of
 --command-config and -X (TLS, SASL), and everything it does runs as that
-principal. It has no login of its own, so it listens on loopback unless
---listen names another address; there, put it behind a proxy that
-authenticates, and name it with --allowed-host (other Host headers get a
-403, against DNS rebinding). --read-only refuses every change with a 403.
+principal. With --login PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 it shows a
+sign-in form instead, and every page and action runs as the person signed
+in, through a Kafka client of their own (the credentials stay in the
+console's memory for the session, never in a page or a log); the ACLs and
+Users pages then show what that person may see. Without --login it has no
+login of its own, so it listens on loopback unless --listen names another
+address; there, put it behind a proxy that authenticates, and name it with
+--allowed-host (other Host headers get a 403, against DNS rebinding). --read-only refuses every change with a 403.
 Every page is served from the binary; nothing is fetched from the internet
 (docs/console.md).`,
 		Example: `  tributary console -b localhost:9092
   # then open http://127.0.0.1:8088
+
+  # The whole pipeline: tracker counters, the lake's runs and partitions.
+  tributary console -b localhost:9092 --jobs http://127.0.0.1:8089 \
+    --tracker http://127.0.0.1:9645 --lake hdfs://namenode:8020/lake
+
+  # Each person signs in with their own SCRAM user; the broker's ACLs decide.
+  tributary console -b kafka-1:9092 --login SCRAM-SHA-512
 
   # Look, never touch; against a cluster with SASL/SCRAM over TLS.
   tributary console -b kafka-1:9093 --read-only \
@@ -65,8 +86,18 @@ Every page is served from the binary; nothing is fetched from the internet
 			if err != nil {
 				return err
 			}
-			c, err := startConsole(listen, console.Config{Seeds: seeds, ClientOpts: security, ReadOnly: readOnly,
-				RegistryURL: registryURL, JobsURL: jobsURL, AllowedHosts: allowedHosts, Logger: slog.Default()})
+			var login *console.Login
+			if loginMech != "" {
+				login = &console.Login{Mechanism: loginMech, MaxSessions: loginMax, Idle: loginIdle}
+				// Signed-in people have principals; the console may have
+				// none (no SASL in -X), so its own sampler runs only
+				// when asked for.
+				if !cmd.Flags().Changed("sample-every") {
+					sampleEvery = -1
+				}
+			}
+			c, err := startConsole(listen, console.Config{Login: login, Seeds: seeds, ClientOpts: security, ReadOnly: readOnly,
+				RegistryURL: registryURL, JobsURL: jobsURL, TrackerURL: trackerURL, LakeURI: lakeURI, SampleEvery: sampleEvery, AllowedHosts: allowedHosts, Logger: slog.Default()})
 			if err != nil {
 				return err
 			}
@@ -80,6 +111,12 @@ Every page is served from the binary; nothing is fetched from the internet
 	f.StringVar(&listen, "listen", defaultConsoleListen, "the console's address, host:port; on loopback unless told otherwise, since the console has no login of its own")
 	f.StringVar(&registryURL, "registry", "", "the schema registry's URL: its subjects on the Schemas pages, and registry-framed values (Avro, Protobuf, JSON Schema) decoded in the message browser")
 	f.StringVar(&jobsURL, "jobs", "", "the jobs scheduler's API (tributary jobs --listen): its load jobs, their runs, and trigger, pause, resume")
+	f.StringVar(&trackerURL, "tracker", "", "the tracker's admin address (its --admin-listen, e.g. http://127.0.0.1:9645): events accepted, rejected and spooled per second on the Pipeline page")
+	f.StringVar(&lakeURI, "lake", "", "a load job's target, file:///path or hdfs://namenode:port/path: its load runs, event hours with their _SUCCESS marker and _errors on the Pipeline page (read only)")
+	f.DurationVar(&sampleEvery, "sample-every", console.DefaultSampleEvery, "how often the console samples the cluster for its charts (end offsets, group commits, ISRs); the charts keep the last hour")
+	f.StringVar(&loginMech, "login", "", "sign each person in with their own SASL credentials: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (the mechanism of the listener at --bootstrap); every action then runs as them. The charts sample as the console's own principal (-X) only when --sample-every is given")
+	f.IntVar(&loginMax, "login-max-sessions", console.DefaultMaxSessions, "with --login, the most people signed in at once (each holds a Kafka client)")
+	f.DurationVar(&loginIdle, "login-idle", console.DefaultSessionIdle, "with --login, a session unused this long ends (and 12 h after sign-in whatever its use)")
 	f.StringSliceVar(&allowedHosts, "allowed-host", nil, "off loopback, the host names the console answers to (the Host header; IP addresses always pass); default the --listen host when it is a name. Others get a 403, against DNS rebinding")
 	f.BoolVar(&readOnly, "read-only", false, "refuse every change (create, configure, delete, produce, reset offsets) with a 403")
 	return cmd

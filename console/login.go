@@ -1,0 +1,323 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Per-user login: with Config.Login, every page and action runs as the
+// person signed in, through a Kafka client of their own authenticated with
+// their SASL credentials, so the broker's ACLs decide for each person as
+// they do for any other client. The credentials live only inside that
+// client, in this process's memory, for the session's life: never in a
+// page, a cookie or a log line. The cookie holds a random session id.
+
+// Login configures per-user login.
+type Login struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string
+	// MaxSessions bounds the signed-in sessions (each holds a Kafka
+	// client and its connections); DefaultMaxSessions when 0.
+	MaxSessions int
+	// Idle ends a session unused this long; DefaultSessionIdle when 0.
+	Idle time.Duration
+	// MaxAge ends a session this long after sign-in whatever its use;
+	// DefaultSessionMaxAge when 0.
+	MaxAge time.Duration
+}
+
+const (
+	DefaultMaxSessions   = 64
+	DefaultSessionIdle   = 30 * time.Minute
+	DefaultSessionMaxAge = 12 * time.Hour
+	sessionCookie        = "tributary_session"
+	// loginTimeout bounds the broker round trip that checks credentials.
+	loginTimeout = 10 * time.Second
+)
+
+// mechanism builds the SASL mechanism of a user's credentials.
+func (l *Login) mechanism(user, pass string) (sasl.Mechanism, error) {
+	switch strings.ToUpper(l.Mechanism) {
+	case "PLAIN":
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case "SCRAM-SHA-512", "":
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("login mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", l.Mechanism)
+}
+
+type session struct {
+	user    string
+	cl      *kgo.Client
+	adm     *kadm.Client
+	mech    sasl.Mechanism // for the browse consumers of this user
+	created time.Time
+	used    time.Time
+}
+
+type sessions struct {
+	cfg Login
+	mu  sync.Mutex
+	m   map[string]*session
+	// logins bounds the credential checks running at once: each is a
+	// broker round trip a stranger can ask for.
+	logins chan struct{}
+}
+
+func newSessions(cfg Login) (*sessions, error) {
+	if _, err := cfg.mechanism("x", "x"); err != nil {
+		return nil, err
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = DefaultSessionIdle
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultSessionMaxAge
+	}
+	return &sessions{cfg: cfg, m: map[string]*session{}, logins: make(chan struct{}, 4)}, nil
+}
+
+func (ss *sessions) expired(s *session, now time.Time) bool {
+	return now.Sub(s.used) > ss.cfg.Idle || now.Sub(s.created) > ss.cfg.MaxAge
+}
+
+// get is the live session of id, nil if none; using it keeps it alive.
+func (ss *sessions) get(id string) *session {
+	if id == "" {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.m[id]
+	if s == nil {
+		return nil
+	}
+	now := time.Now()
+	if ss.expired(s, now) {
+		delete(ss.m, id)
+		go s.cl.Close()
+		return nil
+	}
+	s.used = now
+	return s
+}
+
+// add stores a new session, dropping expired ones first; full, it
+// refuses rather than pushing out someone signed in.
+func (ss *sessions) add(s *session) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := base64.RawURLEncoding.EncodeToString(b[:])
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	now := time.Now()
+	for k, o := range ss.m {
+		if ss.expired(o, now) {
+			delete(ss.m, k)
+			go o.cl.Close()
+		}
+	}
+	if len(ss.m) >= ss.cfg.MaxSessions {
+		return "", fmt.Errorf("%d people are signed in, the most this console holds (--login-max-sessions): try again when a session ends", len(ss.m))
+	}
+	ss.m[id] = s
+	return id, nil
+}
+
+func (ss *sessions) remove(id string) {
+	ss.mu.Lock()
+	s := ss.m[id]
+	delete(ss.m, id)
+	ss.mu.Unlock()
+	if s != nil {
+		s.cl.Close()
+	}
+}
+
+func (ss *sessions) closeAll() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for k, s := range ss.m {
+		delete(ss.m, k)
+		s.cl.Close()
+	}
+}
+
+type sessionKey struct{}
+
+// admin is the Kafka admin client of a request: the signed-in user's, or
+// the console's own.
+func (s *Server) admin(ctx context.Context) *kadm.Client {
+	if ss, ok := ctx.Value(sessionKey{}).(*session); ok {
+		return ss.adm
+	}
+	return s.adm
+}
+
+// client is the Kafka client of a request, as admin.
+func (s *Server) client(ctx context.Context) *kgo.Client {
+	if ss, ok := ctx.Value(sessionKey{}).(*session); ok {
+		return ss.cl
+	}
+	return s.cl
+}
+
+// userOpts are the options a request's own short-lived clients (the
+// browse consumers) add to the console's: the user's SASL mechanism.
+func userOpts(ctx context.Context) []kgo.Opt {
+	if ss, ok := ctx.Value(sessionKey{}).(*session); ok {
+		return []kgo.Opt{kgo.SASL(ss.mech)}
+	}
+	return nil
+}
+
+func userOf(ctx context.Context) string {
+	if ss, ok := ctx.Value(sessionKey{}).(*session); ok {
+		return ss.user
+	}
+	return ""
+}
+
+// withSession finds the request's session; without one, a page asks to
+// sign in and a change is refused. It reports whether to go on.
+func (s *Server) withSession(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	p := r.URL.Path
+	if p == "/login" || strings.HasPrefix(p, "/static/") || p == "/favicon.ico" {
+		return r, true
+	}
+	var id string
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		id = c.Value
+	}
+	ss := s.sessions.get(id)
+	if ss == nil {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		} else {
+			s.refuse(w, r, http.StatusUnauthorized, "sign in first: this console acts as the person signed in")
+		}
+		return r, false
+	}
+	return r.WithContext(context.WithValue(r.Context(), sessionKey{}, ss)), true
+}
+
+type loginData struct {
+	User, Next, Mechanism string
+}
+
+// safeNext keeps a post-login redirect on this console: a path, never
+// //host or a scheme.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if s.sessions == nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "login", page{Title: "Sign in", Data: loginData{Next: safeNext(r.URL.Query().Get("next")), Mechanism: s.sessions.cfg.Mechanism}})
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	if s.sessions == nil {
+		s.refuse(w, r, http.StatusNotFound, "this console has no login (--login)")
+		return
+	}
+	user, pass := r.PostForm.Get("user"), r.PostForm.Get("password")
+	next := safeNext(r.PostForm.Get("next"))
+	d := loginData{User: user, Next: next, Mechanism: s.sessions.cfg.Mechanism}
+	again := func(status int, why string) {
+		s.render(w, r, status, "login", page{Title: "Sign in", Error: why, Data: d})
+	}
+	if user == "" || pass == "" {
+		again(http.StatusBadRequest, "give a user name and a password")
+		return
+	}
+	select {
+	case s.sessions.logins <- struct{}{}:
+		defer func() { <-s.sessions.logins }()
+	default:
+		again(http.StatusServiceUnavailable, "too many sign-ins at once: try again")
+		return
+	}
+	mech, err := s.sessions.cfg.mechanism(user, pass)
+	if err != nil {
+		again(http.StatusInternalServerError, err.Error())
+		return
+	}
+	cl, err := kgo.NewClient(append(s.baseOpts(), kgo.SASL(mech))...)
+	if err != nil {
+		again(http.StatusInternalServerError, "a Kafka client: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), loginTimeout)
+	defer cancel()
+	// The check: one request the broker answers only once SASL succeeded.
+	adm := kadm.NewClient(cl)
+	if err := loginErr(ctx, adm); err != nil {
+		cl.Close()
+		s.log.Info("console: sign-in refused", "user", user, "remote", r.RemoteAddr)
+		again(http.StatusUnauthorized, "sign-in refused: "+err.Error())
+		return
+	}
+	id, err := s.sessions.add(&session{user: user, cl: cl, adm: adm, mech: mech, created: time.Now(), used: time.Now()})
+	if err != nil {
+		cl.Close()
+		again(http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int(s.sessions.cfg.MaxAge / time.Second)})
+	s.log.Info("console: signed in", "user", user, "remote", r.RemoteAddr)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// loginErr asks the broker for its metadata as the new user: with bad
+// credentials the SASL handshake fails and kgo says so.
+func loginErr(ctx context.Context, adm *kadm.Client) error {
+	_, err := adm.BrokerMetadata(ctx)
+	if err == nil {
+		return nil
+	}
+	var se *kgo.ErrFirstReadEOF
+	if errors.As(err, &se) {
+		return errors.New("the broker closed the connection (a listener without SASL, or TLS needed?)")
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errors.New("no answer from the broker in time")
+	}
+	return err
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil && s.sessions != nil {
+		s.sessions.remove(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}

@@ -1,0 +1,168 @@
+package console
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testLogin: a console with per-user login against the SASL listener of
+// TestConsoleACLs' broker. Nothing shows before signing in; each person
+// sees and does what their own principal may (viewer: the topic shared
+// only; ops, a super user: everything, the ACLs and the users); what ops
+// grants on the ACLs page shows in viewer's next page; a SCRAM user
+// created on the Users page can sign in; passwords are in no page and no
+// log line; sessions are bounded and end on sign-out.
+func testLogin(t *testing.T, saslAddr string) {
+	var logs syncBuffer
+	s, err := New(Config{Seeds: []string{saslAddr}, LoopbackOnly: true, SampleEvery: -1,
+		Login:  &Login{Mechanism: "SCRAM-SHA-512", MaxSessions: 3},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer func() { hs.Close(); s.Close() }()
+
+	signIn := func(user, pass string) (*browserish, int, string) {
+		c := newBrowserish(t, hs.URL)
+		tok := c.token("/login")
+		code, loc, body := c.post("/login", form("csrf", tok, "user", user, "password", pass, "next", "/topics"))
+		if code == http.StatusSeeOther && loc != "/topics" {
+			t.Fatalf("sign-in redirects to %q", loc)
+		}
+		return c, code, body
+	}
+
+	anon := newBrowserish(t, hs.URL)
+	if code, _ := anon.get("/topics"); code != http.StatusSeeOther {
+		t.Fatalf("GET /topics before signing in: %d, want a redirect to /login", code)
+	}
+	resp, err := anon.c.Get(hs.URL + "/topics/shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); loc != "/login?next="+url.QueryEscape("/topics/shared") {
+		t.Errorf("redirect to %q", loc)
+	}
+	if code, _, body := anon.post("/topics", form("name", "x")); code != http.StatusUnauthorized && code != http.StatusForbidden {
+		t.Errorf("POST without a session: %d\n%s", code, body)
+	}
+	// An open redirect would send a signed-in person elsewhere.
+	if got := safeNext("//evil.example/x"); got != "/" {
+		t.Errorf("safeNext(//evil.example/x) = %q", got)
+	}
+
+	if _, code, body := signIn("viewer", "wrong-password"); code != http.StatusUnauthorized || !strings.Contains(body, "sign-in refused") || strings.Contains(body, "wrong-password") {
+		t.Fatalf("bad password: %d\n%s", code, body)
+	}
+
+	viewer, code, body := signIn("viewer", "viewer-secret")
+	if code != http.StatusSeeOther {
+		t.Fatalf("viewer's sign-in: %d\n%s", code, body)
+	}
+	_, list := viewer.get("/topics")
+	if !strings.Contains(list, `href="/topics/shared"`) || strings.Contains(list, "secret") || !strings.Contains(list, `id="whoami">viewer<`) {
+		t.Fatalf("viewer's topic list: want shared, not secret, and who is signed in\n%s", list)
+	}
+	tok := viewer.token("/topics")
+	if code, _, body := viewer.post("/topics", form("csrf", tok, "name", "viewer-made")); code != http.StatusForbidden || !strings.Contains(body, "AUTHORIZATION_FAILED") {
+		t.Errorf("viewer created a topic: %d\n%s", code, body)
+	}
+
+	ops, code, body := signIn("ops", "ops-secret")
+	if code != http.StatusSeeOther {
+		t.Fatalf("ops' sign-in: %d\n%s", code, body)
+	}
+	_, list = ops.get("/topics")
+	if !strings.Contains(list, `href="/topics/secret"`) || !strings.Contains(list, `href="/acls"`) || !strings.Contains(list, `href="/users"`) {
+		t.Fatalf("ops' topic list: want secret and the ACLs and Users pages\n%s", list)
+	}
+	_, acls := ops.get("/acls")
+	mustContain(t, "ACL list", acls, "<td>User:viewer</td>", "<td>shared</td>")
+	tok = ops.token("/acls")
+	grant := form("csrf", tok, "principal", "User:viewer", "permission", "ALLOW", "operation", "DESCRIBE", "type", "TOPIC", "name", "secret", "pattern", "LITERAL", "host", "*")
+	if code, loc, body := ops.post("/acls", grant); code != http.StatusSeeOther || !strings.Contains(loc, "created+ACL") {
+		t.Fatalf("ops' grant: %d %s\n%s", code, loc, body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, list = viewer.get("/topics"); strings.Contains(list, `href="/topics/secret"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("viewer does not see secret after ops' grant:\n%s", list)
+		}
+	}
+	grant.Set("csrf", tok)
+	if code, loc, _ := ops.post("/acls/delete", grant); code != http.StatusSeeOther || !strings.Contains(loc, "deleted+1+ACL") {
+		t.Fatalf("ops' revoke: %d %s", code, loc)
+	}
+	if code, _, body := ops.post("/acls", form("csrf", tok, "principal", "viewer", "permission", "ALLOW", "operation", "READ", "type", "TOPIC", "name", "x", "pattern", "LITERAL")); code != http.StatusBadRequest || !strings.Contains(body, "Type:name") {
+		t.Errorf("an ACL with a bad principal: %d\n%s", code, body)
+	}
+	// viewer may not create ACLs: the broker says so.
+	if code, _, body := viewer.post("/acls", form("csrf", viewer.token("/topics"), "principal", "User:viewer", "permission", "ALLOW", "operation", "ALL", "type", "TOPIC", "name", "*", "pattern", "LITERAL")); code != http.StatusForbidden || !strings.Contains(body, "AUTHORIZATION_FAILED") {
+		t.Errorf("viewer granted itself everything: %d\n%s", code, body)
+	}
+
+	// A user made on the Users page signs in with its password.
+	tok = ops.token("/users")
+	if code, _, body := ops.post("/users", form("csrf", tok, "user", "newbie", "password", "newbie-secret", "mechanism", "SCRAM-SHA-512")); code != http.StatusSeeOther {
+		t.Fatalf("create user: %d\n%s", code, body)
+	}
+	_, users := ops.get("/users")
+	mustContain(t, "users", users, "<td>newbie</td>", "SCRAM-SHA-512 (8192 iterations)", "<td>viewer</td>")
+	// Three sessions at most: viewer and ops hold two.
+	newbie, code, body := signIn("newbie", "newbie-secret")
+	if code != http.StatusSeeOther {
+		t.Fatalf("newbie's sign-in: %d\n%s", code, body)
+	}
+	if _, code, body := signIn("ops", "ops-secret"); code != http.StatusServiceUnavailable || !strings.Contains(body, "the most this console holds") {
+		t.Errorf("a fourth session: %d\n%s", code, body)
+	}
+	// Sign-out ends the session: its cookie no longer opens a page.
+	if code, loc, _ := newbie.post("/logout", form("csrf", newbie.token("/topics"))); code != http.StatusSeeOther || loc != "/login" {
+		t.Errorf("sign-out: %d %s", code, loc)
+	}
+	if code, _ := newbie.get("/topics"); code != http.StatusSeeOther {
+		t.Errorf("a page after signing out: %d", code)
+	}
+	if code, _, body := ops.post("/users/newbie/delete", form("csrf", tok, "mechanism", "SCRAM-SHA-512", "confirm", "newbie")); code != http.StatusSeeOther {
+		t.Fatalf("delete user: %d\n%s", code, body)
+	}
+	if _, code, _ := signIn("newbie", "newbie-secret"); code != http.StatusUnauthorized {
+		t.Errorf("a deleted user signed in: %d", code)
+	}
+	for _, secret := range []string{"viewer-secret", "ops-secret", "newbie-secret", "wrong-password"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the console's log holds a password:\n%s", logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "signed in") || !strings.Contains(logs.String(), "user=viewer") {
+		t.Errorf("no sign-in in the log:\n%s", logs.String())
+	}
+}

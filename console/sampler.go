@@ -1,0 +1,231 @@
+package console
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// The charts are fed over the Kafka protocol, not from the brokers'
+// /metrics: the console knows only the bootstrap address (a broker's admin
+// listener is another port, often firewalled), the same sampling works
+// against Apache Kafka (which has JMX, not Prometheus), and what a sample
+// sees is what the console's principal may describe. What the protocol
+// cannot give is bytes sent to fetchers, so "out" is records committed by
+// consumer groups per second: the consumption a pipeline cares about,
+// without the replication and re-read traffic of BytesOutPerSec.
+const (
+	// DefaultSampleEvery is how often the console samples the cluster.
+	DefaultSampleEvery = 10 * time.Second
+	// chartSpan is what a chart shows.
+	chartSpan = time.Hour
+	// maxPoints bounds the ring whatever the interval (tests sample fast).
+	maxPoints = 720
+	// maxSampledGroups bounds the groups a sample fetches the offsets of
+	// (the first by name): on a cluster of thousands of groups a sample
+	// must stay cheap; the rest show no lag chart, and the page says so.
+	maxSampledGroups = 200
+	// sampleTimeout bounds one sample's Kafka requests.
+	sampleTimeout = 8 * time.Second
+)
+
+// sample is one point of every chart.
+type sample struct {
+	At time.Time
+	// In and Out are records per second since the previous sample:
+	// appended to every partition (end offsets), and committed by the
+	// sampled groups. -1 when there was no previous sample to compare.
+	In, Out         float64
+	UnderReplicated int
+	Offline         int
+	// Lag is the total lag of each sampled group.
+	Lag map[string]int64
+	Err string
+}
+
+// sampler keeps the last hour of samples in a ring.
+type sampler struct {
+	adm   *kadm.Client
+	every time.Duration
+
+	mu      sync.Mutex
+	ring    []sample
+	next    int // where the next sample goes
+	full    bool
+	ends    int64            // sum of end offsets at the last sample, -1 before one
+	commits map[string]int64 // each sampled group's committed offsets, summed
+	groups  int              // groups on the cluster at the last sample
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+func newSampler(adm *kadm.Client, every time.Duration) *sampler {
+	if every <= 0 {
+		every = DefaultSampleEvery
+	}
+	n := int(chartSpan / every)
+	n = min(max(n, 2), maxPoints)
+	return &sampler{adm: adm, every: every, ring: make([]sample, n), ends: -1}
+}
+
+func (s *sampler) start() {
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop, s.done = stop, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(s.every)
+		defer t.Stop()
+		for {
+			s.once(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (s *sampler) close() {
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
+}
+
+// once takes one sample and adds it to the ring.
+func (s *sampler) once(parent context.Context) {
+	ctx, cancel := context.WithTimeout(parent, sampleTimeout)
+	defer cancel()
+	now := time.Now()
+	p := sample{At: now, In: -1, Out: -1}
+	md, err := s.adm.Metadata(ctx)
+	if err != nil {
+		if parent.Err() != nil {
+			return
+		}
+		p.Err = err.Error()
+		s.add(p, -1, nil, 0)
+		return
+	}
+	h := partitionHealth(md.Topics, nil)
+	p.UnderReplicated, p.Offline = h.UnderReplicated, h.Offline
+	ends := map[string]map[int32]int64{}
+	var endSum int64 = -1
+	if names := md.Topics.Names(); len(names) > 0 {
+		if eos, err := s.adm.ListEndOffsets(ctx, names...); err == nil {
+			endSum = 0
+			eos.Each(func(o kadm.ListedOffset) {
+				if o.Err != nil {
+					return
+				}
+				endSum += o.Offset
+				if ends[o.Topic] == nil {
+					ends[o.Topic] = map[int32]int64{}
+				}
+				ends[o.Topic][o.Partition] = o.Offset
+			})
+		} else {
+			p.Err = "end offsets: " + err.Error()
+		}
+	} else {
+		endSum = 0
+	}
+	var commits map[string]int64
+	ngroups := 0
+	if gs, err := s.adm.ListGroups(ctx); err == nil {
+		names := gs.Groups()
+		ngroups = len(names)
+		sort.Strings(names)
+		if len(names) > maxSampledGroups {
+			names = names[:maxSampledGroups]
+		}
+		commits = make(map[string]int64, len(names))
+		p.Lag = make(map[string]int64, len(names))
+		if len(names) > 0 {
+			fetched := s.adm.FetchManyOffsets(ctx, names...)
+			for g, r := range fetched {
+				if r.Err != nil {
+					continue
+				}
+				var lag, sum int64
+				r.Fetched.Each(func(o kadm.OffsetResponse) {
+					if o.Err != nil || o.At < 0 {
+						return
+					}
+					sum += o.At
+					if e, ok := ends[o.Topic][o.Partition]; ok {
+						lag += max(0, e-o.At)
+					}
+				})
+				p.Lag[g] = lag
+				commits[g] = sum
+			}
+		}
+	} else if p.Err == "" {
+		p.Err = "groups: " + err.Error()
+	}
+	s.add(p, endSum, commits, ngroups)
+}
+
+func (s *sampler) add(p sample, endSum int64, commits map[string]int64, groups int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.lastLocked(); ok {
+		dt := p.At.Sub(prev.At).Seconds()
+		// A counter that went back (a topic deleted, a group reset) makes
+		// no rate; the chart shows a gap rather than a negative spike.
+		if dt > 0 && endSum >= 0 && s.ends >= 0 && endSum >= s.ends {
+			p.In = float64(endSum-s.ends) / dt
+		}
+		// Out counts only what groups seen both times moved forward: a
+		// new group's first commit, or a reset, is no consumption.
+		if dt > 0 && commits != nil && s.commits != nil {
+			var n int64
+			for g, c := range commits {
+				if was, ok := s.commits[g]; ok && c > was {
+					n += c - was
+				}
+			}
+			p.Out = float64(n) / dt
+		}
+	}
+	s.ends, s.commits, s.groups = endSum, commits, groups
+	s.ring[s.next] = p
+	s.next = (s.next + 1) % len(s.ring)
+	if s.next == 0 {
+		s.full = true
+	}
+}
+
+func (s *sampler) lastLocked() (sample, bool) {
+	if !s.full && s.next == 0 {
+		return sample{}, false
+	}
+	return s.ring[(s.next-1+len(s.ring))%len(s.ring)], true
+}
+
+// samples are the samples of the last hour, oldest first.
+func (s *sampler) samples() []sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []sample
+	if s.full {
+		out = append(out, s.ring[s.next:]...)
+	}
+	out = append(out, s.ring[:s.next]...)
+	cut := time.Now().Add(-chartSpan)
+	i := sort.Search(len(out), func(i int) bool { return out[i].At.After(cut) })
+	return out[i:]
+}
+
+// sampledGroups is how many groups the cluster had at the last sample, and
+// whether the sample left some out.
+func (s *sampler) sampledGroups() (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.groups, s.groups > maxSampledGroups
+}

@@ -1,0 +1,103 @@
+package console
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testbroker"
+)
+
+const trackerWriteKey = "wk-console"
+
+// startTracker runs the real `tributary tracker` binary in front of the
+// broker, sending the events of trackerWriteKey to topic, and returns its
+// URL and the URL of its admin endpoint (/metrics). It is stopped with
+// SIGTERM and must exit cleanly, without a race or a panic in its log.
+func startTracker(t *testing.T, bootstrap, topic string) (string, string) {
+	t.Helper()
+	addr, admin := freeAddr(t), freeAddr(t)
+	var log bytes.Buffer
+	var mu sync.Mutex
+	cmd := exec.Command(testbroker.Binary(t), "tracker", "--write-key", trackerWriteKey, "--topic", topic,
+		"--listen", addr, "--admin-listen", admin, "--bootstrap", bootstrap, "--spool-dir", filepath.Join(t.TempDir(), "spool"))
+	w := lockedBuffer{&log, &mu}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	logText := func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("tracker exited with %v after SIGTERM:\n%s", err, logText())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("tracker did not stop within 30 s of SIGTERM:\n%s", logText())
+		}
+		if l := logText(); strings.Contains(l, "DATA RACE") || strings.Contains(l, "panic:") {
+			t.Errorf("tracker log:\n%s", l)
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if res, err := http.Get("http://" + addr + "/tracker.js"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return "http://" + addr, "http://" + admin
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("tracker exited (%v):\n%s", err, logText())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tracker not serving after 30 s:\n%s", logText())
+		}
+	}
+}
+
+type lockedBuffer struct {
+	b  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (w lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// track sends one event through the tracker's Segment-compatible API.
+func track(t *testing.T, trackerURL, body string) int {
+	t.Helper()
+	res, err := http.Post(trackerURL+"/v1/track", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
