@@ -35,7 +35,7 @@ func chart(id, title, unit string, pts []point, now time.Time) template.HTML {
 	from := now.Add(-chartSpan)
 	peak, last, any := 0.0, 0.0, false
 	for _, p := range pts {
-		if p.OK {
+		if p.OK && !p.At.Before(from) {
 			peak = math.Max(peak, p.V)
 			last, any = p.V, true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -64,6 +65,9 @@ func testPipeline(t *testing.T, e *env, b *browserish) {
 		ReceivedAt: json.RawMessage(`"2026-01-01T00:00:00Z"`),
 		Errors:     []validate.Violation{{Path: "/properties/amount", Reason: "expected number, got string " + needle}},
 		Payload:    json.RawMessage(`{"event":"Order Completed"}`)})
+	if _, err := e.adm.CreateTopic(ctx, 1, 1, nil, "clicks.bad"); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.cl.ProduceSync(ctx, &kgo.Record{Topic: "clicks.bad", Value: bad}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +98,7 @@ func testPipeline(t *testing.T, e *env, b *browserish) {
 		for _, m := range runRE.FindAllStringSubmatch(body, -1) {
 			_, run := b.get("/pipeline/runs/" + m[1])
 			if f := regexp.MustCompile(`<code>(clicks/dt=[^<]+\.parquet)</code>`).FindStringSubmatch(run); f != nil {
-				file = f[1]
+				file = html.UnescapeString(f[1])
 				break
 			}
 		}

@@ -57,7 +57,8 @@ console's memory for the session, never in a page or a log); the ACLs and
 Users pages then show what that person may see. Without --login it has no
 login of its own, so it listens on loopback unless --listen names another
 address; there, put it behind a proxy that authenticates, and name it with
---allowed-host (other Host headers get a 403, against DNS rebinding). --read-only refuses every change with a 403.
+--allowed-host (other Host headers get a 403, against DNS rebinding).
+--read-only refuses every change with a 403.
 Every page is served from the binary; nothing is fetched from the internet
 (docs/console.md).`,
 		Example: `  tributary console -b localhost:9092
