@@ -533,6 +533,11 @@ func TestConsole(t *testing.T) {
 			{"/topics/clicks/delete", form("confirm", "clicks")},
 			{"/topics/clicks/produce", form("value", "ro")},
 			{"/groups/reporting/reset", form("to", "latest")},
+			{"/acls", form("principal", "User:ro", "permission", "ALLOW", "operation", "ALL", "type", "TOPIC", "name", "*", "pattern", "LITERAL")},
+			{"/acls/delete", form("principal", "User:ro", "permission", "ALLOW", "operation", "ALL", "type", "TOPIC", "name", "*", "pattern", "LITERAL")},
+			{"/users", form("user", "ro-made", "password", "pw")},
+			{"/users/ro-made/delete", form("confirm", "ro-made")},
+			{"/jobs/clicks-lake/trigger", form()},
 		} {
 			p.form.Set("csrf", tok)
 			code, _, body := ro.post(p.path, p.form)
@@ -542,6 +547,14 @@ func TestConsole(t *testing.T) {
 		}
 		if e.partitions(t, "ro-made") != 0 || e.partitions(t, "clicks") != 4 || e.topicConfig(t, "clicks", "retention.ms") == "1" {
 			t.Error("a read-only console changed the cluster")
+		}
+		if us, err := e.adm.DescribeUserSCRAMs(ctx); err == nil && len(us) > 0 {
+			t.Errorf("a read-only console made SCRAM users: %v", us)
+		}
+		for _, p := range []string{"/users", "/pipeline", "/groups"} {
+			if _, body := ro.get(p); strings.Contains(body, `method="post"`) {
+				t.Errorf("read-only %s offers a form", p)
+			}
 		}
 		hw := testbroker.HighWatermarks(t, e.broker.Addr(), "clicks")
 		if hw[3] != 51 {
