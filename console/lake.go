@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"sort"
@@ -121,22 +122,30 @@ func (l *lake) view() lakeView {
 	}
 	plans, err := l.fs.ReadDir(lakePlans)
 	warn("runs", err)
-	var runs []string
+	// The newest plans by modification time (a plan is written once, when
+	// its run is planned): only those are read, however many runs the
+	// lake has kept.
+	var recent []fs.FileInfo
 	for _, p := range plans {
-		if r, ok := strings.CutSuffix(p.Name(), ".json"); ok && p.Size() <= lakeMaxPlanSize {
-			runs = append(runs, r)
+		if strings.HasSuffix(p.Name(), ".json") && !p.IsDir() {
+			recent = append(recent, p)
 		}
 	}
-	// Run ids sort in the order they were planned within a job; across
-	// jobs the plan's creation time orders them.
+	sort.Slice(recent, func(i, j int) bool { return recent[i].ModTime().After(recent[j].ModTime()) })
+	if len(recent) > lakeRunsShown {
+		recent = recent[:lakeRunsShown]
+	}
 	var rs []lakeRun
-	for _, r := range runs {
-		rs = append(rs, l.run(r))
+	for _, p := range recent {
+		r := lakeRun{Run: strings.TrimSuffix(p.Name(), ".json")}
+		if p.Size() > lakeMaxPlanSize {
+			r.Err = fmt.Sprintf("plan of %d bytes, more than the console reads", p.Size())
+		} else {
+			r = l.run(r.Run)
+		}
+		rs = append(rs, r)
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Created.After(rs[j].Created) })
-	if len(rs) > lakeRunsShown {
-		rs = rs[:lakeRunsShown]
-	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Created.After(rs[j].Created) })
 	v.Runs = rs
 	v.Hours, err = l.hours()
 	warn("lake partitions", err)

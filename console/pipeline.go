@@ -78,11 +78,17 @@ func (s *Server) badEvents(ctx context.Context) ([]string, []badEvent, string) {
 	if len(topics) == 0 {
 		return nil, nil, ""
 	}
+	// The page waits a little for a running browse, not the 15 s a
+	// browse may: the rest of the page does not need it.
+	wait := time.NewTimer(2 * time.Second)
+	defer wait.Stop()
 	select {
 	case s.browsing <- struct{}{}:
 		defer func() { <-s.browsing }()
-	case <-ctx.Done():
+	case <-wait.C:
 		return topics, nil, "another browse of this console is still running: reload to see bad events"
+	case <-ctx.Done():
+		return topics, nil, ctx.Err().Error()
 	}
 	var out []badEvent
 	var errs []string
