@@ -357,6 +357,12 @@ func TestConsole(t *testing.T) {
 		if n := strings.Count(body, `<tr class="message">`); n != 7 || !strings.Contains(body, "stopped at the limit of 7 messages") {
 			t.Fatalf("oldest 7: %d rows\n%s", n, body)
 		}
+		// A forward browse streams: rows first, the summary after the
+		// table, and the page whole to its end.
+		if strings.Index(body, `id="summary"`) < strings.Index(body, "</table>") || !strings.HasSuffix(strings.TrimSpace(body), "</html>") ||
+			strings.Contains(body, "marker") {
+			t.Fatalf("a streamed page out of shape:\n%s", body)
+		}
 
 		_, body = b.get("/topics/clicks/messages?mode=time&time=" + url.QueryEscape(between.Add(time.Hour).UTC().Format(time.RFC3339)))
 		if n := strings.Count(body, `<tr class="message">`); n != 0 {

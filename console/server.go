@@ -362,6 +362,19 @@ func (s *Server) parseTemplates() error {
 // render writes a page; the CSRF cookie is set on the way, so every page
 // with a form can post it.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	b, err := s.execute(w, r, name, p)
+	if err != nil {
+		http.Error(w, "template error: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// execute renders a page into memory, with what every page shows.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, name string, p page) ([]byte, error) {
 	t := s.pages[name]
 	p.ReadOnly = s.cfg.ReadOnly
 	p.CSRF = s.csrf.token(w, r)
@@ -379,13 +392,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, p); err != nil {
 		s.log.Error("console: template", "page", name, "err", err)
-		http.Error(w, "template error: "+err.Error(), http.StatusInternalServerError)
-		return
+		return nil, err
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // refuse answers with a page that says why.
