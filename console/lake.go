@@ -50,7 +50,7 @@ func openLake(uri string) (*lake, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lake{uri: uri, fs: f}, nil
+	return &lake{uri: uri, fs: readOnlyFS{f}}, nil
 }
 
 type lakeJob struct {
@@ -95,6 +95,7 @@ type lakeView struct {
 	Runs   []lakeRun
 	Hours  []lakeHour
 	Errors []lakeErrorFile
+	Tables []lakeTable
 	Warn   []string
 }
 
@@ -151,6 +152,8 @@ func (l *lake) view() lakeView {
 	warn("lake partitions", err)
 	v.Errors, err = l.errorFiles()
 	warn("_errors", err)
+	v.Tables, err = l.tables()
+	warn("Iceberg tables", err)
 	return v
 }
 
