@@ -183,13 +183,14 @@ func (s *Server) client(ctx context.Context) *kgo.Client {
 	return s.cl
 }
 
-// userOpts are the options a request's own short-lived clients (the
-// browse consumers) add to the console's: the user's SASL mechanism.
-func userOpts(ctx context.Context) []kgo.Opt {
+// browseOpts are the security options of a request's own short-lived
+// clients (the browse consumers): a signed-in person's transport and SASL
+// mechanism, never the console's credentials; else the console's.
+func (s *Server) browseOpts(ctx context.Context) []kgo.Opt {
 	if ss, ok := ctx.Value(sessionKey{}).(*session); ok {
-		return []kgo.Opt{kgo.SASL(ss.mech)}
+		return append(append([]kgo.Opt{}, s.transport...), kgo.SASL(ss.mech))
 	}
-	return nil
+	return s.cfg.ClientOpts
 }
 
 func userOf(ctx context.Context) string {
@@ -270,7 +271,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusInternalServerError, err.Error())
 		return
 	}
-	cl, err := kgo.NewClient(append(s.baseOpts(), kgo.SASL(mech))...)
+	cl, err := kgo.NewClient(append(s.userOpts(), kgo.SASL(mech))...)
 	if err != nil {
 		again(http.StatusInternalServerError, "a Kafka client: "+err.Error())
 		return

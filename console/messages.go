@@ -428,8 +428,7 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
 		kgo.FetchMaxWait(250 * time.Millisecond),
 		kgo.FetchMaxBytes(8 << 20),
-	}, s.cfg.ClientOpts...)
-	opts = append(opts, userOpts(ctx)...)
+	}, s.browseOpts(ctx)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err

@@ -101,6 +101,9 @@ type Server struct {
 	lake     *lake         // nil without Config.LakeURI
 	sessions *sessions     // nil without Config.Login
 	features features
+	// transport are Config.ClientOpts without the console's own SASL:
+	// what a signed-in person's clients share with the console's.
+	transport []kgo.Opt
 }
 
 // New builds a console; kgo connects lazily, so an unreachable cluster
@@ -113,12 +116,20 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, browsing: make(chan struct{}, 1)}
+	transport, _, err := splitSASL(cfg.ClientOpts)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	s.transport = transport
 	if cfg.Login != nil {
 		ss, err := newSessions(*cfg.Login)
 		if err != nil {
 			return nil, fmt.Errorf("console: %w", err)
 		}
 		s.sessions = ss
+		if err := s.checkUserSASL(); err != nil {
+			return nil, fmt.Errorf("console: --login: %w", err)
+		}
 	}
 	cl, err := kgo.NewClient(s.baseOpts()...)
 	if err != nil {
@@ -162,19 +173,28 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// baseOpts are the options of every Kafka client of the console: its own,
-// and each signed-in user's (whose SASL mechanism, added last, replaces
-// the console's).
+// baseOpts are the options of the console's own Kafka client: the common
+// ones and all of Config.ClientOpts, its SASL credentials included.
 func (s *Server) baseOpts() []kgo.Opt {
-	return append([]kgo.Opt{
-		kgo.SeedBrokers(s.cfg.Seeds...),
+	return append(commonOpts(s.cfg.Seeds), s.cfg.ClientOpts...)
+}
+
+// userOpts are the options of a signed-in person's client before their own
+// SASL mechanism is added: never the console's credentials (usersasl.go).
+func (s *Server) userOpts() []kgo.Opt {
+	return append(commonOpts(s.cfg.Seeds), s.transport...)
+}
+
+func commonOpts(seeds []string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("tributary-console"),
 		kgo.DialTimeout(5 * time.Second),
 		kgo.RetryTimeout(10 * time.Second),
 		kgo.RecordPartitioner(choosePartitioner{}),
 		kgo.ProducerLinger(0),
 		kgo.MetadataMinAge(time.Second),
-	}, s.cfg.ClientOpts...)
+	}
 }
 
 // Close stops the samplers and closes the console's Kafka clients.
