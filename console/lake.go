@@ -2,11 +2,13 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -41,8 +43,9 @@ const (
 )
 
 type lake struct {
-	uri string
-	fs  fsys.FS
+	uri  string
+	fs   fsys.FS
+	root *os.Root // of a file:// lake, for _errors (lakefile.go)
 }
 
 func openLake(uri string) (*lake, error) {
@@ -50,7 +53,12 @@ func openLake(uri string) (*lake, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lake{uri: uri, fs: readOnlyFS{f}}, nil
+	root, err := openRoot(uri)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &lake{uri: uri, fs: readOnlyFS{f}, root: root}, nil
 }
 
 type lakeJob struct {
@@ -59,6 +67,7 @@ type lakeJob struct {
 	Committed time.Time
 	Watermark time.Time
 	OpenHours int
+	Topics    []string // of its offsets: who may see the job (lakeacl.go)
 	Err       string
 }
 
@@ -73,6 +82,7 @@ type lakeRun struct {
 	Files, ErrFiles  int
 	Superseded       string
 	BrokerCommit     string
+	Topics           []string // of its plan's units (lakeacl.go)
 	Err              string
 }
 
@@ -118,6 +128,9 @@ func (l *lake) view() lakeView {
 			j.Err = err.Error()
 		} else {
 			j.Run, j.Committed, j.Watermark, j.OpenHours = s.Run, s.Committed, s.Watermark, len(s.OpenHours)
+			for t := range s.Offsets {
+				j.Topics = append(j.Topics, t)
+			}
 		}
 		v.Jobs = append(v.Jobs, j)
 	}
@@ -172,6 +185,13 @@ func (l *lake) run(run string) lakeRun {
 		return r
 	}
 	r.Job, r.Kind, r.Created, r.Units, r.Records = p.Job, p.Kind, p.Created, len(p.Units), p.Records()
+	seen := map[string]bool{}
+	for _, u := range p.Units {
+		if !seen[u.Topic] {
+			seen[u.Topic] = true
+			r.Topics = append(r.Topics, u.Topic)
+		}
+	}
 	if _, err := l.fs.Stat(lakeRuns + "/" + run + "/" + lakeSuccess); err == nil {
 		r.Committed = true
 		m, err := loader.ReadManifest(l.fs, run)
@@ -276,7 +296,7 @@ func (l *lake) errorFiles() ([]lakeErrorFile, error) {
 			return out, err
 		}
 		for _, f := range files {
-			if !f.IsDir() {
+			if f.Mode().IsRegular() {
 				out = append(out, lakeErrorFile{Path: lakeErrors + "/" + t.Name() + "/" + f.Name(), Size: f.Size(), MTime: f.ModTime()})
 			}
 		}
@@ -307,18 +327,27 @@ func (s *Server) lakeErrors(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusBadRequest, fmt.Sprintf("file %q: want _errors/<topic>/<file>", p))
 		return
 	}
-	st, err := s.lake.fs.Stat(p)
+	ctx, cancel := ctxOf(r)
+	defer cancel()
+	ok, err := s.lakeTopicFilter(ctx)
 	if err != nil {
-		status := http.StatusBadGateway
-		if fsys.IsNotExist(err) {
-			status = http.StatusNotFound
-		}
-		s.refuse(w, r, status, "reading "+p+": "+err.Error())
+		s.refuse(w, r, http.StatusBadGateway, "which topics you may see: "+err.Error())
 		return
 	}
-	f, err := s.lake.fs.Open(p)
+	if ok != nil && !ok(errorsTopic(p)) {
+		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("file %q: you may not describe topic %q, so not its bad records either", p, errorsTopic(p)))
+		return
+	}
+	f, st, err := s.lake.openRegular(p)
 	if err != nil {
-		s.refuse(w, r, http.StatusBadGateway, "reading "+p+": "+err.Error())
+		status := http.StatusBadGateway
+		switch {
+		case fsys.IsNotExist(err) || errors.Is(err, fs.ErrNotExist):
+			status = http.StatusNotFound
+		case errors.Is(err, errNotRegular):
+			status = http.StatusForbidden
+		}
+		s.refuse(w, r, status, "reading "+p+": "+err.Error())
 		return
 	}
 	defer f.Close()
@@ -367,6 +396,17 @@ func (s *Server) lakeRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := lakeRunData{Run: s.lake.run(run)}
+	ctx, cancel := ctxOf(r)
+	defer cancel()
+	ok, err := s.lakeTopicFilter(ctx)
+	if err != nil {
+		s.refuse(w, r, http.StatusBadGateway, "which topics you may see: "+err.Error())
+		return
+	}
+	if ok != nil && !allVisible(d.Run.Topics, ok) {
+		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("run %s loaded a topic you may not describe", run))
+		return
+	}
 	if d.Run.Committed {
 		if m, err := loader.ReadManifest(s.lake.fs, run); err == nil {
 			d.Files, d.ErrFiles = m.Files, m.Errors

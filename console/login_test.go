@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +47,26 @@ func (s *syncBuffer) String() string {
 // and everyone would act as ops.
 func testLogin(t *testing.T, saslAddr string) {
 	var logs syncBuffer
-	s, err := New(Config{Seeds: []string{saslAddr}, LoopbackOnly: true, SampleEvery: -1,
+	// A lake with bad records of secret and shared, and (review 3) a
+	// symlink out of the lake to a file as private as the console's own
+	// client properties.
+	lakeDir := t.TempDir()
+	for _, topic := range []string{"secret", "shared"} {
+		if err := os.MkdirAll(filepath.Join(lakeDir, "_errors", topic), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(lakeDir, "_errors", topic, "run-1.json"), []byte(`{"value":"`+topic+` SSN 123-45-6789"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "console.properties")
+	if err := os.WriteFile(outside, []byte("password=\"console-admin-secret\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(lakeDir, "_errors", "shared", "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Seeds: []string{saslAddr}, LoopbackOnly: true, SampleEvery: -1, LakeURI: "file://" + lakeDir,
 		ClientOpts: []kgo.Opt{kgo.SASL(scram.Auth{User: "ops", Pass: "ops-secret"}.AsSha512Mechanism())},
 		Login:      &Login{Mechanism: "SCRAM-SHA-512", MaxSessions: 3},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -100,6 +121,25 @@ func testLogin(t *testing.T, saslAddr string) {
 	tok := viewer.token("/topics")
 	if code, _, body := viewer.post("/topics", form("csrf", tok, "name", "viewer-made")); code != http.StatusForbidden || !strings.Contains(body, "AUTHORIZATION_FAILED") {
 		t.Errorf("viewer created a topic: %d\n%s", code, body)
+	}
+	// The lake follows the topics' ACLs (review 2): viewer sees shared's
+	// bad records, not secret's.
+	_, pipe := viewer.get("/pipeline")
+	if !strings.Contains(pipe, "_errors/shared/run-1.json") || strings.Contains(pipe, "_errors/secret/") {
+		t.Errorf("viewer's Pipeline page: want shared's _errors and not secret's\n%s", pipe)
+	}
+	if code, body := viewer.get("/pipeline/errors?file=_errors/secret/run-1.json"); code != http.StatusForbidden || strings.Contains(body, "123-45-6789") {
+		t.Errorf("viewer opened secret's bad records: %d\n%s", code, body)
+	}
+	if code, body := viewer.get("/pipeline/errors?file=_errors/shared/run-1.json"); code != http.StatusOK || !strings.Contains(body, "shared SSN") {
+		t.Errorf("viewer could not open shared's bad records: %d\n%s", code, body)
+	}
+	// Only regular files inside the lake (review 3): not a symlink out.
+	if code, body := viewer.get("/pipeline/errors?file=_errors/shared/link.json"); code == http.StatusOK || strings.Contains(body, "console-admin-secret") {
+		t.Errorf("a symlink in _errors was followed: %d\n%s", code, body)
+	}
+	if strings.Contains(pipe, "link.json") {
+		t.Errorf("the Pipeline page lists a symlink in _errors")
 	}
 	// The browse consumers are the person's too, not the console's.
 	if code, body := viewer.get("/topics/secret/messages"); code == http.StatusOK {

@@ -53,6 +53,12 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) {
 	d.BadTopics, d.Bad, d.BadErr = s.badEvents(ctx)
 	if s.lake != nil {
 		v := s.lake.view()
+		ok, err := s.lakeTopicFilter(ctx)
+		if err != nil {
+			v = lakeView{URI: v.URI, Warn: []string{"which topics you may see: " + err.Error()}}
+		} else {
+			v = v.filter(ok)
+		}
 		d.Lake = &v
 	}
 	s.render(w, r, http.StatusOK, "pipeline", page{Title: "Pipeline", Nav: "pipeline", Data: d})

@@ -215,6 +215,9 @@ func (s *Server) Close() {
 func (s *Server) closeLake() {
 	if s.lake != nil {
 		s.lake.fs.Close()
+		if s.lake.root != nil {
+			s.lake.root.Close()
+		}
 	}
 }
 
