@@ -228,12 +228,23 @@ type loginData struct {
 }
 
 // safeNext keeps a post-login redirect on this console: a path, never
-// //host or a scheme.
+// //host, /\host or a scheme. Browsers drop tabs and newlines from a URL,
+// so "/\t/evil.example" would become //evil.example: any control byte or
+// space refuses the whole value (review 4).
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	for i := 0; i < len(next); i++ {
+		if next[i] < 0x21 || next[i] == 0x7f || next[i] == '\\' {
+			return "/"
+		}
+	}
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		return "/"
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+		return "/"
+	}
+	return u.RequestURI()
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {

@@ -69,7 +69,7 @@ func testLogin(t *testing.T, saslAddr string) {
 	s, err := New(Config{Seeds: []string{saslAddr}, LoopbackOnly: true, SampleEvery: -1, LakeURI: "file://" + lakeDir,
 		ClientOpts: []kgo.Opt{kgo.SASL(scram.Auth{User: "ops", Pass: "ops-secret"}.AsSha512Mechanism())},
 		Login:      &Login{Mechanism: "SCRAM-SHA-512", MaxSessions: 3},
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Logger:     slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +102,23 @@ func testLogin(t *testing.T, saslAddr string) {
 		t.Errorf("POST without a session: %d\n%s", code, body)
 	}
 	// An open redirect would send a signed-in person elsewhere.
-	if got := safeNext("//evil.example/x"); got != "/" {
-		t.Errorf("safeNext(//evil.example/x) = %q", got)
+	// Browsers drop tabs and newlines, so "/\t/x" is //x (review 4).
+	for _, next := range []string{"//evil.example/x", "/\t/evil.example", "/\n/evil.example", "/\r/evil.example", "/\\evil.example", "/\\/evil.example", "/ /evil.example", "https://evil.example", "/\x7f/evil.example", ""} {
+		if got := safeNext(next); got != "/" {
+			t.Errorf("safeNext(%q) = %q, want /", next, got)
+		}
+	}
+	if got := safeNext("/topics/a?x=1"); got != "/topics/a?x=1" {
+		t.Errorf("safeNext(/topics/a?x=1) = %q", got)
+	}
+	// Through the sign-in form: the Location stays a path of this console.
+	{
+		c := newBrowserish(t, hs.URL)
+		code, loc, _ := c.post("/login", form("csrf", c.token("/login"), "user", "viewer", "password", "viewer-secret", "next", "/\t/evil.example/phish"))
+		if code != http.StatusSeeOther || loc != "/" {
+			t.Errorf("sign-in with next=/<tab>/evil.example: %d Location %q, want /", code, loc)
+		}
+		c.post("/logout", form("csrf", c.token("/topics")))
 	}
 
 	if _, code, body := signIn("viewer", "wrong-password"); code != http.StatusUnauthorized || !strings.Contains(body, "sign-in refused") || strings.Contains(body, "wrong-password") {
