@@ -93,5 +93,5 @@ func TestConsoleACLs(t *testing.T) {
 		t.Error("a page shows the console's password")
 	}
 
-	t.Run("login", func(t *testing.T) { testLogin(t, fmt.Sprintf("127.0.0.1:%d", sasl)) })
+	t.Run("login", func(t *testing.T) { testLogin(t, fmt.Sprintf("127.0.0.1:%d", sasl), b.Addr()) })
 }

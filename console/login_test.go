@@ -45,7 +45,8 @@ func (s *syncBuffer) String() string {
 // The console has credentials of its own, a super user's (review 1): a
 // person's client must never carry them, or any password would sign in
 // and everyone would act as ops.
-func testLogin(t *testing.T, saslAddr string) {
+func testLogin(t *testing.T, saslAddr, plainAddr string) {
+	jobsURL, _ := startJobs(t, plainAddr)
 	var logs syncBuffer
 	// A lake with bad records of secret and shared, and (review 3) a
 	// symlink out of the lake to a file as private as the console's own
@@ -66,7 +67,7 @@ func testLogin(t *testing.T, saslAddr string) {
 	if err := os.Symlink(outside, filepath.Join(lakeDir, "_errors", "shared", "link.json")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Seeds: []string{saslAddr}, LoopbackOnly: true, SampleEvery: -1, LakeURI: "file://" + lakeDir,
+	s, err := New(Config{Seeds: []string{saslAddr}, LoopbackOnly: true, SampleEvery: -1, LakeURI: "file://" + lakeDir, JobsURL: jobsURL,
 		ClientOpts: []kgo.Opt{kgo.SASL(scram.Auth{User: "ops", Pass: "ops-secret"}.AsSha512Mechanism())},
 		Login:      &Login{Mechanism: "SCRAM-SHA-512", MaxSessions: 3},
 		Logger:     slog.New(slog.NewTextHandler(&logs, nil))})
@@ -156,6 +157,11 @@ func testLogin(t *testing.T, saslAddr string) {
 	if strings.Contains(pipe, "link.json") {
 		t.Errorf("the Pipeline page lists a symlink in _errors")
 	}
+	// Load jobs change only for ALTER on the cluster, and the log names
+	// who changed them (review 9).
+	if code, _, body := viewer.post("/jobs/clicks-lake/pause", form("csrf", viewer.token("/topics"))); code != http.StatusForbidden || !strings.Contains(body, "ALTER on the cluster") {
+		t.Errorf("viewer paused a load job: %d\n%s", code, body)
+	}
 	// The browse consumers are the person's too, not the console's.
 	if code, body := viewer.get("/topics/secret/messages"); code == http.StatusOK {
 		t.Errorf("viewer browsed secret: %d\n%s", code, body)
@@ -169,6 +175,13 @@ func testLogin(t *testing.T, saslAddr string) {
 	if !strings.Contains(list, `href="/topics/secret"`) || !strings.Contains(list, `href="/acls"`) || !strings.Contains(list, `href="/users"`) {
 		t.Fatalf("ops' topic list: want secret and the ACLs and Users pages\n%s", list)
 	}
+	if code, loc, body := ops.post("/jobs/clicks-lake/pause", form("csrf", ops.token("/topics"))); code != http.StatusSeeOther {
+		t.Errorf("ops could not pause a load job: %d %s\n%s", code, loc, body)
+	}
+	if !strings.Contains(logs.String(), "paused job clicks-lake") || !strings.Contains(logs.String(), "as=ops") {
+		t.Errorf("the log does not say who paused the job:\n%s", logs.String())
+	}
+	ops.post("/jobs/clicks-lake/resume", form("csrf", ops.token("/topics")))
 	_, acls := ops.get("/acls")
 	mustContain(t, "ACL list", acls, "<td>User:viewer</td>", "<td>shared</td>")
 	tok = ops.token("/acls")
