@@ -294,6 +294,7 @@ func (s *Server) upsertUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	what := fmt.Sprintf("set the %s credential of %s", mech, user)
+	s.endSessionsOf(user)
 	s.log.Info("console: "+what, "as", userOf(ctx))
 	s.done(w, r, "/users", what)
 }
@@ -323,6 +324,20 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	what := fmt.Sprintf("deleted the %s credential of %s", mech, user)
+	s.endSessionsOf(user)
 	s.log.Info("console: "+what, "as", userOf(ctx))
 	s.done(w, r, "/users", what)
+}
+
+// endSessionsOf ends the console sessions of a user whose credential was
+// just changed or deleted: their clients stay authenticated with the old
+// one otherwise (review 7). Changes made elsewhere (kafka-configs) are not
+// seen here; the broker's connections.max.reauth.ms bounds those.
+func (s *Server) endSessionsOf(user string) {
+	if s.sessions == nil {
+		return
+	}
+	if n := s.sessions.removeUser(user); n > 0 {
+		s.log.Info("console: ended the sessions of a user whose credential changed", "user", clip(user, 100), "sessions", n)
+	}
 }

@@ -38,13 +38,18 @@ type Login struct {
 	// MaxAge ends a session this long after sign-in whatever its use;
 	// DefaultSessionMaxAge when 0.
 	MaxAge time.Duration
+	// MaxPerUser bounds one person's sessions, so that one user cannot
+	// take every slot: signing in once more ends their oldest.
+	// DefaultSessionsPerUser when 0.
+	MaxPerUser int
 }
 
 const (
-	DefaultMaxSessions   = 64
-	DefaultSessionIdle   = 30 * time.Minute
-	DefaultSessionMaxAge = 12 * time.Hour
-	sessionCookie        = "tributary_session"
+	DefaultMaxSessions     = 64
+	DefaultSessionIdle     = 30 * time.Minute
+	DefaultSessionMaxAge   = 12 * time.Hour
+	DefaultSessionsPerUser = 3
+	sessionCookie          = "tributary_session"
 	// loginTimeout bounds the broker round trip that checks credentials.
 	loginTimeout = 10 * time.Second
 )
@@ -78,6 +83,11 @@ type sessions struct {
 	// logins bounds the credential checks running at once: each is a
 	// broker round trip a stranger can ask for.
 	logins chan struct{}
+	// stop ends the reaper, which closes expired sessions' clients (their
+	// connections and the passwords inside them) without waiting for
+	// someone to present the session again.
+	stop chan struct{}
+	done chan struct{}
 }
 
 func newSessions(cfg Login) (*sessions, error) {
@@ -93,7 +103,54 @@ func newSessions(cfg Login) (*sessions, error) {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = DefaultSessionMaxAge
 	}
-	return &sessions{cfg: cfg, m: map[string]*session{}, logins: make(chan struct{}, 4)}, nil
+	if cfg.MaxPerUser <= 0 {
+		cfg.MaxPerUser = DefaultSessionsPerUser
+	}
+	ss := &sessions{cfg: cfg, m: map[string]*session{}, logins: make(chan struct{}, 4), stop: make(chan struct{}), done: make(chan struct{})}
+	go ss.reap(min(time.Minute, cfg.Idle/2))
+	return ss, nil
+}
+
+func (ss *sessions) reap(every time.Duration) {
+	defer close(ss.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.stop:
+			return
+		case <-t.C:
+			ss.mu.Lock()
+			ss.dropExpiredLocked(time.Now())
+			ss.mu.Unlock()
+		}
+	}
+}
+
+// dropExpiredLocked ends the expired sessions; ss.mu is held.
+func (ss *sessions) dropExpiredLocked(now time.Time) {
+	for k, o := range ss.m {
+		if ss.expired(o, now) {
+			delete(ss.m, k)
+			go o.cl.Close()
+		}
+	}
+}
+
+// removeUser ends every session of user: their credential changed, so
+// the clients authenticated with the old one must go (review 7).
+func (ss *sessions) removeUser(user string) int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for k, o := range ss.m {
+		if o.user == user {
+			delete(ss.m, k)
+			go o.cl.Close()
+			n++
+		}
+	}
+	return n
 }
 
 func (ss *sessions) expired(s *session, now time.Time) bool {
@@ -121,9 +178,11 @@ func (ss *sessions) get(id string) *session {
 	return s
 }
 
-// add stores a new session, dropping expired ones first; full, it
-// refuses rather than pushing out someone signed in.
-func (ss *sessions) add(s *session) (string, error) {
+// add stores a new session, dropping expired ones first, and the one the
+// signing-in browser held (replaced, its cookie's id), and the person's
+// oldest beyond MaxPerUser (review 6). Full, it refuses rather than
+// pushing out someone else signed in.
+func (ss *sessions) add(s *session, replaced string) (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
@@ -131,12 +190,29 @@ func (ss *sessions) add(s *session) (string, error) {
 	id := base64.RawURLEncoding.EncodeToString(b[:])
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	now := time.Now()
-	for k, o := range ss.m {
-		if ss.expired(o, now) {
-			delete(ss.m, k)
-			go o.cl.Close()
+	ss.dropExpiredLocked(time.Now())
+	if o := ss.m[replaced]; replaced != "" && o != nil {
+		delete(ss.m, replaced)
+		go o.cl.Close()
+	}
+	for {
+		var oldestID string
+		var oldest *session
+		n := 0
+		for k, o := range ss.m {
+			if o.user != s.user {
+				continue
+			}
+			n++
+			if oldest == nil || o.created.Before(oldest.created) {
+				oldestID, oldest = k, o
+			}
 		}
+		if n < ss.cfg.MaxPerUser {
+			break
+		}
+		delete(ss.m, oldestID)
+		go oldest.cl.Close()
 	}
 	if len(ss.m) >= ss.cfg.MaxSessions {
 		return "", fmt.Errorf("%d people are signed in, the most this console holds (--login-max-sessions): try again when a session ends", len(ss.m))
@@ -156,6 +232,12 @@ func (ss *sessions) remove(id string) {
 }
 
 func (ss *sessions) closeAll() {
+	select {
+	case <-ss.stop:
+	default:
+		close(ss.stop)
+		<-ss.done
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for k, s := range ss.m {
@@ -297,13 +379,21 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusUnauthorized, "sign-in refused: "+err.Error())
 		return
 	}
-	id, err := s.sessions.add(&session{user: user, cl: cl, adm: adm, mech: mech, created: time.Now(), used: time.Now()})
+	var replaced string
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		replaced = c.Value
+	}
+	id, err := s.sessions.add(&session{user: user, cl: cl, adm: adm, mech: mech, created: time.Now(), used: time.Now()}, replaced)
 	if err != nil {
 		cl.Close()
 		again(http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+	// Lax, not Strict: a link to the console from mail or an alert is a
+	// cross-site navigation, and Strict would send the person to sign in
+	// again each time. Changes are POSTs, which Lax does not carry across
+	// sites, and they need the CSRF token besides.
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: r.TLS != nil, MaxAge: int(s.sessions.cfg.MaxAge / time.Second)})
 	s.log.Info("console: signed in", "user", user, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -330,6 +420,6 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil && s.sessions != nil {
 		s.sessions.remove(c.Value)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

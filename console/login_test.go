@@ -224,18 +224,32 @@ func testLogin(t *testing.T, saslAddr, plainAddr string) {
 	if _, code, body := signIn("ops", "ops-secret"); code != http.StatusServiceUnavailable || !strings.Contains(body, "the most this console holds") {
 		t.Errorf("a fourth session: %d\n%s", code, body)
 	}
-	// Sign-out ends the session: its cookie no longer opens a page.
-	if code, loc, _ := newbie.post("/logout", form("csrf", newbie.token("/topics"))); code != http.StatusSeeOther || loc != "/login" {
-		t.Errorf("sign-out: %d %s", code, loc)
-	}
-	if code, _ := newbie.get("/topics"); code != http.StatusSeeOther {
-		t.Errorf("a page after signing out: %d", code)
-	}
+	// Deleting a credential ends that person's sessions (review 7): the
+	// client authenticated with it would otherwise live on.
 	if code, _, body := ops.post("/users/newbie/delete", form("csrf", tok, "mechanism", "SCRAM-SHA-512", "confirm", "newbie")); code != http.StatusSeeOther {
 		t.Fatalf("delete user: %d\n%s", code, body)
 	}
+	if code, _ := newbie.get("/topics"); code != http.StatusSeeOther {
+		t.Errorf("newbie's page after its credential was deleted: %d, want a redirect to /login", code)
+	}
 	if _, code, _ := signIn("newbie", "newbie-secret"); code != http.StatusUnauthorized {
 		t.Errorf("a deleted user signed in: %d", code)
+	}
+	// Signing in again in the same browser ends the session it held
+	// (review 6): viewer's old cookie opens nothing.
+	oldViewer := viewer.cookie(sessionCookie)
+	if code, _, body := viewer.post("/login", form("csrf", viewer.token("/login"), "user", "viewer", "password", "viewer-secret", "next", "/topics")); code != http.StatusSeeOther {
+		t.Fatalf("viewer's second sign-in: %d\n%s", code, body)
+	}
+	if s.sessions.get(oldViewer) != nil {
+		t.Errorf("viewer's first session outlived its second sign-in")
+	}
+	// Sign-out ends the session: its cookie no longer opens a page.
+	if code, loc, _ := viewer.post("/logout", form("csrf", viewer.token("/topics"))); code != http.StatusSeeOther || loc != "/login" {
+		t.Errorf("sign-out: %d %s", code, loc)
+	}
+	if code, _ := viewer.get("/topics"); code != http.StatusSeeOther {
+		t.Errorf("a page after signing out: %d", code)
 	}
 	for _, secret := range []string{"viewer-secret", "ops-secret", "newbie-secret", "wrong-password"} {
 		if strings.Contains(logs.String(), secret) {
@@ -245,4 +259,15 @@ func testLogin(t *testing.T, saslAddr, plainAddr string) {
 	if !strings.Contains(logs.String(), "signed in") || !strings.Contains(logs.String(), "user=viewer") {
 		t.Errorf("no sign-in in the log:\n%s", logs.String())
 	}
+}
+
+// cookie is the value of the browser's cookie name for the console.
+func (b *browserish) cookie(name string) string {
+	u, _ := url.Parse(b.base)
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
 }

@@ -1,0 +1,75 @@
+package console
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// newTestSession is a session whose client never connects (kgo dials
+// lazily), for the bookkeeping of sessions.
+func newTestSession(t *testing.T, user string, created time.Time) *session {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &session{user: user, cl: cl, created: created, used: time.Now()}
+}
+
+func (ss *sessions) count() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.m)
+}
+
+// TestSessions: one person cannot take every slot, signing in again ends
+// their oldest session (review 6), and expired sessions are closed by the
+// reaper without anyone presenting them (review 7).
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	t.Run("per user", func(t *testing.T) {
+		ss, err := newSessions(Login{MaxSessions: 4, MaxPerUser: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ss.closeAll()
+		now := time.Now()
+		first, _ := ss.add(newTestSession(t, "a", now.Add(-3*time.Second)), "")
+		second, _ := ss.add(newTestSession(t, "a", now.Add(-2*time.Second)), "")
+		third, err := ss.add(newTestSession(t, "a", now.Add(-time.Second)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ss.get(first) != nil || ss.get(second) == nil || ss.get(third) == nil || ss.count() != 2 {
+			t.Errorf("a's sessions after 3 sign-ins with 2 per user: want the 2 newest, have %d", ss.count())
+		}
+		b1, err := ss.add(newTestSession(t, "b", now), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// b signs in again in the same browser: the old session goes.
+		b2, err := ss.add(newTestSession(t, "b", now), b1)
+		if err != nil || ss.get(b1) != nil || ss.get(b2) == nil || ss.count() != 3 {
+			t.Errorf("b's second sign-in: err %v, old session live %v, %d sessions", err, ss.get(b1) != nil, ss.count())
+		}
+		if n := ss.removeUser("a"); n != 2 || ss.get(third) != nil {
+			t.Errorf("removeUser(a) ended %d sessions", n)
+		}
+	})
+	t.Run("reaper", func(t *testing.T) {
+		ss, err := newSessions(Login{Idle: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ss.closeAll()
+		if _, err := ss.add(newTestSession(t, "a", time.Now()), ""); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ss.count() != 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("an expired session is still held after 5 s")
+			}
+		}
+	})
+}
