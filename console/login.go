@@ -83,6 +83,7 @@ type sessions struct {
 	// logins bounds the credential checks running at once: each is a
 	// broker round trip a stranger can ask for.
 	logins chan struct{}
+	limits *loginLimits
 	// stop ends the reaper, which closes expired sessions' clients (their
 	// connections and the passwords inside them) without waiting for
 	// someone to present the session again.
@@ -106,7 +107,7 @@ func newSessions(cfg Login) (*sessions, error) {
 	if cfg.MaxPerUser <= 0 {
 		cfg.MaxPerUser = DefaultSessionsPerUser
 	}
-	ss := &sessions{cfg: cfg, m: map[string]*session{}, logins: make(chan struct{}, 4), stop: make(chan struct{}), done: make(chan struct{})}
+	ss := &sessions{cfg: cfg, m: map[string]*session{}, logins: make(chan struct{}, 4), limits: newLoginLimits(), stop: make(chan struct{}), done: make(chan struct{})}
 	go ss.reap(min(time.Minute, cfg.Idle/2))
 	return ss, nil
 }
@@ -352,11 +353,21 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusBadRequest, "give a user name and a password")
 		return
 	}
+	addr := remoteHost(r.RemoteAddr)
+	if why := s.sessions.limits.refusal(user, addr); why != "" {
+		s.log.Info("console: sign-in refused", "user", clip(user, logNameBytes), "remote", r.RemoteAddr, "why", "rate")
+		again(http.StatusTooManyRequests, why)
+		return
+	}
+	queue := time.NewTimer(loginQueue)
+	defer queue.Stop()
 	select {
 	case s.sessions.logins <- struct{}{}:
 		defer func() { <-s.sessions.logins }()
-	default:
+	case <-queue.C:
 		again(http.StatusServiceUnavailable, "too many sign-ins at once: try again")
+		return
+	case <-r.Context().Done():
 		return
 	}
 	mech, err := s.sessions.cfg.mechanism(user, pass)
@@ -375,7 +386,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	adm := kadm.NewClient(cl)
 	if err := loginErr(ctx, adm); err != nil {
 		cl.Close()
-		s.log.Info("console: sign-in refused", "user", user, "remote", r.RemoteAddr)
+		s.sessions.limits.failed(user, addr)
+		s.log.Info("console: sign-in refused", "user", clip(user, logNameBytes), "remote", r.RemoteAddr)
 		again(http.StatusUnauthorized, "sign-in refused: "+err.Error())
 		return
 	}
@@ -395,7 +407,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	// sites, and they need the CSRF token besides.
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: r.TLS != nil, MaxAge: int(s.sessions.cfg.MaxAge / time.Second)})
-	s.log.Info("console: signed in", "user", user, "remote", r.RemoteAddr)
+	s.log.Info("console: signed in", "user", clip(user, logNameBytes), "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

@@ -251,6 +251,26 @@ func testLogin(t *testing.T, saslAddr, plainAddr string) {
 	if code, _ := viewer.get("/topics"); code != http.StatusSeeOther {
 		t.Errorf("a page after signing out: %d", code)
 	}
+	// Guessing is limited per user name (review 5): after 5 failures even
+	// the right password waits, and says so; another user still signs in.
+	// A stranger's user name is clipped in the log.
+	if _, code, _ := signIn(strings.Repeat("x", 200_000), "p"); code != http.StatusUnauthorized {
+		t.Errorf("a 200 KB user name: %d", code)
+	}
+	if strings.Contains(logs.String(), strings.Repeat("x", 1000)) {
+		t.Errorf("the log holds a 200 KB user name whole")
+	}
+	for i := 0; i < failuresPerUser; i++ {
+		if _, code, body := signIn("ops", "guess"); code != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d\n%s", i, code, body)
+		}
+	}
+	if _, code, body := signIn("ops", "ops-secret"); code != http.StatusTooManyRequests || !strings.Contains(body, "try again in") {
+		t.Errorf("ops' right password after %d failures: %d, want 429\n%s", failuresPerUser, code, body)
+	}
+	if _, code, body := signIn("viewer", "viewer-secret"); code != http.StatusSeeOther {
+		t.Errorf("viewer while ops is locked: %d\n%s", code, body)
+	}
 	for _, secret := range []string{"viewer-secret", "ops-secret", "newbie-secret", "wrong-password"} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the console's log holds a password:\n%s", logs.String())

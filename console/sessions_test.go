@@ -73,3 +73,37 @@ func TestSessions(t *testing.T) {
 		}
 	})
 }
+
+// TestLoginLimiter: failures drain a key's bucket, other keys are not
+// touched, and the table stays bounded whatever the keys (review 5).
+func TestLoginLimiter(t *testing.T) {
+	t.Parallel()
+	l := newLimiter(2, time.Hour)
+	l.fail("a")
+	if l.wait("a") != 0 {
+		t.Errorf("a refused after 1 failure of 2")
+	}
+	l.fail("a")
+	if d := l.wait("a"); d <= 0 || d > time.Hour {
+		t.Errorf("a after 2 failures waits %v", d)
+	}
+	if l.wait("b") != 0 {
+		t.Errorf("b refused for a's failures")
+	}
+	for i := 0; i < limiterMaxEntries+100; i++ {
+		l.fail(string(rune(i)) + "k")
+	}
+	if n := len(l.m); n > limiterMaxEntries {
+		t.Errorf("%d keys held, bound %d", n, limiterMaxEntries)
+	}
+	ll := newLoginLimits()
+	for i := 0; i < failuresPerAddr; i++ {
+		ll.failed(string(rune('a'+i%26))+"user", "10.0.0.1")
+	}
+	if why := ll.refusal("fresh", "10.0.0.1"); why == "" {
+		t.Errorf("no limit per address after %d failures", failuresPerAddr)
+	}
+	if why := ll.refusal("fresh", "10.0.0.2"); why != "" {
+		t.Errorf("another address refused: %s", why)
+	}
+}
