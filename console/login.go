@@ -406,7 +406,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	// again each time. Changes are POSTs, which Lax does not carry across
 	// sites, and they need the CSRF token besides.
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: r.TLS != nil, MaxAge: int(s.sessions.cfg.MaxAge / time.Second)})
+		Secure: s.secure(r), MaxAge: int(s.sessions.cfg.MaxAge / time.Second)})
 	s.log.Info("console: signed in", "user", clip(user, logNameBytes), "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

@@ -79,6 +79,10 @@ type Config struct {
 	// Login, when set, signs each person in with their own SASL
 	// credentials (login.go): every page and action then runs as them.
 	Login *Login
+	// BehindTLSProxy says browsers reach the console over HTTPS through a
+	// proxy that terminates TLS: its cookies are then marked Secure, so a
+	// browser never sends the session over plain HTTP.
+	BehindTLSProxy bool
 	// Logger gets one line per change made through the console.
 	Logger *slog.Logger
 }
@@ -140,6 +144,7 @@ func New(cfg Config) (*Server, error) {
 		cl.Close()
 		return nil, err
 	}
+	c.secure = cfg.BehindTLSProxy
 	s.cl, s.adm, s.csrf = cl, kadm.NewClient(cl), c
 	if cfg.JobsURL != "" {
 		s.jobs = &jobsClient{base: strings.TrimSuffix(cfg.JobsURL, "/"), http: &http.Client{Timeout: requestTimeout}}
@@ -543,3 +548,7 @@ func formatMillis(ms int64) string {
 	}
 	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000Z")
 }
+
+// secure reports whether cookies must be marked Secure: over TLS, or
+// behind a proxy that terminates it.
+func (s *Server) secure(r *http.Request) bool { return s.cfg.BehindTLSProxy || r.TLS != nil }

@@ -27,7 +27,7 @@ func newConsoleCommand() *cobra.Command {
 	var sampleEvery, loginIdle time.Duration
 	var loginMech string
 	var loginMax int
-	var readOnly bool
+	var readOnly, behindTLS bool
 	var allowedHosts []string
 	cmd := &cobra.Command{
 		Use:   "console",
@@ -58,6 +58,8 @@ Users pages then show what that person may see. Without --login it has no
 login of its own, so it listens on loopback unless --listen names another
 address; there, put it behind a proxy that authenticates, and name it with
 --allowed-host (other Host headers get a 403, against DNS rebinding).
+The console serves plain HTTP: --login beyond loopback is refused unless
+--behind-tls-proxy says a proxy terminates TLS in front of it.
 --read-only refuses every change with a 403.
 Every page is served from the binary; nothing is fetched from the internet
 (docs/console.md).`,
@@ -97,7 +99,7 @@ Every page is served from the binary; nothing is fetched from the internet
 					sampleEvery = -1
 				}
 			}
-			c, err := startConsole(listen, console.Config{Login: login, Seeds: seeds, ClientOpts: security, ReadOnly: readOnly,
+			c, err := startConsole(listen, console.Config{Login: login, Seeds: seeds, ClientOpts: security, ReadOnly: readOnly, BehindTLSProxy: behindTLS,
 				RegistryURL: registryURL, JobsURL: jobsURL, TrackerURL: trackerURL, LakeURI: lakeURI, SampleEvery: sampleEvery, AllowedHosts: allowedHosts, Logger: slog.Default()})
 			if err != nil {
 				return err
@@ -119,6 +121,7 @@ Every page is served from the binary; nothing is fetched from the internet
 	f.IntVar(&loginMax, "login-max-sessions", console.DefaultMaxSessions, "with --login, the most people signed in at once (each holds a Kafka client)")
 	f.DurationVar(&loginIdle, "login-idle", console.DefaultSessionIdle, "with --login, a session unused this long ends (and 12 h after sign-in whatever its use)")
 	f.StringSliceVar(&allowedHosts, "allowed-host", nil, "off loopback, the host names the console answers to (the Host header; IP addresses always pass); default the --listen host when it is a name. Others get a 403, against DNS rebinding")
+	f.BoolVar(&behindTLS, "behind-tls-proxy", false, "browsers reach the console over HTTPS through a proxy that terminates TLS: cookies are marked Secure. Needed for --login off loopback, where passwords must not cross the network in clear")
 	f.BoolVar(&readOnly, "read-only", false, "refuse every change (create, configure, delete, produce, reset offsets) with a 403")
 	return cmd
 }
@@ -147,10 +150,18 @@ func startConsole(listen string, cfg console.Config) (*runningConsole, error) {
 		cfg.AllowedHosts = []string{lh}
 	}
 	if !cfg.LoopbackOnly {
+		// The console serves plain HTTP: off loopback, a sign-in form
+		// would carry passwords and session ids in clear.
+		if cfg.Login != nil && !cfg.BehindTLSProxy {
+			ln.Close()
+			return nil, fmt.Errorf("console --login on %s, beyond loopback, over plain HTTP would send passwords in clear: put it behind a proxy that terminates TLS and give --behind-tls-proxy, or listen on loopback", ln.Addr())
+		}
 		if len(cfg.AllowedHosts) == 0 {
 			cfg.Logger.Warn("the console answers only to IP addresses and loopback names: name it with --allowed-host to reach it by a host name", "listen", ln.Addr().String())
 		}
-		cfg.Logger.Warn("the console listens beyond loopback and has no login of its own: whoever reaches it acts with its Kafka credentials", "listen", ln.Addr().String(), "read_only", cfg.ReadOnly)
+		if cfg.Login == nil {
+			cfg.Logger.Warn("the console listens beyond loopback without --login: whoever reaches it acts with its Kafka credentials", "listen", ln.Addr().String(), "read_only", cfg.ReadOnly)
+		}
 	}
 	c, err := console.New(cfg)
 	if err != nil {
