@@ -1,9 +1,12 @@
 package console
 
 import (
+	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestChart(t *testing.T) {
@@ -93,5 +96,35 @@ func TestParseSample(t *testing.T) {
 	}
 	if got := label(`reason="a \"quoted\" one",x="y"`, "x"); got != "y" {
 		t.Errorf("label after an escaped quote = %q", got)
+	}
+}
+
+// TestSampledGroups: 300 idle groups with 32 KB ids named to sort first
+// neither push a live group out of the sample nor make it hold their
+// names; each name is held once whatever the samples (review 11).
+func TestSampledGroups(t *testing.T) {
+	gs := kadm.ListedGroups{"live": {Group: "live", State: "Stable"}, "idle": {Group: "idle", State: "Empty"}}
+	for i := range 300 {
+		g := fmt.Sprintf("!%03d", i) + strings.Repeat("x", 32000)
+		gs[g] = kadm.ListedGroup{Group: g, State: "Empty"}
+	}
+	for i := range 300 {
+		g := fmt.Sprintf("!short-%03d", i)
+		gs[g] = kadm.ListedGroup{Group: g, State: "Empty"}
+	}
+	names := sampledGroups(gs)
+	if len(names) != maxSampledGroups || names[0] != "live" {
+		t.Fatalf("%d groups sampled, first %.20q: want %d, live first", len(names), names[0], maxSampledGroups)
+	}
+	for _, n := range names {
+		if len(n) > maxGroupName {
+			t.Fatalf("a %d-byte group id is sampled", len(n))
+		}
+	}
+	s := newSampler(nil, time.Second)
+	a := s.intern(strings.Clone("live"))
+	b := s.intern(strings.Clone("live"))
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Errorf("the same group id is held twice")
 	}
 }

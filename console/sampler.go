@@ -28,6 +28,10 @@ const (
 	// (the first by name): on a cluster of thousands of groups a sample
 	// must stay cheap; the rest show no lag chart, and the page says so.
 	maxSampledGroups = 200
+	// maxGroupName skips groups with longer ids: the broker takes ids up
+	// to 32 KB, and 200 of them in each of 720 samples would hold GBs
+	// (review 11). Real group ids are short.
+	maxGroupName = 255
 	// sampleTimeout bounds one sample's Kafka requests.
 	sampleTimeout = 8 * time.Second
 )
@@ -58,7 +62,11 @@ type sampler struct {
 	ends    int64            // sum of end offsets at the last sample, -1 before one
 	commits map[string]int64 // each sampled group's committed offsets, summed
 	groups  int              // groups on the cluster at the last sample
-	stop    context.CancelFunc
+	// names interns group ids, so that the ring's samples share one copy
+	// of each name rather than one per sample; reset when it outgrows a
+	// few samples' worth, so churning names cannot grow it for ever.
+	names map[string]string
+	stop  context.CancelFunc
 	done    chan struct{}
 }
 
@@ -137,12 +145,8 @@ func (s *sampler) once(parent context.Context) {
 	var commits map[string]int64
 	ngroups := 0
 	if gs, err := s.adm.ListGroups(ctx); err == nil {
-		names := gs.Groups()
-		ngroups = len(names)
-		sort.Strings(names)
-		if len(names) > maxSampledGroups {
-			names = names[:maxSampledGroups]
-		}
+		ngroups = len(gs)
+		names := sampledGroups(gs)
 		commits = make(map[string]int64, len(names))
 		p.Lag = make(map[string]int64, len(names))
 		if len(names) > 0 {
@@ -161,6 +165,7 @@ func (s *sampler) once(parent context.Context) {
 						lag += max(0, e-o.At)
 					}
 				})
+				g = s.intern(g)
 				p.Lag[g] = lag
 				commits[g] = sum
 			}
@@ -169,6 +174,43 @@ func (s *sampler) once(parent context.Context) {
 		p.Err = "groups: " + err.Error()
 	}
 	s.add(p, endSum, commits, ngroups)
+}
+
+// sampledGroups chooses the groups a sample fetches: those with members
+// first, then the rest, each by name, skipping ids over maxGroupName. A
+// stranger who commits offsets for many groups named to sort first (no
+// members) no longer pushes the live groups out of the charts.
+func sampledGroups(gs kadm.ListedGroups) []string {
+	var active, idle []string
+	for _, g := range gs {
+		switch {
+		case len(g.Group) > maxGroupName:
+		case g.State == "Empty" || g.State == "Dead":
+			idle = append(idle, g.Group)
+		default:
+			active = append(active, g.Group)
+		}
+	}
+	sort.Strings(active)
+	sort.Strings(idle)
+	names := append(active, idle...)
+	if len(names) > maxSampledGroups {
+		names = names[:maxSampledGroups]
+	}
+	return names
+}
+
+func (s *sampler) intern(g string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.names[g]; ok {
+		return n
+	}
+	if s.names == nil || len(s.names) >= 4*maxSampledGroups {
+		s.names = map[string]string{}
+	}
+	s.names[g] = g
+	return g
 }
 
 func (s *sampler) add(p sample, endSum int64, commits map[string]int64, groups int) {
