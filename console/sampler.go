@@ -55,19 +55,25 @@ type sampler struct {
 	adm   *kadm.Client
 	every time.Duration
 
-	mu      sync.Mutex
-	ring    []sample
-	next    int // where the next sample goes
-	full    bool
-	ends    int64            // sum of end offsets at the last sample, -1 before one
-	commits map[string]int64 // each sampled group's committed offsets, summed
-	groups  int              // groups on the cluster at the last sample
+	mu   sync.Mutex
+	ring []sample
+	next int // where the next sample goes
+	full bool
+	// ends and commits are the last sample's end offsets and each sampled
+	// group's commits, per partition: rates sum forward moves over the
+	// partitions seen both times, so a partition missing from one sample
+	// (its leader moving) is not counted whole in the next (review 12).
+	ends      offsets            // nil before a sample
+	commits   map[string]offsets // nil before a sample
+	endsAt    time.Time          // when ends was taken
+	commitsAt time.Time
+	groups    int // groups on the cluster at the last sample
 	// names interns group ids, so that the ring's samples share one copy
 	// of each name rather than one per sample; reset when it outgrows a
 	// few samples' worth, so churning names cannot grow it for ever.
 	names map[string]string
 	stop  context.CancelFunc
-	done    chan struct{}
+	done  chan struct{}
 }
 
 func newSampler(adm *kadm.Client, every time.Duration) *sampler {
@@ -76,7 +82,26 @@ func newSampler(adm *kadm.Client, every time.Duration) *sampler {
 	}
 	n := int(chartSpan / every)
 	n = min(max(n, 2), maxPoints)
-	return &sampler{adm: adm, every: every, ring: make([]sample, n), ends: -1}
+	return &sampler{adm: adm, every: every, ring: make([]sample, n)}
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+type offsets map[tp]int64
+
+// forward is what moved forward from was to o, over the partitions in
+// both; a partition gone back (a topic recreated, a reset) counts 0.
+func (o offsets) forward(was offsets) int64 {
+	var n int64
+	for k, v := range o {
+		if w, ok := was[k]; ok && v > w {
+			n += v - w
+		}
+	}
+	return n
 }
 
 func (s *sampler) start() {
@@ -116,38 +141,32 @@ func (s *sampler) once(parent context.Context) {
 			return
 		}
 		p.Err = err.Error()
-		s.add(p, -1, nil, 0)
+		s.add(p, nil, nil, 0)
 		return
 	}
 	h := partitionHealth(md.Topics, nil)
 	p.UnderReplicated, p.Offline = h.UnderReplicated, h.Offline
-	ends := map[string]map[int32]int64{}
-	var endSum int64 = -1
+	var ends offsets
 	if names := md.Topics.Names(); len(names) > 0 {
 		if eos, err := s.adm.ListEndOffsets(ctx, names...); err == nil {
-			endSum = 0
+			ends = offsets{}
 			eos.Each(func(o kadm.ListedOffset) {
-				if o.Err != nil {
-					return
+				if o.Err == nil {
+					ends[tp{o.Topic, o.Partition}] = o.Offset
 				}
-				endSum += o.Offset
-				if ends[o.Topic] == nil {
-					ends[o.Topic] = map[int32]int64{}
-				}
-				ends[o.Topic][o.Partition] = o.Offset
 			})
 		} else {
 			p.Err = "end offsets: " + err.Error()
 		}
 	} else {
-		endSum = 0
+		ends = offsets{}
 	}
-	var commits map[string]int64
+	var commits map[string]offsets
 	ngroups := 0
 	if gs, err := s.adm.ListGroups(ctx); err == nil {
 		ngroups = len(gs)
 		names := sampledGroups(gs)
-		commits = make(map[string]int64, len(names))
+		commits = make(map[string]offsets, len(names))
 		p.Lag = make(map[string]int64, len(names))
 		if len(names) > 0 {
 			fetched := s.adm.FetchManyOffsets(ctx, names...)
@@ -155,25 +174,26 @@ func (s *sampler) once(parent context.Context) {
 				if r.Err != nil {
 					continue
 				}
-				var lag, sum int64
+				var lag int64
+				c := offsets{}
 				r.Fetched.Each(func(o kadm.OffsetResponse) {
 					if o.Err != nil || o.At < 0 {
 						return
 					}
-					sum += o.At
-					if e, ok := ends[o.Topic][o.Partition]; ok {
+					c[tp{o.Topic, o.Partition}] = o.At
+					if e, ok := ends[tp{o.Topic, o.Partition}]; ok {
 						lag += max(0, e-o.At)
 					}
 				})
 				g = s.intern(g)
 				p.Lag[g] = lag
-				commits[g] = sum
+				commits[g] = c
 			}
 		}
 	} else if p.Err == "" {
 		p.Err = "groups: " + err.Error()
 	}
-	s.add(p, endSum, commits, ngroups)
+	s.add(p, ends, commits, ngroups)
 }
 
 // sampledGroups chooses the groups a sample fetches: those with members
@@ -213,41 +233,41 @@ func (s *sampler) intern(g string) string {
 	return g
 }
 
-func (s *sampler) add(p sample, endSum int64, commits map[string]int64, groups int) {
+func (s *sampler) add(p sample, ends offsets, commits map[string]offsets, groups int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prev, ok := s.lastLocked(); ok {
-		dt := p.At.Sub(prev.At).Seconds()
-		// A counter that went back (a topic deleted, a group reset) makes
-		// no rate; the chart shows a gap rather than a negative spike.
-		if dt > 0 && endSum >= 0 && s.ends >= 0 && endSum >= s.ends {
-			p.In = float64(endSum-s.ends) / dt
+	// Each rate runs from the last sample that had its offsets, so a
+	// failed sample between two good ones neither drops nor doubles it.
+	if ends != nil && s.ends != nil {
+		if dt := p.At.Sub(s.endsAt).Seconds(); dt > 0 {
+			p.In = float64(ends.forward(s.ends)) / dt
 		}
-		// Out counts only what groups seen both times moved forward: a
-		// new group's first commit, or a reset, is no consumption.
-		if dt > 0 && commits != nil && s.commits != nil {
+	}
+	// Out counts only what groups seen both times moved forward: a new
+	// group's first commit, or a reset, is no consumption.
+	if commits != nil && s.commits != nil {
+		if dt := p.At.Sub(s.commitsAt).Seconds(); dt > 0 {
 			var n int64
 			for g, c := range commits {
-				if was, ok := s.commits[g]; ok && c > was {
-					n += c - was
+				if was, ok := s.commits[g]; ok {
+					n += c.forward(was)
 				}
 			}
 			p.Out = float64(n) / dt
 		}
 	}
-	s.ends, s.commits, s.groups = endSum, commits, groups
+	if ends != nil {
+		s.ends, s.endsAt = ends, p.At
+	}
+	if commits != nil {
+		s.commits, s.commitsAt = commits, p.At
+	}
+	s.groups = groups
 	s.ring[s.next] = p
 	s.next = (s.next + 1) % len(s.ring)
 	if s.next == 0 {
 		s.full = true
 	}
-}
-
-func (s *sampler) lastLocked() (sample, bool) {
-	if !s.full && s.next == 0 {
-		return sample{}, false
-	}
-	return s.ring[(s.next-1+len(s.ring))%len(s.ring)], true
 }
 
 // samples are the samples of the last hour, oldest first.

@@ -27,7 +27,9 @@ type trackerStats struct {
 	ring []trackerSample // oldest first, at most maxPoints
 	last trackerCounters
 	have bool
-	err  string
+	// lastAt is when last was scraped.
+	lastAt time.Time
+	err    string
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -102,7 +104,9 @@ func (t *trackerStats) once(ctx context.Context) {
 		t.err = ""
 		p.Spooled = c.Spooled
 		if t.have && len(t.ring) > 0 {
-			dt := now.Sub(t.ring[len(t.ring)-1].At).Seconds()
+			// From the last good scrape: after a failed one, the delta
+			// spans two intervals (review 12).
+			dt := now.Sub(t.lastAt).Seconds()
 			// A tracker restart resets its counters: no rate then.
 			if dt > 0 && c.Accepted >= t.last.Accepted && c.Rejected >= t.last.Rejected && c.Delivered >= t.last.Delivered {
 				p.Accepted = (c.Accepted - t.last.Accepted) / dt
@@ -111,7 +115,7 @@ func (t *trackerStats) once(ctx context.Context) {
 				p.OK = true
 			}
 		}
-		t.last, t.have = c, true
+		t.last, t.lastAt, t.have = c, now, true
 	}
 	if len(t.ring) == maxPoints {
 		copy(t.ring, t.ring[1:])

@@ -2,8 +2,11 @@ package console
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -100,4 +103,45 @@ func track(t *testing.T, trackerURL, body string) int {
 	}
 	res.Body.Close()
 	return res.StatusCode
+}
+
+// TestTrackerRateAfterFailedScrape: after a failed scrape, the next rate
+// divides by the time since the last good one, not since the failure, so
+// it is not doubled (review 12).
+func TestTrackerRateAfterFailedScrape(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	accepted, fail := 0, false
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "tributary_tracker_events_accepted_total{source=\"web\"} %d\n", accepted)
+	}))
+	defer hs.Close()
+	ts := newTrackerStats(hs.URL, time.Second)
+	ctx := context.Background()
+	start := time.Now()
+	ts.once(ctx)
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	ts.once(ctx)
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	fail, accepted = false, 1000
+	mu.Unlock()
+	ts.once(ctx)
+	span := time.Since(start).Seconds()
+	ts.mu.Lock()
+	last := ts.ring[len(ts.ring)-1]
+	ts.mu.Unlock()
+	// The true rate is 1000 over the whole span (a little less than it).
+	if !last.OK || last.Accepted*span < 1000 || last.Accepted*span > 1500 {
+		t.Errorf("rate %v/s over %.2f s: want about %v", last.Accepted, span, 1000/span)
+	}
 }
