@@ -175,6 +175,9 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 	if answer.Status != "" {
 		what += ": " + answer.Status
 	}
+	if s.lake != nil {
+		s.lake.invalidate()
+	}
 	s.log.Info("console: "+what, "as", clip(userOf(ctx), 100))
 	s.done(w, r, "/jobs/"+url.PathEscape(name), what)
 }

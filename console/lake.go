@@ -46,6 +46,10 @@ type lake struct {
 	uri  string
 	fs   fsys.FS
 	root *os.Root // of a file:// lake, for _errors (lakefile.go)
+	// reads bounds the single-file reads (a run's page, an _errors file)
+	// running at once; the Pipeline's view is shared (lakecache.go).
+	reads chan struct{}
+	cache lakeCache
 }
 
 func openLake(uri string) (*lake, error) {
@@ -58,7 +62,7 @@ func openLake(uri string) (*lake, error) {
 		f.Close()
 		return nil, err
 	}
-	return &lake{uri: uri, fs: readOnlyFS{f}, root: root}, nil
+	return &lake{uri: uri, fs: readOnlyFS{f}, root: root, reads: make(chan struct{}, lakeReads)}, nil
 }
 
 type lakeJob struct {
@@ -173,16 +177,23 @@ func (l *lake) view() lakeView {
 // run summarizes a run: its plan, and its manifest when committed, else
 // how many of its units have a result.
 func (l *lake) run(run string) lakeRun {
+	r, _ := l.runManifest(run)
+	return r
+}
+
+// runManifest is run with the manifest it read, nil if none: a run's page
+// lists its files without reading the manifest again.
+func (l *lake) runManifest(run string) (lakeRun, *loader.Manifest) {
 	r := lakeRun{Run: run}
 	b, err := l.fs.ReadFile(lakePlans + "/" + run + ".json")
 	if err != nil {
 		r.Err = err.Error()
-		return r
+		return r, nil
 	}
 	var p loader.Plan
 	if err := json.Unmarshal(b, &p); err != nil {
 		r.Err = "plan: " + err.Error()
-		return r
+		return r, nil
 	}
 	r.Job, r.Kind, r.Created, r.Units, r.Records = p.Job, p.Kind, p.Created, len(p.Units), p.Records()
 	seen := map[string]bool{}
@@ -194,15 +205,20 @@ func (l *lake) run(run string) lakeRun {
 	}
 	if _, err := l.fs.Stat(lakeRuns + "/" + run + "/" + lakeSuccess); err == nil {
 		r.Committed = true
+		// A manifest lists every file of its run: a big one is not read.
+		if st, err := l.fs.Stat(lakeRuns + "/" + run + "/manifest.json"); err == nil && st.Size() > lakeMaxPlanSize {
+			r.Err = fmt.Sprintf("manifest of %d bytes, more than the console reads", st.Size())
+			return r, nil
+		}
 		m, err := loader.ReadManifest(l.fs, run)
 		if err != nil {
 			r.Err = "manifest: " + err.Error()
-			return r
+			return r, nil
 		}
 		r.UnitsDone, r.CommittedAt = r.Units, m.Committed
 		r.Rows, r.Bad, r.Bytes, r.Files, r.ErrFiles = m.Rows, m.Bad, m.Bytes, len(m.Files), len(m.Errors)
 		r.Superseded, r.BrokerCommit = m.Superseded, m.BrokerCommit
-		return r
+		return r, m
 	}
 	units, err := l.fs.ReadDir(lakeStaging + "/" + run)
 	if err != nil && !fsys.IsNotExist(err) {
@@ -220,7 +236,7 @@ func (l *lake) run(run string) lakeRun {
 			}
 		}
 	}
-	return r
+	return r, nil
 }
 
 // hours are the newest event hours of each topic directory, with their
@@ -287,9 +303,13 @@ func (l *lake) errorFiles() ([]lakeErrorFile, error) {
 		return nil, err
 	}
 	var out []lakeErrorFile
+	n := 0
 	for _, t := range topics {
 		if !t.IsDir() {
 			continue
+		}
+		if n++; n > lakeTopics {
+			break
 		}
 		files, err := l.fs.ReadDir(lakeErrors + "/" + t.Name())
 		if err != nil {
@@ -336,6 +356,12 @@ func (s *Server) lakeErrors(w http.ResponseWriter, r *http.Request) {
 	}
 	if ok != nil && !ok(errorsTopic(p)) {
 		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("file %q: you may not describe topic %q, so not its bad records either", p, errorsTopic(p)))
+		return
+	}
+	select {
+	case s.lake.reads <- struct{}{}:
+		defer func() { <-s.lake.reads }()
+	case <-r.Context().Done():
 		return
 	}
 	f, st, err := s.lake.openRegular(p)
@@ -395,7 +421,14 @@ func (s *Server) lakeRun(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("run %s: plan of %d bytes, more than the console reads", run, st.Size()))
 		return
 	}
-	d := lakeRunData{Run: s.lake.run(run)}
+	select {
+	case s.lake.reads <- struct{}{}:
+		defer func() { <-s.lake.reads }()
+	case <-r.Context().Done():
+		return
+	}
+	run1, m := s.lake.runManifest(run)
+	d := lakeRunData{Run: run1}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
 	ok, err := s.lakeTopicFilter(ctx)
@@ -407,10 +440,8 @@ func (s *Server) lakeRun(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("run %s loaded a topic you may not describe", run))
 		return
 	}
-	if d.Run.Committed {
-		if m, err := loader.ReadManifest(s.lake.fs, run); err == nil {
-			d.Files, d.ErrFiles = m.Files, m.Errors
-		}
+	if m != nil {
+		d.Files, d.ErrFiles = m.Files, m.Errors
 	}
 	if len(d.Files) > lakeFilesShown {
 		d.Files, d.Truncated = d.Files[:lakeFilesShown], true

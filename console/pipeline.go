@@ -52,7 +52,7 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	d.BadTopics, d.Bad, d.BadErr = s.badEvents(ctx)
 	if s.lake != nil {
-		v := s.lake.view()
+		v := s.lake.cachedView()
 		ok, err := s.lakeTopicFilter(ctx)
 		if err != nil {
 			v = lakeView{URI: v.URI, Warn: []string{"which topics you may see: " + err.Error()}}
