@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,9 +20,13 @@ import (
 // stable interface. Only a few named series are kept; the rest of the
 // scrape is read and dropped, up to maxScrape bytes.
 type trackerStats struct {
-	url   string // .../metrics
+	url   string // .../metrics, without credentials: what pages and errors show
 	every time.Duration
-	http  *http.Client
+	// user and pass are the URL's credentials (an admin endpoint behind a
+	// proxy with basic auth), sent as basic auth and never shown (review 14).
+	user, pass string
+	auth       bool
+	http       *http.Client
 
 	mu   sync.Mutex
 	ring []trackerSample // oldest first, at most maxPoints
@@ -57,11 +62,19 @@ func newTrackerStats(base string, every time.Duration) *trackerStats {
 	if every <= 0 {
 		every = DefaultSampleEvery
 	}
+	t := &trackerStats{every: every, http: &http.Client{Timeout: 5 * time.Second}}
+	if pu, err := url.Parse(base); err == nil && pu.User != nil {
+		t.user, t.auth = pu.User.Username(), true
+		t.pass, _ = pu.User.Password()
+		pu.User = nil
+		base = pu.String()
+	}
 	u := strings.TrimSuffix(base, "/")
 	if !strings.HasSuffix(u, "/metrics") {
 		u += "/metrics"
 	}
-	return &trackerStats{url: u, every: every, http: &http.Client{Timeout: 5 * time.Second}}
+	t.url = u
+	return t
 }
 
 func (t *trackerStats) start() {
@@ -129,6 +142,9 @@ func (t *trackerStats) scrape(ctx context.Context) (trackerCounters, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
 	if err != nil {
 		return c, fmt.Errorf("tracker metrics: %w", err)
+	}
+	if t.auth {
+		req.SetBasicAuth(t.user, t.pass)
 	}
 	resp, err := t.http.Do(req)
 	if err != nil {

@@ -145,3 +145,26 @@ func TestTrackerRateAfterFailedScrape(t *testing.T) {
 		t.Errorf("rate %v/s over %.2f s: want about %v", last.Accepted, span, 1000/span)
 	}
 }
+
+// TestTrackerURLCredentials: credentials in --tracker are sent as basic
+// auth and shown nowhere (review 14).
+func TestTrackerURLCredentials(t *testing.T) {
+	t.Parallel()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "scraper" || p != "hunter2" {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprintln(w, "tributary_tracker_events_accepted_total 5")
+	}))
+	defer hs.Close()
+	ts := newTrackerStats(strings.Replace(hs.URL, "http://", "http://scraper:hunter2@", 1), time.Second)
+	ts.once(context.Background())
+	v := ts.view(time.Now())
+	if v.Err != "" || v.Totals.Accepted != 5 {
+		t.Errorf("scrape with the URL's credentials: err %q, accepted %v", v.Err, v.Totals.Accepted)
+	}
+	if strings.Contains(v.URL, "hunter2") || strings.Contains(v.URL, "scraper") {
+		t.Errorf("the page shows %q", v.URL)
+	}
+}
