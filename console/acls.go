@@ -23,16 +23,39 @@ import (
 // matches nothing (cheap on any cluster), and kept a minute.
 type features struct {
 	mu         sync.Mutex
-	at         time.Time
+	at         time.Time // of the last answer
+	retry      time.Time // after a failed probe, none before this
+	probing    bool
 	acls, scrm bool
 }
 
+// get answers from the last probe, and probes again when that is older
+// than a minute. The probe runs outside the lock and one at a time: with
+// the broker slow or down, other pages render at once with the last answer
+// instead of queueing behind 3 s calls, and a failed probe is retried
+// after 15 s, not on every page (review 13).
 func (f *features) get(ctx context.Context, cl *kgo.Client) (bool, bool) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if time.Since(f.at) < time.Minute {
+	now := time.Now()
+	if now.Sub(f.at) < time.Minute || f.probing || now.Before(f.retry) {
+		defer f.mu.Unlock()
 		return f.acls, f.scrm
 	}
+	f.probing = true
+	f.mu.Unlock()
+	acls, scrm, err := probeFeatures(ctx, cl)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probing = false
+	if err != nil {
+		f.retry = time.Now().Add(15 * time.Second)
+	} else {
+		f.acls, f.scrm, f.at = acls, scrm, time.Now()
+	}
+	return f.acls, f.scrm
+}
+
+func probeFeatures(ctx context.Context, cl *kgo.Client) (acls, scrm bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrDescribeACLsRequest()
@@ -42,15 +65,14 @@ func (f *features) get(ctx context.Context, cl *kgo.Client) (bool, bool) {
 	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return f.acls, f.scrm // unknown: keep what was known, ask again next time
+		return false, false, err
 	}
 	// SECURITY_DISABLED: no authorizer. An authorization failure still
 	// means there is one (the page then says what the broker says).
-	f.acls = resp.ErrorCode != kerr.SecurityDisabled.Code
+	acls = resp.ErrorCode != kerr.SecurityDisabled.Code
 	_, err = kadm.NewClient(cl).DescribeUserSCRAMs(ctx, "__tributary_console_probe")
-	f.scrm = err == nil || !errors.Is(err, kerr.UnsupportedVersion) && !isUnsupported(err)
-	f.at = time.Now()
-	return f.acls, f.scrm
+	scrm = err == nil || !errors.Is(err, kerr.UnsupportedVersion) && !isUnsupported(err)
+	return acls, scrm, nil
 }
 
 func isUnsupported(err error) bool {

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -105,5 +107,54 @@ func TestLoginLimiter(t *testing.T) {
 	}
 	if why := ll.refusal("fresh", "10.0.0.2"); why != "" {
 		t.Errorf("another address refused: %s", why)
+	}
+}
+
+// TestFeaturesProbeBroker down: pages do not queue behind the features
+// probe, and a failed probe is not retried on every page (review 13).
+func TestFeaturesProbeBrokerDown(t *testing.T) {
+	t.Parallel()
+	// A broker that accepts connections and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var f features
+	start := time.Now()
+	done := make(chan struct{})
+	for range 5 {
+		go func() { f.get(context.Background(), cl); done <- struct{}{} }()
+	}
+	for range 5 {
+		<-done
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("5 concurrent pages took %v with the broker down: they queue behind the probe", d)
+	}
+	start = time.Now()
+	f.get(context.Background(), cl)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("a page right after a failed probe took %v: probed again", d)
 	}
 }
