@@ -68,12 +68,14 @@ func (l *Login) mechanism(user, pass string) (sasl.Mechanism, error) {
 }
 
 type session struct {
-	user    string
-	cl      *kgo.Client
-	adm     *kadm.Client
-	mech    sasl.Mechanism // for the browse consumers of this user
-	created time.Time
-	used    time.Time
+	user string
+	cl   *kgo.Client
+	adm  *kadm.Client
+	mech sasl.Mechanism // for the browse consumers of this user
+	// browsing holds this session's one browse (browseslots.go).
+	browsing chan struct{}
+	created  time.Time
+	used     time.Time
 }
 
 type sessions struct {
@@ -395,7 +397,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		replaced = c.Value
 	}
-	id, err := s.sessions.add(&session{user: user, cl: cl, adm: adm, mech: mech, created: time.Now(), used: time.Now()}, replaced)
+	id, err := s.sessions.add(&session{user: user, cl: cl, adm: adm, mech: mech, browsing: make(chan struct{}, 1), created: time.Now(), used: time.Now()}, replaced)
 	if err != nil {
 		cl.Close()
 		again(http.StatusServiceUnavailable, err.Error())

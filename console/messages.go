@@ -199,14 +199,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
-	// One browse at a time per console: each may hold browseBytes.
-	select {
-	case s.browsing <- struct{}{}:
-		defer func() { <-s.browsing }()
-	case <-ctx.Done():
-		s.refuse(w, r, http.StatusServiceUnavailable, "another browse of this console is still running: try again")
+	// A few browses at a time per console, one per person: each may hold
+	// browseBytes (browseslots.go).
+	release, ok := s.acquireBrowse(ctx, nil)
+	if !ok {
+		s.refuse(w, r, http.StatusServiceUnavailable, "other browses of this console are still running: try again")
 		return
 	}
+	defer release()
 	if q.Mode != "newest" {
 		s.streamMessages(ctx, w, r, topic, q)
 		return

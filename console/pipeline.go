@@ -88,14 +88,14 @@ func (s *Server) badEvents(ctx context.Context) ([]string, []badEvent, string) {
 	// browse may: the rest of the page does not need it.
 	wait := time.NewTimer(2 * time.Second)
 	defer wait.Stop()
-	select {
-	case s.browsing <- struct{}{}:
-		defer func() { <-s.browsing }()
-	case <-wait.C:
-		return topics, nil, "another browse of this console is still running: reload to see bad events"
-	case <-ctx.Done():
-		return topics, nil, ctx.Err().Error()
+	release, ok := s.acquireBrowse(ctx, wait.C)
+	if !ok {
+		if ctx.Err() != nil {
+			return topics, nil, ctx.Err().Error()
+		}
+		return topics, nil, "other browses of this console are still running: reload to see bad events"
 	}
+	defer release()
 	var out []badEvent
 	var errs []string
 	for _, t := range topics {

@@ -98,7 +98,7 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	log   *slog.Logger
-	// browsing holds the one browse running (messages.go).
+	// browsing holds the browses running (browseslots.go).
 	browsing chan struct{}
 	samp     *sampler      // nil when Config.SampleEvery < 0
 	tracker  *trackerStats // nil without Config.TrackerURL
@@ -119,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, browsing: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, log: cfg.Logger, browsing: make(chan struct{}, maxBrowses)}
 	transport, _, err := splitSASL(cfg.ClientOpts)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)

@@ -158,3 +158,40 @@ func TestFeaturesProbeBrokerDown(t *testing.T) {
 		t.Errorf("a page right after a failed probe took %v: probed again", d)
 	}
 }
+
+// TestBrowseSlots: one person's stuck browse holds their own slot and one
+// of the console's, not everyone's (review 15).
+func TestBrowseSlots(t *testing.T) {
+	t.Parallel()
+	s := &Server{browsing: make(chan struct{}, maxBrowses)}
+	a := context.WithValue(context.Background(), sessionKey{}, &session{user: "a", browsing: make(chan struct{}, 1)})
+	b := context.WithValue(context.Background(), sessionKey{}, &session{user: "b", browsing: make(chan struct{}, 1)})
+	relA, ok := s.acquireBrowse(a, nil)
+	if !ok {
+		t.Fatal("a's first browse refused")
+	}
+	if _, ok := s.acquireBrowse(a, time.After(50*time.Millisecond)); ok {
+		t.Error("a ran two browses at once")
+	}
+	relB, ok := s.acquireBrowse(b, time.After(50*time.Millisecond))
+	if !ok {
+		t.Fatal("b waits for a's browse")
+	}
+	relB()
+	relA()
+	// Without login, maxBrowses at once, then a wait.
+	var rels []func()
+	for range maxBrowses {
+		rel, ok := s.acquireBrowse(context.Background(), time.After(50*time.Millisecond))
+		if !ok {
+			t.Fatalf("browse %d of %d refused", len(rels)+1, maxBrowses)
+		}
+		rels = append(rels, rel)
+	}
+	if _, ok := s.acquireBrowse(context.Background(), time.After(50*time.Millisecond)); ok {
+		t.Errorf("more than %d browses at once", maxBrowses)
+	}
+	for _, rel := range rels {
+		rel()
+	}
+}
