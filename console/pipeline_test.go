@@ -135,6 +135,30 @@ func testPipeline(t *testing.T, e *env, b *browserish) {
 // testCharts: the overview charts records in from the sampler's ring, and
 // a group's page its lag, as inline SVG with a line once two samples are in.
 func testCharts(t *testing.T, e *env, b *browserish) {
+	// Records produced show as records in (review T3): a sampler that
+	// always said 0 would draw a flat line and pass the rest.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := e.adm.CreateTopic(ctx, 1, 1, nil, "charts-in"); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := range 200 {
+		recs = append(recs, &kgo.Record{Topic: "charts-in", Value: []byte(fmt.Sprint(i))})
+	}
+	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	peakRE := regexp.MustCompile(`aria-label="Records in over the last hour: now [^,]*, peak ([0-9.]+)([kM]?) `)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		_, body := b.get("/")
+		if m := peakRE.FindStringSubmatch(body); m != nil && m[1] != "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("200 records produced, and the records-in chart's peak is still 0:\n%s", peakRE.FindString(body))
+		}
+	}
 	lineRE := regexp.MustCompile(`<polyline class="line" points="[^"]+"`)
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
 		_, body := b.get("/")
