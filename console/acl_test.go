@@ -29,9 +29,9 @@ func TestConsoleACLs(t *testing.T) {
 	b := testbroker.StartConfig(t, testbroker.Config{
 		Dir: t.TempDir(), Port: plain,
 		Listeners: fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d", plain, sasl),
-		Props: []string{"authorizer.class.name=" + config.StandardAuthorizer, "super.users=User:ANONYMOUS",
+		Props: []string{"authorizer.class.name=" + config.StandardAuthorizer, "super.users=User:ANONYMOUS;User:ops",
 			"listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512"},
-		Args: []string{"--add-scram", "SCRAM-SHA-512=[name=viewer,password=viewer-secret]"},
+		Args: []string{"--add-scram", "SCRAM-SHA-512=[name=viewer,password=viewer-secret]", "--add-scram", "SCRAM-SHA-512=[name=ops,password=ops-secret]"},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -51,7 +51,7 @@ func TestConsoleACLs(t *testing.T) {
 		t.Fatalf("create ACLs: %v %+v", err, rs)
 	}
 
-	s, err := New(Config{Seeds: []string{fmt.Sprintf("127.0.0.1:%d", sasl)}, LoopbackOnly: true,
+	s, err := New(Config{Seeds: []string{fmt.Sprintf("127.0.0.1:%d", sasl)}, LoopbackOnly: true, SampleEvery: -1,
 		ClientOpts: []kgo.Opt{kgo.SASL(scram.Auth{User: "viewer", Pass: "viewer-secret"}.AsSha512Mechanism())}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,4 +92,6 @@ func TestConsoleACLs(t *testing.T) {
 	if strings.Contains(list+body, "viewer-secret") {
 		t.Error("a page shows the console's password")
 	}
+
+	t.Run("login", func(t *testing.T) { testLogin(t, fmt.Sprintf("127.0.0.1:%d", sasl), b.Addr()) })
 }

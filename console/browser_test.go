@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
@@ -42,6 +43,7 @@ func chromium(t *testing.T) string {
 // writes each page into docs/console/ for docs/console.md.
 func testBrowser(t *testing.T, e *env) {
 	exe := chromium(t)
+	axe := axeSource(t)
 	profile := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -120,9 +122,31 @@ func testBrowser(t *testing.T, e *env) {
 		return newPage(chromedp.Click(chromedp.CSS(button)))
 	}
 	base := strings.Replace(e.rw.URL, "127.0.0.1", "localhost", 1)
+	// a11y runs axe-core on the page shown: serious and critical
+	// violations fail the test.
+	checked := map[string]bool{}
+	a11y := func(name string) {
+		t.Helper()
+		checked[name] = true
+		vs, err := axeCheck(ctx, axe)
+		if err != nil {
+			t.Fatalf("axe on %s: %v", name, err)
+		}
+		for _, v := range vs {
+			t.Errorf("accessibility of the %s page: %s", name, v)
+		}
+	}
+
+	// The checker can fail: a page with an unlabelled field and an image
+	// without text has serious or critical violations.
+	do("a bad page", chromedp.Navigate(`data:text/html,<!doctype html><html lang="en"><title>x</title><main><h1>x</h1><input id="u"><img src="data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"></main></html>`))
+	if vs, err := axeCheck(ctx, axe); err != nil || len(vs) < 2 {
+		t.Fatalf("axe-core on a page with two violations: %v %q", err, vs)
+	}
 
 	do("overview", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#brokers")))
 	shot("overview")
+	a11y("overview")
 
 	do("create a topic",
 		chromedp.Navigate(base+"/topics"),
@@ -168,6 +192,23 @@ func testBrowser(t *testing.T, e *env) {
 		t.Fatalf("summary: %s", text("summary", "#summary"))
 	}
 	shot("messages")
+	a11y("messages")
+
+	// An event sent through the real tracker, found in the browser by
+	// its user id in clicks (the tracker's topic).
+	tracked := "tracked-" + time.Now().Format("150405.000")
+	if code := track(t, e.tracker, `{"writeKey":"`+trackerWriteKey+`","type":"track","event":"Order Completed","userId":"`+tracked+`","properties":{"total":12.5}}`); code != 200 {
+		t.Fatalf("tracker answered %d", code)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		do("search clicks", chromedp.Navigate(base+"/topics/clicks/messages?q="+tracked), chromedp.WaitVisible(chromedp.CSS("#summary")))
+		if strings.Contains(text("results", "#messages tbody"), tracked) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the event sent through the tracker is not in clicks after 20 s")
+		}
+	}
 
 	// A group that read nothing yet, for the groups pages.
 	commit := kadm.Offsets{}
@@ -178,15 +219,55 @@ func testBrowser(t *testing.T, e *env) {
 	}
 	do("groups", chromedp.Navigate(base+"/groups"), chromedp.WaitVisible(chromedp.CSS("#groups")))
 	shot("groups")
+	a11y("groups")
 	do("group", chromedp.Navigate(base+"/groups/web-readers?to=latest"), chromedp.WaitVisible(chromedp.CSS("#reset-apply")))
 	if got := text("lag", "#group-lag"); got != "2" {
 		t.Errorf("web-readers' lag: %s, want 2", got)
 	}
 	shot("group")
+	a11y("group")
 	do("reset", submit("reset", "#reset-apply button"), chromedp.WaitVisible(chromedp.CSS("p.flash")))
 	if got := text("lag", "#group-lag"); got != "0" {
 		t.Errorf("web-readers' lag after a reset to latest: %s, want 0", got)
 	}
+
+	// Watch lag fall: two more messages, the page refreshing itself, and a
+	// real consumer of the group reading and committing them.
+	for i := range 2 {
+		if err := e.cl.ProduceSync(ctx, &kgo.Record{Topic: "web-events", Value: []byte(fmt.Sprintf(`{"n":%d}`, i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do("group with lag", chromedp.Navigate(base+"/groups/web-readers"), chromedp.WaitVisible(chromedp.CSS("#group-lag")))
+	if got := text("lag", "#group-lag"); got != "2" {
+		t.Errorf("web-readers' lag after 2 more messages: %s, want 2", got)
+	}
+	do("refresh", chromedp.Click(chromedp.CSS("input[data-refresh]")))
+	reader, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.ConsumerGroup("web-readers"), kgo.ConsumeTopics("web-events"),
+		kgo.AutoCommitInterval(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readCtx, stopReading := context.WithCancel(ctx)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		for readCtx.Err() == nil {
+			reader.PollFetches(readCtx)
+		}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		lag, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById('group-lag') || {}).textContent || ''`))
+		if err == nil && lag == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("web-readers' lag on the self-refreshing page is %q 30 s after its consumer started, want 0", lag)
+		}
+	}
+	stopReading()
+	<-readDone
+	reader.Close()
 
 	do("jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs")),
 		newPage(chromedp.Click(chromedp.CSS(`#jobs a[href="/jobs/clicks-lake"]`))),
@@ -195,12 +276,48 @@ func testBrowser(t *testing.T, e *env) {
 		t.Fatalf("after Run now: flash %q", got)
 	}
 	shot("job")
+	a11y("job")
+
+	// The load the trigger started, on the Pipeline page: its run
+	// committed with the files it wrote (the tracked event among them).
+	var firstRun string
+	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		do("pipeline", chromedp.Navigate(base+"/pipeline"), chromedp.WaitVisible(chromedp.CSS("#lake-runs")))
+		st, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const r = document.querySelector('#lake-runs tbody tr'); return r ? r.cells[3].textContent + '|' + r.cells[8].textContent + '|' + r.querySelector('a').getAttribute('href') : '' })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(st, "|")
+		if len(parts) == 3 && strings.HasPrefix(parts[0], "committed") && parts[1] != "" && parts[1] != "0" {
+			firstRun = parts[2]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the newest run on the Pipeline page is not committed with files 40 s after the trigger: %q", st)
+		}
+	}
+	shot("pipeline")
+	a11y("pipeline")
+	do("run", newPage(chromedp.Click(chromedp.CSS(`#lake-runs a[href="`+firstRun+`"]`))), chromedp.WaitVisible(chromedp.CSS("#run-files")))
+	if files := text("files", "#run-files tbody"); !strings.Contains(files, ".parquet") || !strings.Contains(files, "clicks/dt=") {
+		t.Fatalf("the run's page lists no Parquet file:\n%s", files)
+	}
+	shot("run")
+	a11y("run")
+	do("bad records", chromedp.Navigate(base+"/pipeline"), chromedp.WaitVisible(chromedp.CSS("#lake-errors")),
+		newPage(chromedp.Click(chromedp.CSS(`#lake-errors tbody a`))), chromedp.WaitVisible(chromedp.CSS("#error-lines")))
+	a11y("bad records")
+
+	do("users", chromedp.Navigate(base+"/users"), chromedp.WaitVisible(chromedp.CSS("#users")))
+	a11y("users")
 
 	do("schemas", chromedp.Navigate(base+"/schemas"), chromedp.WaitVisible(chromedp.CSS("#subjects")))
 	shot("schemas")
+	a11y("schemas")
 
 	do("topic page", chromedp.Navigate(base+"/topics/web-events"), chromedp.WaitVisible(chromedp.CSS("#delete-topic")))
 	shot("topic")
+	a11y("topic")
 	disabled := func() bool {
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#delete-topic button').disabled`))
 		if err != nil {
@@ -223,6 +340,9 @@ func testBrowser(t *testing.T, e *env) {
 	}
 	do("topics", chromedp.Navigate(base+"/topics"), chromedp.WaitVisible(chromedp.CSS("#topics")))
 	shot("topics")
+	a11y("topics")
+	do("jobs list", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs")))
+	a11y("jobs")
 
 	// Messages arrive asynchronously: give the console stream a moment
 	// by loading one more page, then look.

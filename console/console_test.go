@@ -38,6 +38,8 @@ type env struct {
 	rw, ro   *httptest.Server
 	rwServer *Server
 	registry string // the broker's schema registry
+	tracker  string // a real tracker's URL, sending to clicks
+	lake     string // the clicks-lake job's target directory
 }
 
 func startEnv(t *testing.T) *env {
@@ -54,9 +56,12 @@ func startEnv(t *testing.T) *env {
 	}
 	t.Cleanup(cl.Close)
 	e.cl, e.adm = cl, kadm.NewClient(cl)
-	jobsURL := startJobs(t, b.Addr())
+	jobsURL, lake := startJobs(t, b.Addr())
+	trackerURL, trackerAdmin := startTracker(t, b.Addr(), "clicks")
+	e.tracker, e.lake = trackerURL, lake
 	serve := func(readOnly bool) (*httptest.Server, *Server) {
-		s, err := New(Config{Seeds: []string{b.Addr()}, ReadOnly: readOnly, LoopbackOnly: true, RegistryURL: reg, JobsURL: jobsURL})
+		s, err := New(Config{Seeds: []string{b.Addr()}, ReadOnly: readOnly, LoopbackOnly: true, RegistryURL: reg, JobsURL: jobsURL,
+			TrackerURL: trackerAdmin, LakeURI: "file://" + lake, SampleEvery: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +76,9 @@ func startEnv(t *testing.T) *env {
 
 // startJobs runs a real jobs scheduler in the test's process, as
 // `tributary dev` runs one, with a job loading clicks into a directory every
-// hour (so only a trigger runs it), and returns its API's URL.
-func startJobs(t *testing.T, bootstrap string) string {
+// hour (so only a trigger runs it), and returns its API's URL and the
+// job's target directory.
+func startJobs(t *testing.T, bootstrap string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	schemaFile := filepath.Join(dir, "activity.yaml")
@@ -98,7 +104,7 @@ func startJobs(t *testing.T, bootstrap string) string {
 	}
 	hs := httptest.NewServer(sched.Handler(nil))
 	t.Cleanup(func() { hs.Close(); stop(); sched.Wait() })
-	return hs.URL
+	return hs.URL, filepath.Join(dir, "lake")
 }
 
 // browserish is an HTTP client with a cookie jar that does not follow
@@ -351,6 +357,12 @@ func TestConsole(t *testing.T) {
 		if n := strings.Count(body, `<tr class="message">`); n != 7 || !strings.Contains(body, "stopped at the limit of 7 messages") {
 			t.Fatalf("oldest 7: %d rows\n%s", n, body)
 		}
+		// A forward browse streams: rows first, the summary after the
+		// table, and the page whole to its end.
+		if strings.Index(body, `id="summary"`) < strings.Index(body, "</table>") || !strings.HasSuffix(strings.TrimSpace(body), "</html>") ||
+			strings.Contains(body, "marker") {
+			t.Fatalf("a streamed page out of shape:\n%s", body)
+		}
 
 		_, body = b.get("/topics/clicks/messages?mode=time&time=" + url.QueryEscape(between.Add(time.Hour).UTC().Format(time.RFC3339)))
 		if n := strings.Count(body, `<tr class="message">`); n != 0 {
@@ -527,6 +539,11 @@ func TestConsole(t *testing.T) {
 			{"/topics/clicks/delete", form("confirm", "clicks")},
 			{"/topics/clicks/produce", form("value", "ro")},
 			{"/groups/reporting/reset", form("to", "latest")},
+			{"/acls", form("principal", "User:ro", "permission", "ALLOW", "operation", "ALL", "type", "TOPIC", "name", "*", "pattern", "LITERAL")},
+			{"/acls/delete", form("principal", "User:ro", "permission", "ALLOW", "operation", "ALL", "type", "TOPIC", "name", "*", "pattern", "LITERAL")},
+			{"/users", form("user", "ro-made", "password", "pw")},
+			{"/users/ro-made/delete", form("confirm", "ro-made")},
+			{"/jobs/clicks-lake/trigger", form()},
 		} {
 			p.form.Set("csrf", tok)
 			code, _, body := ro.post(p.path, p.form)
@@ -536,6 +553,14 @@ func TestConsole(t *testing.T) {
 		}
 		if e.partitions(t, "ro-made") != 0 || e.partitions(t, "clicks") != 4 || e.topicConfig(t, "clicks", "retention.ms") == "1" {
 			t.Error("a read-only console changed the cluster")
+		}
+		if us, err := e.adm.DescribeUserSCRAMs(ctx); err == nil && len(us) > 0 {
+			t.Errorf("a read-only console made SCRAM users: %v", us)
+		}
+		for _, p := range []string{"/users", "/pipeline", "/groups"} {
+			if _, body := ro.get(p); strings.Contains(body, `method="post"`) {
+				t.Errorf("read-only %s offers a form", p)
+			}
 		}
 		hw := testbroker.HighWatermarks(t, e.broker.Addr(), "clicks")
 		if hw[3] != 51 {
@@ -684,5 +709,7 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
+	t.Run("pipeline", func(t *testing.T) { testPipeline(t, e, b) })
+	t.Run("charts", func(t *testing.T) { testCharts(t, e, b) })
 	t.Run("browser", func(t *testing.T) { testBrowser(t, e) })
 }

@@ -34,7 +34,11 @@ const (
 	csrfField  = "csrf"
 )
 
-type csrf struct{ key []byte }
+type csrf struct {
+	key []byte
+	// secure marks the cookie Secure (Config.BehindTLSProxy).
+	secure bool
+}
 
 func newCSRF() (*csrf, error) {
 	k := make([]byte, 32)
@@ -65,7 +69,7 @@ func (c *csrf) token(w http.ResponseWriter, r *http.Request) string {
 		Path:     "/",
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
-		Secure:   r.TLS != nil,
+		Secure:   c.secure || r.TLS != nil,
 	})
 	// The request may render a form before the browser has the cookie:
 	// make the token match the seed it is about to get.

@@ -155,6 +155,15 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
+	if err := s.mayAlterCluster(ctx); err != nil {
+		status := http.StatusBadGateway
+		if err == errNoClusterAlter {
+			status = http.StatusForbidden
+			s.log.Info("console: job action refused", "job", clip(name, 100), "verb", verb, "as", clip(userOf(ctx), 100))
+		}
+		s.refuse(w, r, status, verb+" job "+name+": "+err.Error())
+		return
+	}
 	var answer struct {
 		Status string `json:"status"`
 	}
@@ -166,6 +175,9 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 	if answer.Status != "" {
 		what += ": " + answer.Status
 	}
-	s.log.Info("console: " + what)
+	if s.lake != nil {
+		s.lake.invalidate()
+	}
+	s.log.Info("console: "+what, "as", clip(userOf(ctx), 100))
 	s.done(w, r, "/jobs/"+url.PathEscape(name), what)
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -73,9 +74,15 @@ type browseResult struct {
 	Query      browseQuery
 	Partitions []int32
 	Messages   []message
-	Scanned    int
-	Stopped    string
-	Took       time.Duration
+	// Count is how many messages the browse found: len(Messages), or,
+	// streamed, how many went to emit.
+	Count   int
+	Scanned int
+	Stopped string
+	Took    time.Duration
+	// emit, when set, gets each match as it is read (a forward browse
+	// streamed to the page) instead of Messages keeping it.
+	emit func(message)
 }
 
 // What one browse may hold: each key and value shown up to maxShown
@@ -180,6 +187,7 @@ type messagesData struct {
 	Partitions []int32
 	Result     *browseResult
 	Browsed    bool
+	Streaming  bool // rows and summary are written after the page's head
 }
 
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
@@ -191,12 +199,16 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
-	// One browse at a time per console: each may hold browseBytes.
-	select {
-	case s.browsing <- struct{}{}:
-		defer func() { <-s.browsing }()
-	case <-ctx.Done():
-		s.refuse(w, r, http.StatusServiceUnavailable, "another browse of this console is still running: try again")
+	// A few browses at a time per console, one per person: each may hold
+	// browseBytes (browseslots.go).
+	release, ok := s.acquireBrowse(ctx, nil)
+	if !ok {
+		s.refuse(w, r, http.StatusServiceUnavailable, "other browses of this console are still running: try again")
+		return
+	}
+	defer release()
+	if q.Mode != "newest" {
+		s.streamMessages(ctx, w, r, topic, q)
 		return
 	}
 	res, err := s.browse(ctx, topic, q)
@@ -208,19 +220,137 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		Data: messagesData{Topic: topic, Partitions: res.Partitions, Result: res}})
 }
 
+// The markers a streamed page is cut at: its rows go in place of the
+// first, its summary in place of the second.
+const (
+	rowsMarker    = `<tr hidden id="rows-marker"></tr>`
+	summaryMarker = `<p hidden id="summary-marker"></p>`
+)
+
+// streamMessages answers a forward browse (oldest, an offset, a time) as
+// it reads: the page up to the table's body first, then each matching
+// record's row as it arrives (decoded through the registry one by one),
+// then the summary and the rest of the page. A browse that reads for
+// seconds shows its first rows at once, and stops at its limit as before.
+// Newest first cannot stream: it sorts by time after reading.
+func (s *Server) streamMessages(ctx context.Context, w http.ResponseWriter, r *http.Request, topic string, q browseQuery) {
+	began := time.Now()
+	res, from, to, err := s.plan(ctx, topic, q)
+	if err != nil {
+		s.fail(w, r, "messages of "+topic, err)
+		return
+	}
+	t := s.pages["messages"]
+	full, err := s.execute(w, r, "messages", page{Title: "Messages of " + topic, Nav: "topics",
+		Data: messagesData{Topic: topic, Partitions: res.Partitions, Result: res, Streaming: true}})
+	if err != nil {
+		http.Error(w, "template error: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	head, rest, ok1 := bytes.Cut(full, []byte(rowsMarker))
+	middle, tail, ok2 := bytes.Cut(rest, []byte(summaryMarker))
+	if !ok1 || !ok2 {
+		http.Error(w, "template error: no stream markers", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // a proxy in front must not hold the rows back
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	// A reader that stops reading must not hold the one browse slot:
+	// the whole answer has its page's time and a little more.
+	rc.SetWriteDeadline(time.Now().Add(requestTimeout + 5*time.Second))
+	w.Write(head)
+	rc.Flush()
+	var row bytes.Buffer
+	res.emit = func(m message) {
+		if s.reg != nil {
+			one := []message{m}
+			s.reg.decode(ctx, one)
+			m = one[0]
+		}
+		row.Reset()
+		if err := t.ExecuteTemplate(&row, "row", m); err != nil {
+			s.log.Error("console: template", "page", "messages", "err", err)
+			return
+		}
+		w.Write(row.Bytes())
+		rc.Flush()
+	}
+	if err := s.read(ctx, topic, q, from, to, res); err != nil {
+		res.Stopped = "an error: " + err.Error()
+		row.Reset()
+		t.ExecuteTemplate(&row, "rowerror", err.Error())
+		w.Write(row.Bytes())
+	} else if res.Count == 0 {
+		io.WriteString(w, `<tr><td colspan="6">No messages.</td></tr>`)
+	}
+	w.Write(middle)
+	res.Took = time.Since(began).Round(time.Millisecond)
+	row.Reset()
+	t.ExecuteTemplate(&row, "summary", res)
+	w.Write(row.Bytes())
+	w.Write(tail)
+}
+
 func (s *Server) browse(ctx context.Context, topic string, q browseQuery) (*browseResult, error) {
 	began := time.Now()
-	res := &browseResult{Query: q}
-	md, err := s.adm.Metadata(ctx, topic)
+	res, from, to, err := s.plan(ctx, topic, q)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.read(ctx, topic, q, from, to, res); err != nil {
+		return nil, err
+	}
+	if q.Mode == "newest" {
+		sort.SliceStable(res.Messages, func(i, j int) bool {
+			a, b := res.Messages[i], res.Messages[j]
+			if a.Timestamp != b.Timestamp {
+				return a.Timestamp > b.Timestamp
+			}
+			if a.Partition != b.Partition {
+				return a.Partition < b.Partition
+			}
+			return a.Offset > b.Offset
+		})
+		if len(res.Messages) > q.Limit {
+			res.Messages = res.Messages[:q.Limit]
+		}
+	} else {
+		sort.SliceStable(res.Messages, func(i, j int) bool {
+			a, b := res.Messages[i], res.Messages[j]
+			if a.Timestamp != b.Timestamp {
+				return a.Timestamp < b.Timestamp
+			}
+			if a.Partition != b.Partition {
+				return a.Partition < b.Partition
+			}
+			return a.Offset < b.Offset
+		})
+	}
+	res.Count = len(res.Messages)
+	if s.reg != nil {
+		s.reg.decode(ctx, res.Messages)
+	}
+	res.Took = time.Since(began).Round(time.Millisecond)
+	return res, nil
+}
+
+// plan finds where each partition's read begins and ends.
+func (s *Server) plan(ctx context.Context, topic string, q browseQuery) (*browseResult, map[int32]int64, map[int32]int64, error) {
+	res := &browseResult{Query: q}
+	md, err := s.admin(ctx).Metadata(ctx, topic)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	t, ok := md.Topics[topic]
 	if !ok || t.Err != nil {
 		if t.Err != nil {
-			return nil, t.Err
+			return nil, nil, nil, t.Err
 		}
-		return nil, errors.New("no such topic")
+		return nil, nil, nil, errors.New("no such topic")
 	}
 	res.Partitions = t.Partitions.Numbers()
 	var parts []int32
@@ -230,21 +360,21 @@ func (s *Server) browse(ctx context.Context, topic string, q browseQuery) (*brow
 		}
 	}
 	if len(parts) == 0 {
-		return nil, badInput("topic %s has no partition %d", topic, q.Partition)
+		return nil, nil, nil, badInput("topic %s has no partition %d", topic, q.Partition)
 	}
-	starts, err := s.adm.ListStartOffsets(ctx, topic)
+	starts, err := s.admin(ctx).ListStartOffsets(ctx, topic)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	ends, err := s.adm.ListEndOffsets(ctx, topic)
+	ends, err := s.admin(ctx).ListEndOffsets(ctx, topic)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	var byTime kadm.ListedOffsets
 	if q.Mode == "time" {
 		at, _ := parseTime(q.Time)
-		if byTime, err = s.adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic); err != nil {
-			return nil, err
+		if byTime, err = s.admin(ctx).ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	// Where each partition's read begins and ends.
@@ -278,40 +408,7 @@ func (s *Server) browse(ctx context.Context, topic string, q browseQuery) (*brow
 			from[p], to[p] = at, end
 		}
 	}
-	if err := s.read(ctx, topic, q, from, to, res); err != nil {
-		return nil, err
-	}
-	if q.Mode == "newest" {
-		sort.SliceStable(res.Messages, func(i, j int) bool {
-			a, b := res.Messages[i], res.Messages[j]
-			if a.Timestamp != b.Timestamp {
-				return a.Timestamp > b.Timestamp
-			}
-			if a.Partition != b.Partition {
-				return a.Partition < b.Partition
-			}
-			return a.Offset > b.Offset
-		})
-		if len(res.Messages) > q.Limit {
-			res.Messages = res.Messages[:q.Limit]
-		}
-	} else {
-		sort.SliceStable(res.Messages, func(i, j int) bool {
-			a, b := res.Messages[i], res.Messages[j]
-			if a.Timestamp != b.Timestamp {
-				return a.Timestamp < b.Timestamp
-			}
-			if a.Partition != b.Partition {
-				return a.Partition < b.Partition
-			}
-			return a.Offset < b.Offset
-		})
-	}
-	if s.reg != nil {
-		s.reg.decode(ctx, res.Messages)
-	}
-	res.Took = time.Since(began).Round(time.Millisecond)
-	return res, nil
+	return res, from, to, nil
 }
 
 // read consumes [from[p], to[p]) of each partition into res.
@@ -331,7 +428,7 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
 		kgo.FetchMaxWait(250 * time.Millisecond),
 		kgo.FetchMaxBytes(8 << 20),
-	}, s.cfg.ClientOpts...)
+	}, s.browseOpts(ctx)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
@@ -398,7 +495,12 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 				m := toMessage(r)
 				kept += m.cost()
 				if newest == nil {
-					res.Messages = append(res.Messages, m)
+					res.Count++
+					if res.emit != nil {
+						res.emit(m)
+					} else {
+						res.Messages = append(res.Messages, m)
+					}
 				} else {
 					heap.Push(newest, m)
 					for newest.Len() > q.Limit || kept > browseBytes && newest.Len() > 1 {
@@ -414,7 +516,7 @@ func (s *Server) read(ctx context.Context, topic string, q browseQuery, from, to
 				done[p] = true
 				left--
 			}
-			if forward && len(res.Messages) >= q.Limit {
+			if forward && res.Count >= q.Limit {
 				res.Stopped = fmt.Sprintf("the limit of %d messages", q.Limit)
 				return nil
 			}
@@ -572,7 +674,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) {
 		}
 		rec.Partition = int32(p)
 		rec.Context = context.WithValue(ctx, manualPartition{}, true)
-		md, err := s.adm.Metadata(ctx, topic)
+		md, err := s.admin(ctx).Metadata(ctx, topic)
 		if err != nil {
 			s.fail(w, r, "produce", err)
 			return
@@ -582,7 +684,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+	if err := s.client(ctx).ProduceSync(ctx, rec).FirstErr(); err != nil {
 		s.fail(w, r, "produce to "+topic, err)
 		return
 	}

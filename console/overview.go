@@ -2,9 +2,11 @@ package console
 
 import (
 	"context"
+	"html/template"
 	"net/http"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -29,12 +31,15 @@ type overviewData struct {
 	LogDirs    []logDir
 	Groups     int
 	Warnings   []string
+	// Charts are the last hour's samples, nil when sampling is off.
+	Charts []template.HTML
+	Every  string
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := ctxOf(r)
 	defer cancel()
-	md, err := s.adm.Metadata(ctx)
+	md, err := s.admin(ctx).Metadata(ctx)
 	if err != nil {
 		s.fail(w, r, "cluster metadata", err)
 		return
@@ -45,7 +50,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		d.Warnings = append(d.Warnings, "topic configs: "+err.Error())
 	}
 	d.Health = partitionHealth(md.Topics, minISR)
-	if dirs, err := s.adm.DescribeAllLogDirs(ctx, nil); err != nil {
+	if dirs, err := s.admin(ctx).DescribeAllLogDirs(ctx, nil); err != nil {
 		d.Warnings = append(d.Warnings, "log dirs: "+err.Error())
 	} else {
 		dirs.Each(func(ld kadm.DescribedLogDir) {
@@ -60,10 +65,14 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 			return a.Broker < b.Broker || a.Broker == b.Broker && a.Dir < b.Dir
 		})
 	}
-	if gs, err := s.adm.ListGroups(ctx); err != nil {
+	if gs, err := s.admin(ctx).ListGroups(ctx); err != nil {
 		d.Warnings = append(d.Warnings, "groups: "+err.Error())
 	} else {
 		d.Groups = len(gs)
+	}
+	if s.samp != nil {
+		d.Charts = overviewCharts(s.samp.samples(), time.Now())
+		d.Every = s.samp.every.String()
 	}
 	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: d})
 }
@@ -75,7 +84,7 @@ func (s *Server) minISR(ctx context.Context, topics kadm.TopicDetails) (map[stri
 	if len(names) == 0 {
 		return out, nil
 	}
-	rcs, err := s.adm.DescribeTopicConfigs(ctx, names...)
+	rcs, err := s.admin(ctx).DescribeTopicConfigs(ctx, names...)
 	if err != nil {
 		return out, err
 	}

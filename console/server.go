@@ -67,6 +67,22 @@ type Config struct {
 	RegistryURL string
 	// JobsURL is the jobs scheduler's API: with it, the Jobs pages.
 	JobsURL string
+	// SampleEvery is how often the charts' sampler asks the cluster
+	// (DefaultSampleEvery when 0); negative turns the sampler off.
+	SampleEvery time.Duration
+	// TrackerURL is the tracker's admin address (its /metrics): with it,
+	// the Pipeline page shows events accepted and rejected per second.
+	TrackerURL string
+	// LakeURI is a loader target (file:// or hdfs://): with it, the
+	// Pipeline page shows load runs, lake partitions and bad records.
+	LakeURI string
+	// Login, when set, signs each person in with their own SASL
+	// credentials (login.go): every page and action then runs as them.
+	Login *Login
+	// BehindTLSProxy says browsers reach the console over HTTPS through a
+	// proxy that terminates TLS: its cookies are then marked Secure, so a
+	// browser never sends the session over plain HTTP.
+	BehindTLSProxy bool
 	// Logger gets one line per change made through the console.
 	Logger *slog.Logger
 }
@@ -82,8 +98,16 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	log   *slog.Logger
-	// browsing holds the one browse running (messages.go).
+	// browsing holds the browses running (browseslots.go).
 	browsing chan struct{}
+	samp     *sampler      // nil when Config.SampleEvery < 0
+	tracker  *trackerStats // nil without Config.TrackerURL
+	lake     *lake         // nil without Config.LakeURI
+	sessions *sessions     // nil without Config.Login
+	features features
+	// transport are Config.ClientOpts without the console's own SASL:
+	// what a signed-in person's clients share with the console's.
+	transport []kgo.Opt
 }
 
 // New builds a console; kgo connects lazily, so an unreachable cluster
@@ -95,16 +119,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(cfg.Seeds...),
-		kgo.ClientID("tributary-console"),
-		kgo.DialTimeout(5 * time.Second),
-		kgo.RetryTimeout(10 * time.Second),
-		kgo.RecordPartitioner(choosePartitioner{}),
-		kgo.ProducerLinger(0),
-		kgo.MetadataMinAge(time.Second),
-	}, cfg.ClientOpts...)
-	cl, err := kgo.NewClient(opts...)
+	s := &Server{cfg: cfg, log: cfg.Logger, browsing: make(chan struct{}, maxBrowses)}
+	transport, _, err := splitSASL(cfg.ClientOpts)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	s.transport = transport
+	if cfg.Login != nil {
+		ss, err := newSessions(*cfg.Login)
+		if err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+		s.sessions = ss
+		if err := s.checkUserSASL(); err != nil {
+			return nil, fmt.Errorf("console: --login: %w", err)
+		}
+	}
+	cl, err := kgo.NewClient(s.baseOpts()...)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
@@ -113,7 +144,8 @@ func New(cfg Config) (*Server, error) {
 		cl.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), csrf: c, log: cfg.Logger, browsing: make(chan struct{}, 1)}
+	c.secure = cfg.BehindTLSProxy
+	s.cl, s.adm, s.csrf = cl, kadm.NewClient(cl), c
 	if cfg.JobsURL != "" {
 		s.jobs = &jobsClient{base: strings.TrimSuffix(cfg.JobsURL, "/"), http: &http.Client{Timeout: requestTimeout}}
 	}
@@ -123,22 +155,85 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("console: --registry: %w", err)
 		}
 	}
+	if cfg.LakeURI != "" {
+		if s.lake, err = openLake(cfg.LakeURI); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("console: --lake: %w", err)
+		}
+	}
 	if err := s.parseTemplates(); err != nil {
+		s.closeLake()
 		cl.Close()
 		return nil, err
 	}
 	s.routes()
+	if cfg.SampleEvery >= 0 {
+		s.samp = newSampler(s.adm, cfg.SampleEvery)
+		s.samp.start()
+	}
+	if cfg.TrackerURL != "" {
+		s.tracker = newTrackerStats(cfg.TrackerURL, cfg.SampleEvery)
+		s.tracker.start()
+	}
 	return s, nil
 }
 
-// Close closes the console's Kafka client.
-func (s *Server) Close() { s.cl.Close() }
+// baseOpts are the options of the console's own Kafka client: the common
+// ones and all of Config.ClientOpts, its SASL credentials included.
+func (s *Server) baseOpts() []kgo.Opt {
+	return append(commonOpts(s.cfg.Seeds), s.cfg.ClientOpts...)
+}
+
+// userOpts are the options of a signed-in person's client before their own
+// SASL mechanism is added: never the console's credentials (usersasl.go).
+func (s *Server) userOpts() []kgo.Opt {
+	return append(commonOpts(s.cfg.Seeds), s.transport...)
+}
+
+func commonOpts(seeds []string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.ClientID("tributary-console"),
+		kgo.DialTimeout(5 * time.Second),
+		kgo.RetryTimeout(10 * time.Second),
+		kgo.RecordPartitioner(choosePartitioner{}),
+		kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(time.Second),
+	}
+}
+
+// Close stops the samplers and closes the console's Kafka clients.
+func (s *Server) Close() {
+	if s.sessions != nil {
+		s.sessions.closeAll()
+	}
+	if s.samp != nil {
+		s.samp.close()
+	}
+	if s.tracker != nil {
+		s.tracker.close()
+	}
+	s.closeLake()
+	s.cl.Close()
+}
+
+func (s *Server) closeLake() {
+	if s.lake != nil {
+		s.lake.fs.Close()
+		if s.lake.root != nil {
+			s.lake.root.Close()
+		}
+	}
+}
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets/static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /{$}", s.overview)
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /logout", s.logout)
 	m.HandleFunc("GET /topics", s.topics)
 	m.HandleFunc("POST /topics", s.createTopic)
 	m.HandleFunc("GET /topics/{topic}", s.topic)
@@ -152,6 +247,15 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /jobs", s.jobsPage)
 	m.HandleFunc("GET /jobs/{job}", s.jobPage)
 	m.HandleFunc("POST /jobs/{job}/{verb}", s.jobAction)
+	m.HandleFunc("GET /pipeline", s.pipeline)
+	m.HandleFunc("GET /pipeline/errors", s.lakeErrors)
+	m.HandleFunc("GET /pipeline/runs/{run}", s.lakeRun)
+	m.HandleFunc("GET /acls", s.acls)
+	m.HandleFunc("POST /acls", s.createACL)
+	m.HandleFunc("POST /acls/delete", s.deleteACL)
+	m.HandleFunc("GET /users", s.users)
+	m.HandleFunc("POST /users", s.upsertUser)
+	m.HandleFunc("POST /users/{user}/delete", s.deleteUser)
 	m.HandleFunc("GET /groups", s.groups)
 	m.HandleFunc("GET /groups/{group}", s.group)
 	m.HandleFunc("POST /groups/{group}/reset", s.resetOffsets)
@@ -176,8 +280,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("host %q is not one of the console's names (--allowed-host): a page of another site must not reach it by DNS rebinding", r.Host))
 		return
 	}
+	if s.sessions != nil {
+		var ok bool
+		if r, ok = s.withSession(w, r); !ok {
+			return
+		}
+	}
 	if r.Method == http.MethodPost {
-		if s.cfg.ReadOnly {
+		// Signing in and out changes nothing on the cluster.
+		if s.cfg.ReadOnly && r.URL.Path != "/login" && r.URL.Path != "/logout" {
 			s.refuse(w, r, http.StatusForbidden, "the console is read-only (--read-only): it changes nothing on the cluster")
 			return
 		}
@@ -242,6 +353,10 @@ type page struct {
 	Error    string
 	Registry string
 	Jobs     bool
+	Login    bool   // the console signs people in
+	User     string // who is signed in
+	ACLs     bool   // the cluster has an authorizer
+	SCRAM    bool   // the cluster keeps SCRAM credentials
 	Data     any
 }
 
@@ -253,6 +368,8 @@ func (s *Server) parseTemplates() error {
 		"millis":   formatMillis,
 		"contains": containsInt32,
 		"when":     formatTime,
+		"num":      num,
+		"errlink":  errorsLink,
 	}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html")
 	if err != nil {
@@ -273,6 +390,19 @@ func (s *Server) parseTemplates() error {
 // render writes a page; the CSRF cookie is set on the way, so every page
 // with a form can post it.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	b, err := s.execute(w, r, name, p)
+	if err != nil {
+		http.Error(w, "template error: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// execute renders a page into memory, with what every page shows.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, name string, p page) ([]byte, error) {
 	t := s.pages[name]
 	p.ReadOnly = s.cfg.ReadOnly
 	p.CSRF = s.csrf.token(w, r)
@@ -280,19 +410,19 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		p.Registry = s.reg.shown
 	}
 	p.Jobs = s.jobs != nil
+	p.Login, p.User = s.sessions != nil, userOf(r.Context())
+	if p.User != "" || s.sessions == nil {
+		p.ACLs, p.SCRAM = s.features.get(r.Context(), s.client(r.Context()))
+	}
 	if p.Flash == "" {
 		p.Flash = s.note(r.URL.Query())
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, p); err != nil {
 		s.log.Error("console: template", "page", name, "err", err)
-		http.Error(w, "template error: "+err.Error(), http.StatusInternalServerError)
-		return
+		return nil, err
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // refuse answers with a page that says why.
@@ -418,3 +548,7 @@ func formatMillis(ms int64) string {
 	}
 	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000Z")
 }
+
+// secure reports whether cookies must be marked Secure: over TLS, or
+// behind a proxy that terminates it.
+func (s *Server) secure(r *http.Request) bool { return s.cfg.BehindTLSProxy || r.TLS != nil }

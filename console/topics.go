@@ -34,7 +34,7 @@ func (s *Server) topics(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	q := r.URL.Query()
 	d := topicsData{Query: q.Get("q"), Internal: q.Get("internal") != ""}
-	md, err := s.adm.Metadata(ctx)
+	md, err := s.admin(ctx).Metadata(ctx)
 	if err != nil {
 		s.fail(w, r, "topics", err)
 		return
@@ -49,7 +49,7 @@ func (s *Server) topics(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(names)
 	sizes := map[string]int64{}
 	if len(names) > 0 {
-		if dirs, err := s.adm.DescribeAllLogDirs(ctx, nil); err != nil {
+		if dirs, err := s.admin(ctx).DescribeAllLogDirs(ctx, nil); err != nil {
 			d.Warnings = append(d.Warnings, "sizes: "+err.Error())
 		} else {
 			dirs.Each(func(ld kadm.DescribedLogDir) {
@@ -59,7 +59,7 @@ func (s *Server) topics(w http.ResponseWriter, r *http.Request) {
 	}
 	retention := map[string]string{}
 	if len(names) > 0 {
-		if rcs, err := s.adm.DescribeTopicConfigs(ctx, names...); err != nil {
+		if rcs, err := s.admin(ctx).DescribeTopicConfigs(ctx, names...); err != nil {
 			d.Warnings = append(d.Warnings, "configs: "+err.Error())
 		} else {
 			for _, rc := range rcs {
@@ -143,7 +143,7 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
-	if _, err := s.adm.CreateTopic(ctx, int32(partitions), int16(rf), configs, name); err != nil {
+	if _, err := s.admin(ctx).CreateTopic(ctx, int32(partitions), int16(rf), configs, name); err != nil {
 		s.fail(w, r, "create topic "+name, err)
 		return
 	}
@@ -190,7 +190,7 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("topic")
 	ctx, cancel := ctxOf(r)
 	defer cancel()
-	md, err := s.adm.Metadata(ctx, name)
+	md, err := s.admin(ctx).Metadata(ctx, name)
 	if err != nil {
 		s.fail(w, r, "topic "+name, err)
 		return
@@ -205,16 +205,16 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := topicData{Name: name, Internal: t.IsInternal, ID: t.ID.String()}
-	starts, err := s.adm.ListStartOffsets(ctx, name)
+	starts, err := s.admin(ctx).ListStartOffsets(ctx, name)
 	if err != nil {
 		d.Warnings = append(d.Warnings, "start offsets: "+err.Error())
 	}
-	ends, err := s.adm.ListEndOffsets(ctx, name)
+	ends, err := s.admin(ctx).ListEndOffsets(ctx, name)
 	if err != nil {
 		d.Warnings = append(d.Warnings, "end offsets: "+err.Error())
 	}
 	sizes := map[int32]int64{}
-	if dirs, err := s.adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{name: {}}); err != nil {
+	if dirs, err := s.admin(ctx).DescribeAllLogDirs(ctx, kadm.TopicsSet{name: {}}); err != nil {
 		d.Warnings = append(d.Warnings, "sizes: "+err.Error())
 	} else {
 		dirs.Each(func(ld kadm.DescribedLogDir) {
@@ -239,7 +239,7 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request) {
 		d.Size += row.Size
 		d.Partitions = append(d.Partitions, row)
 	}
-	rcs, err := s.adm.DescribeTopicConfigs(ctx, name)
+	rcs, err := s.admin(ctx).DescribeTopicConfigs(ctx, name)
 	if err == nil {
 		var rc kadm.ResourceConfig
 		rc, err = rcs.On(name, nil)
@@ -280,7 +280,7 @@ func (s *Server) alterConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
-	rs, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{op}, name)
+	rs, err := s.admin(ctx).AlterTopicConfigs(ctx, []kadm.AlterConfig{op}, name)
 	if err == nil {
 		var res kadm.AlterConfigsResponse
 		if res, err = rs.On(name, nil); err == nil {
@@ -310,7 +310,7 @@ func (s *Server) addPartitions(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
-	rs, err := s.adm.UpdatePartitions(ctx, int(total), name)
+	rs, err := s.admin(ctx).UpdatePartitions(ctx, int(total), name)
 	if err == nil {
 		var res kadm.CreatePartitionsResponse
 		if res, err = rs.On(name, nil); err == nil {
@@ -339,7 +339,7 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := ctxOf(r)
 	defer cancel()
-	res, err := s.adm.DeleteTopic(ctx, name)
+	res, err := s.admin(ctx).DeleteTopic(ctx, name)
 	if err == nil {
 		err = res.Err
 	}

@@ -7,8 +7,9 @@
 #
 # They are Segment's libraries (@segment/analytics-node and analytics-node,
 # for the tracker's compatibility test), Confluent's schema registry client
-# (@confluentinc/schemaregistry, registry/node_test.go) and terser
-# (scripts/tracker-js.sh minifies tracker.js with it).
+# (@confluentinc/schemaregistry, registry/node_test.go), terser
+# (scripts/tracker-js.sh minifies tracker.js with it) and axe-core (the
+# console's accessibility checks, console/browser_test.go).
 #
 # Cache: ${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/node. Idempotent: a stamp
 # file (written last, holding the hash of package.json, package-lock.json and
@@ -52,7 +53,7 @@ cp "$src/package.json" "$src/package-lock.json" "$dir/"
 # npm ci installs exactly the lock file; no package needs an install script.
 (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
 NODE_PATH="$dir/node_modules" node -e '
-  for (const p of ["@segment/analytics-node", "analytics-node", "@confluentinc/schemaregistry", "terser"])
+  for (const p of ["@segment/analytics-node", "analytics-node", "@confluentinc/schemaregistry", "terser", "axe-core"])
     console.error(p, require(p + "/package.json").version)' >&2
 
 echo "$want" >"$stamp"

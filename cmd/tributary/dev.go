@@ -142,8 +142,12 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 		if o.registryListen != "" {
 			registryURL = "http://" + o.registryListen
 		}
+		trackerURL := "" // the tracker's counters are on the shared admin endpoint
+		if o.adminListen != "" {
+			trackerURL = "http://" + o.adminListen
+		}
 		rc, err := startConsole(o.consoleListen, console.Config{Seeds: []string{o.brokerListen}, RegistryURL: registryURL,
-			JobsURL: "http://" + o.jobsListen, Logger: logger})
+			JobsURL: "http://" + o.jobsListen, TrackerURL: trackerURL, LakeURI: o.target, Logger: logger})
 		if err != nil {
 			return err
 		}
