@@ -1,0 +1,143 @@
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.HistoryEntry;
+import org.apache.iceberg.PartitionField;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.hadoop.HadoopTables;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
+
+/**
+ * The Java reference reader: Apache Iceberg's own library (iceberg-core's
+ * HadoopTables, iceberg-data's generic reader over iceberg-parquet) reads a
+ * table Tributary wrote and prints what it saw as one JSON object, which
+ * formats/iceberg's TestJavaReader compares with what was written.
+ *
+ * Usage: ReadIceberg <table location, file:///...> <an event time in
+ * microseconds: the files planned for _event_time below it are counted>
+ */
+public final class ReadIceberg {
+  private ReadIceberg() {}
+
+  public static void main(String[] args) throws Exception {
+    Table table = new HadoopTables(new Configuration()).load(args[0]);
+    long before = Long.parseLong(args[1]);
+    StringBuilder out = new StringBuilder("{");
+
+    int version = ((HasTableOperations) table).operations().current().formatVersion();
+    out.append("\"format_version\":").append(version);
+
+    out.append(",\"schema\":[");
+    String sep = "";
+    for (Types.NestedField f : table.schema().columns()) {
+      out.append(sep).append("{\"id\":").append(f.fieldId())
+          .append(",\"name\":").append(quote(f.name()))
+          .append(",\"type\":").append(quote(f.type().toString()))
+          .append(",\"required\":").append(f.isRequired()).append('}');
+      sep = ",";
+    }
+
+    out.append("],\"spec\":[");
+    sep = "";
+    for (PartitionField f : table.spec().fields()) {
+      out.append(sep).append("{\"source\":").append(f.sourceId())
+          .append(",\"name\":").append(quote(f.name()))
+          .append(",\"transform\":").append(quote(f.transform().toString())).append('}');
+      sep = ",";
+    }
+
+    out.append("],\"snapshots\":[");
+    sep = "";
+    for (Snapshot s : table.snapshots()) {
+      out.append(sep).append("{\"id\":").append(s.snapshotId())
+          .append(",\"parent\":").append(s.parentId())
+          .append(",\"sequence\":").append(s.sequenceNumber())
+          .append(",\"operation\":").append(quote(s.operation()))
+          .append(",\"summary\":{");
+      String sep2 = "";
+      for (Map.Entry<String, String> e : s.summary().entrySet()) {
+        out.append(sep2).append(quote(e.getKey())).append(':').append(quote(e.getValue()));
+        sep2 = ",";
+      }
+      out.append("}}");
+      sep = ",";
+    }
+
+    out.append("],\"history\":[");
+    sep = "";
+    for (HistoryEntry h : table.history()) {
+      out.append(sep).append(h.snapshotId());
+      sep = ",";
+    }
+    out.append(']');
+
+    out.append(",\"current\":").append(offsets(IcebergGenerics.read(table).select("_partition", "_offset").build()));
+    List<Snapshot> all = new ArrayList<>();
+    table.snapshots().forEach(all::add);
+    long first = all.get(0).snapshotId();
+    out.append(",\"first\":").append(offsets(
+        IcebergGenerics.read(table).useSnapshot(first).select("_partition", "_offset").build()));
+
+    // Hidden partitioning: the scan plans only the files whose hour (or
+    // column bounds) can hold rows before the given time.
+    int planned = 0;
+    try (CloseableIterable<FileScanTask> tasks =
+        table.newScan().filter(Expressions.lessThan("_event_time", before)).planFiles()) {
+      for (FileScanTask ignored : tasks) {
+        planned++;
+      }
+    }
+    out.append(",\"files_before\":").append(planned);
+    int files = 0;
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+      for (FileScanTask ignored : tasks) {
+        files++;
+      }
+    }
+    out.append(",\"files\":").append(files).append('}');
+    System.out.println(out);
+  }
+
+  /** The rows' [partition, offset] pairs, as a JSON array. */
+  private static String offsets(CloseableIterable<Record> rows) throws Exception {
+    StringBuilder b = new StringBuilder("[");
+    String sep = "";
+    try (CloseableIterable<Record> it = rows) {
+      for (Record r : it) {
+        b.append(sep).append('[').append(r.getField("_partition")).append(',')
+            .append(r.getField("_offset")).append(']');
+        sep = ",";
+      }
+    }
+    return b.append(']').toString();
+  }
+
+  private static String quote(String s) {
+    if (s == null) {
+      return "null";
+    }
+    StringBuilder b = new StringBuilder("\"");
+    for (char c : s.toCharArray()) {
+      switch (c) {
+        case '"': b.append("\\\""); break;
+        case '\\': b.append("\\\\"); break;
+        default:
+          if (c < 0x20) {
+            b.append(String.format("\\u%04x", (int) c));
+          } else {
+            b.append(c);
+          }
+      }
+    }
+    return b.append('"').toString();
+  }
+}
