@@ -2,13 +2,9 @@ package iceberg
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
@@ -42,33 +38,6 @@ type javaView struct {
 	Files       int        `json:"files"`
 }
 
-// icebergJDK finds Java 17+, javac and the jars of scripts/iceberg-jars.sh
-// (TRIBUTARY_ICEBERG_LIB, or the script fetches them with Maven). Under
-// CI=true a missing part fails the test.
-func icebergJDK(t *testing.T) testbroker.JDK {
-	t.Helper()
-	const how = "install Java 17+ (a JDK) and Maven 3.8+, then run scripts/iceberg-jars.sh " +
-		"(Apache Iceberg 1.10.1 from Maven Central into ~/.cache/tributary), or set TRIBUTARY_ICEBERG_LIB to a directory of its jars"
-	var k testbroker.JDK
-	var err error
-	k.Java, err = exec.LookPath("java")
-	testbroker.Require(t, err == nil, "java", how)
-	k.Javac, err = exec.LookPath("javac")
-	testbroker.Require(t, err == nil, "javac", how)
-	if k.Lib = os.Getenv("TRIBUTARY_ICEBERG_LIB"); k.Lib == "" {
-		cmd := exec.Command("bash", filepath.Join(testbroker.RepoRoot(), "scripts", "iceberg-jars.sh"))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		testbroker.Require(t, err == nil, "Apache Iceberg's jars", how+" (scripts/iceberg-jars.sh: "+stderr.String()+")")
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		k.Lib = lines[len(lines)-1]
-	}
-	jars, _ := filepath.Glob(filepath.Join(k.Lib, "iceberg-core-*.jar"))
-	testbroker.Require(t, len(jars) > 0, "the iceberg-core jar in "+k.Lib, how)
-	return k
-}
-
 // Issue 24, the Java reference: iceberg-core's HadoopTables and
 // iceberg-data's generic Parquet reader read a table written as the loader
 // writes one (three load runs, two Kafka partitions, two hours, then a
@@ -77,9 +46,6 @@ func icebergJDK(t *testing.T) testbroker.JDK {
 // runs' summaries, time travel to the first snapshot, and pruning by hour.
 func TestJavaReader(t *testing.T) {
 	t.Parallel()
-	jdk := icebergJDK(t)
-	classes := jdk.Compile(t, filepath.Join(testbroker.RepoRoot(), "formats", "iceberg", "testdata", "java", "ReadIceberg.java"))
-
 	c, root := localCatalog(t)
 	const table = "clicks"
 	next := [2]int64{}
@@ -101,17 +67,8 @@ func TestJavaReader(t *testing.T) {
 	}
 	m := tb.Metadata
 
-	start := time.Now()
 	before := strconv.FormatInt(int64(baseHour+1)*3600e6, 10)
-	args := append(jdk.JVMArgs(jdk.Classpath(classes)), "ReadIceberg", "file://"+filepath.Join(root, table), before)
-	cmd := exec.Command(jdk.Java, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("ReadIceberg: %v\n%s", err, stderr.String())
-	}
-	t.Logf("ReadIceberg: %v", time.Since(start).Round(time.Millisecond))
+	out := testbroker.ReadIcebergJava(t, "file://"+filepath.Join(root, table), before)
 	var v javaView
 	if err := json.Unmarshal(out, &v); err != nil {
 		t.Fatalf("%v: %s", err, out)

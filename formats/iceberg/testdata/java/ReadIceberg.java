@@ -1,3 +1,4 @@
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -7,20 +8,32 @@ import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.HistoryEntry;
 import org.apache.iceberg.PartitionField;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.hadoop.HadoopTables;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.mapping.NameMapping;
+import org.apache.iceberg.mapping.NameMappingParser;
+import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.types.Types;
 
 /**
  * The Java reference reader: Apache Iceberg's own library (iceberg-core's
- * HadoopTables, iceberg-data's generic reader over iceberg-parquet) reads a
- * table Tributary wrote and prints what it saw as one JSON object, which
- * formats/iceberg's TestJavaReader compares with what was written.
+ * HadoopTables and scan planning, iceberg-parquet's reader with
+ * iceberg-data's generic records) reads a table Tributary wrote and prints
+ * what it saw as one JSON object, which formats/iceberg's TestJavaReader
+ * and the loader's TestLoadIceberg compare with what was written.
+ *
+ * Rows are read file by file as Spark's and Flink's readers do, with the
+ * table's schema.name-mapping.default: the loader's Parquet files carry no
+ * field ids, and iceberg-data's IcebergGenerics (1.10) ignores the name
+ * mapping, falling back to column positions (it reads nulls for columns
+ * whose position is not their id).
  *
  * Usage: ReadIceberg <table location, file:///...> <an event time in
  * microseconds: the files planned for _event_time below it are counted>
@@ -80,12 +93,10 @@ public final class ReadIceberg {
     }
     out.append(']');
 
-    out.append(",\"current\":").append(offsets(IcebergGenerics.read(table).select("_partition", "_offset").build()));
     List<Snapshot> all = new ArrayList<>();
     table.snapshots().forEach(all::add);
-    long first = all.get(0).snapshotId();
-    out.append(",\"first\":").append(offsets(
-        IcebergGenerics.read(table).useSnapshot(first).select("_partition", "_offset").build()));
+    out.append(",\"current\":").append(offsets(table, table.currentSnapshot().snapshotId()));
+    out.append(",\"first\":").append(offsets(table, all.get(0).snapshotId()));
 
     // Hidden partitioning: the scan plans only the files whose hour (or
     // column bounds) can hold rows before the given time.
@@ -107,15 +118,28 @@ public final class ReadIceberg {
     System.out.println(out);
   }
 
-  /** The rows' [partition, offset] pairs, as a JSON array. */
-  private static String offsets(CloseableIterable<Record> rows) throws Exception {
+  /** The [partition, offset] pairs of a snapshot's rows, as a JSON array. */
+  private static String offsets(Table table, long snapshotId) throws IOException {
+    Schema projected = table.schema().select("_partition", "_offset");
+    String json = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
+    NameMapping mapping = json == null ? null : NameMappingParser.fromJson(json);
     StringBuilder b = new StringBuilder("[");
     String sep = "";
-    try (CloseableIterable<Record> it = rows) {
-      for (Record r : it) {
-        b.append(sep).append('[').append(r.getField("_partition")).append(',')
-            .append(r.getField("_offset")).append(']');
-        sep = ",";
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().useSnapshot(snapshotId).planFiles()) {
+      for (FileScanTask task : tasks) {
+        Parquet.ReadBuilder read = Parquet.read(table.io().newInputFile(task.file().location()))
+            .project(projected)
+            .createReaderFunc(fileSchema -> GenericParquetReaders.buildReader(projected, fileSchema));
+        if (mapping != null) {
+          read = read.withNameMapping(mapping);
+        }
+        try (CloseableIterable<Record> rows = read.build()) {
+          for (Record r : rows) {
+            b.append(sep).append('[').append(r.getField("_partition")).append(',')
+                .append(r.getField("_offset")).append(']');
+            sep = ",";
+          }
+        }
       }
     }
     return b.append(']').toString();
