@@ -277,9 +277,7 @@ func TestLoadIceberg(t *testing.T) {
 				t.Errorf("partition pruning: %d files over hours %v; a filter on the first hour planned %d files, want %d",
 					v.Files, v.Hours, v.FilesFirstHour, v.FilesFirstHourW)
 			}
-			if strings.HasPrefix(target, "file://") {
-				checkJavaReads(t, target+"/clicks", v, hwm, int64(n))
-			}
+			checkJavaReads(t, target+"/clicks", v, hwm, int64(n))
 		})
 	}
 }
@@ -307,7 +305,7 @@ func checkJavaReads(t *testing.T, location string, v *icebergView, hwm map[int32
 		Current [][2]int64 `json:"current"`
 		First   [][2]int64 `json:"first"`
 	}
-	out := testbroker.ReadIcebergJava(t, location, "0")
+	out := testbroker.ReadIcebergJava(t, location, "0", "HADOOP_USER_NAME="+testhdfs.DefaultUser)
 	if err := json.Unmarshal(out, &j); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

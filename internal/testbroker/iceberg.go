@@ -47,14 +47,16 @@ func IcebergJDK(t testing.TB) JDK {
 // field ids, the partition spec, the snapshots with their summaries, the
 // history, the [partition, offset] pairs of the current and of the first
 // snapshot, and how many files a scan plans in all and for _event_time
-// below beforeMicros.
-func ReadIcebergJava(t testing.TB, location, beforeMicros string) []byte {
+// below beforeMicros. env is added to the JVM's environment
+// (HADOOP_USER_NAME for an hdfs:// location).
+func ReadIcebergJava(t testing.TB, location, beforeMicros string, env ...string) []byte {
 	t.Helper()
 	jdk := IcebergJDK(t)
 	classes := jdk.Compile(t, filepath.Join(RepoRoot(), "formats", "iceberg", "testdata", "java", "ReadIceberg.java"))
 	start := time.Now()
 	args := append(jdk.JVMArgs(jdk.Classpath(classes)), "ReadIceberg", location, beforeMicros)
 	cmd := exec.Command(jdk.Java, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
