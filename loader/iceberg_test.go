@@ -277,7 +277,57 @@ func TestLoadIceberg(t *testing.T) {
 				t.Errorf("partition pruning: %d files over hours %v; a filter on the first hour planned %d files, want %d",
 					v.Files, v.Hours, v.FilesFirstHour, v.FilesFirstHourW)
 			}
+			checkJavaReads(t, target+"/clicks", v, hwm, int64(n))
 		})
+	}
+}
+
+// checkJavaReads reads the table with Apache Iceberg's Java library
+// (testbroker.ReadIcebergJava) and checks it sees what pyiceberg saw (v):
+// the same field ids, spec and snapshots, every offset once, and the
+// first snapshot's rows by time travel.
+func checkJavaReads(t *testing.T, location string, v *icebergView, hwm map[int32]int64, firstRows int64) {
+	t.Helper()
+	var j struct {
+		FormatVersion int `json:"format_version"`
+		Schema        []struct {
+			ID   int    `json:"id"`
+			Name string `json:"name"`
+		} `json:"schema"`
+		Spec []struct {
+			Source    int    `json:"source"`
+			Transform string `json:"transform"`
+		} `json:"spec"`
+		Snapshots []struct {
+			ID      int64             `json:"id"`
+			Summary map[string]string `json:"summary"`
+		} `json:"snapshots"`
+		Current [][2]int64 `json:"current"`
+		First   [][2]int64 `json:"first"`
+	}
+	out := testbroker.ReadIcebergJava(t, location, "0", "HADOOP_USER_NAME="+testhdfs.DefaultUser)
+	if err := json.Unmarshal(out, &j); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if j.FormatVersion != 2 || len(j.Schema) != len(v.Schema) || len(j.Spec) != 1 || j.Spec[0].Source != v.Spec[0].Source || j.Spec[0].Transform != "hour" {
+		t.Errorf("Java: format %d, schema %+v, spec %+v; pyiceberg: schema %+v, spec %+v", j.FormatVersion, j.Schema, j.Spec, v.Schema, v.Spec)
+	}
+	for i, f := range j.Schema {
+		if i < len(v.Schema) && (f.ID != v.Schema[i].ID || f.Name != v.Schema[i].Name) {
+			t.Errorf("column %d: Java sees %d %s, pyiceberg %d %s", i, f.ID, f.Name, v.Schema[i].ID, v.Schema[i].Name)
+		}
+	}
+	if len(j.Snapshots) != len(v.Snapshots) {
+		t.Fatalf("Java sees %d snapshots, pyiceberg %d", len(j.Snapshots), len(v.Snapshots))
+	}
+	for i, s := range j.Snapshots {
+		if s.ID != v.Snapshots[i].ID || s.Summary["tributary.offsets"] != v.Snapshots[i].Summary["tributary.offsets"] {
+			t.Errorf("snapshot %d: Java sees %d %v, pyiceberg %d %v", i, s.ID, s.Summary, v.Snapshots[i].ID, v.Snapshots[i].Summary)
+		}
+	}
+	checkTableOnce(t, &icebergView{Offsets: j.Current}, hwm)
+	if int64(len(j.First)) != firstRows {
+		t.Errorf("Java's time travel to the first snapshot: %d rows, want %d", len(j.First), firstRows)
 	}
 }
 

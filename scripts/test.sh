@@ -5,7 +5,8 @@
 #
 # The fetched parts land in ${TRIBUTARY_CACHE:-~/.cache/tributary}, once:
 # Apache Kafka's jars from Maven Central (scripts/kafka-jars.sh, needs Java
-# 17+ and Maven), a Python venv from PyPI (scripts/python-deps.sh) and the
+# 17+ and Maven), Apache Iceberg's for the Java reference reader
+# (scripts/iceberg-jars.sh), a Python venv from PyPI (scripts/python-deps.sh) and the
 # Node packages from npm (scripts/node-deps.sh, needs Node 20+). A part that
 # cannot be fetched is said so here, and the tests needing it skip (or fail
 # under CI). Debian packages (chromium for the tracker.js browser test,
@@ -14,7 +15,7 @@
 #
 # Environment: GO (default go), PKGS (default ./...: the packages to test
 # and fuzz), TEST_FUZZTIME (default 3s), and
-# TRIBUTARY_KAFKA_LIB, TRIBUTARY_KAFKA_STREAMS_LIB, TRIBUTARY_PYTHON,
+# TRIBUTARY_KAFKA_LIB, TRIBUTARY_KAFKA_STREAMS_LIB, TRIBUTARY_ICEBERG_LIB, TRIBUTARY_PYTHON,
 # TRIBUTARY_NODE_MODULES to use parts
 # of your own instead of fetching.
 set -uo pipefail
@@ -47,6 +48,7 @@ fetch() {
 }
 fetch TRIBUTARY_KAFKA_LIB kafka-jars.sh
 fetch TRIBUTARY_KAFKA_STREAMS_LIB kafka-streams-jars.sh
+fetch TRIBUTARY_ICEBERG_LIB iceberg-jars.sh
 fetch TRIBUTARY_PYTHON python-deps.sh
 fetch TRIBUTARY_NODE_MODULES node-deps.sh
 

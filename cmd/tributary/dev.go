@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,7 +34,7 @@ import (
 type devOptions struct {
 	dataDir, brokerListen, registryListen, trackerListen, jobsListen, adminListen string
 	consoleListen                                                                 string
-	target, writeKey                                                              string
+	target, writeKey, tableFormat                                                 string
 	generate                                                                      bool
 	rate                                                                          float64
 	loadEvery                                                                     time.Duration
@@ -49,8 +50,11 @@ func newDevCommand() *cobra.Command {
   a single-node broker on --broker-listen (localhost:9092), with a topic "events";
   the tracker on --tracker-listen (localhost:8080), write key --write-key;
   the web console on --console-listen (http://localhost:8088);
-  the jobs scheduler, loading "events" every --load-every into Parquet under
-  <data-dir>/lake (or --target, e.g. hdfs://namenode:8020/lake), by event hour;
+  the jobs scheduler, loading "events" every --load-every into an Apache
+  Iceberg table <data-dir>/lake/events (or under --target, e.g.
+  hdfs://namenode:8020/lake): Parquet files by event hour, one snapshot per
+  load, readable by DuckDB, pyiceberg, Spark and Trino (--table-format
+  parquet for plain Parquet directories with _SUCCESS markers instead);
   with --generate, simulated web traffic (visitors who browse, search, click
   and sign up) sent through the tracker's HTTP API like a real site's.
 
@@ -59,7 +63,8 @@ continues where the first stopped (the topic, the lake and the job's
 committed offsets are all in --data-dir).`,
 		Example: `  tributary dev --generate
   tributary dev --generate --rate 1000 --load-every 30s
-  tributary dev --target hdfs://127.0.0.1:8020/lake --generate`,
+  tributary dev --target hdfs://127.0.0.1:8020/lake --generate
+  tributary dev --generate --table-format parquet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -77,6 +82,7 @@ committed offsets are all in --data-dir).`,
 	f.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:9644", "/metrics (broker, tracker and jobs together), /healthz, /readyz, /loglevel")
 	addAdminAccessFlags(f)
 	f.StringVar(&o.target, "target", "", "where the loads go (default file://<data-dir>/lake); hdfs://namenode:port/path for HDFS")
+	f.StringVar(&o.tableFormat, "table-format", "iceberg", "what the lake is: iceberg (a table per topic, one snapshot per load) or parquet (plain directories)")
 	f.StringVar(&o.writeKey, "write-key", "dev-key", "the tracker source's write key")
 	f.BoolVar(&o.generate, "generate", false, "send simulated web traffic through the tracker")
 	f.Float64Var(&o.rate, "rate", 200, "events per second of --generate")
@@ -96,6 +102,9 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	}
 	if o.target == "" {
 		o.target = "file://" + filepath.Join(data, "lake")
+	}
+	if o.tableFormat != "iceberg" && o.tableFormat != "parquet" {
+		return fmt.Errorf("--table-format %q: want iceberg or parquet", o.tableFormat)
 	}
 	if p := kafkacli.Protocol(); p != "PLAINTEXT" {
 		// Its broker is its own, PLAINTEXT on loopback (docs/security.md):
@@ -266,16 +275,16 @@ jobs:
     target: %s
     schema: %s
     time_field: timestamp
+    table_format: %s
     every: %s
     lateness: 1m
     retries: 3
     backoff: 5s
-`, devTopic, o.target, schemaFile, o.loadEvery)
+`, devTopic, o.target, schemaFile, o.tableFormat, o.loadEvery)
 	return file, os.WriteFile(file, []byte(body), 0o644)
 }
 
 func printDevBanner(w io.Writer, o devOptions, data, trackerAddr, jobsAddr, consoleURL string) {
-	lake := filepath.Join(data, "lake")
 	registry := ""
 	if o.registryListen != "" {
 		registry = ", schema registry http://" + o.registryListen
@@ -283,8 +292,12 @@ func printDevBanner(w io.Writer, o devOptions, data, trackerAddr, jobsAddr, cons
 	if consoleURL != "" {
 		fmt.Fprintf(w, "\nOpen the console: %s\n", consoleURL)
 	}
+	what := "an Iceberg table " + strings.TrimSuffix(o.target, "/") + "/" + devTopic
+	if o.tableFormat == "parquet" {
+		what = o.target
+	}
 	fmt.Fprintf(w, `
-Tributary is running: broker %[1]s, tracker http://%[2]s, jobs http://%[3]s%[10]s
+Tributary is running: broker %[1]s, tracker http://%[2]s, jobs http://%[3]s%[8]s
 Events load into %[4]s every %[5]s.
 
 Try next, in another terminal:
@@ -292,10 +305,44 @@ Try next, in another terminal:
   tributary consume %[7]s -b %[1]s --from-beginning --count 5     # the events, in real time
   tributary group describe tributary-loader.events-lake -b %[1]s   # the loader's lag
   tributary jobs runs events-lake --server %[3]s                 # scheduled loads so far
-  find %[8]s -name '*.parquet' | head                           # the lake, by dt=/hr=
-  python3 -m pip install duckdb && python3 -c "import duckdb; print(duckdb.sql(\"select type, event, count(*) from read_parquet('%[8]s/%[7]s/*/*/*.parquet', hive_partitioning=true) group by all order by 3 desc\"))"
-  curl -s http://%[9]s/metrics | grep ^tributary_ | head         # broker, tracker and jobs metrics
+`, o.brokerListen, trackerAddr, jobsAddr, what, o.loadEvery, o.writeKey, devTopic, registry)
+	printLakeHints(w, o)
+	fmt.Fprintf(w, `  curl -s http://%s/metrics | grep ^tributary_ | head         # broker, tracker and jobs metrics
 
 Ctrl-C stops everything; starting again continues where it stopped.
-`, o.brokerListen, trackerAddr, jobsAddr, o.target, o.loadEvery, o.writeKey, devTopic, lake, o.adminListen, registry)
+`, o.adminListen)
+}
+
+// devQuery is what the banner's queries count: events by type and name.
+const devQuery = "select type, event, count(*) as n from events group by all order by n desc"
+
+// printLakeHints prints how to read the lake: for a table, with the lake
+// commands, pyiceberg (through the version hint, no catalog needed) and
+// DuckDB's iceberg extension; for plain Parquet, DuckDB over the dt=/hr=
+// directories. The queries name local paths, so they are printed for a
+// file:// target only.
+func printLakeHints(w io.Writer, o devOptions) {
+	local := ""
+	if strings.HasPrefix(o.target, "file://") {
+		local = strings.TrimSuffix(strings.TrimPrefix(o.target, "file://"), "/")
+	}
+	if o.tableFormat == "parquet" {
+		if local == "" {
+			return
+		}
+		fmt.Fprintf(w, `  find %[1]s -name '*.parquet' | head                           # the lake, by dt=/hr=
+  python3 -m pip install duckdb && python3 -c "import duckdb; print(duckdb.sql(\"select type, event, count(*) from read_parquet('%[1]s/%[2]s/*/*/*.parquet', hive_partitioning=true) group by all order by 3 desc\"))"
+`, local, devTopic)
+		return
+	}
+	fmt.Fprintf(w, `  tributary lake snapshots %[1]s --target %[2]s   # one snapshot per load
+  tributary lake query %[1]s --target %[2]s --limit 5
+`, devTopic, o.target)
+	if local == "" {
+		return
+	}
+	table := local + "/" + devTopic
+	fmt.Fprintf(w, `  python3 -m pip install 'pyiceberg[pyarrow,duckdb]' && python3 -c "from pyiceberg.table import StaticTable; StaticTable.from_metadata('%[1]s').scan().to_duckdb('events').sql('%[2]s').show()"
+  duckdb -c "install iceberg; load iceberg; select count(*) from iceberg_scan('%[1]s')"
+`, table, devQuery)
 }

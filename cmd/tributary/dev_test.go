@@ -31,9 +31,12 @@ func freeAddr(t *testing.T) string {
 // Issue 10's end-to-end test: `tributary dev --generate` makes traffic,
 // the tracker takes it, scheduled loads put it in the lake, DuckDB counts
 // exactly the offsets the loader committed, and Ctrl-C (SIGINT) stops
-// everything, with exit status 0, within 10 seconds.
+// everything, with exit status 0, within 10 seconds. Issue 24: the lake is
+// an Iceberg table, read here with pyiceberg into DuckDB, and the query
+// the banner prints runs as printed.
 func TestDevEndToEnd(t *testing.T) {
 	py := testbroker.Python(t, "duckdb")
+	testbroker.Python(t, "pyiceberg")
 	data := t.TempDir()
 	broker, jobsAddr, consoleAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cmd := exec.Command(testbroker.Binary(t), "dev", "--generate", "--rate", "400", "--load-every", "5s",
@@ -103,7 +106,8 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatalf("still running 10 s after SIGINT\n%s", logs.String())
 	}
 	t.Logf("stopped %v after SIGINT", time.Since(start).Round(time.Millisecond))
-	if b := <-banner; !strings.Contains(b, "tributary consume events") || !strings.Contains(b, "duckdb") ||
+	b := <-banner
+	if !strings.Contains(b, "tributary consume events") || !strings.Contains(b, "iceberg_scan") || !strings.Contains(b, "tributary lake query events") ||
 		!strings.Contains(b, "Open the console: http://localhost:"+consoleAddr[strings.LastIndex(consoleAddr, ":")+1:]) {
 		t.Errorf("the start banner does not say what to try:\n%s", b)
 	}
@@ -121,18 +125,34 @@ func TestDevEndToEnd(t *testing.T) {
 	for _, off := range state.Offsets["events"] {
 		committed += off
 	}
-	q := fmt.Sprintf(`select count(*), count(distinct (_partition, _offset)) from read_parquet('%s/events/*/*/*.parquet', hive_partitioning = true)`,
-		filepath.Join(data, "lake"))
+	table := filepath.Join(data, "lake", "events")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, py, "-c", "import duckdb,sys; print(*duckdb.sql(sys.argv[1]).fetchall()[0])", q).CombinedOutput()
+	out, err := exec.CommandContext(ctx, py, "-c", `import sys
+from pyiceberg.table import StaticTable
+t = StaticTable.from_metadata(sys.argv[1])
+con = t.scan(selected_fields=("_partition", "_offset")).to_duckdb("events")
+print(*con.sql("select count(*), count(distinct (_partition, _offset)) from events").fetchall()[0], len(t.snapshots()))`, table).CombinedOutput()
 	if err != nil {
-		t.Fatalf("duckdb: %v\n%s", err, out)
+		t.Fatalf("pyiceberg: %v\n%s", err, out)
 	}
-	var rows, distinct int64
-	fmt.Sscan(string(out), &rows, &distinct)
-	if committed == 0 || rows != committed || distinct != rows {
-		t.Fatalf("the lake has %d rows (%d distinct offsets); the job committed %d offsets", rows, distinct, committed)
+	var rows, distinct, snapshots int64
+	fmt.Sscan(string(out), &rows, &distinct, &snapshots)
+	if committed == 0 || rows != committed || distinct != rows || snapshots < 2 {
+		t.Fatalf("the table has %d rows (%d distinct offsets) in %d snapshots; the job committed %d offsets in 2 loads or more", rows, distinct, snapshots, committed)
 	}
-	t.Logf("%d events in the lake, all the committed offsets", rows)
+	t.Logf("%d events in the table's %d snapshots, all the committed offsets", rows, snapshots)
+
+	// The banner's pyiceberg query, as printed.
+	i := strings.Index(b, `python3 -c "from pyiceberg`)
+	if i < 0 {
+		t.Fatalf("the banner has no pyiceberg query:\n%s", b)
+	}
+	line := b[i+len(`python3 -c "`):]
+	line = line[:strings.Index(line, "\n")]
+	line = strings.TrimSuffix(line, `"`)
+	out, err = exec.CommandContext(ctx, py, "-c", line).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "track") {
+		t.Fatalf("the banner's query %s: %v\n%s", line, err, out)
+	}
 }

@@ -75,14 +75,14 @@ func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
 			return nil, nil, err
 		}
 		crash("iceberg-manifests")
-		err = c.write(a.Dir, t.Version+1, m)
+		file, err := c.write(a.Dir, t.Version+1, m, t)
 		if errors.Is(err, errConflict) {
 			continue
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		return &Table{Dir: a.Dir, Version: t.Version + 1, Metadata: m, cat: c}, snap, nil
+		return &Table{Dir: a.Dir, Version: t.Version + 1, File: file, Metadata: m, cat: c}, snap, nil
 	}
 	return nil, nil, fmt.Errorf("formats/iceberg: %s: lost the commit race %d times", c.Location(a.Dir), MaxAttempts)
 }
@@ -210,7 +210,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	m.Snapshots = append(append([]Snapshot{}, old.Snapshots...), snap)
 	m.SnapshotLog = append(append([]SnapshotLog{}, old.SnapshotLog...), SnapshotLog{TimestampMs: now, SnapshotID: snap.ID})
 	m.MetadataLog = append(append([]MetadataLog{}, old.MetadataLog...),
-		MetadataLog{TimestampMs: old.LastUpdatedMs, MetadataFile: c.Location(versionFile(a.Dir, t.Version))})
+		MetadataLog{TimestampMs: old.LastUpdatedMs, MetadataFile: c.Location(t.File)})
 	m.CurrentSnapshotID = &snap.ID
 	m.Refs = map[string]Ref{}
 	for k, v := range old.Refs {

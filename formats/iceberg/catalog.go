@@ -75,6 +75,10 @@ type FS interface {
 // orphans: none is ever referenced, and orphan removal may delete them.
 type Catalog struct {
 	FS FS
+	// Pointer, if set, keeps each table's current metadata file instead
+	// of the Hadoop convention (version-hint.text and the rename of
+	// v<N>.metadata.json): the SQL catalog (SQLCatalog).
+	Pointer Pointer
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 
@@ -91,8 +95,11 @@ var errConflict = errors.New("formats/iceberg: commit conflict")
 
 // Table is a table as of one metadata version.
 type Table struct {
-	Dir      string // relative to the warehouse
-	Version  int
+	Dir     string // relative to the warehouse
+	Version int
+	// File is the metadata file of this version, relative to the
+	// warehouse (metadata/v<N>.metadata.json in the Hadoop convention).
+	File     string
 	Metadata *Metadata
 	cat      *Catalog
 }
@@ -117,6 +124,9 @@ func (c *Catalog) Location(rel string) string {
 
 // Load reads the current version of the table in dir.
 func (c *Catalog) Load(dir string) (*Table, error) {
+	if c.Pointer != nil {
+		return c.loadPointer(dir)
+	}
 	v := 0
 	if b, err := c.FS.ReadFile(hintFile(dir)); err == nil {
 		v, _ = strconv.Atoi(strings.TrimSpace(string(b)))
@@ -163,7 +173,7 @@ func (c *Catalog) Load(dir string) (*Table, error) {
 		// next commit. Best effort: a reader without write access cannot.
 		c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v)))
 	}
-	return &Table{Dir: dir, Version: v, Metadata: m, cat: c}, nil
+	return &Table{Dir: dir, Version: v, File: versionFile(dir, v), Metadata: m, cat: c}, nil
 }
 
 func (c *Catalog) exists(name string) bool {
@@ -201,40 +211,43 @@ func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColum
 		PartitionSpecs: []PartitionSpec{spec}, DefaultSpecID: 0, LastPartitionID: lastPartition,
 		Properties: p, SortOrders: []json.RawMessage{json.RawMessage(`{"order-id":0,"fields":[]}`)},
 	}
-	err := c.write(dir, 1, m)
+	file, err := c.write(dir, 1, m, nil)
 	if errors.Is(err, errConflict) {
 		return c.Load(dir)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Table{Dir: dir, Version: 1, Metadata: m, cat: c}, nil
+	return &Table{Dir: dir, Version: 1, File: file, Metadata: m, cat: c}, nil
 }
 
-// write is the commit point: version v exists once this returns nil.
-func (c *Catalog) write(dir string, v int, m *Metadata) error {
+// write is the commit point: version v, built on base (nil for a new
+// table), exists once this returns its file.
+func (c *Catalog) write(dir string, v int, m *Metadata, base *Table) (string, error) {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return err
+		return "", err
+	}
+	if c.Pointer != nil {
+		return c.writePointer(dir, v, b, base)
 	}
 	tmp := path.Join(metadataDir(dir), ".tmp-"+uuid()+".metadata.json")
 	if err := c.writeNew(tmp, b); err != nil {
 		c.FS.RemoveAll(tmp)
-		return err
+		return "", err
 	}
 	if err := c.FS.RenameNoReplace(tmp, versionFile(dir, v)); err != nil {
 		c.FS.RemoveAll(tmp)
 		if isExist(err) {
-			return errConflict
+			return "", errConflict
 		}
-		return err
+		return "", err
 	}
 	crash("iceberg-committed")
-	if err := c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v))); err != nil {
-		// The version is committed; readers step over a stale hint.
-		return nil
-	}
-	return nil
+	// An error is ignored: the version is committed; readers step over a
+	// stale hint.
+	c.FS.WriteFileAtomic(hintFile(dir), []byte(strconv.Itoa(v)))
+	return versionFile(dir, v), nil
 }
 
 // crash is a hook for the loader's crash tests (nil in production).
@@ -281,6 +294,9 @@ func newSnapshotID() int64 {
 // root): the directories with a metadata/version-hint.text or a
 // metadata/v1.metadata.json.
 func (c *Catalog) Tables(dir string) ([]string, error) {
+	if c.Pointer != nil {
+		return c.Pointer.Tables(dir)
+	}
 	if dir == "" {
 		dir = "."
 	}

@@ -72,7 +72,7 @@ func (c *Catalog) ExpireSnapshots(dir string, o Expire) (*ExpireResult, error) {
 			}
 			return res, nil
 		}
-		err = c.write(dir, t.Version+1, m)
+		_, err = c.write(dir, t.Version+1, m, t)
 		if errors.Is(err, errConflict) {
 			continue
 		}
@@ -154,7 +154,7 @@ func (c *Catalog) expireMetadata(t *Table, o Expire, res *ExpireResult) (*Metada
 	}
 	now := c.now().UnixMilli()
 	m.MetadataLog = append(append([]MetadataLog{}, old.MetadataLog...),
-		MetadataLog{TimestampMs: old.LastUpdatedMs, MetadataFile: c.Location(versionFile(t.Dir, t.Version))})
+		MetadataLog{TimestampMs: old.LastUpdatedMs, MetadataFile: c.Location(t.File)})
 	m.LastUpdatedMs = now
 	return &m, expired, nil
 }

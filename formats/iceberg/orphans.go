@@ -56,7 +56,7 @@ func (c *Catalog) RemoveOrphans(dir string, o Orphans) (*OrphansResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	born, err := c.FS.Stat(versionFile(dir, 1))
+	born, err := c.FS.Stat(c.firstFile(t))
 	if err != nil {
 		return nil, fmt.Errorf("formats/iceberg: %s: the table's first version: %w", c.Location(dir), err)
 	}

@@ -89,7 +89,7 @@ func (c *Catalog) Rewrite(r Rewrite) (*Table, *Snapshot, error) {
 		if c.beforeRewrite != nil {
 			c.beforeRewrite()
 		}
-		err = c.write(r.Dir, t.Version+1, m)
+		file, err := c.write(r.Dir, t.Version+1, m, t)
 		if err != nil {
 			// This attempt's rewritten files: the next makes its own.
 			c.removeAll(written)
@@ -100,7 +100,7 @@ func (c *Catalog) Rewrite(r Rewrite) (*Table, *Snapshot, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return &Table{Dir: r.Dir, Version: t.Version + 1, Metadata: m, cat: c}, snap, nil
+		return &Table{Dir: r.Dir, Version: t.Version + 1, File: file, Metadata: m, cat: c}, snap, nil
 	}
 	return nil, nil, fmt.Errorf("formats/iceberg: %s: lost the commit race %d times", c.Location(r.Dir), MaxAttempts)
 }
@@ -292,7 +292,7 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	if r.SummaryFunc != nil {
 		r.SummaryFunc(snap.Summary)
 	}
-	addSnapshot(&m, old, snap, c.Location(versionFile(r.Dir, t.Version)), now)
+	addSnapshot(&m, old, snap, c.Location(t.File), now)
 	return &m, &snap, written, nil
 }
 
