@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/atomicfile"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
 // Config configures a Manager. The names in comments are broker properties.
@@ -128,11 +129,8 @@ func New(cfg Config) *Manager {
 
 // RemoteDir is a partition's remote directory, relative to the root.
 func RemoteDir(topic, topicID string, partition int32) string {
-	return path.Join(topic+"-"+topicID, fmt.Sprint(partition))
+	return remotelog.Dir(topic, topicID, partition)
 }
-
-// SegmentFileName is the remote name of a segment's file with suffix.
-func SegmentFileName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }
 
 // store returns the remote file system, opening it when it is not open;
 // failures are retried at most every few seconds.
@@ -322,7 +320,7 @@ func (m *Manager) work(p *partition, t Target) error {
 // load reads the partition's manifest, and removes the files that no
 // manifest names: what interrupted uploads and deletions left.
 func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
-	man := &Manifest{Version: manifestVersion, Topic: t.TP.Topic, TopicID: t.TopicID, Partition: t.TP.Partition, LogStartOffset: -1}
+	man := &Manifest{Version: remotelog.ManifestVersion, Topic: t.TP.Topic, TopicID: t.TopicID, Partition: t.TP.Partition, LogStartOffset: -1}
 	data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
 	switch {
 	case err == nil:
@@ -382,12 +380,12 @@ func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, man *Manifest) er
 			if err != nil {
 				return err
 			}
-			if remote.LeaderEpoch > epoch || cur == nil || !bytes.Equal(remote.encode(), cur.encode()) {
+			if remote.LeaderEpoch > epoch || cur == nil || !bytes.Equal(remote.Encode(), cur.Encode()) {
 				return errFenced
 			}
 		}
 		man.LeaderEpoch = max(man.LeaderEpoch, epoch)
-		if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.encode()); err != nil {
+		if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.Encode()); err != nil {
 			return fmt.Errorf("%w: write manifest: %v", ErrUnavailable, err)
 		}
 		return nil
@@ -443,7 +441,7 @@ func (m *Manager) stopped() bool {
 // writeLocalManifest caches the manifest beside the partition's segments,
 // for operators and tools (it is never trusted over the remote one).
 func (m *Manager) writeLocalManifest(l *log.Log, man *Manifest) {
-	if err := atomicfile.WriteFile(filepath.Join(l.Dir(), LocalManifestFile), man.encode()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := atomicfile.WriteFile(filepath.Join(l.Dir(), LocalManifestFile), man.Encode()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		m.logger.Warn("tiered storage: caching the manifest locally", "partition", l.TopicPartition().String(), "err", err)
 	}
 }
@@ -491,7 +489,7 @@ func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
 	if err != nil {
 		return err
 	}
-	next := man.clone()
+	next := man.Clone()
 	next.LogStartOffset = offset
 	return m.commit(fs, p, l, next)
 }
