@@ -494,25 +494,15 @@ func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
 	return m.commit(fs, p, l, next)
 }
 
-// AbortedFrom is whether a remote segment holding offset or after it has
-// an uploaded transaction index, that is aborted transactions the
-// in-memory list of the partition may no longer name. Remote reads do not
-// read the .txnindex yet, so a read_committed fetch there is refused.
-func (m *Manager) AbortedFrom(tp log.TopicPartition, offset int64) bool {
-	p := m.lookup(tp)
-	if p == nil {
-		return false
-	}
-	man := p.manifest.Load()
-	if man == nil {
-		return false
-	}
-	for _, s := range man.Segments {
-		if _, ok := s.Files[suffixTxnIndex]; ok && s.EndOffset >= offset {
-			return true
+// UploadedEnd is one past the last remote offset of the partition, -1
+// when it has none (or its metadata is not loaded).
+func (m *Manager) UploadedEnd(tp log.TopicPartition) int64 {
+	if p := m.lookup(tp); p != nil {
+		if man := p.manifest.Load(); man != nil {
+			return man.UploadedEnd()
 		}
 	}
-	return false
+	return -1
 }
 
 // RemoteSize is the bytes of a partition's remote segments.

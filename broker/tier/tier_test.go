@@ -94,6 +94,31 @@ func TestTieredStorageHDFS(t *testing.T) {
 		consumeAll(t, ctx, b.Addr(), n)
 	})
 
+	t.Run("ListOffsets by timestamp and LATEST_TIERED in the remote range", func(t *testing.T) {
+		localStart := listOffset(t, ctx, adm, -4)
+		for _, i := range []int{0, 1, 150, int(localStart) - 1, int(localStart), n - 1} {
+			// Half-way between records i-1 and i: the first at or after
+			// it is i.
+			res, err := adm.ListOffsetsAfterMilli(ctx, stamp(i).Add(-50*time.Millisecond).UnixMilli(), topic)
+			if err == nil {
+				err = res.Error()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, _ := res.Lookup(topic, 0); o.Offset != int64(i) || o.Timestamp != stamp(i).UnixMilli() {
+				t.Errorf("ListOffsets at record %d's time (local start %d): offset %d, timestamp %d; want %d, %d", i, localStart, o.Offset, o.Timestamp, i, stamp(i).UnixMilli())
+			}
+		}
+		res, err := adm.ListOffsetsAfterMilli(ctx, stamp(n).UnixMilli(), topic)
+		if o, _ := res.Lookup(topic, 0); err != nil || o.Offset != int64(n) {
+			t.Errorf("ListOffsets after the last record: %d %v, want the end %d", o.Offset, err, n)
+		}
+		if got := listOffset(t, ctx, adm, -5); got < man.UploadedEnd()-1 || got >= int64(n) {
+			t.Errorf("ListOffsets LATEST_TIERED = %d, want at least %d, the last remote offset seen", got, man.UploadedEnd()-1)
+		}
+	})
+
 	// Kafka's DumpLogSegments reads an uploaded segment copied back from
 	// HDFS: its records, and its indexes checked against them. The JVM
 	// runs while the checks below go on.
@@ -210,6 +235,11 @@ func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// tsBase is the timestamp of record 0; record i's is i*100 ms later.
+var tsBase = time.Now().Add(-time.Hour).Truncate(time.Second)
+
+func stamp(i int) time.Time { return tsBase.Add(time.Duration(i) * 100 * time.Millisecond) }
+
 func value(i int) []byte { return []byte(fmt.Sprintf("record %06d %s", i, strings.Repeat("x", 80))) }
 
 func produce(t *testing.T, ctx context.Context, addr string, from, n int) {
@@ -217,7 +247,7 @@ func produce(t *testing.T, ctx context.Context, addr string, from, n int) {
 	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(4096), kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
-		recs[i] = &kgo.Record{Value: value(from + i)}
+		recs[i] = &kgo.Record{Value: value(from + i), Timestamp: stamp(from + i)}
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -257,6 +287,8 @@ func listOffset(t *testing.T, ctx context.Context, adm *kadm.Client, ts int64) i
 		res, err = adm.ListStartOffsets(ctx, topic)
 	case -4:
 		res, err = adm.ListLocalLogStartOffsets(ctx, topic)
+	case -5:
+		res, err = adm.ListOffsetsAfterMilli(ctx, -5, topic)
 	}
 	if err == nil {
 		err = res.Error()

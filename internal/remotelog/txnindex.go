@@ -12,6 +12,11 @@ type AbortedTxn struct {
 	ProducerID  int64
 	FirstOffset int64
 	LastOffset  int64
+	// LastStableOffset is the partition's last stable offset when the
+	// transaction ended: a reader collecting the aborted transactions up
+	// to an offset below it need look no further (Kafka's
+	// TxnIndexSearchResult.isComplete).
+	LastStableOffset int64
 }
 
 // txnIndexEntrySize is the size of an entry of Kafka's transaction index:
@@ -34,7 +39,7 @@ func ParseTxnIndex(data []byte) ([]AbortedTxn, error) {
 			return nil, fmt.Errorf("remotelog: transaction index entry of version %d", v)
 		}
 		out = append(out, AbortedTxn{ProducerID: int64(be.Uint64(data[2:])), FirstOffset: int64(be.Uint64(data[10:])),
-			LastOffset: int64(be.Uint64(data[18:]))})
+			LastOffset: int64(be.Uint64(data[18:])), LastStableOffset: int64(be.Uint64(data[26:]))})
 	}
 	return out, nil
 }
