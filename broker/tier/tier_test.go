@@ -316,20 +316,27 @@ func findRemoteDir(t *testing.T, fs fsys.FS, ctx context.Context) string {
 	return dir
 }
 
-func readManifest(t *testing.T, fs fsys.FS, dir string) *tier.Manifest {
+// readManifest reads the remote manifest as the broker leaves it; a read
+// that races with the broker renaming a new one over it (HDFS then cuts
+// the old file's read short) is retried.
+func readManifest(t testing.TB, fs fsys.FS, dir string) *tier.Manifest {
 	t.Helper()
-	data, err := fs.ReadFile(path.Join(dir, tier.ManifestFile))
-	if fsys.IsNotExist(err) {
-		return nil
+	for try := 0; ; try++ {
+		data, err := fs.ReadFile(path.Join(dir, tier.ManifestFile))
+		if fsys.IsNotExist(err) {
+			return nil
+		}
+		var m tier.Manifest
+		if err == nil {
+			if err = json.Unmarshal(data, &m); err == nil {
+				return &m
+			}
+		}
+		if try == 5 {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m tier.Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	return &m
 }
 
 func localSegments(t *testing.T, b *testbroker.Broker) int {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"time"
 
 	"github.com/tributary-io/tributary/internal/fsys"
 )
@@ -46,15 +47,25 @@ type Partition struct {
 
 // Manifest reads the partition's manifest; nil and no error when the
 // partition has nothing in remote storage.
+//
+// The broker replaces the manifest by renaming a new one over it; on HDFS
+// a read that races with the rename can be cut short, so a manifest that
+// does not parse is read again a few times before it is an error.
 func (p *Partition) Manifest() (*Manifest, error) {
-	data, err := p.FS.ReadFile(path.Join(p.Dir, ManifestFile))
-	if fsys.IsNotExist(err) {
-		return nil, nil
+	for try := 0; ; try++ {
+		data, err := p.FS.ReadFile(path.Join(p.Dir, ManifestFile))
+		if fsys.IsNotExist(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		m, err := ParseManifest(data)
+		if err == nil || try == 4 {
+			return m, err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return ParseManifest(data)
 }
 
 // ReadCommitted calls fn with the committed records of [from, to), in
