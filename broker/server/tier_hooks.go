@@ -49,20 +49,23 @@ func (s *Server) startTier() {
 	}()
 }
 
-// tierTargets are the partitions this broker leads whose topic is tiered.
+// tierTargets are the partitions of tiered topics this broker holds: the
+// ones it leads, which it uploads, and the ones it follows, whose remote
+// metadata it reads for local retention.
 func (s *Server) tierTargets() []tier.Target {
 	img := s.ctrl.Image()
 	var out []tier.Target
 	for _, p := range s.parts.All() {
 		t, ok := img.Topics[p.TP.Topic]
-		if !ok || t.Internal() || int(p.TP.Partition) >= len(t.Partitions) || t.Partitions[p.TP.Partition].Leader != s.nodeID {
+		if !ok || t.Internal() || int(p.TP.Partition) >= len(t.Partitions) {
 			continue
 		}
 		if cfg := p.Log.Config(); !cfg.RemoteStorage || cfg.Compact {
 			continue
 		}
 		out = append(out, tier.Target{TP: p.TP, TopicID: cluster.TopicID(t.ID).String(), Log: p.Log,
-			LeaderEpoch: p.LeaderEpoch(), Bound: min(p.LastStableOffset(), p.HighWatermark())})
+			LeaderEpoch: p.LeaderEpoch(), Bound: min(p.LastStableOffset(), p.HighWatermark()),
+			Follower: t.Partitions[p.TP.Partition].Leader != s.nodeID})
 	}
 	return out
 }

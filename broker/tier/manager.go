@@ -55,6 +55,10 @@ type Target struct {
 	// consumer cannot yet see, or that a new leader could truncate, goes
 	// to remote storage.
 	Bound int64
+	// Follower is a partition this broker replicates but does not lead:
+	// the manager only reads its remote metadata, so that local
+	// retention on this disk removes what is remote (follow.go).
+	Follower bool
 }
 
 // Manager uploads closed segments, applies total retention to remote
@@ -101,6 +105,9 @@ type partition struct {
 	// (only the Run goroutine takes it today).
 	ioMu    sync.Mutex
 	epoch   atomic.Int32 // the leader epoch of the latest pass
+	// follower: the manifest was read as a follower's (not loaded, not
+	// swept); ioMu.
+	follower bool
 	backoff time.Duration
 	next    time.Time // no work before this after a failure
 }
@@ -294,6 +301,15 @@ func (m *Manager) work(p *partition, t Target) error {
 	}
 	p.ioMu.Lock()
 	defer p.ioMu.Unlock()
+	if t.Follower {
+		return m.follow(fs, p, t)
+	}
+	if p.follower {
+		// Just elected: load and sweep as a leader does, whatever was
+		// read as a follower.
+		p.follower = false
+		p.manifest.Store(nil)
+	}
 	p.epoch.Store(t.LeaderEpoch)
 	if p.manifest.Load() == nil {
 		if err := m.load(fs, p, t); err != nil {

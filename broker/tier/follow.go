@@ -1,0 +1,50 @@
+package tier
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/internal/fsys"
+)
+
+// Followers.
+//
+// A follower's disk must not keep the whole history either: Kafka's
+// followers apply local retention too, removing what the leader has
+// uploaded (they learn it from the remote log metadata topic). Here a
+// follower re-reads the partition's manifest at each pass, read-only: it
+// never uploads, expires, writes the manifest or sweeps files (an upload
+// of the leader in progress is not its to remove). Its local retention
+// then removes a segment once it ends below the uploaded end, exactly as
+// on the leader. When the follower is elected, its next pass loads the
+// manifest as a leader does (load, with the sweep).
+
+func (m *Manager) follow(fs fsys.FS, p *partition, t Target) error {
+	p.follower = true
+	data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
+	if fsys.IsNotExist(err) {
+		return nil // nothing remote yet
+	}
+	if err != nil {
+		return fmt.Errorf("%w: read %s: %v", ErrUnavailable, path.Join(p.dir, ManifestFile), err)
+	}
+	man, err := parseManifest(data)
+	if err != nil {
+		// Read while the leader renamed a new one over it: the next
+		// pass reads it again.
+		return nil
+	}
+	if man.TopicID != t.TopicID {
+		return nil
+	}
+	if cur := p.manifest.Load(); cur != nil && cur.UploadedEnd() > man.UploadedEnd() && cur.LeaderEpoch >= man.LeaderEpoch {
+		return nil // an older copy (never expected; the uploaded end only moves on)
+	}
+	p.manifest.Store(man)
+	if _, err := t.Log.EnforceRetention(); err != nil && !errors.Is(err, log.ErrClosed) {
+		return err
+	}
+	return nil
+}
