@@ -103,13 +103,13 @@ type partition struct {
 
 	// ioMu orders the manifest writes and file removals of the partition
 	// (only the Run goroutine takes it today).
-	ioMu    sync.Mutex
-	epoch   atomic.Int32 // the leader epoch of the latest pass
+	ioMu  sync.Mutex
+	epoch atomic.Int32 // the leader epoch of the latest pass
 	// follower: the manifest was read as a follower's (not loaded, not
 	// swept); ioMu.
 	follower bool
-	backoff time.Duration
-	next    time.Time // no work before this after a failure
+	backoff  time.Duration
+	next     time.Time // no work before this after a failure
 }
 
 // New returns a Manager; Run does the work.
