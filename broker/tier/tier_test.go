@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +118,22 @@ func TestTieredStorageHDFS(t *testing.T) {
 		}
 		if got := listOffset(t, ctx, adm, -5); got < man.UploadedEnd()-1 || got >= int64(n) {
 			t.Errorf("ListOffsets LATEST_TIERED = %d, want at least %d, the last remote offset seen", got, man.UploadedEnd()-1)
+		}
+	})
+
+	t.Run("topic describe shows the local start and the last tiered offset", func(t *testing.T) {
+		out, err := exec.Command(testbroker.Binary(t), "topic", "describe", topic, "--bootstrap", b.Addr()).CombinedOutput()
+		if err != nil {
+			t.Fatalf("topic describe: %v\n%s", err, out)
+		}
+		m := regexp.MustCompile(`(?m)LOCAL-LOG-START-OFFSET\s+LAST-TIERED-OFFSET\s*\n0\s+(\d+)\s+(\d+)\s*$`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("topic describe shows no tier offsets:\n%s", out)
+		}
+		local, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		tiered, _ := strconv.ParseInt(string(m[2]), 10, 64)
+		if local <= 0 || tiered < man.UploadedEnd()-1 || tiered < local-1 {
+			t.Errorf("topic describe: local start %d, last tiered %d; the manifest's uploaded end was %d:\n%s", local, tiered, man.UploadedEnd(), out)
 		}
 	})
 
