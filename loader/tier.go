@@ -31,31 +31,40 @@ import (
 // transactions (by the uploaded .txnindex files) and control records are
 // skipped.
 
-// tierFS opens the remote tier once per loader.
+// tierFS is the remote tier's file system, opened once per loader (a
+// failed open is tried again by the next unit).
 type tierFS struct {
-	once sync.Once
-	fs   fsys.FS
-	err  error
+	mu sync.Mutex
+	fs fsys.FS
 }
 
 func (l *Loader) tier(uri string) (fsys.FS, error) {
-	l.tierOnce.once.Do(func() {
-		open := l.OpenTier
-		if open == nil {
-			open = func(uri string) (fsys.FS, error) { return fsys.Open(uri, fsys.Options{}) }
-		}
-		l.tierOnce.fs, l.tierOnce.err = open(uri)
-		if l.tierOnce.err != nil {
-			l.tierOnce.err = fmt.Errorf("--from-tier %s: %w", uri, l.tierOnce.err)
-		}
-	})
-	return l.tierOnce.fs, l.tierOnce.err
+	t := &l.tierOnce
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fs != nil {
+		return t.fs, nil
+	}
+	open := l.OpenTier
+	if open == nil {
+		open = func(uri string) (fsys.FS, error) { return fsys.Open(uri, fsys.Options{}) }
+	}
+	fs, err := open(uri)
+	if err != nil {
+		return nil, fmt.Errorf("--from-tier %s: %w", uri, err)
+	}
+	t.fs = fs
+	return fs, nil
 }
 
 // CloseTier closes the remote tier's file system, if it was opened.
 func (l *Loader) CloseTier() {
-	if l.tierOnce.fs != nil {
-		l.tierOnce.fs.Close()
+	t := &l.tierOnce
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fs != nil {
+		t.fs.Close()
+		t.fs = nil
 	}
 }
 
