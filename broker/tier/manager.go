@@ -101,6 +101,14 @@ type partition struct {
 	cached atomic.Pointer[Manifest]
 	log    atomic.Pointer[log.Log]
 
+	// txns are the parsed .txnindex entries of remote segments, by base
+	// offset: a read_committed fetch searches every remote segment from
+	// its offset on (AbortedTxns), and keeping the few bytes per aborted
+	// transaction here means that search never depends on the chunk cache
+	// holding all the indexes at once.
+	txnMu sync.Mutex
+	txns  map[int64][]remotelog.AbortedTxn
+
 	// ioMu orders the manifest writes and file removals of the partition
 	// (only the Run goroutine takes it today).
 	ioMu  sync.Mutex
