@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path"
@@ -19,7 +20,9 @@ import (
 // of the leader in progress is not its to remove). Its local retention
 // then removes a segment once it ends below the uploaded end, exactly as
 // on the leader. When the follower is elected, its next pass loads the
-// manifest as a leader does (load, with the sweep).
+// manifest as a leader does (load, with the sweep); until that succeeds
+// the manifest it read as a follower serves reads (it also keeps it on
+// disk, for a restart while remote storage is down).
 
 func (m *Manager) follow(fs fsys.FS, p *partition, t Target) error {
 	p.follower = true
@@ -42,7 +45,13 @@ func (m *Manager) follow(fs fsys.FS, p *partition, t Target) error {
 	if cur := p.manifest.Load(); cur != nil && cur.UploadedEnd() > man.UploadedEnd() && cur.LeaderEpoch >= man.LeaderEpoch {
 		return nil // an older copy (never expected; the uploaded end only moves on)
 	}
-	p.manifest.Store(man)
+	// Kept on disk and as the fallback too: when this follower is
+	// elected, or restarts, while remote storage cannot be read, its
+	// trimmed local log must not become the partition's start (review 2).
+	if cur := p.manifest.Load(); cur == nil || !bytes.Equal(cur.Encode(), man.Encode()) {
+		m.writeLocalManifest(t.Log, man)
+	}
+	p.publish(man)
 	if _, err := t.Log.EnforceRetention(); err != nil && !errors.Is(err, log.ErrClosed) {
 		return err
 	}

@@ -116,8 +116,11 @@ type partition struct {
 	// follower: the manifest was read as a follower's (not loaded, not
 	// swept); ioMu.
 	follower bool
-	backoff  time.Duration
-	next     time.Time // no work before this after a failure
+	// loaded: the manifest was loaded (and swept) as a leader since the
+	// partition was last followed; ioMu.
+	loaded  bool
+	backoff time.Duration
+	next    time.Time // no work before this after a failure
 }
 
 // New returns a Manager; Run does the work.
@@ -314,12 +317,15 @@ func (m *Manager) work(p *partition, t Target) error {
 	}
 	if p.follower {
 		// Just elected: load and sweep as a leader does, whatever was
-		// read as a follower.
+		// read as a follower. The follower's manifest stays what readers
+		// use until then: its local log was trimmed by it, so without it
+		// the remote range would answer OFFSET_OUT_OF_RANGE and
+		// consumers would reset past it (review 2).
 		p.follower = false
-		p.manifest.Store(nil)
+		p.loaded = false
 	}
 	p.epoch.Store(t.LeaderEpoch)
-	if p.manifest.Load() == nil {
+	if !p.loaded || p.manifest.Load() == nil {
 		if err := m.load(fs, p, t); err != nil {
 			return err
 		}
@@ -374,7 +380,8 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 		}
 	}
 	m.writeLocalManifest(t.Log, man)
-	p.manifest.Store(man)
+	p.publish(man)
+	p.loaded = true
 	m.logger.Info("tiered storage: partition loaded", "partition", t.TP.String(), "remote_segments", len(man.Segments),
 		"remote_log_start_offset", man.LogStartOffset, "uploaded_end", man.UploadedEnd())
 	return nil
@@ -422,8 +429,16 @@ func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, man *Manifest) er
 		return err
 	}
 	m.writeLocalManifest(l, man)
-	p.manifest.Store(man)
+	p.publish(man)
 	return nil
+}
+
+// publish makes man what readers and local retention use, and the
+// fallback (cached) for when the manifest is dropped (fenced) or not
+// loaded yet.
+func (p *partition) publish(man *Manifest) {
+	p.cached.Store(man)
+	p.manifest.Store(man)
 }
 
 // errFenced is a manifest another leader wrote since this broker read it.
