@@ -148,6 +148,10 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 		return m != nil && len(m.Segments) >= 3
 	})
 	killLeader(t, c, topic)
+	// The new leader was a follower that trimmed its disk by the
+	// manifest: EARLIEST is still the remote start, from its first answer
+	// (a retriable error is fine, a later offset is not).
+	checkEarliest(t, ctx, adm, topic)
 	<-produced
 	mu.Lock()
 	t.Logf("%d of %d records acknowledged", len(acked), n)
@@ -174,6 +178,7 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 		t.Fatal("the consumer read nothing")
 	}
 	killLeader(t, c, topic)
+	checkEarliest(t, ctx, adm, topic)
 	values := <-readDone
 	checkInOrder(t, "franz-go", values, acked, &mu)
 
@@ -218,6 +223,28 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 			t.Errorf("node %d: its oldest local segment starts at %d, past the uploaded end %d", node.ID, segs[0], m.UploadedEnd())
 		}
 		t.Logf("node %d keeps %d segments locally: %v", node.ID, len(segs), segs)
+	}
+}
+
+// checkEarliest fails when ListOffsets EARLIEST answers anything but 0
+// (the remote start: nothing is deleted in these tests); errors are
+// retried.
+func checkEarliest(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) {
+	t.Helper()
+	for ctx.Err() == nil {
+		res, err := adm.ListStartOffsets(ctx, topic)
+		if err == nil {
+			err = res.Error()
+		}
+		if err == nil {
+			if o, ok := res.Lookup(topic, 0); ok {
+				if o.Offset != 0 {
+					t.Errorf("ListOffsets EARLIEST after the election = %d, want the remote start 0", o.Offset)
+				}
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
