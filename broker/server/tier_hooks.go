@@ -176,7 +176,11 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOff
 		// and with no leader epoch when the partition is not tiered.
 		sp.Offset = -1
 		if s.tier != nil {
-			if end := s.tier.UploadedEnd(p.TP); end > 0 {
+			end, err := s.tier.UploadedEnd(p.TP)
+			switch {
+			case err != nil:
+				sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(err)
+			case end > 0:
 				sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), end-1
 			}
 		}
@@ -195,6 +199,12 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOff
 		return true
 	case ok && o < p.HighWatermark():
 		sp.LeaderEpoch, sp.Offset, sp.Timestamp = p.LeaderEpoch(), o, t
+		return true
+	case !ok && !s.tier.Seen(p.TP) && p.Log.Config().RemoteStorage && p.Log.LogStartOffset() > 0:
+		// A tiered partition the tier manager has not been given yet
+		// (just after a start or an election): what lies below the local
+		// start is unknown, and the local log's answer could skip it.
+		sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(tier.ErrUnavailable)
 		return true
 	}
 	return false

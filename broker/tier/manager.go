@@ -535,13 +535,25 @@ func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
 
 // UploadedEnd is one past the last remote offset of the partition, -1
 // when it has none (or its metadata is not loaded).
-func (m *Manager) UploadedEnd(tp log.TopicPartition) int64 {
-	if p := m.lookup(tp); p != nil {
-		if man := p.manifest.Load(); man != nil {
-			return man.UploadedEnd()
-		}
+func (m *Manager) UploadedEnd(tp log.TopicPartition) (int64, error) {
+	p := m.lookup(tp)
+	if p == nil {
+		return -1, nil
 	}
-	return -1
+	if man := p.manifest.Load(); man != nil {
+		return man.UploadedEnd(), nil
+	}
+	if c := p.cached.Load(); c != nil && len(c.Segments) > 0 {
+		// Not "nothing tiered": the answer is not known yet (review 3).
+		return -1, fmt.Errorf("%w: the remote metadata of %s is not loaded yet", ErrUnavailable, tp)
+	}
+	return -1, nil
+}
+
+// Seen is whether the manager has been given the partition since it
+// started: until then it knows nothing of its remote segments.
+func (m *Manager) Seen(tp log.TopicPartition) bool {
+	return m.lookup(tp) != nil
 }
 
 // RemoteSize is the bytes of a partition's remote segments.

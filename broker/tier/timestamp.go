@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/fsys"
 )
 
 // ListOffsets by timestamp in the remote range.
@@ -28,9 +29,16 @@ const timeIndexEntry = 12
 // storage holds below below (the local log start, from which the local
 // log answers): the first record at or after the remote log start whose
 // timestamp is at least ts, with that timestamp. ok is false when no
-// remote segment below below has one. It waits for HDFS, up to
-// listOffsetsTimeout, through the chunk cache (a ListOffsets is answered
-// on its connection's goroutine).
+// remote segment below below has one, or the manager has never seen the
+// partition (the caller decides whether that is a tiered partition not
+// passed yet). It waits for HDFS, up to listOffsetsTimeout, through the
+// chunk cache (a ListOffsets is answered on its connection's goroutine).
+//
+// With the manifest not loaded (a restart while HDFS is down, a leader
+// just elected or fenced) but a cached one holding segments below below,
+// it returns ErrUnavailable as Read does: the local log would answer a
+// later offset and the caller would skip the remote records silently
+// (review 3).
 func (m *Manager) OffsetForTimestamp(tp log.TopicPartition, ts, below int64) (offset, timestamp int64, ok bool, err error) {
 	p := m.lookup(tp)
 	if p == nil {
@@ -38,25 +46,44 @@ func (m *Manager) OffsetForTimestamp(tp log.TopicPartition, ts, below int64) (of
 	}
 	man := p.manifest.Load()
 	if man == nil {
+		if c := p.cached.Load(); c != nil && len(c.Segments) > 0 && c.Segments[0].BaseOffset < below {
+			return 0, 0, false, fmt.Errorf("%w: the remote metadata of %s is not loaded yet", ErrUnavailable, tp)
+		}
 		return 0, 0, false, nil
 	}
-	i := sort.Search(len(man.Segments), func(i int) bool { return man.Segments[i].EndOffset >= man.LogStartOffset })
-	for ; i < len(man.Segments) && man.Segments[i].MaxTimestamp < ts; i++ {
-	}
-	if i == len(man.Segments) || man.Segments[i].BaseOffset >= below {
-		return 0, 0, false, nil
-	}
-	seg := man.Segments[i]
 	fs, err := m.store()
 	if err != nil {
 		return 0, 0, false, err
 	}
-	deadline := time.After(listOffsetsTimeout)
+	deadline := time.Now().Add(listOffsetsTimeout)
+	i := sort.Search(len(man.Segments), func(i int) bool { return man.Segments[i].EndOffset >= man.LogStartOffset })
+	// Timestamps need not grow with offsets (CreateTime from several
+	// producers): a segment whose maximum reaches ts may hold no such
+	// record at or after the log start (DeleteRecords inside it), and a
+	// later one does; so go on to the next candidate rather than hand
+	// the question to the local log.
+	for ; i < len(man.Segments) && man.Segments[i].BaseOffset < below; i++ {
+		if man.Segments[i].MaxTimestamp < ts {
+			continue
+		}
+		offset, timestamp, ok, err = m.segmentOffsetForTimestamp(fs, p, man, man.Segments[i], ts, deadline)
+		if err != nil || ok {
+			return offset, timestamp, ok, err
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// segmentOffsetForTimestamp is OffsetForTimestamp within one remote
+// segment.
+func (m *Manager) segmentOffsetForTimestamp(fs fsys.FS, p *partition, man *Manifest, seg SegmentMetadata, ts int64, deadline time.Time) (offset, timestamp int64, ok bool, err error) {
 	await := func(w <-chan struct{}) error {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
 		select {
 		case <-w:
 			return nil
-		case <-deadline:
+		case <-t.C:
 			return fmt.Errorf("%w: remote storage did not answer within %v", ErrUnavailable, listOffsetsTimeout)
 		}
 	}
@@ -79,7 +106,10 @@ func (m *Manager) OffsetForTimestamp(tp log.TopicPartition, ts, below int64) (of
 	}
 	// Read on from there, batch by batch, within the segment.
 	for from <= seg.EndOffset {
-		data, w, err := m.Read(tp, from, m.maxRead(), true)
+		if time.Now().After(deadline) {
+			return 0, 0, false, fmt.Errorf("%w: remote storage did not answer within %v", ErrUnavailable, listOffsetsTimeout)
+		}
+		data, w, err := m.Read(p.tp, from, m.maxRead(), true)
 		if errors.Is(err, ErrNotRemote) {
 			return 0, 0, false, nil // deleted meanwhile
 		}
@@ -95,10 +125,16 @@ func (m *Manager) OffsetForTimestamp(tp log.TopicPartition, ts, below int64) (of
 		if len(data) == 0 {
 			break
 		}
-		for rest := data; len(rest) >= record.LogOverhead; {
-			size := record.LogOverhead + int(int32(binary.BigEndian.Uint32(rest[8:12])))
+		for rest := data; len(rest) > 0; {
+			size := 0
+			if len(rest) >= record.LogOverhead {
+				size = record.LogOverhead + int(int32(binary.BigEndian.Uint32(rest[8:12])))
+			}
 			if size > len(rest) || size < record.HeaderSize {
-				break
+				// Read returns whole batches only: anything else is a
+				// malformed segment, and reading it again would spin
+				// (review 8).
+				return 0, 0, false, fmt.Errorf("%w: a malformed batch in the remote segment %d of %s at offset %d", ErrUnavailable, seg.BaseOffset, p.tp, from)
 			}
 			b := record.Batch(rest[:size])
 			rest = rest[size:]

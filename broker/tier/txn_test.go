@@ -20,6 +20,13 @@ import (
 // enough that what is uploaded leaves the disk.
 func smallTieredLog(t *testing.T) *log.Log {
 	t.Helper()
+	now := time.Now().UnixMilli()
+	return smallTieredLogAt(t, func(int) int64 { return now })
+}
+
+// smallTieredLogAt is smallTieredLog with batch i's records at ts(i).
+func smallTieredLogAt(t *testing.T, ts func(i int) int64) *log.Log {
+	t.Helper()
 	cfg := log.DefaultConfig()
 	cfg.SegmentBytes = 3000
 	cfg.RemoteStorage = true
@@ -32,8 +39,8 @@ func smallTieredLog(t *testing.T) *log.Log {
 	}
 	t.Cleanup(func() { l.Close() })
 	opts := record.DefaultBuildOptions()
-	opts.BaseTimestamp = time.Now().UnixMilli()
 	for i := range 60 {
+		opts.BaseTimestamp = ts(i)
 		b, err := record.Build(opts, record.NewRecords(
 			record.KV{Value: bytes.Repeat([]byte{byte(i)}, 100)}, record.KV{Value: bytes.Repeat([]byte{byte(i)}, 100)}))
 		if err != nil {
