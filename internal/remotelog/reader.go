@@ -174,28 +174,72 @@ func (r *committedReader) resume() int64 {
 
 // segment reads one remote segment; done when the range is read and
 // nothing is held, or the held bytes grew past maxHeld.
+//
+// A segment must hold what the manifest says: its bytes up to Size and
+// its offsets up to EndOffset. A .log cut short (a read racing a rename,
+// a zombie's overwrite, tampering) is ErrCorrupt, never the end of the
+// segment, or the offsets missing from it would be silently skipped
+// while the unit reports them read (review 5). An offset index entry
+// past the size, or leading past the offset sought, is not trusted: the
+// segment is read from its start instead.
 func (r *committedReader) segment(s SegmentMetadata) (done bool, err error) {
 	name := path.Join(r.p.Dir, SegmentFileName(s.BaseOffset, SuffixLog))
+	pos := int64(0)
+	if r.next > s.BaseOffset {
+		if idx, err := r.p.FS.ReadFile(path.Join(r.p.Dir, SegmentFileName(s.BaseOffset, SuffixIndex))); err == nil {
+			if p := IndexLookup(idx, s.BaseOffset, r.next); p >= 0 && p < s.Size {
+				pos = p
+			}
+		}
+	}
+	done, err = r.segmentFrom(s, name, pos)
+	if errors.Is(err, errMisindexed) {
+		done, err = r.segmentFrom(s, name, 0)
+	}
+	if errors.Is(err, errMisindexed) {
+		err = fmt.Errorf("%w: %s: offset %d is missing", ErrCorrupt, name, r.next)
+	}
+	return done, err
+}
+
+// errMisindexed is a read from an index position whose first batch lies
+// past the offset sought.
+var errMisindexed = errors.New("remotelog: misindexed")
+
+func (r *committedReader) segmentFrom(s SegmentMetadata, name string, pos int64) (done bool, err error) {
 	f, err := r.p.FS.Open(name)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
 	var src io.Reader = f
-	if ra, ok := f.(io.ReaderAt); ok && r.next > s.BaseOffset {
-		if idx, err := r.p.FS.ReadFile(path.Join(r.p.Dir, SegmentFileName(s.BaseOffset, SuffixIndex))); err == nil {
-			pos := IndexLookup(idx, s.BaseOffset, r.next)
+	if pos > 0 {
+		ra, ok := f.(io.ReaderAt)
+		if !ok {
+			pos = 0
+		} else {
 			src = io.NewSectionReader(ra, pos, s.Size-pos)
 		}
 	}
-	br := NewBatchReader(io.LimitReader(src, s.Size))
+	br := NewBatchReader(io.LimitReader(src, s.Size-pos))
+	first := true
 	for {
 		b, err := br.Next()
 		if err == io.EOF {
+			if pos+br.pos != s.Size || r.next <= s.EndOffset {
+				return false, fmt.Errorf("%w: %s ends at byte %d and offset %d; the manifest says %d bytes, offsets to %d",
+					ErrCorrupt, name, pos+br.pos, r.next-1, s.Size, s.EndOffset)
+			}
 			return false, nil
 		}
 		if err != nil {
 			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		if first {
+			first = false
+			if b.BaseOffset > r.next {
+				return false, errMisindexed
+			}
 		}
 		if b.LastOffset < r.next {
 			continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"path"
 	"reflect"
 	"testing"
@@ -55,6 +56,7 @@ func batch(t *testing.T, base, pid int64, txn, control, commit bool, codec kgo.C
 		MaxTimestamp: 1000 + base, ProducerID: pid, NumRecords: int32(n), Records: recs}
 	b := kb.AppendTo(nil)
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-logOverhead))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"sort"
 
@@ -34,6 +35,13 @@ const (
 // message.max.bytes in practice is far below.
 const maxBatchBytes = 256 << 20
 
+// recordOverhead is what a decoded record costs in memory beyond its
+// key, value and header bytes (the Record and kmsg.Header structs and
+// slice headers), for the held-bytes bound.
+const recordOverhead = 128
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // ErrCorrupt wraps every malformed segment.
 var ErrCorrupt = errors.New("remotelog: corrupt segment")
 
@@ -47,6 +55,10 @@ type Batch struct {
 	// Commit is, for a control batch, whether its marker commits.
 	Commit  bool
 	Records []Record // none for a control batch
+	// mem is the memory the decoded batch holds on to: the decompressed
+	// records (which keys, values and headers alias) plus recordOverhead
+	// per record.
+	mem int64
 }
 
 // Record is one record with its absolute offset and timestamp.
@@ -58,11 +70,21 @@ type Record struct {
 	Headers   []kmsg.Header
 }
 
-// Size is the key and value bytes of the batch's records.
+// Size is the memory the decoded batch holds: its records' bytes after
+// decompression (keys, values and headers alias them) plus a per-record
+// overhead, so that a bound on held batches bounds memory even for
+// records with empty values or large headers (review 7).
 func (b *Batch) Size() int64 {
+	if b.mem > 0 {
+		return b.mem
+	}
+	// A batch not from decode (tests): count what it holds.
 	var n int64
 	for _, r := range b.Records {
-		n += int64(len(r.Key) + len(r.Value))
+		n += recordOverhead + int64(len(r.Key)+len(r.Value))
+		for _, h := range r.Headers {
+			n += int64(len(h.Key) + len(h.Value))
+		}
 	}
 	return n
 }
@@ -110,6 +132,11 @@ func (br *BatchReader) decode(raw []byte) (*Batch, error) {
 	if kb.Magic != 2 {
 		return nil, fmt.Errorf("%w: batch at offset %d has magic %d", ErrCorrupt, kb.FirstOffset, kb.Magic)
 	}
+	// As Kafka's clients (and kafka-go, the loader's broker path) do: a
+	// corrupt or tampered segment must not load wrong values silently.
+	if got := crc32.Checksum(raw[21:], castagnoli); got != uint32(kb.CRC) {
+		return nil, fmt.Errorf("%w: batch at offset %d: CRC %08x, computed %08x", ErrCorrupt, kb.FirstOffset, uint32(kb.CRC), got)
+	}
 	b := &Batch{BaseOffset: kb.FirstOffset, LastOffset: kb.FirstOffset + int64(kb.LastOffsetDelta), ProducerID: kb.ProducerID,
 		Transactional: kb.Attributes&attrTxn != 0, Control: kb.Attributes&attrControl != 0}
 	recs := kb.Records
@@ -119,6 +146,7 @@ func (br *BatchReader) decode(raw []byte) (*Batch, error) {
 			return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, kb.FirstOffset, err)
 		}
 	}
+	recordsLen := int64(len(recs))
 	for i := 0; len(recs) > 0; i++ {
 		if i >= int(kb.NumRecords) {
 			return nil, fmt.Errorf("%w: batch at offset %d holds more than its %d records", ErrCorrupt, kb.FirstOffset, kb.NumRecords)
@@ -145,6 +173,7 @@ func (br *BatchReader) decode(raw []byte) (*Batch, error) {
 		b.Records = append(b.Records, Record{Offset: kb.FirstOffset + int64(kr.OffsetDelta), Timestamp: kb.FirstTimestamp + kr.TimestampDelta64,
 			Key: kr.Key, Value: kr.Value, Headers: kr.Headers})
 	}
+	b.mem = recordsLen + recordOverhead*int64(len(b.Records))
 	return b, nil
 }
 
