@@ -42,8 +42,13 @@ func (m *Manager) follow(fs fsys.FS, p *partition, t Target) error {
 	if man.TopicID != t.TopicID {
 		return nil
 	}
-	if cur := p.manifest.Load(); cur != nil && cur.UploadedEnd() > man.UploadedEnd() && cur.LeaderEpoch >= man.LeaderEpoch {
-		return nil // an older copy (never expected; the uploaded end only moves on)
+	if cur := p.cached.Load(); cur != nil && cur.TopicID == man.TopicID &&
+		(man.LeaderEpoch < cur.LeaderEpoch || (man.LeaderEpoch == cur.LeaderEpoch && cur.UploadedEnd() > man.UploadedEnd())) {
+		// An older manifest (a deposed leader's late rename, review 4):
+		// never trim by it; the one kept stands.
+		m.logger.Warn("tiered storage: the remote manifest is older than one this follower saw; ignoring it",
+			"partition", t.TP.String(), "remote_leader_epoch", man.LeaderEpoch, "known_leader_epoch", cur.LeaderEpoch)
+		return nil
 	}
 	// Kept on disk and as the fallback too: when this follower is
 	// elected, or restarts, while remote storage cannot be read, its

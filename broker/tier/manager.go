@@ -361,6 +361,17 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 	default:
 		return fmt.Errorf("%w: read %s: %v", ErrUnavailable, path.Join(p.dir, ManifestFile), err)
 	}
+	if known := p.cached.Load(); err == nil && known != nil && known.TopicID == man.TopicID && man.LeaderEpoch < known.LeaderEpoch {
+		// A deposed leader's late rename rolled the manifest back
+		// (review 4). Adopting it would sweep the newer segments' files
+		// as interrupted uploads, and this broker (and its followers)
+		// may have trimmed what only those hold. Nothing is swept or
+		// uploaded until an operator restores the newer one.
+		m.logger.Error("tiered storage: the remote manifest has a lower leader epoch than one this broker saw; refusing to load it",
+			"partition", t.TP.String(), "remote_leader_epoch", man.LeaderEpoch, "known_leader_epoch", known.LeaderEpoch,
+			"remote_uploaded_end", man.UploadedEnd(), "known_uploaded_end", known.UploadedEnd())
+		return fmt.Errorf("%w: %s: the remote manifest's leader epoch %d is below %d, seen before", ErrUnavailable, t.TP, man.LeaderEpoch, known.LeaderEpoch)
+	}
 	keep := map[string]bool{ManifestFile: true}
 	for _, s := range man.Segments {
 		for suf := range s.Files {

@@ -52,6 +52,12 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 	}
 	seg, ok := man.Find(offset)
 	if !ok {
+		if man.Hole(offset) {
+			// Not out of range (a consumer would reset past it) and not
+			// the next segment (a silent skip): an error until an
+			// operator looks (review 4).
+			return nil, nil, fmt.Errorf("%w: offset %d of %s lies in a hole of the remote segments", ErrUnavailable, offset, tp)
+		}
 		return nil, nil, ErrNotRemote
 	}
 	fs, err := m.store()

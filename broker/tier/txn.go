@@ -44,8 +44,10 @@ func (m *Manager) AbortedTxns(tp log.TopicPartition, from, to int64) (out []remo
 	if err != nil {
 		return nil, nil, err
 	}
-	seg, ok := man.Find(from)
-	for ; ok; seg, ok = man.Find(seg.EndOffset + 1) {
+	for _, seg := range man.Segments {
+		if seg.EndOffset < from || seg.EndOffset < man.LogStartOffset {
+			continue
+		}
 		size, has := seg.Files[suffixTxnIndex]
 		if !has || size == 0 {
 			continue

@@ -96,6 +96,15 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 					keep = append(keep, s)
 				}
 			}
+			if len(keep) > 0 && metas[0].BaseOffset > keep[len(keep)-1].EndOffset+1 {
+				// The local log starts past the uploaded end (it was
+				// trimmed by a manifest since rolled back, review 4):
+				// registering would leave offsets in no segment, which
+				// readers would skip. Nothing here can fill the hole.
+				m.logger.Error("tiered storage: the local log starts past the uploaded end; not registering a segment that would leave a hole",
+					"partition", t.TP.String(), "uploaded_end", keep[len(keep)-1].EndOffset+1, "segment_base", metas[0].BaseOffset)
+				return n, fmt.Errorf("%w: %s: a segment at %d would leave a hole after the uploaded end %d", ErrUnavailable, t.TP, metas[0].BaseOffset, keep[len(keep)-1].EndOffset+1)
+			}
 			next.Segments = append(keep, metas[:ok]...)
 			if err := m.commit(fs, p, t.Log, next); err != nil {
 				return n, err

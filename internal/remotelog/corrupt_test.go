@@ -105,6 +105,25 @@ func TestReadCorruptSegments(t *testing.T) {
 			t.Errorf("an index entry past the offset: got %v, next %d, err %v; want [1:v1 2:v2 3:v3]", got, next, err)
 		}
 	})
+	t.Run("hole", func(t *testing.T) {
+		// Offsets 2-3 in no segment (metadata that lost one): read up
+		// to the hole, then the broker is asked from 2.
+		seg := fourBatches(t)
+		half := int64(len(seg) / 2)
+		p, man := oneSegment(t, seg[:half], 1, half)
+		seg2 := batch(t, 4, -1, false, false, false, kgo.CompressionCodec{}, "v4")
+		if err := p.FS.WriteFileAtomic(path.Join(p.Dir, SegmentFileName(4, SuffixLog)), seg2); err != nil {
+			t.Fatal(err)
+		}
+		man.Segments = append(man.Segments, SegmentMetadata{BaseOffset: 4, EndOffset: 4, Size: int64(len(seg2)), Files: map[string]int64{SuffixLog: int64(len(seg2))}})
+		if !man.Hole(2) || man.Hole(4) {
+			t.Errorf("Hole(2) %v, Hole(4) %v", man.Hole(2), man.Hole(4))
+		}
+		got, next, err := readValues(p, man, 0, 5)
+		if err != nil || next != 2 || fmt.Sprint(got) != "[0:v0 1:v1]" {
+			t.Errorf("a hole: got %v, next %d, err %v; want [0:v0 1:v1] and the broker asked from 2", got, next, err)
+		}
+	})
 	t.Run("crc", func(t *testing.T) {
 		seg := batch(t, 0, -1, false, false, false, kgo.CompressionCodec{}, "hello")
 		seg[len(seg)-2] ^= 1 // in the last record's header value

@@ -121,13 +121,22 @@ func (m *Manifest) Size() int64 {
 	return n
 }
 
-// Find is the segment holding offset.
+// Find is the segment holding offset. An offset in a hole between
+// segments is in none (a reader must not go on at the next segment and
+// skip it silently; see Hole).
 func (m *Manifest) Find(offset int64) (SegmentMetadata, bool) {
 	i := sort.Search(len(m.Segments), func(i int) bool { return m.Segments[i].EndOffset >= offset })
-	if i == len(m.Segments) || offset < m.LogStartOffset {
+	if i == len(m.Segments) || offset < m.LogStartOffset || m.Segments[i].BaseOffset > offset {
 		return SegmentMetadata{}, false
 	}
 	return m.Segments[i], true
+}
+
+// Hole is whether offset lies between the remote log start and the
+// uploaded end but in no segment: metadata that lost a segment.
+func (m *Manifest) Hole(offset int64) bool {
+	_, ok := m.Find(offset)
+	return !ok && offset >= m.LogStartOffset && offset < m.UploadedEnd()
 }
 
 // NewSegmentID is a fresh RemoteLogSegmentId.
