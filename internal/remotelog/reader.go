@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/tributary-io/tributary/internal/fsys"
@@ -100,7 +102,11 @@ type committedReader struct {
 	from, to int64
 	fn       func([]Record) error
 
-	aborted []AbortedTxn
+	// aborted are the entries of the .txnindex files read, by producer,
+	// sorted by abort marker (a producer's transactions do not overlap),
+	// so that checking a batch is a binary search, not a scan of every
+	// abort of the unit's range (review 9).
+	aborted map[int64][]AbortedTxn
 	loaded  map[int64]bool // segments whose .txnindex is in aborted
 
 	next    int64           // the first offset not yet handed to fn or held
@@ -127,17 +133,24 @@ func (r *committedReader) loadTxnIndex(s SegmentMetadata) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", SegmentFileName(s.BaseOffset, SuffixTxnIndex), err)
 	}
-	r.aborted = append(r.aborted, entries...)
+	if r.aborted == nil {
+		r.aborted = map[int64][]AbortedTxn{}
+	}
+	for _, e := range entries {
+		list := r.aborted[e.ProducerID]
+		i := sort.Search(len(list), func(i int) bool { return list[i].LastOffset >= e.LastOffset })
+		if i < len(list) && list[i] == e {
+			continue
+		}
+		r.aborted[e.ProducerID] = slices.Insert(list, i, e)
+	}
 	return nil
 }
 
 func (r *committedReader) isAborted(pid, offset int64) bool {
-	for _, a := range r.aborted {
-		if a.Covers(pid, offset) {
-			return true
-		}
-	}
-	return false
+	list := r.aborted[pid]
+	i := sort.Search(len(list), func(i int) bool { return list[i].LastOffset >= offset })
+	return i < len(list) && list[i].Covers(pid, offset)
 }
 
 func (r *committedReader) run(ctx context.Context) (int64, error) {
