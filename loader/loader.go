@@ -26,6 +26,10 @@ type Loader struct {
 	// fenced check it (unless Hooks.Fence is set), and it is told which
 	// plan the run executes, for the plan's `load worker` processes.
 	Lease *lease.Lease
+	// OpenTier opens the brokers' remote tier for plans with FromTier;
+	// nil opens it with default options.
+	OpenTier func(uri string) (fsys.FS, error)
+	tierOnce tierFS
 }
 
 func (l *Loader) now() time.Time {

@@ -45,6 +45,9 @@ type Plan struct {
 	// Replaces are the files a backfill replaces: removed at commit unless
 	// the backfill wrote the same name.
 	Replaces []string `json:"replaces,omitempty"`
+	// TopicIDs are the topics' ids at plan time, with FromTier: the
+	// remote directories are named by them.
+	TopicIDs map[string]string `json:"topicIds,omitempty"`
 }
 
 // Settings are the choices of a job that a plan carries to its workers.
@@ -75,6 +78,9 @@ type Settings struct {
 	// snapshot of an Iceberg table per topic (iceberg.go); empty is the
 	// plain Parquet lake.
 	TableFormat string `json:"tableFormat,omitempty"`
+	// FromTier is the brokers' remote tier (rsm.config.storage.uri):
+	// units read the remote part of their ranges from it (tier.go).
+	FromTier string `json:"fromTier,omitempty"`
 }
 
 // Unit is one work unit: the offsets [From, To) of one partition.

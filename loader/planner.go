@@ -111,6 +111,11 @@ func (s *Settings) validate(haveSchema bool) error {
 	if s.Codec == "" {
 		s.Codec = "snappy"
 	}
+	if s.FromTier != "" {
+		if err := ValidTierURI(s.FromTier); err != nil {
+			return err
+		}
+	}
 	return s.validateTable()
 }
 
@@ -135,6 +140,9 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 	}
 	topics, err := l.matchTopics(ctx, spec, state)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.tierTopicIDs(ctx, p, topics); err != nil {
 		return nil, err
 	}
 	var given *schema.Schema

@@ -86,16 +86,19 @@ type ErrorFile struct {
 
 // UnitResult is what a unit did; its "done" marker holds it.
 type UnitResult struct {
-	Unit     int         `json:"unit"`
-	Attempt  string      `json:"attempt"`
-	Records  int64       `json:"records"` // records fetched
-	Rows     int64       `json:"rows"`    // rows written
-	Bad      int64       `json:"bad"`     // records sent to _errors
-	Bytes    int64       `json:"bytes"`   // Parquet bytes written
-	Files    []FileEntry `json:"files"`
-	Errors   *ErrorFile  `json:"errors,omitempty"`
-	Gaps     []Gap       `json:"gaps,omitempty"`
-	Duration Duration    `json:"duration"`
+	Unit    int         `json:"unit"`
+	Attempt string      `json:"attempt"`
+	Records int64       `json:"records"` // records fetched
+	Rows    int64       `json:"rows"`    // rows written
+	Bad     int64       `json:"bad"`     // records sent to _errors
+	Bytes   int64       `json:"bytes"`   // Parquet bytes written
+	Files   []FileEntry `json:"files"`
+	Errors  *ErrorFile  `json:"errors,omitempty"`
+	Gaps    []Gap       `json:"gaps,omitempty"`
+	// TierRecords are the records read from the remote tier
+	// (--from-tier) rather than fetched from a broker.
+	TierRecords int64    `json:"tierRecords,omitempty"`
+	Duration    Duration `json:"duration"`
 }
 
 // Manifest is a committed run: _tributary/runs/<run>/manifest.json.

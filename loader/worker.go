@@ -125,7 +125,7 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 
 	res := &UnitResult{}
 	rr := &rangeReader{client: l.Cluster.Client, topic: u.Topic, partition: u.Partition, next: u.From, to: u.To, allowGaps: p.AllowGaps}
-	err = rr.read(ctx, func(recs []decode.Record) error {
+	process := func(recs []decode.Record) error {
 		var size int64
 		for i := range recs {
 			size += int64(len(recs[i].Key) + len(recs[i].Value))
@@ -175,8 +175,14 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 		}
 		res.Rows += int64(len(offsets))
 		return nil
-	})
-	if err != nil {
+	}
+	if p.FromTier != "" {
+		if rr.next, err = l.readTier(ctx, p, u, process); err != nil {
+			return nil, err
+		}
+		res.TierRecords = res.Records
+	}
+	if err := rr.read(ctx, process); err != nil {
 		return nil, err
 	}
 	res.Gaps = rr.gaps

@@ -13,6 +13,7 @@ const (
 	earliestTimestamp      = -2
 	maxTimestamp           = -3
 	earliestLocalTimestamp = -4
+	latestTieredTimestamp  = -5
 )
 
 func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {

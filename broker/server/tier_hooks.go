@@ -1,13 +1,14 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/broker/tier"
 )
@@ -48,20 +49,23 @@ func (s *Server) startTier() {
 	}()
 }
 
-// tierTargets are the partitions this broker leads whose topic is tiered.
+// tierTargets are the partitions of tiered topics this broker holds: the
+// ones it leads, which it uploads, and the ones it follows, whose remote
+// metadata it reads for local retention.
 func (s *Server) tierTargets() []tier.Target {
 	img := s.ctrl.Image()
 	var out []tier.Target
 	for _, p := range s.parts.All() {
 		t, ok := img.Topics[p.TP.Topic]
-		if !ok || t.Internal() || int(p.TP.Partition) >= len(t.Partitions) || t.Partitions[p.TP.Partition].Leader != s.nodeID {
+		if !ok || t.Internal() || int(p.TP.Partition) >= len(t.Partitions) {
 			continue
 		}
 		if cfg := p.Log.Config(); !cfg.RemoteStorage || cfg.Compact {
 			continue
 		}
 		out = append(out, tier.Target{TP: p.TP, TopicID: cluster.TopicID(t.ID).String(), Log: p.Log,
-			LeaderEpoch: p.LeaderEpoch(), Bound: min(p.LastStableOffset(), p.HighWatermark())})
+			LeaderEpoch: p.LeaderEpoch(), Bound: min(p.LastStableOffset(), p.HighWatermark()),
+			Follower: t.Partitions[p.TP.Partition].Leader != s.nodeID})
 	}
 	return out
 }
@@ -97,18 +101,12 @@ func remoteWait(err error) (<-chan struct{}, bool) {
 // storage. handled is false when remote storage does not hold it either,
 // and the local read's error stands.
 //
-// A read_committed fetch of remote segments that had aborted transactions
-// is refused with INVALID_REQUEST (not retriable: the consumer stops with
-// the error rather than retrying forever), because the aborted
-// transactions of remote segments are not read back yet and the consumer
-// would get aborted records (docs/tiered-storage.md "Not yet").
+// A read_committed fetch is told the aborted transactions of the uploaded
+// .txnindex files as well as the local ones: the in-memory list of the
+// partition no longer names those of segments local retention removed.
 func (s *Server) readRemote(p *replica.Partition, offset, limit int64, first, readCommitted bool, sp *kmsg.FetchResponseTopicPartition) (n int64, handled bool, err error) {
 	if s.tier == nil || offset >= p.Log.LogStartOffset() {
 		return 0, false, nil
-	}
-	if readCommitted && s.tier.AbortedFrom(p.TP, offset) {
-		s.logger.Warn("refusing a read_committed fetch of remote segments with aborted transactions", "partition", p.TP.String(), "offset", offset)
-		return 0, true, kerr.InvalidRequest
 	}
 	data, wait, err := s.tier.Read(p.TP, offset, max(limit, 0), first)
 	switch {
@@ -119,15 +117,52 @@ func (s *Server) readRemote(p *replica.Partition, offset, limit int64, first, re
 	case wait != nil:
 		return 0, true, remotePending{wait}
 	}
+	if len(data) > 0 && readCommitted {
+		aborted, wait, err := s.tier.AbortedTxns(p.TP, offset, lastOffset(data)+1)
+		switch {
+		case err != nil:
+			return 0, true, err
+		case wait != nil:
+			return 0, true, remotePending{wait}
+		}
+		seen := map[[2]int64]bool{}
+		for _, a := range sp.AbortedTransactions {
+			seen[[2]int64{a.ProducerID, a.FirstOffset}] = true
+		}
+		for _, a := range aborted {
+			if !seen[[2]int64{a.ProducerID, a.FirstOffset}] {
+				seen[[2]int64{a.ProducerID, a.FirstOffset}] = true
+				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+				sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+			}
+		}
+	}
 	if len(data) > 0 {
 		sp.RecordBatches = data
 	}
 	return int64(len(data)), true, nil
 }
 
+// lastOffset is the last offset of the last of whole batches.
+func lastOffset(data []byte) int64 {
+	last := int64(-1)
+	for rest := data; len(rest) >= record.LogOverhead; {
+		size := record.LogOverhead + int(int32(binary.BigEndian.Uint32(rest[8:12])))
+		if size > len(rest) || size < record.HeaderSize {
+			break
+		}
+		last = record.Batch(rest[:size]).LastOffset()
+		rest = rest[size:]
+	}
+	return last
+}
+
 // listOffsetTier answers ListOffsets' EARLIEST (-2) with the log start
-// counting remote storage, and EARLIEST_LOCAL (-4) with the local one;
-// ok is false for the other timestamps.
+// counting remote storage, EARLIEST_LOCAL (-4) with the local one,
+// LATEST_TIERED (-5) with the last remote offset, and a timestamp that a
+// remote segment below the local log start holds from remote storage; ok
+// is false for the others, which the local log answers.
 func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) bool {
 	switch ts {
 	case earliestTimestamp:
@@ -135,6 +170,41 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOff
 		return true
 	case earliestLocalTimestamp:
 		sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), p.Log.LogStartOffset()
+		return true
+	case latestTieredTimestamp:
+		// KIP-1005: the highest offset in remote storage; -1 for none,
+		// and with no leader epoch when the partition is not tiered.
+		sp.Offset = -1
+		if s.tier != nil {
+			end, err := s.tier.UploadedEnd(p.TP)
+			switch {
+			case err != nil:
+				sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(err)
+			case end > 0:
+				sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), end-1
+			}
+		}
+		return true
+	}
+	if ts < 0 || s.tier == nil {
+		return false
+	}
+	// By timestamp: the remote segments below the local log start
+	// answer first, as they hold the older records; the local log
+	// answers when none of them has a record as recent as ts.
+	o, t, ok, err := s.tier.OffsetForTimestamp(p.TP, ts, p.Log.LogStartOffset())
+	switch {
+	case err != nil:
+		sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(err)
+		return true
+	case ok && o < p.HighWatermark():
+		sp.LeaderEpoch, sp.Offset, sp.Timestamp = p.LeaderEpoch(), o, t
+		return true
+	case !ok && !s.tier.Seen(p.TP) && p.Log.Config().RemoteStorage && p.Log.LogStartOffset() > 0:
+		// A tiered partition the tier manager has not been given yet
+		// (just after a start or an election): what lies below the local
+		// start is unknown, and the local log's answer could skip it.
+		sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(tier.ErrUnavailable)
 		return true
 	}
 	return false

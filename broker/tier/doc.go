@@ -16,7 +16,7 @@
 //	    00000000000000001200.leader-epoch-checkpoint  the leader-epoch cache up to the segment end
 //	    00000000000000001200.snapshot                 the newest producer snapshot at or below the segment end, if any
 //	    00000000000000001200.txnindex                 the aborted transactions of the segment, if any
-//	    manifest.json                                 the remote log metadata (manifest.go)
+//	    manifest.json                                 the remote log metadata (internal/remotelog)
 //
 // Every file is in Kafka's own format, so a segment copied back to a local
 // directory is read by Kafka's kafka-dump-log.
@@ -47,6 +47,13 @@
 // RemoteLogSegmentMetadata (a segment id, offsets, times, size, leader
 // epochs, broker and state), so that they can become records of the
 // metadata log, which would fence a deposed leader by its epoch.
+//
+// The manifest's format, the file names and the reading of remote
+// segments are internal/remotelog's, shared with the loader, which reads
+// remote segments without a broker (load run --from-tier).
+//
+// Followers (follow.go) only read the manifest, for their local
+// retention; the leader alone writes.
 //
 // Concurrency: Manager.Run is one goroutine driving every upload and remote
 // deletion (it writes a group of segments' files on goroutines of its own

@@ -2,9 +2,11 @@ package tier_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/broker/tier"
+	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
 // TestUploadAndReadLocalStore drives the manager by hand over a log on disk
@@ -219,7 +222,13 @@ func TestUploadAfterLeaderChange(t *testing.T) {
 		t.Fatalf("old leader uploaded %d segments, want 1", segs)
 	}
 	// The new leader's segment [20, 40) had aborted transactions.
-	if err := os.WriteFile(filepath.Join(cur.Dir(), "00000000000000000020.txnindex"), make([]byte, 34), 0o644); err != nil {
+	// One entry: producer 5, offsets 25 to its abort marker at 38, the
+	// last stable offset then 39.
+	entry := binary.BigEndian.AppendUint16(nil, 0)
+	for _, v := range []int64{5, 25, 38, 39} {
+		entry = binary.BigEndian.AppendUint64(entry, uint64(v))
+	}
+	if err := os.WriteFile(filepath.Join(cur.Dir(), "00000000000000000020.txnindex"), entry, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m2 := tier.New(tier.Config{URI: "file://" + root, ChunkBytes: 1000, CacheBytes: 8000})
@@ -232,8 +241,31 @@ func TestUploadAfterLeaderChange(t *testing.T) {
 		t.Fatalf("remote log start %d %v, want 4 (the local start at the first upload)", start, ok)
 	}
 	readRemote(t, m2, cur.TopicPartition(), 4, cur.LogStartOffset(), 700)
-	if !m2.AbortedFrom(cur.TopicPartition(), 4) || !m2.AbortedFrom(cur.TopicPartition(), 39) || m2.AbortedFrom(cur.TopicPartition(), 40) {
-		t.Fatal("AbortedFrom does not name exactly the offsets up to the remote segment with a transaction index")
+	// The uploaded .txnindex is read back for read_committed fetches.
+	aborted := func(from, to int64) []remotelog.AbortedTxn {
+		for {
+			out, wait, err := m2.AbortedTxns(cur.TopicPartition(), from, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wait == nil {
+				return out
+			}
+			<-wait
+		}
+	}
+	want := []remotelog.AbortedTxn{{ProducerID: 5, FirstOffset: 25, LastOffset: 38, LastStableOffset: 39}}
+	if got := aborted(4, 20); len(got) != 0 {
+		t.Errorf("aborted transactions of [4, 20): %v, want none", got)
+	}
+	if got := aborted(4, 30); !reflect.DeepEqual(got, want) {
+		t.Errorf("aborted transactions of [4, 30): %v, want %v", got, want)
+	}
+	if got := aborted(38, 40); !reflect.DeepEqual(got, want) {
+		t.Errorf("aborted transactions of [38, 40): %v, want %v", got, want)
+	}
+	if got := aborted(39, 45); len(got) != 0 {
+		t.Errorf("aborted transactions of [39, 45): %v, want none", got)
 	}
 	// The deposed leader, not told yet, finds the manifest rewritten by
 	// the new one and writes nothing over it.

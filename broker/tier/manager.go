@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/atomicfile"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
 // Config configures a Manager. The names in comments are broker properties.
@@ -54,6 +55,10 @@ type Target struct {
 	// consumer cannot yet see, or that a new leader could truncate, goes
 	// to remote storage.
 	Bound int64
+	// Follower is a partition this broker replicates but does not lead:
+	// the manager only reads its remote metadata, so that local
+	// retention on this disk removes what is remote (follow.go).
+	Follower bool
 }
 
 // Manager uploads closed segments, applies total retention to remote
@@ -96,10 +101,24 @@ type partition struct {
 	cached atomic.Pointer[Manifest]
 	log    atomic.Pointer[log.Log]
 
+	// txns are the parsed .txnindex entries of remote segments, by base
+	// offset: a read_committed fetch searches every remote segment from
+	// its offset on (AbortedTxns), and keeping the few bytes per aborted
+	// transaction here means that search never depends on the chunk cache
+	// holding all the indexes at once.
+	txnMu sync.Mutex
+	txns  map[int64][]remotelog.AbortedTxn
+
 	// ioMu orders the manifest writes and file removals of the partition
 	// (only the Run goroutine takes it today).
-	ioMu    sync.Mutex
-	epoch   atomic.Int32 // the leader epoch of the latest pass
+	ioMu  sync.Mutex
+	epoch atomic.Int32 // the leader epoch of the latest pass
+	// follower: the manifest was read as a follower's (not loaded, not
+	// swept); ioMu.
+	follower bool
+	// loaded: the manifest was loaded (and swept) as a leader since the
+	// partition was last followed; ioMu.
+	loaded  bool
 	backoff time.Duration
 	next    time.Time // no work before this after a failure
 }
@@ -128,11 +147,8 @@ func New(cfg Config) *Manager {
 
 // RemoteDir is a partition's remote directory, relative to the root.
 func RemoteDir(topic, topicID string, partition int32) string {
-	return path.Join(topic+"-"+topicID, fmt.Sprint(partition))
+	return remotelog.Dir(topic, topicID, partition)
 }
-
-// SegmentFileName is the remote name of a segment's file with suffix.
-func SegmentFileName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }
 
 // store returns the remote file system, opening it when it is not open;
 // failures are retried at most every few seconds.
@@ -296,8 +312,20 @@ func (m *Manager) work(p *partition, t Target) error {
 	}
 	p.ioMu.Lock()
 	defer p.ioMu.Unlock()
+	if t.Follower {
+		return m.follow(fs, p, t)
+	}
+	if p.follower {
+		// Just elected: load and sweep as a leader does, whatever was
+		// read as a follower. The follower's manifest stays what readers
+		// use until then: its local log was trimmed by it, so without it
+		// the remote range would answer OFFSET_OUT_OF_RANGE and
+		// consumers would reset past it (review 2).
+		p.follower = false
+		p.loaded = false
+	}
 	p.epoch.Store(t.LeaderEpoch)
-	if p.manifest.Load() == nil {
+	if !p.loaded || p.manifest.Load() == nil {
 		if err := m.load(fs, p, t); err != nil {
 			return err
 		}
@@ -322,7 +350,7 @@ func (m *Manager) work(p *partition, t Target) error {
 // load reads the partition's manifest, and removes the files that no
 // manifest names: what interrupted uploads and deletions left.
 func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
-	man := &Manifest{Version: manifestVersion, Topic: t.TP.Topic, TopicID: t.TopicID, Partition: t.TP.Partition, LogStartOffset: -1}
+	man := &Manifest{Version: remotelog.ManifestVersion, Topic: t.TP.Topic, TopicID: t.TopicID, Partition: t.TP.Partition, LogStartOffset: -1}
 	data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
 	switch {
 	case err == nil:
@@ -332,6 +360,17 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 	case fsys.IsNotExist(err):
 	default:
 		return fmt.Errorf("%w: read %s: %v", ErrUnavailable, path.Join(p.dir, ManifestFile), err)
+	}
+	if known := p.cached.Load(); err == nil && known != nil && known.TopicID == man.TopicID && man.LeaderEpoch < known.LeaderEpoch {
+		// A deposed leader's late rename rolled the manifest back
+		// (review 4). Adopting it would sweep the newer segments' files
+		// as interrupted uploads, and this broker (and its followers)
+		// may have trimmed what only those hold. Nothing is swept or
+		// uploaded until an operator restores the newer one.
+		m.logger.Error("tiered storage: the remote manifest has a lower leader epoch than one this broker saw; refusing to load it",
+			"partition", t.TP.String(), "remote_leader_epoch", man.LeaderEpoch, "known_leader_epoch", known.LeaderEpoch,
+			"remote_uploaded_end", man.UploadedEnd(), "known_uploaded_end", known.UploadedEnd())
+		return fmt.Errorf("%w: %s: the remote manifest's leader epoch %d is below %d, seen before", ErrUnavailable, t.TP, man.LeaderEpoch, known.LeaderEpoch)
 	}
 	keep := map[string]bool{ManifestFile: true}
 	for _, s := range man.Segments {
@@ -352,7 +391,8 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 		}
 	}
 	m.writeLocalManifest(t.Log, man)
-	p.manifest.Store(man)
+	p.publish(man)
+	p.loaded = true
 	m.logger.Info("tiered storage: partition loaded", "partition", t.TP.String(), "remote_segments", len(man.Segments),
 		"remote_log_start_offset", man.LogStartOffset, "uploaded_end", man.UploadedEnd())
 	return nil
@@ -382,12 +422,12 @@ func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, man *Manifest) er
 			if err != nil {
 				return err
 			}
-			if remote.LeaderEpoch > epoch || cur == nil || !bytes.Equal(remote.encode(), cur.encode()) {
+			if remote.LeaderEpoch > epoch || cur == nil || !bytes.Equal(remote.Encode(), cur.Encode()) {
 				return errFenced
 			}
 		}
 		man.LeaderEpoch = max(man.LeaderEpoch, epoch)
-		if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.encode()); err != nil {
+		if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.Encode()); err != nil {
 			return fmt.Errorf("%w: write manifest: %v", ErrUnavailable, err)
 		}
 		return nil
@@ -400,8 +440,16 @@ func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, man *Manifest) er
 		return err
 	}
 	m.writeLocalManifest(l, man)
-	p.manifest.Store(man)
+	p.publish(man)
 	return nil
+}
+
+// publish makes man what readers and local retention use, and the
+// fallback (cached) for when the manifest is dropped (fenced) or not
+// loaded yet.
+func (p *partition) publish(man *Manifest) {
+	p.cached.Store(man)
+	p.manifest.Store(man)
 }
 
 // errFenced is a manifest another leader wrote since this broker read it.
@@ -443,7 +491,7 @@ func (m *Manager) stopped() bool {
 // writeLocalManifest caches the manifest beside the partition's segments,
 // for operators and tools (it is never trusted over the remote one).
 func (m *Manager) writeLocalManifest(l *log.Log, man *Manifest) {
-	if err := atomicfile.WriteFile(filepath.Join(l.Dir(), LocalManifestFile), man.encode()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := atomicfile.WriteFile(filepath.Join(l.Dir(), LocalManifestFile), man.Encode()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		m.logger.Warn("tiered storage: caching the manifest locally", "partition", l.TopicPartition().String(), "err", err)
 	}
 }
@@ -491,30 +539,32 @@ func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
 	if err != nil {
 		return err
 	}
-	next := man.clone()
+	next := man.Clone()
 	next.LogStartOffset = offset
 	return m.commit(fs, p, l, next)
 }
 
-// AbortedFrom is whether a remote segment holding offset or after it has
-// an uploaded transaction index, that is aborted transactions the
-// in-memory list of the partition may no longer name. Remote reads do not
-// read the .txnindex yet, so a read_committed fetch there is refused.
-func (m *Manager) AbortedFrom(tp log.TopicPartition, offset int64) bool {
+// UploadedEnd is one past the last remote offset of the partition, -1
+// when it has none (or its metadata is not loaded).
+func (m *Manager) UploadedEnd(tp log.TopicPartition) (int64, error) {
 	p := m.lookup(tp)
 	if p == nil {
-		return false
+		return -1, nil
 	}
-	man := p.manifest.Load()
-	if man == nil {
-		return false
+	if man := p.manifest.Load(); man != nil {
+		return man.UploadedEnd(), nil
 	}
-	for _, s := range man.Segments {
-		if _, ok := s.Files[suffixTxnIndex]; ok && s.EndOffset >= offset {
-			return true
-		}
+	if c := p.cached.Load(); c != nil && len(c.Segments) > 0 {
+		// Not "nothing tiered": the answer is not known yet (review 3).
+		return -1, fmt.Errorf("%w: the remote metadata of %s is not loaded yet", ErrUnavailable, tp)
 	}
-	return false
+	return -1, nil
+}
+
+// Seen is whether the manager has been given the partition since it
+// started: until then it knows nothing of its remote segments.
+func (m *Manager) Seen(tp log.TopicPartition) bool {
+	return m.lookup(tp) != nil
 }
 
 // RemoteSize is the bytes of a partition's remote segments.

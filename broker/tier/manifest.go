@@ -1,135 +1,32 @@
 package tier
 
-import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"sort"
+import "github.com/tributary-io/tributary/internal/remotelog"
+
+// The remote log metadata and the remote file names are shared with the
+// loader, which reads remote segments without a broker: they live in
+// internal/remotelog.
+type (
+	Manifest        = remotelog.Manifest
+	SegmentMetadata = remotelog.SegmentMetadata
+	EpochEntry      = remotelog.EpochEntry
 )
 
-// ManifestFile is the remote log metadata of one partition, in its remote
-// directory; LocalManifestFile is the copy in the partition's local
-// directory.
 const (
-	ManifestFile      = "manifest.json"
-	LocalManifestFile = "remote-log-manifest.json"
-	manifestVersion   = 1
+	ManifestFile        = remotelog.ManifestFile
+	LocalManifestFile   = remotelog.LocalManifestFile
+	CopySegmentFinished = remotelog.CopySegmentFinished
+
+	suffixLog       = remotelog.SuffixLog
+	suffixIndex     = remotelog.SuffixIndex
+	suffixTimeIndex = remotelog.SuffixTimeIndex
+	suffixEpochs    = remotelog.SuffixEpochs
+	suffixSnapshot  = remotelog.SuffixSnapshot
+	suffixTxnIndex  = remotelog.SuffixTxnIndex
 )
 
-// Segment states, Kafka's RemoteLogSegmentState names. Only finished copies
-// are written to the manifest today: a copy in progress is not in it, and
-// a deletion removes the entry before the files. In the metadata log the
-// started states will be records of their own.
-const (
-	CopySegmentFinished = "COPY_SEGMENT_FINISHED"
-)
-
-// EpochEntry is a leader epoch and the first offset written in it.
-type EpochEntry struct {
-	Epoch       int32 `json:"epoch"`
-	StartOffset int64 `json:"start_offset"`
+// SegmentFileName is the remote name of a segment's file with suffix.
+func SegmentFileName(base int64, suffix string) string {
+	return remotelog.SegmentFileName(base, suffix)
 }
 
-// SegmentMetadata describes one remote segment, as Kafka's
-// RemoteLogSegmentMetadata does.
-type SegmentMetadata struct {
-	// ID names this upload (Kafka's RemoteLogSegmentId); files are named
-	// by BaseOffset, so that a retried upload replaces what an interrupted
-	// one left.
-	ID           string `json:"id"`
-	BaseOffset   int64  `json:"base_offset"`
-	EndOffset    int64  `json:"end_offset"` // the last offset the segment covers
-	MaxTimestamp int64  `json:"max_timestamp_ms"`
-	Size         int64  `json:"size_bytes"` // of the .log
-	// LeaderEpochs are the epochs of the segment's batches, with the
-	// first offset of each within it.
-	LeaderEpochs []EpochEntry `json:"leader_epochs"`
-	BrokerID     int32        `json:"broker_id"`
-	// LeaderEpoch is the partition's leader epoch when it was uploaded.
-	LeaderEpoch int32  `json:"leader_epoch"`
-	State       string `json:"state"`
-	EventTimeMs int64  `json:"event_time_ms"`
-	// Files are the segment's remote files by suffix, with their sizes:
-	// what a reader or a check expects to find.
-	Files map[string]int64 `json:"files"`
-}
-
-// Manifest is a partition's remote log metadata.
-//
-// Format (JSON, version 1): {"version":1,"topic":..,"topic_id":..,
-// "partition":..,"log_start_offset":..,"segments":[SegmentMetadata...]}
-// with segments by base offset. A reader refuses another version.
-type Manifest struct {
-	Version   int    `json:"version"`
-	Topic     string `json:"topic"`
-	TopicID   string `json:"topic_id"`
-	Partition int32  `json:"partition"`
-	// LogStartOffset is the remote log start: the first offset that
-	// remote storage serves. Total retention moves it.
-	LogStartOffset int64 `json:"log_start_offset"`
-	// LeaderEpoch is the highest leader epoch that wrote the manifest: a
-	// broker with an older one is a deposed leader and does not write.
-	LeaderEpoch int32             `json:"leader_epoch"`
-	Segments    []SegmentMetadata `json:"segments"`
-}
-
-func parseManifest(data []byte) (*Manifest, error) {
-	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("broker/tier: corrupt manifest: %w", err)
-	}
-	if m.Version != manifestVersion {
-		return nil, fmt.Errorf("broker/tier: manifest version %d, this broker reads %d", m.Version, manifestVersion)
-	}
-	if !sort.SliceIsSorted(m.Segments, func(i, j int) bool { return m.Segments[i].BaseOffset < m.Segments[j].BaseOffset }) {
-		return nil, errors.New("broker/tier: corrupt manifest: segments out of order")
-	}
-	return &m, nil
-}
-
-func (m *Manifest) encode() []byte {
-	data, _ := json.MarshalIndent(m, "", " ")
-	return append(data, '\n')
-}
-
-// clone is a copy to change and write, so that readers of the current
-// manifest never see it change.
-func (m *Manifest) clone() *Manifest {
-	c := *m
-	c.Segments = append([]SegmentMetadata(nil), m.Segments...)
-	return &c
-}
-
-// UploadedEnd is one past the last offset in remote storage, -1 for none.
-func (m *Manifest) UploadedEnd() int64 {
-	if len(m.Segments) == 0 {
-		return -1
-	}
-	return m.Segments[len(m.Segments)-1].EndOffset + 1
-}
-
-// Size is the bytes of the remote segments.
-func (m *Manifest) Size() int64 {
-	var n int64
-	for _, s := range m.Segments {
-		n += s.Size
-	}
-	return n
-}
-
-// find is the segment holding offset.
-func (m *Manifest) find(offset int64) (SegmentMetadata, bool) {
-	i := sort.Search(len(m.Segments), func(i int) bool { return m.Segments[i].EndOffset >= offset })
-	if i == len(m.Segments) || offset < m.LogStartOffset {
-		return SegmentMetadata{}, false
-	}
-	return m.Segments[i], true
-}
-
-func newSegmentID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+var parseManifest = remotelog.ParseManifest

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"sort"
 	"sync"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
 // Remote reads.
@@ -44,14 +44,20 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 	man := p.manifest.Load()
 	if man == nil {
 		if c := p.cached.Load(); c != nil {
-			if _, ok := c.find(offset); ok {
+			if _, ok := c.Find(offset); ok {
 				return nil, nil, fmt.Errorf("%w: the remote metadata of %s is not loaded yet", ErrUnavailable, tp)
 			}
 		}
 		return nil, nil, ErrNotRemote
 	}
-	seg, ok := man.find(offset)
+	seg, ok := man.Find(offset)
 	if !ok {
+		if man.Hole(offset) {
+			// Not out of range (a consumer would reset past it) and not
+			// the next segment (a silent skip): an error until an
+			// operator looks (review 4).
+			return nil, nil, fmt.Errorf("%w: offset %d of %s lies in a hole of the remote segments", ErrUnavailable, offset, tp)
+		}
 		return nil, nil, ErrNotRemote
 	}
 	fs, err := m.store()
@@ -67,7 +73,7 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 		if wait != nil || err != nil {
 			return nil, wait, err
 		}
-		pos = indexLookup(idx, seg.BaseOffset, offset)
+		pos = remotelog.IndexLookup(idx, seg.BaseOffset, offset)
 	}
 	// Skip the batches that end before offset (at most an index
 	// interval's worth).
@@ -88,6 +94,10 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 			return nil, nil, fmt.Errorf("broker/tier: %s: truncated batch at %d", SegmentFileName(seg.BaseOffset, suffixLog), pos)
 		}
 		size := record.LogOverhead + int64(int32(binary.BigEndian.Uint32(hdr[8:12])))
+		if size < record.HeaderSize {
+			// A malformed length would not move pos on: spin no more.
+			return nil, nil, fmt.Errorf("broker/tier: %s: malformed batch length at %d", SegmentFileName(seg.BaseOffset, suffixLog), pos)
+		}
 		if record.Batch(hdr).LastOffset() >= offset {
 			first = size
 			break
@@ -140,17 +150,6 @@ func wholeBatches(b []byte) []byte {
 		rest = rest[size:]
 	}
 	return b[:n]
-}
-
-// indexLookup is the position to scan from for target in a Kafka offset
-// index: that of the last entry at or before target, or 0.
-func indexLookup(idx []byte, base, target int64) int64 {
-	n := len(idx) / 8
-	i := sort.Search(n, func(i int) bool { return base+int64(int32(binary.BigEndian.Uint32(idx[i*8:]))) > target })
-	if i == 0 {
-		return 0
-	}
-	return int64(binary.BigEndian.Uint32(idx[(i-1)*8+4:]))
 }
 
 // segReader reads one remote segment through the cache.
@@ -234,7 +233,7 @@ func (r *segReader) readAhead(end int64, man *Manifest) {
 			cur.chunk(i)
 			budget -= min(c, cur.seg.Size-i*c)
 		}
-		next, ok := man.find(cur.seg.EndOffset + 1)
+		next, ok := man.Find(cur.seg.EndOffset + 1)
 		if !ok {
 			return
 		}

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +94,47 @@ func TestTieredStorageHDFS(t *testing.T) {
 
 	t.Run("franz-go reads every record from offset 0", func(t *testing.T) {
 		consumeAll(t, ctx, b.Addr(), n)
+	})
+
+	t.Run("ListOffsets by timestamp and LATEST_TIERED in the remote range", func(t *testing.T) {
+		localStart := listOffset(t, ctx, adm, -4)
+		for _, i := range []int{0, 1, 150, int(localStart) - 1, int(localStart), n - 1} {
+			// Half-way between records i-1 and i: the first at or after
+			// it is i.
+			res, err := adm.ListOffsetsAfterMilli(ctx, stamp(i).Add(-50*time.Millisecond).UnixMilli(), topic)
+			if err == nil {
+				err = res.Error()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, _ := res.Lookup(topic, 0); o.Offset != int64(i) || o.Timestamp != stamp(i).UnixMilli() {
+				t.Errorf("ListOffsets at record %d's time (local start %d): offset %d, timestamp %d; want %d, %d", i, localStart, o.Offset, o.Timestamp, i, stamp(i).UnixMilli())
+			}
+		}
+		res, err := adm.ListOffsetsAfterMilli(ctx, stamp(n).UnixMilli(), topic)
+		if o, _ := res.Lookup(topic, 0); err != nil || o.Offset != int64(n) {
+			t.Errorf("ListOffsets after the last record: %d %v, want the end %d", o.Offset, err, n)
+		}
+		if got := listOffset(t, ctx, adm, -5); got < man.UploadedEnd()-1 || got >= int64(n) {
+			t.Errorf("ListOffsets LATEST_TIERED = %d, want at least %d, the last remote offset seen", got, man.UploadedEnd()-1)
+		}
+	})
+
+	t.Run("topic describe shows the local start and the last tiered offset", func(t *testing.T) {
+		out, err := exec.Command(testbroker.Binary(t), "topic", "describe", topic, "--bootstrap", b.Addr()).CombinedOutput()
+		if err != nil {
+			t.Fatalf("topic describe: %v\n%s", err, out)
+		}
+		m := regexp.MustCompile(`(?m)LOCAL-LOG-START-OFFSET\s+LAST-TIERED-OFFSET\s*\n0\s+(\d+)\s+(\d+)\s*$`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("topic describe shows no tier offsets:\n%s", out)
+		}
+		local, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		tiered, _ := strconv.ParseInt(string(m[2]), 10, 64)
+		if local <= 0 || tiered < man.UploadedEnd()-1 || tiered < local-1 {
+			t.Errorf("topic describe: local start %d, last tiered %d; the manifest's uploaded end was %d:\n%s", local, tiered, man.UploadedEnd(), out)
+		}
 	})
 
 	// Kafka's DumpLogSegments reads an uploaded segment copied back from
@@ -210,6 +253,11 @@ func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// tsBase is the timestamp of record 0; record i's is i*100 ms later.
+var tsBase = time.Now().Add(-time.Hour).Truncate(time.Second)
+
+func stamp(i int) time.Time { return tsBase.Add(time.Duration(i) * 100 * time.Millisecond) }
+
 func value(i int) []byte { return []byte(fmt.Sprintf("record %06d %s", i, strings.Repeat("x", 80))) }
 
 func produce(t *testing.T, ctx context.Context, addr string, from, n int) {
@@ -217,7 +265,7 @@ func produce(t *testing.T, ctx context.Context, addr string, from, n int) {
 	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(4096), kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
-		recs[i] = &kgo.Record{Value: value(from + i)}
+		recs[i] = &kgo.Record{Value: value(from + i), Timestamp: stamp(from + i)}
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -257,6 +305,8 @@ func listOffset(t *testing.T, ctx context.Context, adm *kadm.Client, ts int64) i
 		res, err = adm.ListStartOffsets(ctx, topic)
 	case -4:
 		res, err = adm.ListLocalLogStartOffsets(ctx, topic)
+	case -5:
+		res, err = adm.ListOffsetsAfterMilli(ctx, -5, topic)
 	}
 	if err == nil {
 		err = res.Error()
@@ -284,20 +334,27 @@ func findRemoteDir(t *testing.T, fs fsys.FS, ctx context.Context) string {
 	return dir
 }
 
-func readManifest(t *testing.T, fs fsys.FS, dir string) *tier.Manifest {
+// readManifest reads the remote manifest as the broker leaves it; a read
+// that races with the broker renaming a new one over it (HDFS then cuts
+// the old file's read short) is retried.
+func readManifest(t testing.TB, fs fsys.FS, dir string) *tier.Manifest {
 	t.Helper()
-	data, err := fs.ReadFile(path.Join(dir, tier.ManifestFile))
-	if fsys.IsNotExist(err) {
-		return nil
+	for try := 0; ; try++ {
+		data, err := fs.ReadFile(path.Join(dir, tier.ManifestFile))
+		if fsys.IsNotExist(err) {
+			return nil
+		}
+		var m tier.Manifest
+		if err == nil {
+			if err = json.Unmarshal(data, &m); err == nil {
+				return &m
+			}
+		}
+		if try == 5 {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m tier.Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	return &m
 }
 
 func localSegments(t *testing.T, b *testbroker.Broker) int {

@@ -14,18 +14,12 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
-// The suffixes of a remote segment's files.
-const (
-	suffixLog        = ".log"
-	suffixIndex      = ".index"
-	suffixTimeIndex  = ".timeindex"
-	suffixEpochs     = ".leader-epoch-checkpoint"
-	suffixSnapshot   = ".snapshot"
-	suffixTxnIndex   = ".txnindex"
-	producerSnapshot = ".snapshot" // the partition directory's producer snapshots, <offset>.snapshot
-)
+// producerSnapshot names the partition directory's producer snapshots,
+// <offset>.snapshot.
+const producerSnapshot = ".snapshot"
 
 // uploadGroup is how many segments are uploaded at once, and registered
 // by one manifest write: on HDFS each file costs a few NameNode round
@@ -84,7 +78,7 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 			ok++
 		}
 		if ok > 0 {
-			next := p.manifest.Load().clone()
+			next := p.manifest.Load().Clone()
 			if len(next.Segments) == 0 && (next.LogStartOffset < 0 || next.LogStartOffset > group[0].Base) {
 				// Not below the local log start: DeleteRecords or
 				// retention may have moved it inside the segment.
@@ -101,6 +95,15 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 				} else {
 					keep = append(keep, s)
 				}
+			}
+			if len(keep) > 0 && metas[0].BaseOffset > keep[len(keep)-1].EndOffset+1 {
+				// The local log starts past the uploaded end (it was
+				// trimmed by a manifest since rolled back, review 4):
+				// registering would leave offsets in no segment, which
+				// readers would skip. Nothing here can fill the hole.
+				m.logger.Error("tiered storage: the local log starts past the uploaded end; not registering a segment that would leave a hole",
+					"partition", t.TP.String(), "uploaded_end", keep[len(keep)-1].EndOffset+1, "segment_base", metas[0].BaseOffset)
+				return n, fmt.Errorf("%w: %s: a segment at %d would leave a hole after the uploaded end %d", ErrUnavailable, t.TP, metas[0].BaseOffset, keep[len(keep)-1].EndOffset+1)
 			}
 			next.Segments = append(keep, metas[:ok]...)
 			if err := m.commit(fs, p, t.Log, next); err != nil {
@@ -135,15 +138,15 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 // uploadSegment writes the segment's files under their final names; the
 // segment is not registered yet.
 func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.ClosedSegment) (SegmentMetadata, error) {
-	meta := SegmentMetadata{ID: newSegmentID(), BaseOffset: seg.Base, EndOffset: seg.Next - 1, MaxTimestamp: seg.MaxTimestamp,
+	meta := SegmentMetadata{ID: remotelog.NewSegmentID(), BaseOffset: seg.Base, EndOffset: seg.Next - 1, MaxTimestamp: seg.MaxTimestamp,
 		Size: seg.Size, BrokerID: m.cfg.NodeID, LeaderEpoch: t.LeaderEpoch, State: CopySegmentFinished, Files: map[string]int64{}}
 	epochs := epochsUpTo(t.Log.LeaderEpochs(), seg.Next)
 	for _, e := range epochs {
 		if e.StartOffset >= seg.Base {
-			meta.LeaderEpochs = append(meta.LeaderEpochs, EpochEntry{e.Epoch, e.StartOffset})
+			meta.LeaderEpochs = append(meta.LeaderEpochs, EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
 		} else {
 			// The epoch the segment starts in.
-			meta.LeaderEpochs = []EpochEntry{{e.Epoch, seg.Base}}
+			meta.LeaderEpochs = []EpochEntry{{Epoch: e.Epoch, StartOffset: seg.Base}}
 		}
 	}
 	files := []upFile{
@@ -286,7 +289,7 @@ func (m *Manager) expire(fs fsys.FS, p *partition, t Target) error {
 		return nil
 	}
 	gone := man.Segments[:n]
-	next := man.clone()
+	next := man.Clone()
 	next.Segments = next.Segments[n:]
 	next.LogStartOffset = max(next.LogStartOffset, gone[n-1].EndOffset+1)
 	if err := m.commit(fs, p, t.Log, next); err != nil {

@@ -65,6 +65,7 @@ func (f *loadFlags) addSpec(fs *pflag.FlagSet) {
 	fs.Var(&f.maxUnitBytes, "max-bytes-per-unit", "most bytes (estimated from a sample) in one work unit")
 	fs.StringVar(&f.settings.TableFormat, "table-format", loader.TableParquet, "parquet: Hive-style directories of Parquet files; iceberg: also one Iceberg table per topic in <target>/<topic>, one snapshot per run (docs/iceberg.md)")
 	fs.BoolVar(&f.settings.AllowGaps, "allow-gaps", false, "continue past offsets the broker no longer has, recording the gap in the manifest")
+	fs.StringVar(&f.settings.FromTier, "from-tier", "", "read what the brokers' tiered storage holds straight from it, not through a broker: their rsm.config.storage.uri (hdfs://namenode:port/path or file:///path); offsets not uploaded yet come from the broker")
 }
 
 func (f *loadFlags) spec() (loader.Spec, error) {
@@ -103,8 +104,12 @@ func (f *loadFlags) open(ctx context.Context) (*loader.Loader, func(), error) {
 		fs.Close()
 		return nil, nil, err
 	}
-	l := &loader.Loader{FS: fs, Cluster: cl, Bootstrap: f.bootstrap}
-	return l, func() { cl.Close(); fs.Close() }, nil
+	// The remote tier is usually the same Hadoop cluster: the same user
+	// and credentials read it.
+	tierOpts := opts
+	l := &loader.Loader{FS: fs, Cluster: cl, Bootstrap: f.bootstrap,
+		OpenTier: func(uri string) (fsys.FS, error) { return fsys.Open(uri, tierOpts) }}
+	return l, func() { l.CloseTier(); cl.Close(); fs.Close() }, nil
 }
 
 // withLoader runs fn with a loader connected to the target and the broker,
@@ -177,12 +182,19 @@ A run holds the job's lease (the one "tributary jobs" takes) from start to
 end. If another run holds it, "load run" exits at once with status 75
 (EX_TEMPFAIL) and names the holder, or waits up to --wait for it. A holder
 that died is taken over once its lease expires (--lease-ttl plus
---max-clock-skew), and its open plan resumed.`,
+--max-clock-skew), and its open plan resumed.
+
+With --from-tier (a topic with remote.storage.enable on brokers with tiered
+storage), the offsets the remote tier holds are read straight from its
+files in HDFS, not fetched from a broker, so that a large backfill does
+not load the brokers; offsets not uploaded yet come from the broker. The
+files are the same either way (docs/tiered-storage.md).`,
 		Example: `  tributary load run --topics events --target file:///tmp/lake --time-field timestamp
   tributary load run --topics-regex 'web\..*' --target hdfs://127.0.0.1:8020/lake --parallelism 4
   tributary load run --topics events --target hdfs://nn:8020/lake --executor yarn \
       --yarn-resource-manager http://rm:8088 --yarn-am-jar /opt/hadoop/share/hadoop/yarn/hadoop-yarn-applications-distributedshell-3.4.2.jar \
-      --yarn-max-containers 4 --yarn-container-memory-mb 1024 --yarn-queue etl`,
+      --yarn-max-containers 4 --yarn-container-memory-mb 1024 --yarn-queue etl
+  tributary load run --topics clicks --target hdfs://nn:8020/lake --from-tier hdfs://nn:8020/tributary-tier`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withLoader(cmd, true, func(ctx context.Context, l *loader.Loader, spec loader.Spec) error {

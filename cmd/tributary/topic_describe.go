@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"text/tabwriter"
 
@@ -22,6 +23,10 @@ as DescribeConfigs reports it), then one line per partition: leader,
 leader epoch, replicas, in-sync replicas, offline replicas, log start
 offset, high watermark and last stable offset (where read_committed
 consumers stop: below the high watermark while a transaction is open).
+For a topic with remote.storage.enable (tiered storage), a second table
+shows each partition's local log start offset (below it only remote
+storage holds the records) and last tiered offset (the last one in remote
+storage, -1 for none).
 
 Each REGEX must match whole topic names, as in "tributary topic list"; a
 REGEX that matches no topic is an error naming it. Without one, every topic
@@ -151,6 +156,41 @@ func describeTopics(ctx context.Context, cmd *cobra.Command, cl *kafkacli.Cluste
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		if tieredTopic(configs[t.Name]) {
+			if err := describeTier(ctx, w, cl, t); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+func tieredTopic(entries []kafkacli.ConfigEntry) bool {
+	for _, e := range entries {
+		if e.Name == "remote.storage.enable" && e.Value == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// describeTier shows where a tiered topic's partitions are: below
+// LOCAL-LOG-START-OFFSET only remote storage holds the records, up to
+// LAST-TIERED-OFFSET they are remote (docs/tiered-storage.md).
+func describeTier(ctx context.Context, w io.Writer, cl *kafkacli.Cluster, t kafkacli.TopicInfo) error {
+	tier, err := cl.TierOffsets(ctx, t.Name, t.PartitionIndexes())
+	if err != nil {
+		tier = nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION	LOCAL-LOG-START-OFFSET	LAST-TIERED-OFFSET")
+	for _, p := range t.Partitions {
+		local, tiered := "-", "-"
+		if o, ok := tier[p.Index]; ok && o.Err == nil {
+			local, tiered = fmt.Sprint(o.LocalStart), fmt.Sprint(o.LastTiered)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", p.Index, local, tiered)
+	}
+	return tw.Flush()
 }

@@ -1,0 +1,190 @@
+package remotelog
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A segment's .log is a sequence of record batches (magic v2), each
+// preceded by what Kafka calls the log overhead:
+//
+//	baseOffset  int64
+//	batchLength int32   bytes that follow
+//	...         the rest of the batch header and its records
+//
+// The attributes (int16 at byte 21) hold the codec (bits 0-2), the
+// timestamp type (bit 3), transactional (bit 4) and control (bit 5).
+const (
+	logOverhead    = 12
+	batchHeaderLen = 61
+	attrCodecMask  = 0x07
+	attrTxn        = 0x10
+	attrControl    = 0x20
+)
+
+// maxBatchBytes bounds one batch read from a remote segment: a corrupt
+// length must not make a reader allocate without bound. Kafka's largest
+// message.max.bytes in practice is far below.
+const maxBatchBytes = 256 << 20
+
+// recordOverhead is what a decoded record costs in memory beyond its
+// key, value and header bytes (the Record and kmsg.Header structs and
+// slice headers), for the held-bytes bound.
+const recordOverhead = 128
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt wraps every malformed segment.
+var ErrCorrupt = errors.New("remotelog: corrupt segment")
+
+// Batch is one decoded record batch of a segment.
+type Batch struct {
+	BaseOffset    int64
+	LastOffset    int64
+	ProducerID    int64
+	Transactional bool
+	Control       bool
+	// Commit is, for a control batch, whether its marker commits.
+	Commit  bool
+	Records []Record // none for a control batch
+	// mem is the memory the decoded batch holds on to: the decompressed
+	// records (which keys, values and headers alias) plus recordOverhead
+	// per record.
+	mem int64
+}
+
+// Record is one record with its absolute offset and timestamp.
+type Record struct {
+	Offset    int64
+	Timestamp int64
+	Key       []byte // nil for a null key
+	Value     []byte // nil for a null value
+	Headers   []kmsg.Header
+}
+
+// Size is the memory the decoded batch holds: its records' bytes after
+// decompression (keys, values and headers alias them) plus a per-record
+// overhead, so that a bound on held batches bounds memory even for
+// records with empty values or large headers (review 7).
+func (b *Batch) Size() int64 {
+	if b.mem > 0 {
+		return b.mem
+	}
+	// A batch not from decode (tests): count what it holds.
+	var n int64
+	for _, r := range b.Records {
+		n += recordOverhead + int64(len(r.Key)+len(r.Value))
+		for _, h := range r.Headers {
+			n += int64(len(h.Key) + len(h.Value))
+		}
+	}
+	return n
+}
+
+// BatchReader reads the batches of a segment's bytes in order.
+type BatchReader struct {
+	r   *bufio.Reader
+	pos int64
+	dec kgo.Decompressor
+}
+
+// NewBatchReader reads batches from r, positioned at a batch boundary
+// (the start of a segment or a position from its offset index).
+func NewBatchReader(r io.Reader) *BatchReader {
+	return &BatchReader{r: bufio.NewReaderSize(r, 1<<20), dec: kgo.DefaultDecompressor()}
+}
+
+// Next is the next batch, io.EOF at the end of the segment.
+func (br *BatchReader) Next() (*Batch, error) {
+	var head [logOverhead]byte
+	if _, err := io.ReadFull(br.r, head[:]); err != nil {
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		return nil, fmt.Errorf("%w: a batch header at byte %d: %v", ErrCorrupt, br.pos, err)
+	}
+	size := int64(int32(binary.BigEndian.Uint32(head[8:])))
+	if size < batchHeaderLen-logOverhead || size > maxBatchBytes {
+		return nil, fmt.Errorf("%w: batch of %d bytes at byte %d", ErrCorrupt, size, br.pos)
+	}
+	raw := make([]byte, logOverhead+size)
+	copy(raw, head[:])
+	if _, err := io.ReadFull(br.r, raw[logOverhead:]); err != nil {
+		return nil, fmt.Errorf("%w: the batch at byte %d is cut short: %v", ErrCorrupt, br.pos, err)
+	}
+	br.pos += int64(len(raw))
+	return br.decode(raw)
+}
+
+func (br *BatchReader) decode(raw []byte) (*Batch, error) {
+	var kb kmsg.RecordBatch
+	if err := kb.ReadFrom(raw); err != nil {
+		return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, int64(binary.BigEndian.Uint64(raw)), err)
+	}
+	if kb.Magic != 2 {
+		return nil, fmt.Errorf("%w: batch at offset %d has magic %d", ErrCorrupt, kb.FirstOffset, kb.Magic)
+	}
+	// As Kafka's clients (and kafka-go, the loader's broker path) do: a
+	// corrupt or tampered segment must not load wrong values silently.
+	if got := crc32.Checksum(raw[21:], castagnoli); got != uint32(kb.CRC) {
+		return nil, fmt.Errorf("%w: batch at offset %d: CRC %08x, computed %08x", ErrCorrupt, kb.FirstOffset, uint32(kb.CRC), got)
+	}
+	b := &Batch{BaseOffset: kb.FirstOffset, LastOffset: kb.FirstOffset + int64(kb.LastOffsetDelta), ProducerID: kb.ProducerID,
+		Transactional: kb.Attributes&attrTxn != 0, Control: kb.Attributes&attrControl != 0}
+	recs := kb.Records
+	if c := kb.Attributes & attrCodecMask; c != 0 && len(recs) > 0 {
+		var err error
+		if recs, err = br.dec.Decompress(recs, kgo.CompressionCodecType(c)); err != nil {
+			return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, kb.FirstOffset, err)
+		}
+	}
+	recordsLen := int64(len(recs))
+	for i := 0; len(recs) > 0; i++ {
+		if i >= int(kb.NumRecords) {
+			return nil, fmt.Errorf("%w: batch at offset %d holds more than its %d records", ErrCorrupt, kb.FirstOffset, kb.NumRecords)
+		}
+		l, n := binary.Varint(recs)
+		if n <= 0 || l < 0 || int64(n)+l > int64(len(recs)) {
+			return nil, fmt.Errorf("%w: record %d of the batch at offset %d", ErrCorrupt, i, kb.FirstOffset)
+		}
+		var kr kmsg.Record
+		if err := kr.ReadFrom(recs[:int64(n)+l]); err != nil {
+			return nil, fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrCorrupt, i, kb.FirstOffset, err)
+		}
+		recs = recs[int64(n)+l:]
+		if b.Control {
+			// A control record's key: version int16, type int16 (0
+			// abort, 1 commit).
+			if len(kr.Key) >= 4 {
+				b.Commit = binary.BigEndian.Uint16(kr.Key[2:]) == 1
+			}
+			continue
+		}
+		// The timestamp is the batch's first one plus the record's delta,
+		// as the clients the loader fetches with compute it.
+		b.Records = append(b.Records, Record{Offset: kb.FirstOffset + int64(kr.OffsetDelta), Timestamp: kb.FirstTimestamp + kr.TimestampDelta64,
+			Key: kr.Key, Value: kr.Value, Headers: kr.Headers})
+	}
+	b.mem = recordsLen + recordOverhead*int64(len(b.Records))
+	return b, nil
+}
+
+// IndexLookup is the position to scan from for target in a Kafka offset
+// index (entries of relative offset int32, position int32): that of the
+// last entry at or before target, or 0.
+func IndexLookup(idx []byte, base, target int64) int64 {
+	n := len(idx) / 8
+	i := sort.Search(n, func(i int) bool { return base+int64(int32(binary.BigEndian.Uint32(idx[i*8:]))) > target })
+	if i == 0 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint32(idx[(i-1)*8+4:]))
+}
