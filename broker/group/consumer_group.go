@@ -61,6 +61,9 @@ type ConsumerConfig struct {
 	HeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	Assignors         []string      // group.consumer.assignors; the first is the default
 	MaxSize           int           // group.consumer.max.size
+	// group.consumer.migration.policy: whether a classic group with
+	// members may become a consumer group, and the reverse.
+	Upgrade, Downgrade bool
 }
 
 // TopicMeta is what the assignors know of a topic.
@@ -126,6 +129,9 @@ type cMember struct {
 	Regex                *string
 	RebalanceTimeout     int32 // ms
 	Assignor             *string
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup/SyncGroup/Heartbeat) in a migrated group.
+	Classic *classicMeta
 
 	Epoch, PrevEpoch int32
 	State            int8
@@ -530,6 +536,9 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 	g, exists := gs.Group(r.Group)
 	var out []Record
 	switch {
+	case exists && g.consumer == nil && len(g.members) > 0 && r.MemberEpoch == 0 && gs.canUpgrade(g):
+		// Online upgrade (consumer_migration.go).
+		out = append(out, gs.upgrade(g, topics, now)...)
 	case exists && g.consumer == nil && (len(g.members) > 0 || len(g.pending) > 0):
 		fail(kerr.GroupIDNotFound, "Group "+r.Group+" is not a consumer group.")
 		return
@@ -555,6 +564,9 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 	m, known := cg.members[r.MemberID]
 	bump := false
 	switch {
+	case known && m.Classic != nil:
+		fail(kerr.UnknownMemberID, "Member "+r.MemberID+" uses the classic protocol.")
+		return
 	case r.MemberEpoch == 0 && known && m.Epoch == -2:
 		// A static member back under its old id: as a rejoin below.
 	case r.MemberEpoch == 0:
@@ -770,6 +782,9 @@ func (gs *Groups) consumerLeave(g *Group, r *kmsg.ConsumerGroupHeartbeatRequest,
 // removeConsumerMember drops a member (left, expired or fenced) and starts
 // a new group epoch; it returns the records that say so.
 func (gs *Groups) removeConsumerMember(g *Group, m *cMember, now time.Time) []Record {
+	if gs.downgradeOnLeave(g, m) {
+		return gs.downgrade(g, m, gs.topicsNow(), now)
+	}
 	cg := g.consumer
 	out := cg.memberTombstones(g.ID, m.ID)
 	cg.drop(m.ID)
@@ -918,10 +933,13 @@ func (gs *Groups) TickConsumer(now time.Time) {
 		var out []Record
 		for _, id := range cg.memberIDs() {
 			m := cg.members[id]
-			expired := !now.Before(m.lastSeen.Add(gs.cfg.Consumer.SessionTimeout))
+			expired := !now.Before(m.lastSeen.Add(gs.sessionTimeout(m)))
 			stuck := m.State == memberUnrevoked && m.Epoch != -2 && !now.Before(m.revokeDeadline)
 			if expired || stuck {
 				out = append(out, gs.removeConsumerMember(g, m, now)...)
+				if g.consumer == nil {
+					break // downgraded to a classic group
+				}
 			}
 		}
 		if len(out) > 0 {
@@ -943,6 +961,10 @@ func (g *Group) checkConsumerCommit(c Commit, transactional bool) *kerr.Error {
 	switch {
 	case !ok:
 		return kerr.UnknownMemberID
+	case m.Classic != nil && c.Generation != m.Epoch:
+		return kerr.IllegalGeneration
+	case m.Classic != nil:
+		return nil
 	case !transactional && c.Version < 9:
 		return kerr.UnsupportedVersion
 	case c.Generation > m.Epoch || c.Generation < 0:
@@ -978,6 +1000,8 @@ func (gs *Groups) CheckConsumerFetch(group, memberID string, epoch int32) *kerr.
 	switch {
 	case !ok:
 		return kerr.UnknownMemberID
+	case epoch != m.Epoch && m.Classic != nil:
+		return kerr.IllegalGeneration
 	case epoch != m.Epoch:
 		return kerr.StaleMemberEpoch
 	}

@@ -196,7 +196,7 @@ func (m *cMember) metadataValue() []byte {
 	e.nstr(m.Regex)
 	e.i32(m.RebalanceTimeout)
 	e.nstr(m.Assignor)
-	return e.tags()
+	return e.classicTag(m.Classic)
 }
 
 func (m *cMember) currentValue() []byte {
@@ -299,6 +299,7 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 		m.Regex = d.nstr()
 		m.RebalanceTimeout = d.i32()
 		m.Assignor = d.nstr()
+		m.Classic = d.classicTagged()
 		if m.InstanceID != nil {
 			cg.static[*m.InstanceID] = memberID
 		}

@@ -77,10 +77,12 @@ func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replic
 	if n := bcfg.Int("offset.metadata.max.bytes"); n > 0 {
 		cfg.MaxMetadataBytes = int(n)
 	}
-	return &Coordinator{bcfg: bcfg, nodeID: int32(bcfg.Int("node.id")), ctrl: ctrl, parts: parts, logger: logger,
+	c := &Coordinator{bcfg: bcfg, nodeID: int32(bcfg.Int("node.id")), ctrl: ctrl, parts: parts, logger: logger,
 		now: time.Now, retentionCheck: ms("offsets.retention.check.interval.ms"),
 		gs: NewGroups(cfg), loaded: map[int32]bool{}, loading: map[int32]bool{}, inflight: map[int32]*inflight{},
 		stop: make(chan struct{})}
+	c.gs.Topics = c.topicsView // called by Groups with c.mu held
+	return c
 }
 
 // Start loads the partitions of __consumer_offsets this node leads, follows

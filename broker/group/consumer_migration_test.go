@@ -1,0 +1,176 @@
+package group
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// classic helpers: a Java-like classic consumer with the range protocol.
+
+func classicMeta1(owned []int32) []byte {
+	m := kmsg.ConsumerMemberMetadata{Version: 1, Topics: []string{"t"}}
+	if len(owned) > 0 {
+		m.OwnedPartitions = []kmsg.ConsumerMemberMetadataOwnedPartition{{Topic: "t", Partitions: owned}}
+	}
+	return m.AppendTo(nil)
+}
+
+func (h *cgHarness) join(member string, owned []int32) *kmsg.JoinGroupResponse {
+	h.t.Helper()
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version, req.Group, req.MemberID, req.ProtocolType = 3, "g", member, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 30000
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: classicMeta1(owned)}}
+	var got *kmsg.JoinGroupResponse
+	h.gs.Join(JoinRequest{JoinGroupRequest: req, ClientID: "c", ClientHost: "/127.0.0.1"}, h.now, func(r *kmsg.JoinGroupResponse) { got = r })
+	h.flush()
+	return got
+}
+
+func (h *cgHarness) sync(member string, gen int32, assign map[string][]int32) *kmsg.SyncGroupResponse {
+	h.t.Helper()
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version, req.Group, req.MemberID, req.Generation = 3, "g", member, gen
+	for id, ps := range assign {
+		a := kmsg.ConsumerMemberAssignment{Version: 1, Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: "t", Partitions: ps}}}
+		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: a.AppendTo(nil)})
+	}
+	var got *kmsg.SyncGroupResponse
+	h.gs.Sync(req, h.now, func(r *kmsg.SyncGroupResponse) { got = r })
+	h.flush()
+	return got
+}
+
+func syncParts(t *testing.T, r *kmsg.SyncGroupResponse) []int32 {
+	t.Helper()
+	if r == nil || r.ErrorCode != 0 {
+		t.Fatalf("sync: %+v", r)
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(r.MemberAssignment); err != nil {
+		t.Fatal(err)
+	}
+	var out []int32
+	for _, tp := range a.Topics {
+		out = append(out, tp.Partitions...)
+	}
+	return out
+}
+
+func (h *cgHarness) classicHB(member string, gen int32) *kerr.Error {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.Generation = "g", member, gen
+	code := h.gs.Heartbeat(req, h.now)
+	h.flush()
+	return code
+}
+
+// TestConsumerMigration: a classic group of two eager members is upgraded
+// by a consumer-protocol member joining; the classic members are told to
+// rejoin, revoke before anything is reassigned, and reach the new epoch;
+// the log replays to the same group; when the consumer member leaves the
+// group is classic again and rebalancing.
+func TestConsumerMigration(t *testing.T) {
+	h := newCGHarness(t)
+	h.gs.Topics = func() map[string]TopicMeta { return h.topics }
+	h.gs.cfg.Consumer.Upgrade, h.gs.cfg.Consumer.Downgrade = true, true
+	h.gs.cfg.InitialRebalanceDelay = 0
+	h.gs.cfg.MinSessionTimeout, h.gs.cfg.MaxSessionTimeout = time.Second, time.Hour
+
+	// Two classic members; a completes the join alone, then b joins.
+	r := h.join("", nil)
+	a := r.MemberID
+	h.sync(a, r.Generation, map[string][]int32{a: {0, 1, 2, 3, 4, 5}})
+	h.join("", nil) // b: pending until a rejoins
+	ra := h.join(a, nil)
+	b := ""
+	for _, m := range ra.Members {
+		if m.MemberID != a {
+			b = m.MemberID
+		}
+	}
+	gen := ra.Generation
+	if b == "" {
+		t.Fatalf("join: %+v", ra)
+	}
+	h.sync(a, gen, map[string][]int32{a: {0, 1, 2}, b: {3, 4, 5}})
+	if got := syncParts(t, h.sync(b, gen, nil)); len(got) != 3 {
+		t.Fatalf("b's classic assignment %v", got)
+	}
+
+	// The consumer member joins: the group is upgraded.
+	hr := h.hb("c", 0, nil, true)
+	if hr.ErrorCode != 0 || hr.MemberEpoch != gen+1 || len(assigned(hr)) != 0 {
+		t.Fatalf("consumer join: %+v, assigned %v; want epoch %d and nothing yet", hr, assigned(hr), gen+1)
+	}
+	h.checkNoDoubleOwner()
+	if code := h.classicHB(a, gen); code != kerr.RebalanceInProgress {
+		t.Fatalf("classic heartbeat after the upgrade: %v, want REBALANCE_IN_PROGRESS", code)
+	}
+	// a rejoins (eager: it revoked everything first), then b.
+	for _, id := range []string{a, b} {
+		jr := h.join(id, nil)
+		if jr.ErrorCode != 0 || jr.LeaderID != "" || len(jr.Members) != 0 {
+			t.Fatalf("classic join of %s to the consumer group: %+v", id, jr)
+		}
+		parts := syncParts(t, h.sync(id, jr.Generation, nil))
+		h.checkNoDoubleOwner()
+		if jr.Generation == gen {
+			// Still revoking: it got what it retains, and must rejoin.
+			if code := h.classicHB(id, jr.Generation); code != kerr.RebalanceInProgress {
+				t.Fatalf("%s retains %v at epoch %d: heartbeat %v, want REBALANCE_IN_PROGRESS", id, parts, jr.Generation, code)
+			}
+			jr = h.join(id, nil)
+			parts = syncParts(t, h.sync(id, jr.Generation, nil))
+		}
+		if jr.Generation != gen+1 || len(parts) != 2 {
+			t.Fatalf("%s after revoking: epoch %d partitions %v\n%s", id, jr.Generation, parts, h.describe())
+		}
+	}
+	hr = h.hb("c", gen+1, []int32{}, false)
+	if len(assigned(hr)) != 2 {
+		t.Fatalf("consumer member after the classic members revoked: %v\n%s", assigned(hr), h.describe())
+	}
+	h.checkNoDoubleOwner()
+	if code := h.classicHB(a, gen+1); code != nil {
+		t.Fatalf("classic heartbeat of a reconciled member: %v", code)
+	}
+	want := h.describe()
+	if !strings.Contains(want, "Stable") {
+		t.Fatalf("not stable:\n%s", want)
+	}
+
+	// The log replays to the same group, classic members included.
+	r2 := NewGroups(h.gs.cfg)
+	for _, rec := range h.log {
+		if err := r2.Replay(rec.Key, rec.Value, h.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g2, _ := r2.Group("g")
+	if got := describeConsumer(g2, map[[16]byte]string{cgTopicID: "t"}); got != want {
+		t.Fatalf("replayed:\n%s\nwant:\n%s", got, want)
+	}
+	if m := g2.consumer.members[a]; m.Classic == nil || m.Classic.Protocols[0].Name != "range" {
+		t.Fatalf("replayed classic member: %+v", m.Classic)
+	}
+
+	// The consumer member leaves: a classic group again, rebalancing.
+	h.hb("c", -1, nil, false)
+	g, _ := h.gs.Group("g")
+	if g.consumer != nil || g.State != PreparingRebalance || len(g.members) != 2 {
+		t.Fatalf("after the last consumer member left: %s", g)
+	}
+	if code := h.classicHB(a, gen+1); code != kerr.RebalanceInProgress {
+		t.Fatalf("classic heartbeat after the downgrade: %v", code)
+	}
+	h.join(a, nil) // answered when b rejoins too
+	jb := h.join(b, nil)
+	if jb == nil || jb.ErrorCode != 0 || jb.Generation != gen+2 {
+		t.Fatalf("rejoin after the downgrade: %+v\n%s", jb, g)
+	}
+}
