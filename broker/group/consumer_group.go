@@ -140,8 +140,8 @@ type cMember struct {
 	// assignedAt is the member epoch in which each partition of Assigned
 	// and Pending was given to the member (KIP-1251's assignment epochs):
 	// a commit with an older epoch than the member's is still valid for
-	// a partition it has owned since. Not persisted: after a reload the
-	// member's epoch stands for all, which is only stricter.
+	// a partition it has owned since. Persisted in the member's
+	// current-assignment record.
 	assignedAt map[tpKey]int32
 
 	lastSeen       time.Time
@@ -178,10 +178,13 @@ type consumerGroup struct {
 	static                 map[string]string // instance id → member id
 	target                 map[string]tpSet  // by member id
 	owners                 map[tpKey]string  // partition → member that has it assigned or pending
-	// topicsSig is the subscribed topics' ids and partition counts at the
-	// last assignment: a change bumps the group epoch.
-	topicsSig string
-	sigGen    uint64 // the topics generation topicsSig was computed at
+	// topicsHash is a hash of the subscribed topics' ids and partition
+	// counts at the last assignment: a change bumps the group epoch. It
+	// is persisted with the group epoch (KIP-1101's MetadataHash), so a
+	// coordinator that loads the group sees no change where there was
+	// none.
+	topicsHash int64
+	sigGen     uint64 // the topics generation topicsHash was checked at
 	patterns  map[string]*pattern
 }
 
@@ -694,14 +697,14 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 	// The signature costs a pass over every member's topics: only when
 	// something it is made of may have changed.
 	if bump || resolvedChanged || cg.sigGen != gen {
-		if sig := cg.signature(topics); sig != cg.topicsSig {
+		if hashSig(cg.signature(topics)) != cg.topicsHash {
 			bump = true
 		}
 		cg.sigGen = gen
 	}
 	if bump {
 		cg.Epoch++
-		out = append(out, Record{Key: cgKey(cgMetadataKey, g.ID, "", false), Value: epochValue(cg.Epoch)})
+		out = append(out, cg.epochRecord(g.ID, topics))
 	}
 	if cg.Epoch > cg.AssignmentEpoch {
 		out = append(out, gs.computeTarget(g, topics)...)
@@ -789,7 +792,7 @@ func (gs *Groups) removeConsumerMember(g *Group, m *cMember, now time.Time) []Re
 	out := cg.memberTombstones(g.ID, m.ID)
 	cg.drop(m.ID)
 	cg.Epoch++
-	out = append(out, Record{Key: cgKey(cgMetadataKey, g.ID, "", false), Value: epochValue(cg.Epoch)})
+	out = append(out, cg.epochRecord(g.ID, gs.topicsNow()))
 	g.refreshConsumerState(now)
 	return out
 }
@@ -916,7 +919,7 @@ func (gs *Groups) computeTarget(g *Group, topics map[string]TopicMeta) []Record 
 	}
 	cg.target = next
 	cg.AssignmentEpoch = cg.Epoch
-	cg.topicsSig = cg.signature(topics)
+	cg.topicsHash = hashSig(cg.signature(topics))
 	cg.sigGen = 0 // computeTarget does not know the generation; the next heartbeat checks again
 	return append(out, Record{Key: cgKey(cgTargetMetaKey, g.ID, "", false), Value: epochValue(cg.AssignmentEpoch)})
 }

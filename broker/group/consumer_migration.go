@@ -188,7 +188,8 @@ func (gs *Groups) upgrade(g *Group, topics map[string]TopicMeta, now time.Time) 
 	for _, id := range cg.memberIDs() {
 		out = append(out, Record{Key: cgKey(cgMemberKey, g.ID, id, true), Value: cg.members[id].metadataValue()})
 	}
-	out = append(out, Record{Key: cgKey(cgMetadataKey, g.ID, "", false), Value: epochValue(cg.Epoch)})
+	cg.topicsHash = hashSig(cg.signature(topics))
+	out = append(out, cg.epochRecord(g.ID, topics))
 	for _, id := range cg.memberIDs() {
 		out = append(out, Record{Key: cgKey(cgTargetMemberKey, g.ID, id, true), Value: targetValue(cg.target[id])})
 	}
@@ -196,7 +197,6 @@ func (gs *Groups) upgrade(g *Group, topics map[string]TopicMeta, now time.Time) 
 	for _, id := range cg.memberIDs() {
 		out = append(out, Record{Key: cgKey(cgCurrentAssignKey, g.ID, id, true), Value: cg.members[id].currentValue()})
 	}
-	cg.topicsSig = cg.signature(topics)
 	g.refreshConsumerState(now)
 	return out
 }
@@ -325,14 +325,14 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 
 	gen := gs.topicsGeneration(topics)
 	if bump || cg.sigGen != gen {
-		if sig := cg.signature(topics); sig != cg.topicsSig {
+		if hashSig(cg.signature(topics)) != cg.topicsHash {
 			bump = true
 		}
 		cg.sigGen = gen
 	}
 	if bump {
 		cg.Epoch++
-		out = append(out, Record{Key: cgKey(cgMetadataKey, g.ID, "", false), Value: epochValue(cg.Epoch)})
+		out = append(out, cg.epochRecord(g.ID, topics))
 	}
 	if cg.Epoch > cg.AssignmentEpoch {
 		out = append(out, gs.computeTarget(g, topics)...)
