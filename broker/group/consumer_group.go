@@ -185,7 +185,7 @@ type consumerGroup struct {
 	// none.
 	topicsHash int64
 	sigGen     uint64 // the topics generation topicsHash was checked at
-	patterns  map[string]*pattern
+	patterns   map[string]*pattern
 }
 
 func (g *Group) consumerState() *consumerGroup {
