@@ -21,6 +21,7 @@ import (
 // and the assignment epochs, so the move is not a change of the group.
 // Passes against Apache Kafka 4.4 too (TRIBUTARY_GROUPS_AGAINST_KAFKA=1).
 func TestGroupsKIP848CoordinatorMove(t *testing.T) {
+	t.Parallel() // franz-go members only, on a broker of its own
 	var b groupsBroker
 	if groupsAgainstKafka() {
 		kb := testbroker.StartKafka(t)
@@ -55,7 +56,7 @@ func TestGroupsKIP848CoordinatorMove(t *testing.T) {
 	b.Restart()
 	after := kip848WaitStable(t, b.Addr(), group, 60*time.Second)
 	// Both members heartbeat a few more times to the new coordinator.
-	time.Sleep(3 * time.Second)
+	time.Sleep(2 * time.Second)
 	after = kip848WaitStable(t, b.Addr(), group, 30*time.Second)
 	t.Logf("after the restart: %s", after)
 	if after != before {
