@@ -121,7 +121,8 @@ type dec struct {
 }
 
 func (d *dec) need(n int) bool {
-	if d.err == nil && len(d.b) < n {
+	// n < 0: a length over 2^63 read from a varint.
+	if d.err == nil && (n < 0 || len(d.b) < n) {
 		d.err = errors.New(errShortRecordValue)
 	}
 	return d.err == nil
