@@ -938,7 +938,7 @@ func (gs *Groups) TickConsumer(now time.Time) {
 			m := cg.members[id]
 			expired := !now.Before(m.lastSeen.Add(gs.sessionTimeout(m)))
 			stuck := m.State == memberUnrevoked && m.Epoch != -2 && !now.Before(m.revokeDeadline)
-			if expired || stuck {
+			if expired || stuck || m.classicLate(now) {
 				out = append(out, gs.removeConsumerMember(g, m, now)...)
 				if g.consumer == nil {
 					break // downgraded to a classic group

@@ -37,15 +37,21 @@ import (
 //     group at the group epoch, each member's assignment its target, and a
 //     rebalance starts at once.
 //
-// Not done as in Kafka: the join and sync timeouts (a classic member told
-// to rejoin that does not is removed by its session timeout, not by its
-// rebalance timeout).
+// A classic member told to rejoin must do so, and one that joined must
+// sync, within its rebalance timeout, or it is removed (Kafka's join and
+// sync timeouts).
 
 // classicMeta is what a classic-protocol member of a consumer group joined
 // with: Kafka's ClassicMemberMetadata, persisted in its member record.
 type classicMeta struct {
 	SessionTimeout time.Duration
 	Protocols      []kmsg.JoinGroupRequestProtocol
+
+	// The member must send its JoinGroup (told to rejoin) or its
+	// SyncGroup (after a JoinGroup) by then, or it is removed (Kafka's
+	// consumer group join and sync timeouts: its rebalance timeout).
+	// Zero when nothing is awaited; not persisted.
+	joinBy, syncBy time.Time
 }
 
 // consumerProtocolType is the protocol type of the classic consumers, the
@@ -320,7 +326,7 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 		m.RebalanceTimeout = req.RebalanceTimeoutMillis
 	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
-	m.Classic = &classicMeta{SessionTimeout: session, Protocols: req.Protocols}
+	m.Classic = &classicMeta{SessionTimeout: session, Protocols: req.Protocols, syncBy: now.Add(m.rebalanceTimeout())}
 	out = append(out, Record{Key: cgKey(cgMemberKey, g.ID, m.ID, true), Value: m.metadataValue()})
 
 	gen := gs.topicsGeneration(topics)
@@ -403,10 +409,14 @@ func (gs *Groups) classicSyncConsumer(g *Group, req *kmsg.SyncGroupRequest, now 
 		fail(kerr.InconsistentGroupProtocol)
 		return
 	case cg.Epoch > m.Epoch && m.State != memberUnrevoked:
+		if m.Classic.joinBy.IsZero() {
+			m.Classic.joinBy = now.Add(m.rebalanceTimeout())
+		}
 		fail(kerr.RebalanceInProgress)
 		return
 	}
 	m.lastSeen = now
+	m.Classic.syncBy = time.Time{}
 	pt, p := consumerProtocolType, m.Classic.Protocols[0].Name
 	reply(&kmsg.SyncGroupResponse{Version: req.Version, ProtocolType: &pt, Protocol: &p,
 		MemberAssignment: encodeAssignment(m.Assigned, m.Classic.Protocols[0].Metadata, gs.topicsNow())})
@@ -425,6 +435,9 @@ func (gs *Groups) classicHeartbeatConsumer(g *Group, req *kmsg.HeartbeatRequest,
 	}
 	m.lastSeen = now
 	if m.Epoch < cg.Epoch || m.State == memberUnrevoked || m.State == memberUnreleased && !cg.waitingOnUnreleased(m) {
+		if m.Classic.joinBy.IsZero() {
+			m.Classic.joinBy = now.Add(m.rebalanceTimeout())
+		}
 		return kerr.RebalanceInProgress
 	}
 	return nil
@@ -459,6 +472,22 @@ func (gs *Groups) classicLeaveConsumer(g *Group, members []kmsg.LeaveGroupReques
 	}
 	gs.writeConsumer(g, out, func(error) {})
 	return codes
+}
+
+// rebalanceTimeout is m's, or the Java client's default
+// max.poll.interval.ms when it gave none.
+func (m *cMember) rebalanceTimeout() time.Duration {
+	if m.RebalanceTimeout > 0 {
+		return time.Duration(m.RebalanceTimeout) * time.Millisecond
+	}
+	return 5 * time.Minute
+}
+
+// classicLate is whether a classic member missed the JoinGroup or
+// SyncGroup it owed.
+func (m *cMember) classicLate(now time.Time) bool {
+	c := m.Classic
+	return c != nil && (!c.joinBy.IsZero() && !now.Before(c.joinBy) || !c.syncBy.IsZero() && !now.Before(c.syncBy))
 }
 
 // sessionTimeout is how long m may go without a heartbeat.

@@ -74,26 +74,27 @@ func (h *cgHarness) classicHB(member string, gen int32) *kerr.Error {
 // rejoin, revoke before anything is reassigned, and reach the new epoch;
 // the log replays to the same group; when the consumer member leaves the
 // group is classic again and rebalancing.
-func TestConsumerMigration(t *testing.T) {
-	h := newCGHarness(t)
+// classicPair is a stable classic group of two eager members a and b,
+// 3 partitions each, at generation gen.
+func classicPair(t *testing.T) (h *cgHarness, a, b string, gen int32) {
+	h = newCGHarness(t)
 	h.gs.Topics = func() map[string]TopicMeta { return h.topics }
 	h.gs.cfg.Consumer.Upgrade, h.gs.cfg.Consumer.Downgrade = true, true
 	h.gs.cfg.InitialRebalanceDelay = 0
 	h.gs.cfg.MinSessionTimeout, h.gs.cfg.MaxSessionTimeout = time.Second, time.Hour
 
-	// Two classic members; a completes the join alone, then b joins.
+	// a completes the join alone, then b joins.
 	r := h.join("", nil)
-	a := r.MemberID
+	a = r.MemberID
 	h.sync(a, r.Generation, map[string][]int32{a: {0, 1, 2, 3, 4, 5}})
 	h.join("", nil) // b: pending until a rejoins
 	ra := h.join(a, nil)
-	b := ""
 	for _, m := range ra.Members {
 		if m.MemberID != a {
 			b = m.MemberID
 		}
 	}
-	gen := ra.Generation
+	gen = ra.Generation
 	if b == "" {
 		t.Fatalf("join: %+v", ra)
 	}
@@ -101,6 +102,42 @@ func TestConsumerMigration(t *testing.T) {
 	if got := syncParts(t, h.sync(b, gen, nil)); len(got) != 3 {
 		t.Fatalf("b's classic assignment %v", got)
 	}
+	return h, a, b, gen
+}
+
+// TestConsumerMigrationJoinTimeout: a classic member of a consumer group
+// told to rejoin that keeps heartbeating but never rejoins is removed
+// after its rebalance timeout (Kafka's join timeout), and its partitions
+// go to the others.
+func TestConsumerMigrationJoinTimeout(t *testing.T) {
+	h, a, b, gen := classicPair(t)
+	h.hb("c", 0, nil, true)
+	// a rejoins at once; b only heartbeats.
+	for range 2 {
+		jr := h.join(a, nil)
+		syncParts(t, h.sync(a, jr.Generation, nil))
+	}
+	for i := 0; i < 7; i++ { // 35 s of heartbeats, 5 s apart: within b's session of 10 s
+		if code := h.classicHB(b, gen); code != kerr.RebalanceInProgress {
+			t.Fatalf("b's heartbeat %d: %v, want REBALANCE_IN_PROGRESS", i, code)
+		}
+		h.gs.Tick(h.now)
+		h.flush()
+		h.now = h.now.Add(5 * time.Second)
+	}
+	h.gs.Tick(h.now)
+	h.flush()
+	g, _ := h.gs.Group("g")
+	if _, ok := g.consumer.members[b]; ok {
+		t.Fatalf("b still a member 35 s after it was told to rejoin (rebalance timeout 30 s):\n%s", h.describe())
+	}
+	if code := h.classicHB(b, gen); code != kerr.UnknownMemberID {
+		t.Fatalf("b's heartbeat after its removal: %v, want UNKNOWN_MEMBER_ID", code)
+	}
+}
+
+func TestConsumerMigration(t *testing.T) {
+	h, a, b, gen := classicPair(t)
 
 	// The consumer member joins: the group is upgraded.
 	hr := h.hb("c", 0, nil, true)
