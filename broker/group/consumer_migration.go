@@ -89,9 +89,34 @@ func (cg *consumerGroup) supportsClassic(protocolType string, ps []kmsg.JoinGrou
 	return false
 }
 
-// canUpgrade is Kafka's validateOnlineUpgrade.
+// canUpgrade is Kafka's validateOnlineUpgrade, and its refusal of a group
+// whose embedded consumer protocol does not decode.
 func (gs *Groups) canUpgrade(g *Group) bool {
-	return gs.cfg.Consumer.Upgrade && g.ProtocolType == consumerProtocolType && len(g.members) <= gs.cfg.Consumer.MaxSize
+	if !gs.cfg.Consumer.Upgrade || g.ProtocolType != consumerProtocolType || len(g.members) > gs.cfg.Consumer.MaxSize {
+		return false
+	}
+	for _, m := range g.members {
+		if _, ok := decodeSubscription(classicSubscription(m, g.Protocol)); !ok {
+			return false
+		}
+		var a kmsg.ConsumerMemberAssignment
+		if len(m.Assignment) > 0 && a.ReadFrom(m.Assignment) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// classicSubscription is m's metadata for the group's protocol, or its
+// first when the group has none chosen yet.
+func classicSubscription(m *Member, protocol string) []byte {
+	if meta := m.metadata(protocol); meta != nil {
+		return meta
+	}
+	if len(m.Protocols) > 0 {
+		return m.Protocols[0].Metadata
+	}
+	return nil
 }
 
 // topicIDs maps topic names to ids among topics.
@@ -171,11 +196,7 @@ func (gs *Groups) upgrade(g *Group, topics map[string]TopicMeta, now time.Time) 
 	cg.Assignor = gs.cfg.Consumer.Assignors[0]
 	cg.Epoch, cg.AssignmentEpoch = gen, gen
 	for _, cm := range members {
-		meta := cm.metadata(protocol)
-		if meta == nil && len(cm.Protocols) > 0 {
-			meta = cm.Protocols[0].Metadata
-		}
-		sub, _ := decodeSubscription(meta)
+		sub, _ := decodeSubscription(classicSubscription(cm, protocol)) // canUpgrade checked it
 		m := cg.member(cm.ID, now)
 		m.InstanceID, m.RackID = cm.InstanceID, sub.Rack
 		m.ClientID, m.ClientHost = cm.ClientID, cm.ClientHost
@@ -270,6 +291,14 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 		fail(kerr.InconsistentGroupProtocol, req.MemberID)
 		return
 	}
+	// The subscription of the first protocol (all carry the same) is
+	// what the member is: one that does not decode is refused here
+	// (Kafka fails the request with an unknown server error).
+	sub, ok := decodeSubscription(req.Protocols[0].Metadata)
+	if !ok {
+		fail(kerr.InconsistentGroupProtocol, req.MemberID)
+		return
+	}
 	if unknown && req.InstanceID == nil && req.Version >= 4 {
 		// KIP-394, as for a classic group: the member learns its id
 		// and joins again with it.
@@ -315,7 +344,6 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 	beforeAssigned, beforePending := m.Assigned, m.Pending
 	m.lastSeen = now
 
-	sub, _ := decodeSubscription(req.Protocols[0].Metadata)
 	topicsReq := slices.Compact(slices.Sorted(slices.Values(sub.Topics)))
 	if !slices.Equal(topicsReq, m.Topics) {
 		m.Topics, bump = topicsReq, true

@@ -148,6 +148,16 @@ func TestConsumerMigration(t *testing.T) {
 	if code := h.classicHB(a, gen); code != kerr.RebalanceInProgress {
 		t.Fatalf("classic heartbeat after the upgrade: %v, want REBALANCE_IN_PROGRESS", code)
 	}
+	// A JoinGroup whose subscription does not decode is refused.
+	bad := kmsg.NewPtrJoinGroupRequest()
+	bad.Version, bad.Group, bad.MemberID, bad.ProtocolType = 3, "g", a, "consumer"
+	bad.SessionTimeoutMillis, bad.RebalanceTimeoutMillis = 10000, 30000
+	bad.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1, 0xff}}}
+	var badResp *kmsg.JoinGroupResponse
+	h.gs.Join(JoinRequest{JoinGroupRequest: bad}, h.now, func(r *kmsg.JoinGroupResponse) { badResp = r })
+	if badResp == nil || badResp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("JoinGroup with a malformed subscription: %+v", badResp)
+	}
 	// a rejoins (eager: it revoked everything first), then b.
 	for _, id := range []string{a, b} {
 		jr := h.join(id, nil)
