@@ -612,7 +612,11 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		if r.InstanceID != nil {
 			if old, ok := cg.static[*r.InstanceID]; ok && old != memberID {
 				om := cg.members[old]
-				if om != nil && om.Epoch != -2 {
+				// A classic static member never leaves with -2: a
+				// consumer-protocol member with its instance id
+				// replaces it at once (a static member upgraded by a
+				// restart), as in Kafka.
+				if om != nil && om.Epoch != -2 && om.Classic == nil {
 					fail(kerr.UnreleasedInstanceID, "Static member "+old+" with instance id "+*r.InstanceID+" is not released yet.")
 					return
 				}

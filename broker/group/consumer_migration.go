@@ -242,6 +242,14 @@ func (gs *Groups) downgradeOnLeave(g *Group, leaving *cMember) bool {
 // consumer-protocol member into a classic group and starts a rebalance
 // (Kafka's convertToClassicGroup); it returns the records.
 func (gs *Groups) downgrade(g *Group, leaving *cMember, topics map[string]TopicMeta, now time.Time) []Record {
+	out := gs.toClassic(g, leaving.ID, topics, now)
+	gs.prepareRebalance(g, now)
+	return out
+}
+
+// toClassic makes g a Stable classic group of its classic members but
+// skip, each assigned its target; it returns the records.
+func (gs *Groups) toClassic(g *Group, skip string, topics map[string]TopicMeta, now time.Time) []Record {
 	cg := g.consumer
 	out := cg.tombstones(g.ID)
 	g.consumer = nil
@@ -249,7 +257,7 @@ func (gs *Groups) downgrade(g *Group, leaving *cMember, topics map[string]TopicM
 	g.members, g.order, g.static = map[string]*Member{}, nil, map[string]string{}
 	for _, id := range cg.memberIDs() {
 		m := cg.members[id]
-		if id == leaving.ID || m.Classic == nil {
+		if id == skip || m.Classic == nil {
 			continue
 		}
 		cm := &Member{ID: id, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
@@ -267,9 +275,7 @@ func (gs *Groups) downgrade(g *Group, leaving *cMember, topics map[string]TopicM
 		cm.Assignment = encodeAssignment(cg.target[cm.ID], cm.metadata(g.Protocol), topics)
 	}
 	g.setState(Stable, now)
-	out = append(out, Record{Key: groupKey(g.ID), Value: g.metadataValue(now)})
-	gs.prepareRebalance(g, now)
-	return out
+	return append(out, Record{Key: groupKey(g.ID), Value: g.metadataValue(now)})
 }
 
 // classicJoinConsumer is a JoinGroup to a consumer group with members
@@ -308,6 +314,7 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 	var out []Record
 	m, known := cg.members[memberID]
 	bump := false
+	replacedConsumer := false // a consumer-protocol static member replaced
 	switch {
 	case req.InstanceID != nil && cg.static[*req.InstanceID] != "" && cg.static[*req.InstanceID] != memberID:
 		old := cg.members[cg.static[*req.InstanceID]]
@@ -316,7 +323,10 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 			return
 		}
 		// A static member restarted: the new member takes the old
-		// one's place, epoch and partitions (KIP-345).
+		// one's place, epoch and partitions (KIP-345), even from a live
+		// consumer-protocol member (a static member downgraded by a
+		// restart), as in Kafka.
+		replacedConsumer = old.Classic == nil
 		m = cg.member(memberID, now)
 		m.Epoch, m.PrevEpoch, m.State = old.Epoch, old.PrevEpoch, old.State
 		if m.Epoch == -2 {
@@ -384,9 +394,23 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 		out = append(out, Record{Key: cgKey(cgCurrentAssignKey, g.ID, m.ID, true), Value: m.currentValue()})
 	}
 	g.refreshConsumerState(now)
-
 	pt, p := consumerProtocolType, req.Protocols[0].Name
 	resp := &kmsg.JoinGroupResponse{Version: req.Version, Generation: m.Epoch, MemberID: m.ID, ProtocolType: &pt, Protocol: &p}
+	if replacedConsumer && cg.classicCount() == len(cg.members) && gs.cfg.Consumer.Downgrade && len(cg.members) <= gs.cfg.MaxSize {
+		// The last consumer-protocol member was replaced by a classic
+		// one: a classic group, with no rebalance (Kafka's
+		// validateOnlineDowngradeWithReplacedMemberId). The member
+		// syncs with the classic group's generation.
+		// Kafka starts no rebalance; we do unless every member is
+		// reconciled, since a target still owned by another member
+		// would otherwise be given twice.
+		reconciled := cg.StateName() == "Stable"
+		out = append(out, gs.toClassic(g, "", topics, now)...)
+		resp.Generation = g.Generation
+		if !reconciled {
+			gs.prepareRebalance(g, now)
+		}
+	}
 	gs.writeConsumer(g, out, func(err error) {
 		if err != nil {
 			fail(kerr.ErrorForCode(commitErrorCode(err)).(*kerr.Error), m.ID)

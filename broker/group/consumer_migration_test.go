@@ -221,3 +221,104 @@ func TestConsumerMigration(t *testing.T) {
 		t.Fatalf("rejoin after the downgrade: %+v\n%s", jb, g)
 	}
 }
+
+// TestConsumerMigrationStaticReplacement: static members move between the
+// protocols by a restart with the same group.instance.id, as in Kafka. A
+// consumer-protocol member replaces a live classic one at once (a classic
+// static member never leaves with epoch -2) and takes its partitions; a
+// classic member replacing the last consumer-protocol member turns the
+// reconciled group into a classic group without a rebalance.
+func TestConsumerMigrationStaticReplacement(t *testing.T) {
+	h, a, b, gen := classicPair(t)
+	// c joins (upgrade); a and b rejoin until reconciled.
+	h.hb("c", 0, nil, true)
+	for _, id := range []string{a, b} {
+		for i := 0; i < 3; i++ {
+			jr := h.join(id, nil)
+			syncParts(t, h.sync(id, jr.Generation, nil))
+			if jr.Generation == gen+1 {
+				break
+			}
+		}
+	}
+	// A static consumer member s1 joins; the dynamic c leaves.
+	inst := "static-c"
+	var cr *kmsg.ConsumerGroupHeartbeatResponse
+	sreq := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	sreq.Version, sreq.Group, sreq.MemberID, sreq.MemberEpoch, sreq.InstanceID = 1, "g", "s1", 0, &inst
+	sreq.RebalanceTimeoutMillis, sreq.SubscribedTopicNames, sreq.Topics = 30000, []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: sreq}, h.topics, h.now, func(r *kmsg.ConsumerGroupHeartbeatResponse) { cr = r })
+	h.flush()
+	if cr.ErrorCode != 0 {
+		t.Fatalf("static consumer member joins: %+v", cr)
+	}
+	h.hb("c", gen+1, nil, false)
+	h.hb("c", -1, nil, false) // not the last consumer member: s1 stays
+	g, _ := h.gs.Group("g")
+	if g.consumer == nil {
+		t.Fatalf("downgraded while static consumer member s1 is in:\n%s", g)
+	}
+	// Reconcile everyone: s1 heartbeats, a and b rejoin, a few rounds.
+	for round := 0; round < 6; round++ {
+		sm := g.consumer.members["s1"]
+		owned := []int32{}
+		for k := range sm.Assigned {
+			owned = append(owned, k.P)
+		}
+		sreq := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		sreq.Version, sreq.Group, sreq.MemberID, sreq.MemberEpoch, sreq.InstanceID = 1, "g", "s1", sm.Epoch, &inst
+		sreq.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: cgTopicID, Partitions: owned}}
+		h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: sreq}, h.topics, h.now, func(*kmsg.ConsumerGroupHeartbeatResponse) {})
+		h.flush()
+		for _, id := range []string{a, b} {
+			m := g.consumer.members[id]
+			var own []int32
+			if m.State != memberUnrevoked {
+				for k := range m.Assigned {
+					own = append(own, k.P)
+				}
+			}
+			jr := h.join(id, own)
+			syncParts(t, h.sync(id, jr.Generation, nil))
+		}
+		h.checkNoDoubleOwner()
+	}
+	if st := g.consumer.StateName(); st != "Stable" {
+		t.Fatalf("not reconciled: %s\n%s", st, h.describe())
+	}
+	sParts := len(g.consumer.members["s1"].Assigned)
+
+	// A classic member with s1's instance id replaces it: a classic group.
+	jreq := kmsg.NewPtrJoinGroupRequest()
+	jreq.Version, jreq.Group, jreq.ProtocolType, jreq.InstanceID = 5, "g", "consumer", &inst
+	jreq.SessionTimeoutMillis, jreq.RebalanceTimeoutMillis = 10000, 30000
+	jreq.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: classicMeta1(nil)}}
+	var jr *kmsg.JoinGroupResponse
+	h.gs.Join(JoinRequest{JoinGroupRequest: jreq}, h.now, func(r *kmsg.JoinGroupResponse) { jr = r })
+	h.flush()
+	g, _ = h.gs.Group("g")
+	if jr == nil || jr.ErrorCode != 0 || g.consumer != nil || g.State != Stable || len(g.members) != 3 || jr.Generation != g.Generation {
+		t.Fatalf("classic static member replacing the last consumer member: %+v\n%s", jr, g)
+	}
+	if got := syncParts(t, h.sync(jr.MemberID, jr.Generation, nil)); len(got) != sParts {
+		t.Fatalf("the replacing member got %v, s1 had %d partitions", got, sParts)
+	}
+	if code := h.classicHB(a, g.Generation); code != nil {
+		t.Fatalf("a's heartbeat after the downgrade by replacement: %v (no rebalance expected)", code)
+	}
+
+	// And back: a consumer-protocol member with that instance id
+	// upgrades the group and replaces the live classic static member at
+	// once, with its partitions.
+	classicParts := len(decodeAssignment(g.members[jr.MemberID].Assignment, h.topics))
+	sreq = kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	sreq.Version, sreq.Group, sreq.MemberID, sreq.MemberEpoch, sreq.InstanceID = 1, "g", "s2", 0, &inst
+	sreq.RebalanceTimeoutMillis, sreq.SubscribedTopicNames, sreq.Topics = 30000, []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	h.gs.ConsumerHeartbeat(ConsumerHeartbeatRequest{ConsumerGroupHeartbeatRequest: sreq}, h.topics, h.now, func(r *kmsg.ConsumerGroupHeartbeatResponse) { cr = r })
+	h.flush()
+	g, _ = h.gs.Group("g")
+	if cr.ErrorCode != 0 || g.consumer == nil || len(assigned(cr)) != classicParts || g.consumer.members[jr.MemberID] != nil {
+		t.Fatalf("consumer static member replacing the classic one: %+v assigned %v (the classic one had %d)\n%s", cr, assigned(cr), classicParts, h.describe())
+	}
+	h.checkNoDoubleOwner()
+}
