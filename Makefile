@@ -50,7 +50,8 @@ test:
 # names (make test runs a fifth of them) with its overlapping runs and
 # Iceberg crash points, the schema registry's 3-node leader kill,
 # transactions on 3 nodes (Kafka Streams under 7 faults, the copier across
-# restarts, 8 coordinator kills), the KIP-848 group under kill -9, and the
+# restarts, 8 coordinator kills), the KIP-848 group under kill -9 and its
+# online migration with cooperative-sticky classic members too, and the
 # Hadoop side (a killed YARN application, Kerberos tickets renewed and
 # passed to load workers).
 # LONG=cluster, throttle, loader, registry, txn, groups or hadoop runs one
@@ -68,7 +69,7 @@ test-long:
 	@if [[ " $(LONG) " == *" txn "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestKafkaStreamsExactlyOnceCluster|TestTransactionalMessageCopierRestarts|TestTransactionsCluster' -v ./broker/txn/; fi
 	@if [[ " $(LONG) " == *" groups "* ]]; then set -x; \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestGroupsKIP848Crash' -v ./broker/conformance/; fi
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestGroupsKIP848Crash|TestGroupsKIP848Migration' -v ./broker/conformance/; fi
 	@if [[ " $(LONG) " == *" hadoop "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 2h -run 'TestYARNApplicationKilled|TestKerberosProcessExecutor' -v ./jobs/ && \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestKerberosTicketRenewal' -v ./internal/fsys/; fi

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"io"
+	"os"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -37,6 +38,12 @@ func TestGroupsKIP848Migration(t *testing.T) {
 		b, trib = eb, eb
 	}
 	groupsJava(t, k, classes, "migrate", b.Addr(), "groups-kip848-migrate", "java-kip848-migrate")
+	if os.Getenv("TRIBUTARY_TEST_LONG") != "" {
+		// Classic members with CooperativeStickyAssignor: they keep
+		// what they own when they rejoin, and revoke only what the
+		// consumer group takes back.
+		groupsJava(t, k, classes, "migrate", b.Addr(), "groups-kip848-migrate-coop", "java-kip848-migrate-coop", "cooperative-sticky")
+	}
 	if trib != nil {
 		// The consumer-protocol members used OffsetCommit and OffsetFetch
 		// v10 (topic ids), the versions the broker advertises.

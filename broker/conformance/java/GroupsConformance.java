@@ -6,7 +6,7 @@
 //
 //   java -cp "$classes:$lib/*" GroupsConformance rebalance <bootstrap> <topic> <group> default|cooperative-sticky
 //   java -cp "$classes:$lib/*" GroupsConformance static <bootstrap> <topic> <group> [classic|consumer]
-//   java -cp "$classes:$lib/*" GroupsConformance migrate <bootstrap> <topic> <group>
+//   java -cp "$classes:$lib/*" GroupsConformance migrate <bootstrap> <topic> <group> [default|cooperative-sticky]
 //
 // Both modes create <topic> with 6 partitions and keep a producer writing
 // numbered records to it while KafkaConsumers (subscribe(), no auto
@@ -459,7 +459,7 @@ public class GroupsConformance {
                 if (mode.equals("rebalance")) {
                     rebalance(admin, args.length > 4 ? args[4] : "default", all);
                 } else if (mode.equals("migrate")) {
-                    migrate(admin, all);
+                    migrate(admin, all, args.length > 4 ? args[4] : "default");
                 } else if (mode.equals("static")) {
                     staticMembers(all, args.length > 4 ? args[4] : "classic");
                 } else {
@@ -674,8 +674,13 @@ public class GroupsConformance {
         return b;
     }
 
-    static void migrate(Admin admin, List<Member> all) throws Exception {
+    static void migrate(Admin admin, List<Member> all, String strategy) throws Exception {
         Properties classic = new Properties(), consumer = new Properties();
+        if (strategy.equals("cooperative-sticky")) {
+            classic.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+        } else if (!strategy.equals("default")) {
+            throw new IllegalArgumentException("unknown strategy " + strategy);
+        }
         consumer.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
         Member[] cur = {new Member("m1", classic), new Member("m2", classic), new Member("m3", classic)};
         for (Member m : cur) {
