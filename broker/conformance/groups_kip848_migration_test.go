@@ -2,8 +2,8 @@ package conformance
 
 import (
 	"io"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
