@@ -540,7 +540,19 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 	var out []Record
 	switch {
 	case exists && g.consumer == nil && len(g.members) > 0 && r.MemberEpoch == 0 && gs.canUpgrade(g):
-		// Online upgrade (consumer_migration.go).
+		// Online upgrade (consumer_migration.go). Every check that can
+		// refuse the joiner runs first: the conversion must exist only
+		// together with its records, as in Kafka, where a refusal drops
+		// both; converting and then refusing left memory a consumer group
+		// while the log still said classic.
+		if g.members[r.MemberID] != nil {
+			fail(kerr.UnknownMemberID, "Member "+r.MemberID+" uses the classic protocol.")
+			return
+		}
+		if len(g.members) >= gs.cfg.Consumer.MaxSize {
+			fail(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of "+strconv.Itoa(gs.cfg.Consumer.MaxSize)+" members.")
+			return
+		}
 		out = append(out, gs.upgrade(g, topics, now)...)
 	case exists && g.consumer == nil && (len(g.members) > 0 || len(g.pending) > 0):
 		fail(kerr.GroupIDNotFound, "Group "+r.Group+" is not a consumer group.")

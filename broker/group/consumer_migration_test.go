@@ -322,3 +322,55 @@ func TestConsumerMigrationStaticReplacement(t *testing.T) {
 	}
 	h.checkNoDoubleOwner()
 }
+
+// replayed is the group the harness's log replays to, described as
+// h.describe does, or "classic" when it replays to a classic group.
+func (h *cgHarness) replayed() string {
+	h.t.Helper()
+	r2 := NewGroups(h.gs.cfg)
+	r2.Topics = h.gs.Topics
+	for _, rec := range h.log {
+		if err := r2.Replay(rec.Key, rec.Value, h.now); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	g, ok := r2.Group("g")
+	if !ok || g.consumer == nil {
+		return "classic"
+	}
+	return describeConsumer(g, map[[16]byte]string{cgTopicID: "t"})
+}
+
+// TestConsumerMigrationRefusedUpgrade: a consumer-protocol heartbeat that
+// would upgrade a classic group but is refused (group full, or a member id
+// that is a classic member's) leaves the group classic, in memory as in the
+// log; a classic member's next JoinGroup is then a classic rejoin, and a
+// reload gives the same group (review 1).
+func TestConsumerMigrationRefusedUpgrade(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prep func(h *cgHarness, a string) string
+		want *kerr.Error
+	}{
+		{"full", func(h *cgHarness, a string) string { h.gs.cfg.Consumer.MaxSize = 2; return "c" }, kerr.GroupMaxSizeReached},
+		{"classic-id", func(h *cgHarness, a string) string { return a }, kerr.UnknownMemberID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, a, _, gen := classicPair(t)
+			r := h.hb(tc.prep(h, a), 0, nil, true)
+			if r.ErrorCode != tc.want.Code {
+				t.Fatalf("heartbeat: error %d, want %v", r.ErrorCode, tc.want)
+			}
+			g, _ := h.gs.Group("g")
+			if g.consumer != nil || len(g.members) != 2 || g.Generation != gen {
+				t.Fatalf("refused upgrade changed the group in memory: consumer=%v members=%d generation %d (was %d)", g.consumer != nil, len(g.members), g.Generation, gen)
+			}
+			if got := h.replayed(); got != "classic" {
+				t.Fatalf("log replays to a consumer group while memory is classic:\n%s", got)
+			}
+			if code := h.classicHB(a, gen); code != nil {
+				t.Fatalf("a's classic heartbeat after the refused upgrade: %v", code)
+			}
+		})
+	}
+}
