@@ -195,6 +195,7 @@ func (gs *Groups) upgrade(g *Group, topics map[string]TopicMeta, now time.Time) 
 	cg := g.consumerState()
 	cg.Assignor = gs.cfg.Consumer.Assignors[0]
 	cg.Epoch, cg.AssignmentEpoch = gen, gen
+	assigned, pending, target := classicOwnership(members, protocol, topics)
 	for _, cm := range members {
 		sub, _ := decodeSubscription(classicSubscription(cm, protocol)) // canUpgrade checked it
 		m := cg.member(cm.ID, now)
@@ -205,11 +206,25 @@ func (gs *Groups) upgrade(g *Group, topics map[string]TopicMeta, now time.Time) 
 		m.Classic = &classicMeta{SessionTimeout: cm.SessionTimeout, Protocols: cm.Protocols}
 		m.Epoch, m.PrevEpoch, m.State = gen, gen, memberStable
 		m.lastSeen = now
-		assigned := decodeAssignment(cm.Assignment, topics)
-		cg.target[m.ID] = assigned.clone()
-		cg.setOwned(m, assigned, tpSet{})
+		cg.target[m.ID] = target[m.ID]
+		cg.setOwned(m, assigned[m.ID], pending[m.ID])
+		switch {
+		case len(pending[m.ID]) > 0:
+			m.State = memberUnrevoked
+			m.revokeDeadline = now.Add(m.rebalanceTimeout())
+		case len(target[m.ID]) > len(assigned[m.ID]):
+			m.State = memberUnreleased
+		}
 		if m.InstanceID != nil {
 			cg.static[*m.InstanceID] = m.ID
+		}
+	}
+	// A partition held by one member and still claimed by another is in
+	// the claimer's Pending; its owner is the holder of Assigned when
+	// there is one, so a claimer's revocation does not free it.
+	for _, id := range cg.memberIDs() {
+		for k := range cg.members[id].Assigned {
+			cg.owners[k] = id
 		}
 	}
 	for _, id := range cg.memberIDs() {
@@ -226,6 +241,64 @@ func (gs *Groups) upgrade(g *Group, topics map[string]TopicMeta, now time.Time) 
 	}
 	g.refreshConsumerState(now)
 	return out
+}
+
+// classicOwnership is what each classic member owns, must still revoke
+// and is targeted at when its group is upgraded. The stored assignment
+// alone is not what the clients own: a rebalance that went back from
+// CompletingRebalance cleared every assignment, and a leader's SyncGroup
+// stores new ones before the followers (cooperative clients) have revoked
+// what they lose. So each member's OwnedPartitions from its last JoinGroup
+// counts too: a partition claimed only by the member holding it, or by
+// one member when nobody holds it, is that member's (assigned and
+// targeted); a partition another member holds or owns is in the
+// claimer's Pending, so nobody is given it before the claimer's next
+// JoinGroup reports it gone. Overstating ownership only delays an
+// assignment; understating it gives a partition to two members. Kafka 4.4
+// takes the stored assignment only.
+func classicOwnership(members []*Member, protocol string, topics map[string]TopicMeta) (assigned, pending, target map[string]tpSet) {
+	assigned, pending, target = map[string]tpSet{}, map[string]tpSet{}, map[string]tpSet{}
+	holder := map[tpKey]string{}
+	claimers := map[tpKey][]string{}
+	for _, cm := range members {
+		for k := range decodeAssignment(cm.Assignment, topics) {
+			holder[k] = cm.ID
+		}
+	}
+	for _, cm := range members {
+		assigned[cm.ID], pending[cm.ID], target[cm.ID] = tpSet{}, tpSet{}, tpSet{}
+		sub, _ := decodeSubscription(classicSubscription(cm, protocol))
+		var owned []kmsg.ConsumerMemberAssignmentTopic
+		for _, o := range sub.OwnedPartitions {
+			owned = append(owned, kmsg.ConsumerMemberAssignmentTopic{Topic: o.Topic, Partitions: o.Partitions})
+		}
+		for k := range topicIDs(topics, owned) {
+			claimers[k] = append(claimers[k], cm.ID)
+		}
+	}
+	for k, h := range holder {
+		if c := claimers[k]; len(c) == 0 || slices.Contains(c, h) {
+			assigned[h][k] = struct{}{}
+		}
+		target[h][k] = struct{}{}
+	}
+	for k, c := range claimers {
+		slices.Sort(c)
+		owner, held := holder[k]
+		if !held {
+			owner = c[0]
+			assigned[owner][k] = struct{}{}
+			target[owner][k] = struct{}{}
+		} else if !slices.Contains(c, owner) {
+			owner = ""
+		}
+		for _, id := range c {
+			if id != owner {
+				pending[id][k] = struct{}{}
+			}
+		}
+	}
+	return assigned, pending, target
 }
 
 // downgradeOnLeave is Kafka's validateOnlineDowngradeWithFencedMember:

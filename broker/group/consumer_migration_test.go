@@ -374,3 +374,88 @@ func TestConsumerMigrationRefusedUpgrade(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerMigrationUpgradeKeepsOwned: a classic group upgraded while
+// its stored assignments are not what its cooperative members own (cleared
+// by a rebalance that went back from CompletingRebalance, or newer than what
+// a follower that has not synced yet owns) gives the consumer member only
+// what nobody owns; the classic members revoke by rejoining, then it gets
+// its share, and no partition ever has two owners (review 2).
+func TestConsumerMigrationUpgradeKeepsOwned(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prep func(h *cgHarness, a, b string)
+	}{
+		{"cleared", func(h *cgHarness, a, b string) {
+			h.join("", nil) // x: the group rebalances
+			h.join(a, []int32{0, 1, 2})
+			h.join(b, []int32{3, 4, 5})
+			h.join("", nil) // y joins before the leader syncs: assignments cleared
+		}},
+		{"follower-unsynced", func(h *cgHarness, a, b string) {
+			h.join("", nil) // x: pending until a and b rejoin
+			h.join(a, []int32{0, 1, 2})
+			jr := h.join(b, []int32{3, 4, 5})
+			if jr == nil || jr.ErrorCode != 0 {
+				t.Fatalf("b's rejoin: %+v", jr)
+			}
+			g, _ := h.gs.Group("g")
+			var x string
+			for id := range g.members {
+				if id != a && id != b {
+					x = id
+				}
+			}
+			// The leader syncs a cooperative assignment: 2 and 5 are
+			// revoked this generation; b has not synced yet.
+			h.sync(a, jr.Generation, map[string][]int32{a: {0, 1}, b: {3, 4}, x: {}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, a, b, _ := classicPair(t)
+			tc.prep(h, a, b)
+			hr := h.hb("c", 0, nil, true)
+			if hr.ErrorCode != 0 || len(assigned(hr)) != 0 {
+				t.Fatalf("consumer member's first heartbeat: error %d assigned %v, want nothing (a still owns 0-2, b 3-5)\n%s", hr.ErrorCode, assigned(hr), h.describe())
+			}
+			h.checkNoDoubleOwner()
+			if got, want := h.replayed(), h.describe(); got != want {
+				t.Fatalf("replayed:\n%s\nwant:\n%s", got, want)
+			}
+			// The classic members rejoin reporting what they own until
+			// they are at the group's epoch.
+			owned := map[string][]int32{a: {0, 1, 2}, b: {3, 4, 5}}
+			g, _ := h.gs.Group("g")
+			for round := 0; round < 4; round++ {
+				for _, id := range []string{a, b} {
+					m := g.consumer.members[id]
+					if m == nil {
+						continue // x and y, never synced: removed in time
+					}
+					jr := h.join(id, owned[id])
+					if jr.ErrorCode != 0 {
+						t.Fatalf("%s's join: %+v\n%s", id, jr, h.describe())
+					}
+					owned[id] = syncParts(t, h.sync(id, jr.Generation, nil))
+					h.checkNoDoubleOwner()
+				}
+				hr = h.hb("c", hr.MemberEpoch, []int32{}, false)
+				h.checkNoDoubleOwner()
+			}
+			if len(assigned(hr)) == 0 {
+				t.Fatalf("consumer member never got a partition:\n%s", h.describe())
+			}
+			seen := map[int32]string{}
+			for id, ps := range owned {
+				for _, p := range ps {
+					seen[p] = id
+				}
+			}
+			for _, p := range assigned(hr) {
+				if o, ok := seen[p]; ok {
+					t.Fatalf("partition %d given to c while %s's last SyncGroup still has it\n%s", p, o, h.describe())
+				}
+			}
+		})
+	}
+}
