@@ -632,13 +632,15 @@ func (gs *Groups) topicsNow() map[string]TopicMeta {
 	return gs.Topics()
 }
 
-// classicMetadataValue appends ClassicMemberMetadata as tagged field 0 of
-// a member record.
+// classicTag appends ClassicMemberMetadata as tagged field 0 of a member
+// record. It is a nullable struct, so Kafka's generated code writes a
+// presence marker (uvarint 1) before it and counts it in the field's size.
 func (e *enc) classicTag(c *classicMeta) []byte {
 	if c == nil {
 		return e.tags()
 	}
 	body := &enc{}
+	body.uv(1) // present
 	body.i32(int32(c.SessionTimeout.Milliseconds()))
 	body.uv(uint64(len(c.Protocols)) + 1)
 	for _, p := range c.Protocols {
@@ -670,6 +672,9 @@ func (d *dec) classicTagged() *classicMeta {
 			continue
 		}
 		fd := &dec{b: field}
+		if fd.uv() == 0 { // null, or an empty field
+			continue
+		}
 		c := &classicMeta{SessionTimeout: time.Duration(fd.i32()) * time.Millisecond}
 		for range fd.count() {
 			name := fd.str()
