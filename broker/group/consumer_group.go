@@ -545,6 +545,10 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		// together with its records, as in Kafka, where a refusal drops
 		// both; converting and then refusing left memory a consumer group
 		// while the log still said classic.
+		if gs.customAssignorData(g) {
+			fail(kerr.GroupIDNotFound, "Cannot upgrade classic group "+r.Group+" to consumer group because an unsupported custom assignor is in use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.")
+			return
+		}
 		if g.members[r.MemberID] != nil {
 			fail(kerr.UnknownMemberID, "Member "+r.MemberID+" uses the classic protocol.")
 			return

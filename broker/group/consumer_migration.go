@@ -107,6 +107,20 @@ func (gs *Groups) canUpgrade(g *Group) bool {
 	return true
 }
 
+// customAssignorData is whether a member's classic assignment carries
+// userData, which only a custom assignor writes and which the consumer
+// protocol has no place for: Kafka 4.4 refuses such an upgrade
+// (ConsumerGroup.fromClassicGroup) rather than lose it, and so do we.
+func (gs *Groups) customAssignorData(g *Group) bool {
+	for _, m := range g.members {
+		var a kmsg.ConsumerMemberAssignment
+		if len(m.Assignment) > 0 && a.ReadFrom(m.Assignment) == nil && len(a.UserData) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // classicSubscription is m's metadata for the group's protocol, or its
 // first when the group has none chosen yet.
 func classicSubscription(m *Member, protocol string) []byte {

@@ -459,3 +459,33 @@ func TestConsumerMigrationUpgradeKeepsOwned(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerMigrationCustomAssignorRefused: a classic group whose
+// assignments carry userData (a custom assignor's) is not upgraded, as in
+// Kafka 4.4: the consumer member gets GROUP_ID_NOT_FOUND with Kafka's
+// message and the group stays classic (review 4).
+func TestConsumerMigrationCustomAssignorRefused(t *testing.T) {
+	h, a, b, gen := classicPair(t)
+	h.join(a, nil)
+	jr := h.join(b, nil)
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version, req.Group, req.MemberID, req.Generation = 3, "g", a, jr.Generation
+	for id, ps := range map[string][]int32{a: {0, 1, 2}, b: {3, 4, 5}} {
+		as := kmsg.ConsumerMemberAssignment{Version: 1, Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: "t", Partitions: ps}}, UserData: []byte("state")}
+		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: as.AppendTo(nil)})
+	}
+	h.gs.Sync(req, h.now, func(*kmsg.SyncGroupResponse) {})
+	h.flush()
+
+	r := h.hb("c", 0, nil, true)
+	if r.ErrorCode != kerr.GroupIDNotFound.Code || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "unsupported custom assignor") {
+		t.Fatalf("heartbeat: error %d %v, want GROUP_ID_NOT_FOUND (custom assignor)", r.ErrorCode, r.ErrorMessage)
+	}
+	g, _ := h.gs.Group("g")
+	if g.consumer != nil || len(g.members) != 2 || g.Generation != gen+1 {
+		t.Fatalf("group after the refused upgrade: consumer=%v members=%d generation %d", g.consumer != nil, len(g.members), g.Generation)
+	}
+	if got := syncParts(t, h.sync(b, jr.Generation, nil)); len(got) != 3 {
+		t.Fatalf("b's classic assignment after the refused upgrade: %v", got)
+	}
+}
