@@ -371,6 +371,12 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 	cg := g.consumer
 	topics := gs.topicsNow()
 	fail := func(code *kerr.Error, id string) { reply(joinError(req.Version, code, id)) }
+	if !gs.cfg.Consumer.Upgrade && !gs.cfg.Consumer.Downgrade {
+		// migration.policy=disabled keeps the protocols apart, as
+		// Kafka 4.4's throwIfClassicMemberCannotJoinConsumerGroup.
+		fail(kerr.InconsistentGroupProtocol, req.MemberID)
+		return
+	}
 	memberID := req.MemberID
 	unknown := memberID == ""
 	if unknown {

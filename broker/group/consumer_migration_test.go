@@ -489,3 +489,37 @@ func TestConsumerMigrationCustomAssignorRefused(t *testing.T) {
 		t.Fatalf("b's classic assignment after the refused upgrade: %v", got)
 	}
 }
+
+// TestConsumerMigrationDisabled: with group.consumer.migration.policy=
+// disabled a classic member joining a consumer group with members gets
+// INCONSISTENT_GROUP_PROTOCOL, as in Kafka 4.4; with upgrade only it may
+// still join (review 5).
+func TestConsumerMigrationDisabled(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		upgrade, downgr bool
+		want            int16
+	}{
+		{"disabled", false, false, kerr.InconsistentGroupProtocol.Code},
+		{"upgrade", true, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCGHarness(t)
+			h.gs.Topics = func() map[string]TopicMeta { return h.topics }
+			h.gs.cfg.Consumer.Upgrade, h.gs.cfg.Consumer.Downgrade = tc.upgrade, tc.downgr
+			h.gs.cfg.InitialRebalanceDelay = 0
+			h.gs.cfg.MinSessionTimeout, h.gs.cfg.MaxSessionTimeout = time.Second, time.Hour
+			if r := h.hb("c", 0, nil, true); r.ErrorCode != 0 {
+				t.Fatalf("consumer member's join: %d", r.ErrorCode)
+			}
+			jr := h.join("", nil)
+			if jr == nil || jr.ErrorCode != tc.want {
+				t.Fatalf("classic JoinGroup to the consumer group: %+v, want error %d", jr, tc.want)
+			}
+			g, _ := h.gs.Group("g")
+			if n := g.consumer.classicCount(); (n == 0) != (tc.want != 0) {
+				t.Fatalf("classic members in the consumer group: %d", n)
+			}
+		})
+	}
+}
