@@ -12,7 +12,7 @@ import (
 // kafkaClassicMember is a ConsumerGroupMemberMetadataValue with
 // ClassicMemberMetadata as Kafka 4.4 writes it
 // (MessageUtil.toVersionPrefixedByteBuffer over the generated class, run on
-// the 4.4 jars: testdata/KafkaMemberRecord.java): client "c", host "/127.0.0.1", topic "t", rebalance
+// the 4.4 jars: javagen/KafkaMemberRecord.java): client "c", host "/127.0.0.1", topic "t", rebalance
 // timeout 30 s, no instance id, rack, regex or server assignor (null, as
 // Kafka's record helpers set them for such a member), session timeout
 // 10 s, protocol "range" with a v1 subscription to "t". Note the 01
