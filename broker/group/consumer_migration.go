@@ -615,7 +615,7 @@ func (gs *Groups) classicLeaveConsumer(g *Group, members []kmsg.LeaveGroupReques
 		}
 		out = append(out, gs.removeConsumerMember(g, m, now)...)
 	}
-	gs.writeConsumer(g, out, func(error) {})
+	gs.writeConsumer(g, out, func(error) {}) // Coordinator.Leave answers once it is committed
 	return codes
 }
 
