@@ -493,13 +493,17 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 		// The last consumer-protocol member was replaced by a classic
 		// one: a classic group, with no rebalance (Kafka's
 		// validateOnlineDowngradeWithReplacedMemberId). The member
-		// syncs with the classic group's generation.
-		// Kafka starts no rebalance; we do unless every member is
-		// reconciled, since a target still owned by another member
-		// would otherwise be given twice.
+		// syncs with the classic group's generation and protocol (the
+		// one the group selected, which need not be the member's first).
+		// Unless every member is reconciled a rebalance starts, since a
+		// target still owned by another member would otherwise be given
+		// twice; Kafka 4.4 does the same ("Downgrade group ... with stale
+		// assignment").
 		reconciled := cg.StateName() == "Stable"
 		out = append(out, gs.toClassic(g, "", topics, now)...)
 		resp.Generation = g.Generation
+		selected := g.Protocol
+		resp.Protocol = &selected
 		if !reconciled {
 			gs.prepareRebalance(g, now)
 		}

@@ -292,7 +292,10 @@ func TestConsumerMigrationStaticReplacement(t *testing.T) {
 	jreq := kmsg.NewPtrJoinGroupRequest()
 	jreq.Version, jreq.Group, jreq.ProtocolType, jreq.InstanceID = 5, "g", "consumer", &inst
 	jreq.SessionTimeoutMillis, jreq.RebalanceTimeoutMillis = 10000, 30000
-	jreq.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: classicMeta1(nil)}}
+	// It prefers a protocol the others lack: the classic group selects
+	// range, and the JoinGroup must name that, or the member's SyncGroup
+	// (which names it too) is refused (review 7).
+	jreq.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "roundrobin", Metadata: classicMeta1(nil)}, {Name: "range", Metadata: classicMeta1(nil)}}
 	var jr *kmsg.JoinGroupResponse
 	h.gs.Join(JoinRequest{JoinGroupRequest: jreq}, h.now, func(r *kmsg.JoinGroupResponse) { jr = r })
 	h.flush()
@@ -300,7 +303,16 @@ func TestConsumerMigrationStaticReplacement(t *testing.T) {
 	if jr == nil || jr.ErrorCode != 0 || g.consumer != nil || g.State != Stable || len(g.members) != 3 || jr.Generation != g.Generation {
 		t.Fatalf("classic static member replacing the last consumer member: %+v\n%s", jr, g)
 	}
-	if got := syncParts(t, h.sync(jr.MemberID, jr.Generation, nil)); len(got) != sParts {
+	if jr.Protocol == nil || *jr.Protocol != "range" || g.Protocol != "range" {
+		t.Fatalf("JoinGroup names protocol %v, the classic group selected %q", jr.Protocol, g.Protocol)
+	}
+	sreqSync := kmsg.NewPtrSyncGroupRequest()
+	sreqSync.Version, sreqSync.Group, sreqSync.MemberID, sreqSync.Generation, sreqSync.InstanceID = 5, "g", jr.MemberID, jr.Generation, &inst
+	sreqSync.ProtocolType, sreqSync.Protocol = jr.ProtocolType, jr.Protocol
+	var sr *kmsg.SyncGroupResponse
+	h.gs.Sync(sreqSync, h.now, func(r *kmsg.SyncGroupResponse) { sr = r })
+	h.flush()
+	if got := syncParts(t, sr); len(got) != sParts {
 		t.Fatalf("the replacing member got %v, s1 had %d partitions", got, sParts)
 	}
 	if code := h.classicHB(a, g.Generation); code != nil {
