@@ -535,3 +535,34 @@ func TestConsumerMigrationDisabled(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerGroupReloadKeepsRevoking: a member that must revoke when the
+// coordinator reloads the group gets its rebalance timeout from the load,
+// not none: the first tick after a reload does not remove it (found while
+// fixing review 2, whose upgrade loads classic members in UNREVOKED).
+func TestConsumerGroupReloadKeepsRevoking(t *testing.T) {
+	h, a, b, _ := classicPair(t)
+	h.join("", nil) // x: the group rebalances; cooperative a and b rejoin
+	h.join(a, []int32{0, 1, 2})
+	jr := h.join(b, []int32{3, 4, 5})
+	// The leader gives b's partition 5 to a before b revoked it (a
+	// misbehaving assignor): b's claim makes it pending at b.
+	h.sync(a, jr.Generation, map[string][]int32{a: {0, 1, 2, 5}, b: {3, 4}})
+	h.hb("c", 0, nil, true)
+	g, _ := h.gs.Group("g")
+	if m := g.consumer.members[b]; m.State != memberUnrevoked || len(m.Pending) == 0 {
+		t.Fatalf("b after the upgrade:\n%s", h.describe())
+	}
+	r2 := NewGroups(h.gs.cfg)
+	r2.Topics = h.gs.Topics
+	for _, rec := range h.log {
+		if err := r2.Replay(rec.Key, rec.Value, h.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r2.Tick(h.now.Add(time.Second))
+	g2, _ := r2.Group("g")
+	if g2.consumer == nil || g2.consumer.members[b] == nil {
+		t.Fatal("a member revoking when the group was loaded was removed at the first tick")
+	}
+}

@@ -382,6 +382,12 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 		pending := d.assignmentAt(at)
 		m.assignedAt = at // setOwned takes the recorded epochs, the member's for the others
 		cg.setOwned(m, assigned, pending)
+		if m.State == memberUnrevoked {
+			// Its deadline is not in the log: it gets a full rebalance
+			// timeout from the load, as Kafka schedules on load, rather
+			// than none (removed at the first tick).
+			m.revokeDeadline = now.Add(m.rebalanceTimeout())
+		}
 	}
 	if d != nil && d.err != nil {
 		return fmt.Errorf("broker/group: consumer group record type %d of %s: %w", typ, groupID, d.err)
