@@ -48,11 +48,13 @@ test:
 # the 200 MB reassignment at a 1 MB/s throttle (issue 30; make test moves
 # 12 MB at 3 MB/s), the loader's loads at the record counts issue 7
 # names (make test runs a fifth of them) with its overlapping runs and
-# Iceberg crash points and the compaction of 1,000 files on HDFS, the schema registry's 3-node leader kill,
+# Iceberg crash points and the compaction of 1,000 files on HDFS, the
+# schema registry's 3-node leader kill,
 # transactions on 3 nodes (Kafka Streams under 7 faults, the copier across
 # restarts, 8 coordinator kills, the transactional checker with 10 producers
 # under leader and coordinator kills and pauses for 2 minutes), the KIP-848
-# group under kill -9, and the
+# group under kill -9 and its online migration with cooperative-sticky
+# classic members too, and the
 # Hadoop side (a killed YARN application, Kerberos tickets renewed and
 # passed to load workers), and tiered storage's 5 GB through a 3-node
 # cluster with a 100 MB local retention under leader kills (issue 26).
@@ -72,7 +74,7 @@ test-long:
 	@if [[ " $(LONG) " == *" txn "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestKafkaStreamsExactlyOnceCluster|TestTransactionalMessageCopierRestarts|TestTransactionsCluster|TestTransactionsCheckerFaults' -v ./broker/txn/; fi
 	@if [[ " $(LONG) " == *" groups "* ]]; then set -x; \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestGroupsKIP848Crash' -v ./broker/conformance/; fi
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestGroupsKIP848Crash|TestGroupsKIP848Migration' -v ./broker/conformance/; fi
 	@if [[ " $(LONG) " == *" hadoop "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestYARNApplicationKilled|TestYARNLoadTwelvePartitions|TestKerberosProcessExecutor' -v ./jobs/ && \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestKerberosTicketRenewal' -v ./internal/fsys/; fi

@@ -45,7 +45,7 @@ func BenchmarkGroupCommits(b *testing.B) {
 	const groups = 1000
 	clients := make([]*kgo.Client, benchClients)
 	for i := range clients {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.MaxVersions(commitsByName()))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/tributary-io/tributary/internal/testcluster"
 )
@@ -73,7 +74,7 @@ func TestCommitWaitingForISRDoesNotBlockOtherGroups(t *testing.T) {
 	}
 	waiting, other := byNode[coord][0], byNode[coord][1]
 	client := func() *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.RequestRetries(0))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.RequestRetries(0), kgo.MaxVersions(commitsByName()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,4 +164,13 @@ func TestCommitWaitingForISRDoesNotBlockOtherGroups(t *testing.T) {
 	if fetchTook > 500*time.Millisecond {
 		t.Errorf("OffsetFetch of another group took %v while a commit waited for the ISR: the coordinator's lock is held across the wait", fetchTook)
 	}
+}
+
+// commitsByName caps OffsetCommit and OffsetFetch at v9: the requests these
+// tests build name their topic, and v10 names topics by id only.
+func commitsByName() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
+	v.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), 9)
+	return v
 }

@@ -169,6 +169,8 @@ var BrokerDefs = defs(
 	Def{Name: "group.consumer.max.heartbeat.interval.ms", Type: Int, Default: "15000", Check: atLeast(1), Doc: "The largest group.consumer.heartbeat.interval.ms allowed."},
 	Def{Name: "group.consumer.assignors", Type: List, Default: "uniform,range", Check: listOf("uniform", "range"), Doc: "The server-side assignors consumer-protocol members may name (group.remote.assignor); the first is used when none is named."},
 	Def{Name: "group.consumer.max.size", Type: Int, Default: "2147483647", Check: atLeast(1), Doc: "The most members in one consumer-protocol group."},
+	Def{Name: "group.consumer.migration.policy", Type: String, Default: "bidirectional", Check: oneOfFold("disabled", "upgrade", "downgrade", "bidirectional"),
+		Doc: "Online migration of a non-empty group between the classic and the consumer protocol: upgrade (a consumer-protocol member joining a classic group converts it), downgrade (a consumer group whose last consumer-protocol member leaves becomes classic), both or neither; case-insensitive, as in Kafka."},
 
 	// Producers.
 	Def{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", Check: atLeast(1), Doc: "Idempotent producer state is dropped after this long idle."},

@@ -153,6 +153,18 @@ func oneOf(allowed ...string) func(string) error {
 	}
 }
 
+// oneOfFold is oneOf ignoring case, for the values Kafka parses so.
+func oneOfFold(allowed ...string) func(string) error {
+	return func(v string) error {
+		for _, a := range allowed {
+			if strings.EqualFold(v, a) {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+	}
+}
+
 func listOf(allowed ...string) func(string) error {
 	one := oneOf(allowed...)
 	return func(v string) error {

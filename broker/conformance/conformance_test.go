@@ -401,7 +401,7 @@ func TestGoCompression(t *testing.T) {
 
 // goAdmin is a franz-go admin client for addr and a context bounding its
 // calls; both end with the test.
-func goAdmin(t *testing.T, addr string) (*kadm.Client, context.Context) {
+func goAdmin(t testing.TB, addr string) (*kadm.Client, context.Context) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {

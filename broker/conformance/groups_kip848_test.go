@@ -119,7 +119,7 @@ func TestGroupsKIP848(t *testing.T) {
 			}
 		}
 		m := d.Members[0]
-		if d.ProtocolType != "consumer" || d.Protocol != "uniform" || m.Epoch != d.Epoch || len(m.Target[topic]) != 6 {
+		if d.ProtocolType != "consumer" || d.Protocol != "uniform" || m.Epoch != d.Epoch || len(m.Target[topic]) != 6 || m.Classic {
 			t.Errorf("describe %s: protocol type %q, assignor %q, group epoch %d, member epoch %d, target %v", g, d.ProtocolType, d.Protocol, d.Epoch, m.Epoch, m.Target)
 		}
 		ls, err := kc.ListGroups(ctx)

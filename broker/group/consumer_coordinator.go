@@ -26,11 +26,14 @@ func consumerConfig(bcfg *config.Broker) ConsumerConfig {
 	if len(assignors) == 0 {
 		assignors = []string{"uniform", "range"}
 	}
+	policy := strings.ToLower(bcfg.String("group.consumer.migration.policy"))
 	return ConsumerConfig{
 		SessionTimeout:    ms("group.consumer.session.timeout.ms"),
 		HeartbeatInterval: ms("group.consumer.heartbeat.interval.ms"),
 		Assignors:         assignors,
 		MaxSize:           int(bcfg.Int("group.consumer.max.size")),
+		Upgrade:           policy == "upgrade" || policy == "bidirectional",
+		Downgrade:         policy == "downgrade" || policy == "bidirectional",
 	}
 }
 
@@ -120,7 +123,10 @@ func (c *Coordinator) ConsumerDescribe(group string) kmsg.ConsumerGroupDescribeR
 			dm.SubscribedTopics = []string{}
 		}
 		dm.Assignment, dm.TargetAssignment = assignment(m.Assigned), assignment(cg.target[id])
-		dm.MemberType = 1 // the consumer protocol (0 would be a classic member of a migrated group)
+		dm.MemberType = 1 // the consumer protocol
+		if m.Classic != nil {
+			dm.MemberType = 0 // a classic member of a migrated group
+		}
 		d.Members = append(d.Members, dm)
 	}
 	return d
@@ -149,15 +155,12 @@ func listed(g *Group) Listed {
 	return Listed{ID: g.ID, ProtocolType: g.ProtocolType, State: g.State, Type: "classic", StateName: g.State.String()}
 }
 
-// classicJoinOnConsumer is a JoinGroup for a group that is a consumer
-// group: refused while it has members (online migration between the
-// protocols is not supported here), and an empty one becomes a classic
-// group again, its consumer records deleted, as Kafka converts it.
+// classicJoinOnConsumer is a JoinGroup for an empty consumer group: it
+// becomes a classic group again, its consumer records deleted, as Kafka
+// converts it. (A consumer group with members takes classic members in:
+// classicJoinConsumer.)
 func (gs *Groups) classicJoinOnConsumer(g *Group) *kerr.Error {
 	cg := g.consumer
-	if len(cg.members) > 0 {
-		return kerr.InconsistentGroupProtocol
-	}
 	gs.writes = append(gs.writes, Write{Partition: gs.Partition(g.ID), Records: cg.tombstones(g.ID), Done: func(error) {}})
 	g.consumer, g.ProtocolType, g.Generation = nil, "", 0
 	return nil

@@ -61,6 +61,9 @@ type ConsumerConfig struct {
 	HeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	Assignors         []string      // group.consumer.assignors; the first is the default
 	MaxSize           int           // group.consumer.max.size
+	// group.consumer.migration.policy: whether a classic group with
+	// members may become a consumer group, and the reverse.
+	Upgrade, Downgrade bool
 }
 
 // TopicMeta is what the assignors know of a topic.
@@ -126,6 +129,9 @@ type cMember struct {
 	Regex                *string
 	RebalanceTimeout     int32 // ms
 	Assignor             *string
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup/SyncGroup/Heartbeat) in a migrated group.
+	Classic *classicMeta
 
 	Epoch, PrevEpoch int32
 	State            int8
@@ -134,8 +140,8 @@ type cMember struct {
 	// assignedAt is the member epoch in which each partition of Assigned
 	// and Pending was given to the member (KIP-1251's assignment epochs):
 	// a commit with an older epoch than the member's is still valid for
-	// a partition it has owned since. Not persisted: after a reload the
-	// member's epoch stands for all, which is only stricter.
+	// a partition it has owned since. Persisted in the member's
+	// current-assignment record.
 	assignedAt map[tpKey]int32
 
 	lastSeen       time.Time
@@ -172,11 +178,14 @@ type consumerGroup struct {
 	static                 map[string]string // instance id → member id
 	target                 map[string]tpSet  // by member id
 	owners                 map[tpKey]string  // partition → member that has it assigned or pending
-	// topicsSig is the subscribed topics' ids and partition counts at the
-	// last assignment: a change bumps the group epoch.
-	topicsSig string
-	sigGen    uint64 // the topics generation topicsSig was computed at
-	patterns  map[string]*pattern
+	// topicsHash is a hash of the subscribed topics' ids and partition
+	// counts at the last assignment: a change bumps the group epoch. It
+	// is persisted with the group epoch (KIP-1101's MetadataHash), so a
+	// coordinator that loads the group sees no change where there was
+	// none.
+	topicsHash int64
+	sigGen     uint64 // the topics generation topicsHash was checked at
+	patterns   map[string]*pattern
 }
 
 func (g *Group) consumerState() *consumerGroup {
@@ -530,6 +539,25 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 	g, exists := gs.Group(r.Group)
 	var out []Record
 	switch {
+	case exists && g.consumer == nil && len(g.members) > 0 && r.MemberEpoch == 0 && gs.canUpgrade(g):
+		// Online upgrade (consumer_migration.go). Every check that can
+		// refuse the joiner runs first: the conversion must exist only
+		// together with its records, as in Kafka, where a refusal drops
+		// both; converting and then refusing left memory a consumer group
+		// while the log still said classic.
+		if gs.customAssignorData(g) {
+			fail(kerr.GroupIDNotFound, "Cannot upgrade classic group "+r.Group+" to consumer group because an unsupported custom assignor is in use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.")
+			return
+		}
+		if g.members[r.MemberID] != nil {
+			fail(kerr.UnknownMemberID, "Member "+r.MemberID+" uses the classic protocol.")
+			return
+		}
+		if len(g.members) >= gs.cfg.Consumer.MaxSize {
+			fail(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of "+strconv.Itoa(gs.cfg.Consumer.MaxSize)+" members.")
+			return
+		}
+		out = append(out, gs.upgrade(g, topics, now)...)
 	case exists && g.consumer == nil && (len(g.members) > 0 || len(g.pending) > 0):
 		fail(kerr.GroupIDNotFound, "Group "+r.Group+" is not a consumer group.")
 		return
@@ -555,6 +583,9 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 	m, known := cg.members[r.MemberID]
 	bump := false
 	switch {
+	case known && m.Classic != nil:
+		fail(kerr.UnknownMemberID, "Member "+r.MemberID+" uses the classic protocol.")
+		return
 	case r.MemberEpoch == 0 && known && m.Epoch == -2:
 		// A static member back under its old id: as a rejoin below.
 	case r.MemberEpoch == 0:
@@ -597,7 +628,11 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		if r.InstanceID != nil {
 			if old, ok := cg.static[*r.InstanceID]; ok && old != memberID {
 				om := cg.members[old]
-				if om != nil && om.Epoch != -2 {
+				// A classic static member never leaves with -2: a
+				// consumer-protocol member with its instance id
+				// replaces it at once (a static member upgraded by a
+				// restart), as in Kafka.
+				if om != nil && om.Epoch != -2 && om.Classic == nil {
 					fail(kerr.UnreleasedInstanceID, "Static member "+old+" with instance id "+*r.InstanceID+" is not released yet.")
 					return
 				}
@@ -682,14 +717,14 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 	// The signature costs a pass over every member's topics: only when
 	// something it is made of may have changed.
 	if bump || resolvedChanged || cg.sigGen != gen {
-		if sig := cg.signature(topics); sig != cg.topicsSig {
+		if hashSig(cg.signature(topics)) != cg.topicsHash {
 			bump = true
 		}
 		cg.sigGen = gen
 	}
 	if bump {
 		cg.Epoch++
-		out = append(out, Record{Key: cgKey(cgMetadataKey, g.ID, "", false), Value: epochValue(cg.Epoch)})
+		out = append(out, cg.epochRecord(g.ID, topics))
 	}
 	if cg.Epoch > cg.AssignmentEpoch {
 		out = append(out, gs.computeTarget(g, topics)...)
@@ -770,11 +805,14 @@ func (gs *Groups) consumerLeave(g *Group, r *kmsg.ConsumerGroupHeartbeatRequest,
 // removeConsumerMember drops a member (left, expired or fenced) and starts
 // a new group epoch; it returns the records that say so.
 func (gs *Groups) removeConsumerMember(g *Group, m *cMember, now time.Time) []Record {
+	if gs.downgradeOnLeave(g, m) {
+		return gs.downgrade(g, m, gs.topicsNow(), now)
+	}
 	cg := g.consumer
 	out := cg.memberTombstones(g.ID, m.ID)
 	cg.drop(m.ID)
 	cg.Epoch++
-	out = append(out, Record{Key: cgKey(cgMetadataKey, g.ID, "", false), Value: epochValue(cg.Epoch)})
+	out = append(out, cg.epochRecord(g.ID, gs.topicsNow()))
 	g.refreshConsumerState(now)
 	return out
 }
@@ -901,7 +939,7 @@ func (gs *Groups) computeTarget(g *Group, topics map[string]TopicMeta) []Record 
 	}
 	cg.target = next
 	cg.AssignmentEpoch = cg.Epoch
-	cg.topicsSig = cg.signature(topics)
+	cg.topicsHash = hashSig(cg.signature(topics))
 	cg.sigGen = 0 // computeTarget does not know the generation; the next heartbeat checks again
 	return append(out, Record{Key: cgKey(cgTargetMetaKey, g.ID, "", false), Value: epochValue(cg.AssignmentEpoch)})
 }
@@ -918,10 +956,13 @@ func (gs *Groups) TickConsumer(now time.Time) {
 		var out []Record
 		for _, id := range cg.memberIDs() {
 			m := cg.members[id]
-			expired := !now.Before(m.lastSeen.Add(gs.cfg.Consumer.SessionTimeout))
+			expired := !now.Before(m.lastSeen.Add(gs.sessionTimeout(m)))
 			stuck := m.State == memberUnrevoked && m.Epoch != -2 && !now.Before(m.revokeDeadline)
-			if expired || stuck {
+			if expired || stuck || m.classicLate(now) {
 				out = append(out, gs.removeConsumerMember(g, m, now)...)
+				if g.consumer == nil {
+					break // downgraded to a classic group
+				}
 			}
 		}
 		if len(out) > 0 {
@@ -943,6 +984,10 @@ func (g *Group) checkConsumerCommit(c Commit, transactional bool) *kerr.Error {
 	switch {
 	case !ok:
 		return kerr.UnknownMemberID
+	case m.Classic != nil && c.Generation != m.Epoch:
+		return kerr.IllegalGeneration
+	case m.Classic != nil:
+		return nil
 	case !transactional && c.Version < 9:
 		return kerr.UnsupportedVersion
 	case c.Generation > m.Epoch || c.Generation < 0:
@@ -978,6 +1023,8 @@ func (gs *Groups) CheckConsumerFetch(group, memberID string, epoch int32) *kerr.
 	switch {
 	case !ok:
 		return kerr.UnknownMemberID
+	case epoch != m.Epoch && m.Classic != nil:
+		return kerr.IllegalGeneration
 	case epoch != m.Epoch:
 		return kerr.StaleMemberEpoch
 	}

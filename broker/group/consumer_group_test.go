@@ -412,3 +412,61 @@ func TestConsumerGroupRegexLimits(t *testing.T) {
 		t.Fatalf("after t-new was created: runs %d, epoch %d (was %d), a resolved %v", p.runs, cg.Epoch, epoch, cg.members["a"].resolved)
 	}
 }
+
+// TestConsumerGroupReplayKeepsEpochs: the subscribed topics' hash (key 3's
+// MetadataHash) and the partitions' assignment epochs (key 8's
+// AssignmentEpochs) are persisted, so a coordinator that loads the group
+// starts no new group epoch at the members' next heartbeats, and accepts
+// a commit of an older epoch for a partition held since then, as the old
+// coordinator did.
+func TestConsumerGroupReplayKeepsEpochs(t *testing.T) {
+	h := newCGHarness(t)
+	h.hb("a", 0, nil, true)
+	h.hb("b", 0, nil, true)
+	kept := assigned(h.hb("a", 1, nil, false))
+	h.hb("a", 1, kept, false)
+	h.hb("b", 2, []int32{}, false)
+	g, _ := h.gs.Group("g")
+	if g.consumer.StateName() != "Stable" || g.consumer.Epoch != 2 {
+		t.Fatalf("before the load:\n%s", h.describe())
+	}
+	// a has held kept since epoch 1: a commit at epoch 1 is valid for them.
+	commitAt1 := func(gs *Groups) bool {
+		gg, _ := gs.Group("g")
+		m := gg.consumer.members["a"]
+		for _, p := range kept {
+			if at, ok := m.assignedAt[tpKey{cgTopicID, p}]; !ok || at > 1 {
+				return false
+			}
+		}
+		return true
+	}
+	if !commitAt1(h.gs) {
+		t.Fatalf("a's partitions not held since epoch 1 before the load")
+	}
+
+	re := newCGHarness(t)
+	for _, rec := range h.log {
+		if err := re.gs.Replay(rec.Key, rec.Value, re.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !commitAt1(re.gs) {
+		g2, _ := re.gs.Group("g")
+		t.Fatalf("after the load, a's assignment epochs: %v, want %v held since 1", g2.consumer.members["a"].assignedAt, kept)
+	}
+	for _, m := range []string{"a", "b"} {
+		if r := re.hb(m, 2, nil, false); r.ErrorCode != 0 || r.MemberEpoch != 2 {
+			t.Fatalf("%s after the load: error %d epoch %d", m, r.ErrorCode, r.MemberEpoch)
+		}
+	}
+	if g2, _ := re.gs.Group("g"); g2.consumer.Epoch != 2 {
+		t.Fatalf("group epoch after the load and a heartbeat of each member: %d, want 2 (no change of topics or members)\n%s", g2.consumer.Epoch, re.describe())
+	}
+	// A change of the topics still is one.
+	re.topics = map[string]TopicMeta{"t": {ID: cgTopicID, Partitions: 8}}
+	re.hb("a", 2, nil, false)
+	if g2, _ := re.gs.Group("g"); g2.consumer.Epoch != 3 {
+		t.Fatalf("group epoch after the topic grew: %d, want 3", g2.consumer.Epoch)
+	}
+}

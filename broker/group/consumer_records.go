@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"time"
 )
@@ -15,22 +16,27 @@ import (
 // strings and arrays, an empty tagged-field section after each struct):
 //
 //	key type  key fields           value
-//	3         group                ConsumerGroupMetadataValue v0: Epoch int32
+//	3         group                ConsumerGroupMetadataValue v0: Epoch int32;
+//	                                 tag 0: MetadataHash int64 (KIP-1101)
 //	5         group, member        ConsumerGroupMemberMetadataValue v0: InstanceId?, RackId?,
 //	                                 ClientId, ClientHost, SubscribedTopicNames []string,
-//	                                 SubscribedTopicRegex?, RebalanceTimeoutMs int32, ServerAssignor?
+//	                                 SubscribedTopicRegex?, RebalanceTimeoutMs int32, ServerAssignor?;
+//	                                 tag 0: ClassicMemberMetadata? {SessionTimeoutMs int32,
+//	                                 SupportedProtocols [Name, Metadata bytes]} (migrated groups)
 //	6         group                ConsumerGroupTargetAssignmentMetadataValue v0: AssignmentEpoch int32
 //	7         group, member        ConsumerGroupTargetAssignmentMemberValue v0: [TopicId uuid, Partitions []int32]
 //	8         group, member        ConsumerGroupCurrentMemberAssignmentValue v0: MemberEpoch int32,
 //	                                 PreviousMemberEpoch int32, State int8,
-//	                                 AssignedPartitions [..], PartitionsPendingRevocation [..]
+//	                                 AssignedPartitions [..], PartitionsPendingRevocation [..];
+//	                                 each topic's tag 0: AssignmentEpochs []int32 (KIP-1251)
 //
 // A value starts with its int16 version. A reader skips tagged fields it
-// does not know (Kafka 4.x adds some, e.g. ClassicMemberMetadata), and a
-// value of a newer version is read for the fields above, which Kafka never
-// removes. Key type 4 (ConsumerGroupPartitionMetadata, written by Kafka
-// 3.x) is read past. A null value is a tombstone: of the member for types
-// 5, 7 and 8, of the group for type 3.
+// does not know, and a value of a newer version is read for the fields
+// above, which Kafka never removes. Our MetadataHash is not Kafka's hash
+// (hashSig): only our coordinators compare it. Key type 4
+// (ConsumerGroupPartitionMetadata, written by Kafka 3.x) is read past. A
+// null value is a tombstone: of the member for types 5, 7 and 8, of the
+// group for type 3.
 const (
 	cgMetadataKey       = 3
 	cgPartitionMetaKey  = 4
@@ -74,7 +80,12 @@ func (e *enc) nstr(s *string) {
 }
 func (e *enc) tags() []byte { e.uv(0); return e.b }
 
-func (e *enc) assignment(a tpSet) {
+func (e *enc) assignment(a tpSet) { e.assignmentAt(a, nil) }
+
+// assignmentAt codes a with, when at is not nil, each partition's
+// assignment epoch (KIP-1251's AssignmentEpochs, tagged field 0 of each
+// topic, aligned with its partitions).
+func (e *enc) assignmentAt(a tpSet, at map[tpKey]int32) {
 	byTopic := a.byTopic()
 	e.uv(uint64(len(byTopic)) + 1)
 	for _, t := range byTopic {
@@ -83,7 +94,23 @@ func (e *enc) assignment(a tpSet) {
 		for _, p := range t.parts {
 			e.i32(p)
 		}
-		e.uv(0)
+		if at == nil {
+			e.uv(0)
+			continue
+		}
+		field := &enc{}
+		field.uv(uint64(len(t.parts)) + 1)
+		for _, p := range t.parts {
+			epoch, ok := at[tpKey{t.id, p}]
+			if !ok {
+				epoch = -1
+			}
+			field.i32(epoch)
+		}
+		e.uv(1) // one tagged field
+		e.uv(0) // tag 0
+		e.uv(uint64(len(field.b)))
+		e.b = append(e.b, field.b...)
 	}
 }
 
@@ -94,7 +121,8 @@ type dec struct {
 }
 
 func (d *dec) need(n int) bool {
-	if d.err == nil && len(d.b) < n {
+	// n < 0: a length over 2^63 read from a varint.
+	if d.err == nil && (n < 0 || len(d.b) < n) {
 		d.err = errors.New(errShortRecordValue)
 	}
 	return d.err == nil
@@ -158,7 +186,11 @@ func (d *dec) skipTags() {
 		}
 	}
 }
-func (d *dec) assignment() tpSet {
+func (d *dec) assignment() tpSet { return d.assignmentAt(nil) }
+
+// assignmentAt reads an assignment and, into at when it is not nil, the
+// partitions' assignment epochs where the record has them.
+func (d *dec) assignmentAt(at map[tpKey]int32) tpSet {
 	out := tpSet{}
 	for range d.count() {
 		var id [16]byte
@@ -167,10 +199,30 @@ func (d *dec) assignment() tpSet {
 		}
 		copy(id[:], d.b)
 		d.b = d.b[16:]
+		var parts []int32
 		for range d.count() {
-			out[tpKey{id, d.i32()}] = struct{}{}
+			p := d.i32()
+			out[tpKey{id, p}] = struct{}{}
+			parts = append(parts, p)
 		}
-		d.skipTags()
+		for n := d.uv(); n > 0 && d.err == nil; n-- {
+			tag, size := d.uv(), d.uv()
+			if !d.need(int(size)) {
+				return out
+			}
+			field := &dec{b: d.b[:size]}
+			d.b = d.b[size:]
+			if tag != 0 || at == nil {
+				continue
+			}
+			if c := field.count(); c == len(parts) {
+				for _, p := range parts {
+					if e := field.i32(); e >= 0 && field.err == nil {
+						at[tpKey{id, p}] = e
+					}
+				}
+			}
+		}
 	}
 	return out
 }
@@ -196,7 +248,7 @@ func (m *cMember) metadataValue() []byte {
 	e.nstr(m.Regex)
 	e.i32(m.RebalanceTimeout)
 	e.nstr(m.Assignor)
-	return e.tags()
+	return e.classicTag(m.Classic)
 }
 
 func (m *cMember) currentValue() []byte {
@@ -204,8 +256,8 @@ func (m *cMember) currentValue() []byte {
 	e.i32(m.Epoch)
 	e.i32(m.PrevEpoch)
 	e.i8(m.State)
-	e.assignment(m.Assigned)
-	e.assignment(m.Pending)
+	e.assignmentAt(m.Assigned, m.assignedAt)
+	e.assignmentAt(m.Pending, m.assignedAt)
 	return e.tags()
 }
 
@@ -278,6 +330,9 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 	switch typ {
 	case cgMetadataKey:
 		cg.Epoch = d.i32()
+		if h, ok := d.epochTagged(); ok {
+			cg.topicsHash, cg.sigGen = h, 0
+		}
 		g.Generation = cg.Epoch
 	case cgTargetMetaKey:
 		if d != nil {
@@ -299,6 +354,7 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 		m.Regex = d.nstr()
 		m.RebalanceTimeout = d.i32()
 		m.Assignor = d.nstr()
+		m.Classic = d.classicTagged()
 		if m.InstanceID != nil {
 			cg.static[*m.InstanceID] = memberID
 		}
@@ -321,9 +377,17 @@ func (gs *Groups) replayConsumer(typ uint16, key, value []byte, now time.Time) e
 			break
 		}
 		m.Epoch, m.PrevEpoch, m.State = d.i32(), d.i32(), d.i8()
-		assigned := d.assignment()
-		m.assignedAt = nil
-		cg.setOwned(m, assigned, d.assignment())
+		at := map[tpKey]int32{}
+		assigned := d.assignmentAt(at)
+		pending := d.assignmentAt(at)
+		m.assignedAt = at // setOwned takes the recorded epochs, the member's for the others
+		cg.setOwned(m, assigned, pending)
+		if m.State == memberUnrevoked {
+			// Its deadline is not in the log: it gets a full rebalance
+			// timeout from the load, as Kafka schedules on load, rather
+			// than none (removed at the first tick).
+			m.revokeDeadline = now.Add(m.rebalanceTimeout())
+		}
 	}
 	if d != nil && d.err != nil {
 		return fmt.Errorf("broker/group: consumer group record type %d of %s: %w", typ, groupID, d.err)
@@ -360,4 +424,45 @@ func (cg *consumerGroup) memberTombstones(group, member string) []Record {
 		{Key: cgKey(cgTargetMemberKey, group, member, true)},
 		{Key: cgKey(cgMemberKey, group, member, true)},
 	}
+}
+
+// hashSig is the MetadataHash persisted for a signature (consumerGroup's
+// topicsHash). Kafka hashes the topics otherwise (Murmur3 over ids, names,
+// partition counts and racks): a Kafka that loads our records sees a
+// different hash and starts one new group epoch, which costs nothing else.
+func hashSig(sig string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(sig))
+	return int64(h.Sum64())
+}
+
+// epochRecord is the group epoch record (key 3) with the hash of the
+// subscribed topics as they are now: Kafka's ConsumerGroupMetadataValue
+// with MetadataHash, tagged field 0 (KIP-1101, Kafka 4.1+).
+func (cg *consumerGroup) epochRecord(group string, topics map[string]TopicMeta) Record {
+	e := newValue()
+	e.i32(cg.Epoch)
+	e.uv(1) // one tagged field
+	e.uv(0) // tag 0: MetadataHash int64
+	e.uv(8)
+	e.b = binary.BigEndian.AppendUint64(e.b, uint64(hashSig(cg.signature(topics))))
+	return Record{Key: cgKey(cgMetadataKey, group, "", false), Value: e.b}
+}
+
+// epochTagged reads the tagged fields of a group epoch record: the
+// MetadataHash when there is one.
+func (d *dec) epochTagged() (int64, bool) {
+	var hash int64
+	found := false
+	for n := d.uv(); n > 0 && d.err == nil; n-- {
+		tag, size := d.uv(), d.uv()
+		if !d.need(int(size)) {
+			return 0, false
+		}
+		if tag == 0 && size == 8 {
+			hash, found = int64(binary.BigEndian.Uint64(d.b)), true
+		}
+		d.b = d.b[size:]
+	}
+	return hash, found
 }

@@ -77,10 +77,12 @@ func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replic
 	if n := bcfg.Int("offset.metadata.max.bytes"); n > 0 {
 		cfg.MaxMetadataBytes = int(n)
 	}
-	return &Coordinator{bcfg: bcfg, nodeID: int32(bcfg.Int("node.id")), ctrl: ctrl, parts: parts, logger: logger,
+	c := &Coordinator{bcfg: bcfg, nodeID: int32(bcfg.Int("node.id")), ctrl: ctrl, parts: parts, logger: logger,
 		now: time.Now, retentionCheck: ms("offsets.retention.check.interval.ms"),
 		gs: NewGroups(cfg), loaded: map[int32]bool{}, loading: map[int32]bool{}, inflight: map[int32]*inflight{},
 		stop: make(chan struct{})}
+	c.gs.Topics = c.topicsView // called by Groups with c.mu held
+	return c
 }
 
 // Start loads the partitions of __consumer_offsets this node leads, follows
@@ -574,12 +576,34 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 // Leave serves a LeaveGroup: a top-level error or one per member.
 func (c *Coordinator) Leave(group string, members []kmsg.LeaveGroupRequestMember) (*kerr.Error, []*kerr.Error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if code := c.status(group); code != nil {
+		c.mu.Unlock()
 		return code, nil
 	}
 	top, codes := c.gs.Leave(group, members, c.now())
+	// The answer waits until the removal is committed, as Kafka's: a
+	// member told it left before that would be loaded again, owning its
+	// partitions, by a coordinator that took over meanwhile. Every other
+	// call flushes before it unlocks, so the queued writes are this
+	// leave's.
+	saved := make(chan error, len(c.gs.writes))
+	for i := range c.gs.writes {
+		done := c.gs.writes[i].Done
+		c.gs.writes[i].Done = func(err error) {
+			if done != nil {
+				done(err)
+			}
+			saved <- err
+		}
+	}
+	n := cap(saved)
 	c.flushLocked()
+	c.mu.Unlock()
+	for range n {
+		if err := <-saved; err != nil && top == nil {
+			top = kerr.ErrorForCode(commitErrorCode(err)).(*kerr.Error)
+		}
+	}
 	return top, codes
 }
 

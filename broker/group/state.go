@@ -176,6 +176,10 @@ type Groups struct {
 	// are given (topicsGeneration).
 	topicsOf  uintptr
 	topicsGen uint64
+	// Topics is the cluster's topics, for the classic members of
+	// consumer groups (their requests carry topic names); nil in tests
+	// that have no topics. The coordinator calls it with its mu held.
+	Topics func() map[string]TopicMeta
 }
 
 // NewGroups is an empty state machine.
@@ -289,6 +293,10 @@ func (gs *Groups) Join(req JoinRequest, now time.Time, reply func(*kmsg.JoinGrou
 	g, exists := gs.Group(req.Group)
 	if !exists && req.MemberID != "" {
 		fail(kerr.UnknownMemberID, req.MemberID)
+		return
+	}
+	if exists && g.consumer != nil && len(g.consumer.members) > 0 {
+		gs.classicJoinConsumer(g, req, now, reply)
 		return
 	}
 	if exists && g.consumer != nil {
@@ -724,6 +732,10 @@ func (gs *Groups) Sync(req *kmsg.SyncGroupRequest, now time.Time, reply func(*km
 		fail(kerr.UnknownMemberID)
 		return
 	}
+	if g.consumer != nil {
+		gs.classicSyncConsumer(g, req, now, reply)
+		return
+	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != nil {
 		fail(code)
 		return
@@ -804,6 +816,9 @@ func (gs *Groups) Heartbeat(req *kmsg.HeartbeatRequest, now time.Time) *kerr.Err
 	if !ok {
 		return kerr.UnknownMemberID
 	}
+	if g.consumer != nil {
+		return gs.classicHeartbeatConsumer(g, req, now)
+	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != nil {
 		return code
 	}
@@ -831,6 +846,9 @@ func (gs *Groups) Leave(group string, members []kmsg.LeaveGroupRequestMember, no
 			codes[i] = kerr.UnknownMemberID
 		}
 		return nil, codes
+	}
+	if g.consumer != nil {
+		return nil, gs.classicLeaveConsumer(g, members, now)
 	}
 	for i, lm := range members {
 		id := lm.MemberID

@@ -311,18 +311,72 @@ func aclCases() []aclCase {
 			r := kmsg.NewPtrOffsetCommitRequest()
 			r.Group, r.Generation = "acl-group", -1
 			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = "acl-topic"
+			rt.Topic, rt.TopicID = "acl-topic", s.ids["acl-topic"] // v10 names it by id
 			rp := kmsg.NewOffsetCommitRequestTopicPartition()
 			rp.Offset = 1
 			rt.Partitions = append(rt.Partitions, rp)
 			r.Topics = append(r.Topics, rt)
 			return r
 		}, denied: groupDenied},
+		{name: "OffsetCommit/v10-topic-ids", req: func(s *aclSide) kmsg.Request {
+			// By id only: the ACLs match the names the ids resolve to;
+			// an unknown id is UNKNOWN_TOPIC_ID.
+			r := kmsg.NewPtrOffsetCommitRequest()
+			r.Group, r.Generation = "acl-group", -1
+			for _, id := range aclV10IDs(s) {
+				rt := kmsg.NewOffsetCommitRequestTopic()
+				rt.TopicID = id
+				rp := kmsg.NewOffsetCommitRequestTopicPartition()
+				rp.Offset = 1
+				rt.Partitions = append(rt.Partitions, rp)
+				r.Topics = append(r.Topics, rt)
+			}
+			return r
+		}, codes: func(s *aclSide, r kmsg.Response) []int16 {
+			c := r.(*kmsg.OffsetCommitResponse)
+			out := []int16{c.GetVersion()}
+			for _, id := range aclV10IDs(s) {
+				code := int16(-999) // the topic is missing from the answer
+				for _, t := range c.Topics {
+					if t.TopicID == id && len(t.Partitions) == 1 {
+						code = t.Partitions[0].ErrorCode
+					}
+				}
+				out = append(out, code)
+			}
+			return out
+		}},
+		{name: "OffsetFetch/v10-topic-ids", req: func(s *aclSide) kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = "acl-group"
+			for _, id := range aclV10IDs(s) {
+				g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{TopicID: id, Partitions: []int32{0}})
+			}
+			r.Groups = append(r.Groups, g)
+			return r
+		}, codes: func(s *aclSide, r kmsg.Response) []int16 {
+			f := r.(*kmsg.OffsetFetchResponse)
+			out := []int16{f.GetVersion()}
+			for _, g := range f.Groups {
+				out = append(out, g.ErrorCode)
+				for _, id := range aclV10IDs(s) {
+					code := int16(-999)
+					for _, t := range g.Topics {
+						if t.TopicID == id && len(t.Partitions) == 1 {
+							code = t.Partitions[0].ErrorCode
+						}
+					}
+					out = append(out, code)
+				}
+			}
+			return out
+		}},
 		{name: "OffsetFetch", req: func(s *aclSide) kmsg.Request {
 			r := kmsg.NewPtrOffsetFetchRequest()
 			g := kmsg.NewOffsetFetchRequestGroup()
 			g.Group = "acl-group"
-			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "acl-topic", Partitions: []int32{0}}}
+			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "acl-topic", TopicID: s.ids["acl-topic"], Partitions: []int32{0}}}
 			r.Groups = append(r.Groups, g)
 			r.Group, r.Topics = "acl-group", []kmsg.OffsetFetchRequestTopic{{Topic: "acl-topic", Partitions: []int32{0}}}
 			return r
@@ -595,6 +649,12 @@ func aclCases() []aclCase {
 			return r
 		}, denied: topicDenied},
 	}
+}
+
+// aclV10IDs are the topics of the v10 cases: one alice may read, one she
+// may not, and an id no topic has.
+func aclV10IDs(s *aclSide) [][16]byte {
+	return [][16]byte{s.ids["acl-topic"], s.ids["acl-none"], {9, 9, 9, 9}}
 }
 
 func fetchReq(s *aclSide, topic string) kmsg.Request {

@@ -48,8 +48,8 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.FindCoordinator.Int16():      {min: 0, max: 6, fn: typed(s.handleFindCoordinator)},
 
 		// Groups and committed offsets (broker/group).
-		kmsg.OffsetCommit.Int16():   {min: 2, max: 9, fn: typed(s.handleOffsetCommit)},
-		kmsg.OffsetFetch.Int16():    {min: 1, max: 9, fn: typed(s.handleOffsetFetch)},
+		kmsg.OffsetCommit.Int16():   {min: 2, max: 10, fn: typed(s.handleOffsetCommit)},
+		kmsg.OffsetFetch.Int16():    {min: 1, max: 10, fn: typed(s.handleOffsetFetch)},
 		kmsg.JoinGroup.Int16():      {min: 0, max: 9, fn: typed(s.handleJoinGroup)},
 		kmsg.Heartbeat.Int16():      {min: 0, max: 4, fn: typed(s.handleHeartbeat)},
 		kmsg.LeaveGroup.Int16():     {min: 0, max: 5, fn: typed(s.handleLeaveGroup)},

@@ -300,6 +300,7 @@ func (c *conn) serveRequest(body []byte) error {
 	var err error
 	testHook(c)
 	c.started, c.waited = start, 0
+	ids := c.resolveTopicIDs(req) // before the ACLs, which match names (topic_ids.go)
 	deny, post := c.authorizeRequest(req)
 	if deny != nil {
 		resp = deny
@@ -310,7 +311,10 @@ func (c *conn) serveRequest(body []byte) error {
 	if post != nil && resp != nil && err == nil {
 		post(resp)
 	}
-	c.s.metrics.observe(c.hdr.key, time.Since(start), err)
+	if ids != nil && resp != nil && err == nil {
+		ids(resp)
+	}
+	c.s.metrics.observe(c.hdr.key, c.hdr.version, time.Since(start), err)
 	c.freeBody(err == nil)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +26,10 @@ import (
 // need no bookkeeping on any request path.
 type metrics struct {
 	// kafka.network:type=RequestMetrics,name={RequestsPerSec,TotalTimeMs},request=X
-	requests      *prometheus.CounterVec
+	requests *prometheus.CounterVec
+	// byVersion is Kafka RequestsPerSec's version tag: which versions
+	// the clients use (what an upgrade or a new API version changes).
+	byVersion     *prometheus.CounterVec
 	requestErrors *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
 	// kafka.server:type=socket-server-metrics,{connection-count,connection-creation-total}
@@ -88,6 +92,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tributary_broker_requests_total", Help: "Requests served, by API (Kafka RequestsPerSec)."}, []string{"api"}),
+		byVersion: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_requests_by_version_total", Help: "Requests served, by API and version (Kafka RequestsPerSec's version tag)."}, []string{"api", "version"}),
 		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tributary_broker_request_failures_total", Help: "Requests that closed their connection, by API."}, []string{"api"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -132,7 +138,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.purgatory.WithLabelValues(purgatoryFetch)
 	m.purgatory.WithLabelValues(purgatoryProduce)
 	m.purgatory.WithLabelValues(purgatoryRebalance)
-	reg.MustRegister(m.requests, m.requestErrors, m.latency, m.connections, m.connectionsCreated, m.rejectedFrames,
+	reg.MustRegister(m.requests, m.byVersion, m.requestErrors, m.latency, m.connections, m.connectionsCreated, m.rejectedFrames,
 		m.refusedConnections, m.acceptErrors, m.poolWaits, m.poolWaitSeconds, m.panics,
 		m.bytesIn, m.bytesOut, m.messagesIn, m.logFlush, m.isrShrinks, m.isrExpands, m.purgatory, m.forwarded, stateCollector{m})
 	return m
@@ -154,9 +160,10 @@ func (m *metrics) watchPool(p *requestPool) {
 			}))
 }
 
-func (m *metrics) observe(key int16, d time.Duration, err error) {
+func (m *metrics) observe(key, version int16, d time.Duration, err error) {
 	api := kmsg.NameForKey(key)
 	m.requests.WithLabelValues(api).Inc()
+	m.byVersion.WithLabelValues(api, strconv.Itoa(int(version))).Inc()
 	m.latency.WithLabelValues(api).Observe(d.Seconds())
 	if err != nil {
 		m.requestErrors.WithLabelValues(api).Inc()

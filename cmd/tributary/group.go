@@ -121,6 +121,11 @@ log end, a second table shows it, with STABLE-LAG = LAST-STABLE-OFFSET -
 CURRENT-OFFSET: all that a read_committed consumer (the loader among them)
 can read now. Kafka's tool shows no such table.
 
+A consumer-protocol (KIP-848) group shows its group epoch and, per member,
+its PROTOCOL (consumer, or classic for a member still using JoinGroup in a
+group migrating between the protocols), its EPOCH, the PARTITIONS it owns
+and its TARGET assignment (they differ while it reconciles).
+
 Rows are sorted by topic and partition. An unknown group is an error.`,
 		Example: `  tributary group describe orders-app
 
@@ -155,10 +160,16 @@ func printGroup(w io.Writer, d *kafkacli.GroupDescription, rows []kafkacli.Parti
 		// A KIP-848 group: each member's epoch and its target beside what
 		// it owns now (they differ while it reconciles).
 		fmt.Fprintf(w, "Group epoch %d.\n", d.Epoch)
-		fmt.Fprintln(tw, "MEMBER-ID\tCLIENT-ID\tHOST\tEPOCH\tPARTITIONS\tTARGET")
+		// PROTOCOL: classic for a member that still joins with JoinGroup
+		// (a group migrating between the protocols).
+		fmt.Fprintln(tw, "MEMBER-ID\tCLIENT-ID\tHOST\tPROTOCOL\tEPOCH\tPARTITIONS\tTARGET")
 		for _, m := range d.Members {
 			t := kafkacli.GroupMember{Assignment: m.Target}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, dash(m.ClientID), dash(m.Host), m.Epoch, m.AssignedPartitions(), t.AssignedPartitions())
+			proto := "consumer"
+			if m.Classic {
+				proto = "classic"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, dash(m.ClientID), dash(m.Host), proto, m.Epoch, m.AssignedPartitions(), t.AssignedPartitions())
 		}
 		tw.Flush()
 	} else {

@@ -78,6 +78,9 @@ type GroupMember struct {
 	// (group_consumer.go); 0 and nil for a classic member.
 	Epoch  int32
 	Target map[string][]int
+	// Classic is a member of a KIP-848 group that speaks the classic
+	// protocol (a group migrating between the two).
+	Classic bool
 }
 
 // AssignedPartitions prints the assignment as topic(0,1,2) topic2(0).

@@ -46,7 +46,8 @@ func (c *Cluster) describeConsumerGroups(ctx context.Context, ids []string, out 
 			d := &GroupDescription{ID: g.Group, State: g.State, ProtocolType: "consumer", Protocol: g.AssignorName, Epoch: g.Epoch}
 			for _, m := range g.Members {
 				gm := GroupMember{ID: m.MemberID, ClientID: m.ClientID, Host: strings.TrimPrefix(m.ClientHost, "/"),
-					Epoch: m.MemberEpoch, Assignment: assignmentByName(m.Assignment), Target: assignmentByName(m.TargetAssignment)}
+					Epoch: m.MemberEpoch, Assignment: assignmentByName(m.Assignment), Target: assignmentByName(m.TargetAssignment),
+					Classic: m.MemberType == 0}
 				if m.InstanceID != nil {
 					gm.InstanceID = *m.InstanceID
 				}

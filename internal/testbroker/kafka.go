@@ -98,6 +98,14 @@ func RunKafkaTool(t testing.TB, class string, args ...string) (stdout, stderr st
 // partitions, which Kafka creates faster, as a test broker should.
 func StartKafka(t testing.TB) *Kafka {
 	t.Helper()
+	return StartKafkaWith(t)
+}
+
+// StartKafkaWith is StartKafka with extra server.properties lines
+// ("name=value"), e.g. the group.consumer.* settings a comparison gives
+// both brokers.
+func StartKafkaWith(t testing.TB, extra ...string) *Kafka {
+	t.Helper()
 	java, lib := KafkaLib(t)
 	dir := t.TempDir()
 	k := &Kafka{t: t, java: java, lib: lib, port: freePort(t), props: filepath.Join(dir, "server.properties")}
@@ -118,6 +126,9 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 `, k.port, cport, filepath.Join(dir, "data"))
+	for _, e := range extra {
+		props += e + "\n"
+	}
 	if err := os.WriteFile(k.props, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
 	}

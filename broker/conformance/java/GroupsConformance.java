@@ -6,6 +6,7 @@
 //
 //   java -cp "$classes:$lib/*" GroupsConformance rebalance <bootstrap> <topic> <group> default|cooperative-sticky
 //   java -cp "$classes:$lib/*" GroupsConformance static <bootstrap> <topic> <group> [classic|consumer]
+//   java -cp "$classes:$lib/*" GroupsConformance migrate <bootstrap> <topic> <group> [default|cooperative-sticky]
 //
 // Both modes create <topic> with 6 partitions and keep a producer writing
 // numbered records to it while KafkaConsumers (subscribe(), no auto
@@ -35,6 +36,15 @@
 // the session timeout; then the same for s1, the leader. Each must get its
 // partitions back with no rebalance: the other member's callbacks are not
 // called again and the generation does not change.
+//
+// migrate: KIP-848's online migration. A classic group of three members
+// (default assignors) is upgraded member by member: each classic member is
+// closed and a group.protocol=consumer member started in its place; the
+// group must be a CONSUMER group from the first upgrade on, with classic
+// and consumer members side by side, and every step ends with 2 partitions
+// each. Then it is downgraded the same way, member by member, back to a
+// CLASSIC group. Nothing may be processed twice: every member commits on
+// revocation, and the broker reassigns only what was revoked.
 //
 // Exit status 0 and "GROUPS OK" on success; otherwise "FAIL:" lines and 1.
 
@@ -448,6 +458,8 @@ public class GroupsConformance {
             try {
                 if (mode.equals("rebalance")) {
                     rebalance(admin, args.length > 4 ? args[4] : "default", all);
+                } else if (mode.equals("migrate")) {
+                    migrate(admin, all, args.length > 4 ? args[4] : "default");
                 } else if (mode.equals("static")) {
                     staticMembers(all, args.length > 4 ? args[4] : "classic");
                 } else {
@@ -476,7 +488,7 @@ public class GroupsConformance {
                     }
                 });
                 step("processed " + producer.acked.size() + " records, " + Tracker.reprocessed + " of them again (never committed before the partition moved)");
-                if (args.length > 4 && args[4].equals("consumer") && Tracker.reprocessed > 0) {
+                if ((mode.equals("migrate") || args.length > 4 && args[4].equals("consumer")) && Tracker.reprocessed > 0) {
                     // KIP-848 revokes before it reassigns, and the members
                     // commit on revocation: nothing may be processed twice.
                     fail("consumer protocol: " + Tracker.reprocessed + " records processed twice");
@@ -660,5 +672,65 @@ public class GroupsConformance {
             fail(newName + " has the old member id " + oldId + "; a rejoining static member gets a new one");
         }
         return b;
+    }
+
+    static void migrate(Admin admin, List<Member> all, String strategy) throws Exception {
+        Properties classic = new Properties(), consumer = new Properties();
+        if (strategy.equals("cooperative-sticky")) {
+            classic.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+        } else if (!strategy.equals("default")) {
+            throw new IllegalArgumentException("unknown strategy " + strategy);
+        }
+        consumer.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        Member[] cur = {new Member("m1", classic), new Member("m2", classic), new Member("m3", classic)};
+        for (Member m : cur) {
+            all.add(m);
+            m.start();
+        }
+        waitOwned("classic m1, m2, m3 own 2 partitions each", Map.of("m1", 2, "m2", 2, "m3", 2), cur);
+        expectType(admin, GroupType.CLASSIC, "before the upgrade");
+        replaceEach(admin, cur, "c", consumer, all, GroupType.CONSUMER, "upgrade");
+        replaceEach(admin, cur, "k", classic, all, GroupType.CLASSIC, "downgrade");
+    }
+
+    // replaceEach closes each member of cur in turn and starts one named
+    // prefix+i with props in its place, waiting for 2 partitions each.
+    // The group must have type want from the first replacement on (an
+    // upgrade) or after the last (a downgrade).
+    static void replaceEach(Admin admin, Member[] cur, String prefix, Properties props, List<Member> all, GroupType want, String what) throws Exception {
+        for (int i = 0; i < cur.length; i++) {
+            Thread.sleep(1000);
+            step(what + ": replacing " + cur[i].name);
+            cur[i].finish();
+            cur[i].check();
+            Member n = new Member(prefix + (i + 1), props);
+            all.add(n);
+            n.start();
+            cur[i] = n;
+            Map<String, Integer> wantOwned = new TreeMap<>();
+            for (Member m : cur) {
+                wantOwned.put(m.name, 2);
+            }
+            waitOwned(what + " step " + (i + 1) + ": " + wantOwned.keySet() + " own 2 partitions each", wantOwned, cur);
+            if (want == GroupType.CONSUMER || i == cur.length - 1) {
+                expectType(admin, want, what + " step " + (i + 1));
+            }
+        }
+    }
+
+    static void expectType(Admin admin, GroupType want, String when) throws Exception {
+        // The describe can see the group a moment before its last member
+        // reconciled: wait for Stable.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        ConsumerGroupDescription d;
+        do {
+            d = admin.describeConsumerGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
+            if (d.type() == want && d.groupState() == GroupState.STABLE && d.members().size() == 3) {
+                step(when + ": group type " + d.type() + ", " + d.groupState());
+                return;
+            }
+            Thread.sleep(100);
+        } while (System.nanoTime() < deadline);
+        fail(when + ": group type " + d.type() + ", state " + d.groupState() + ", " + d.members().size() + " members; want " + want + ", STABLE, 3 members");
     }
 }
