@@ -170,6 +170,25 @@ var BrokerDefs = defs(
 	Def{Name: "group.consumer.assignors", Type: List, Default: "uniform,range", Check: listOf("uniform", "range"), Doc: "The server-side assignors consumer-protocol members may name (group.remote.assignor); the first is used when none is named."},
 	Def{Name: "group.consumer.max.size", Type: Int, Default: "2147483647", Check: atLeast(1), Doc: "The most members in one consumer-protocol group."},
 
+	// KIP-932 share groups (broker/share).
+	Def{Name: "group.share.record.lock.duration.ms", Type: Int, Default: "30000", Check: atLeast(1), Doc: "How long a share-group member holds the records a ShareFetch acquired for it; unacknowledged records are then released for redelivery."},
+	Def{Name: "group.share.min.record.lock.duration.ms", Type: Int, Default: "15000", Check: atLeast(1), Doc: "The smallest group.share.record.lock.duration.ms allowed."},
+	Def{Name: "group.share.max.record.lock.duration.ms", Type: Int, Default: "60000", Check: atLeast(1), Doc: "The largest group.share.record.lock.duration.ms allowed."},
+	Def{Name: "group.share.delivery.count.limit", Type: Int, Default: "5", Check: atLeast(1), Doc: "A share-group record delivered this many times without being accepted is archived, never delivered again."},
+	Def{Name: "group.share.min.delivery.count.limit", Type: Int, Default: "2", Check: atLeast(1), Doc: "The smallest group.share.delivery.count.limit allowed."},
+	Def{Name: "group.share.max.delivery.count.limit", Type: Int, Default: "10", Check: atLeast(1), Doc: "The largest group.share.delivery.count.limit allowed."},
+	Def{Name: "group.share.partition.max.record.locks", Type: Int, Default: "2000", Check: atLeast(1), Doc: "The most in-flight (acquired or released, not yet acknowledged) records of one share partition; it bounds the broker's memory per share partition."},
+	Def{Name: "group.share.min.partition.max.record.locks", Type: Int, Default: "100", Check: atLeast(1), Doc: "The smallest group.share.partition.max.record.locks allowed."},
+	Def{Name: "group.share.max.partition.max.record.locks", Type: Int, Default: "4000", Check: atLeast(1), Doc: "The largest group.share.partition.max.record.locks allowed."},
+	Def{Name: "group.share.session.timeout.ms", Type: Int, Default: "45000", Check: atLeast(1), Doc: "A share-group member that sends no heartbeat for this long is removed from its group and its records released."},
+	Def{Name: "group.share.min.session.timeout.ms", Type: Int, Default: "45000", Check: atLeast(1), Doc: "The smallest group.share.session.timeout.ms allowed."},
+	Def{Name: "group.share.max.session.timeout.ms", Type: Int, Default: "60000", Check: atLeast(1), Doc: "The largest group.share.session.timeout.ms allowed."},
+	Def{Name: "group.share.heartbeat.interval.ms", Type: Int, Default: "5000", Check: atLeast(1), Doc: "How often share-group members heartbeat; it is given to them in every heartbeat response."},
+	Def{Name: "group.share.min.heartbeat.interval.ms", Type: Int, Default: "5000", Check: atLeast(1), Doc: "The smallest group.share.heartbeat.interval.ms allowed."},
+	Def{Name: "group.share.max.heartbeat.interval.ms", Type: Int, Default: "15000", Check: atLeast(1), Doc: "The largest group.share.heartbeat.interval.ms allowed."},
+	Def{Name: "group.share.max.size", Type: Int, Default: "200", Check: atLeast(1), Doc: "The most members in one share group (GROUP_MAX_SIZE_REACHED beyond)."},
+	Def{Name: "group.share.max.share.sessions", Type: Int, Default: "2000", Check: atLeast(1), Doc: "The most share sessions (one per member and broker) a broker keeps (SHARE_SESSION_LIMIT_REACHED beyond)."},
+
 	// Producers.
 	Def{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", Check: atLeast(1), Doc: "Idempotent producer state is dropped after this long idle."},
 )

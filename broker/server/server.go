@@ -25,6 +25,7 @@ import (
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/share"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/broker/tier"
@@ -43,6 +44,7 @@ type Server struct {
 	clusterID string
 	pids      *producerIDs
 	groups    *group.Coordinator
+	shares    *share.Manager // KIP-932 share groups (share.go)
 	// authorizer judges requests (acl_authz.go); nil allows everything.
 	authorizer *acl.Authorizer
 	txns       *txn.Coordinator
@@ -285,6 +287,11 @@ func (s *Server) Start() error {
 	}
 	s.groups = group.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger)
 	s.groups.Start()
+	if err := s.startShares(paths[0]); err != nil {
+		s.closeListeners()
+		s.closeStorage()
+		return err
+	}
 	s.txns = txn.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger, s.pids.allocate, s.writeMarkers)
 	s.txns.Start()
 	// A log whose topic is gone from the metadata is deleted, but only on
@@ -618,6 +625,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.groups != nil {
 		s.groups.Stop()
+	}
+	if s.shares != nil {
+		s.shares.Stop()
 	}
 	if s.parts != nil {
 		s.parts.StopReplication()

@@ -1,0 +1,44 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/share"
+)
+
+// handleShareGroupHeartbeat serves KIP-932 share-group membership on the
+// group's coordinator (the same node as for the group's offsets). It
+// needs READ on the group and DESCRIBE on every subscribed topic, as
+// Kafka's KafkaApis.handleShareGroupHeartbeat.
+func (s *Server) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
+	fail := func(e *kerr.Error) (*kmsg.ShareGroupHeartbeatResponse, error) {
+		r := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		r.ErrorCode = e.Code
+		return r, nil
+	}
+	if !c.allowedGroup(opRead, req.GroupID) {
+		return fail(kerr.GroupAuthorizationFailed)
+	}
+	for _, t := range req.SubscribedTopicNames {
+		if !c.allowedTopic(opDescribe, t) {
+			return fail(kerr.TopicAuthorizationFailed)
+		}
+	}
+	if code := s.groups.Status(req.GroupID); code != nil {
+		return fail(code)
+	}
+	other := false
+	if req.MemberEpoch == 0 && !s.shares.Has(req.GroupID) {
+		// A classic or consumer group of that id keeps it (Kafka's
+		// groups have one type).
+		for _, g := range s.groups.List() {
+			if g.ID == req.GroupID {
+				other = true
+				break
+			}
+		}
+	}
+	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}
+	return s.shares.Heartbeat(hr, shareTopics(s.ctrl.Image()), other), nil
+}

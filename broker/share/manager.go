@@ -1,0 +1,482 @@
+package share
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/config"
+)
+
+// Config is the share-group settings (group.share.*), checked against
+// their bounds by broker/config.
+type Config struct {
+	LockDuration      time.Duration // group.share.record.lock.duration.ms
+	DeliveryLimit     int16         // group.share.delivery.count.limit
+	MaxRecordLocks    int           // group.share.partition.max.record.locks
+	SessionTimeout    time.Duration // group.share.session.timeout.ms
+	HeartbeatInterval time.Duration // group.share.heartbeat.interval.ms
+	MaxSize           int           // group.share.max.size
+	MaxSessions       int           // group.share.max.share.sessions
+	// AutoOffsetReset is where a share partition starts when the group
+	// first reads it: "latest" (Kafka's default for share.auto.offset.reset)
+	// or "earliest".
+	AutoOffsetReset string
+}
+
+// ConfigFrom reads the broker's group.share.* settings.
+func ConfigFrom(b *config.Broker) Config {
+	ms := func(n string) time.Duration { return time.Duration(b.Int(n)) * time.Millisecond }
+	return Config{
+		LockDuration:      ms("group.share.record.lock.duration.ms"),
+		DeliveryLimit:     int16(b.Int("group.share.delivery.count.limit")),
+		MaxRecordLocks:    int(b.Int("group.share.partition.max.record.locks")),
+		SessionTimeout:    ms("group.share.session.timeout.ms"),
+		HeartbeatInterval: ms("group.share.heartbeat.interval.ms"),
+		MaxSize:           int(b.Int("group.share.max.size")),
+		MaxSessions:       int(b.Int("group.share.max.share.sessions")),
+		AutoOffsetReset:   "latest",
+	}
+}
+
+// Key names one share partition.
+type Key struct {
+	Group     string
+	Topic     [16]byte
+	Partition int32
+}
+
+// TP is a topic partition by id, as share requests name them.
+type TP struct {
+	Topic     [16]byte
+	Partition int32
+}
+
+type sessionKey struct{ group, member string }
+
+// session is a share session (Kafka's ShareSession): the partitions a
+// member fetches from this broker, and the epoch its next request must
+// carry.
+type session struct {
+	owner any // the connection that opened it
+	epoch int32
+	parts map[TP]struct{}
+}
+
+// Manager holds this broker's share groups (membership, on the group's
+// coordinator) and share partitions (acquisition state, on the
+// partition's leader), with their share sessions. Its methods are safe for
+// concurrent use; mu guards everything and is never held across I/O other
+// than the journal's appends.
+type Manager struct {
+	cfg    Config
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	groups   map[string]*group
+	parts    map[Key]*Partition
+	sessions map[sessionKey]*session
+	released chan struct{} // closed (and replaced) when records become available
+	journal  *journal      // nil: state is not persisted
+	earliest map[string]bool // groups with share.auto.offset.reset=earliest
+	now      func() time.Time
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewManager returns a Manager; with dir set, share-partition state is
+// persisted there and loaded back now.
+func NewManager(cfg Config, dir string, logger *slog.Logger) (*Manager, error) {
+	m := &Manager{
+		cfg: cfg, logger: logger,
+		groups:   map[string]*group{},
+		parts:    map[Key]*Partition{},
+		sessions: map[sessionKey]*session{},
+		earliest: map[string]bool{},
+		released: make(chan struct{}),
+		now:      time.Now,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if dir != "" {
+		j, states, err := openJournal(dir)
+		if err != nil {
+			return nil, err
+		}
+		m.journal = j
+		for k, st := range states {
+			if k.Partition == groupConfigPartition {
+				m.earliest[k.Group] = st.spso == 1
+				continue
+			}
+			m.parts[k] = Restore(st.spso, st.batches, cfg.MaxRecordLocks)
+		}
+	}
+	return m, nil
+}
+
+// Start runs the timers: expired locks and members.
+func (m *Manager) Start() {
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(tick(m.cfg))
+		defer t.Stop()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+				m.expire()
+			}
+		}
+	}()
+}
+
+// tick is how often locks and sessions are checked: a tenth of the lock
+// duration, within [10 ms, 1 s].
+func tick(cfg Config) time.Duration {
+	return min(max(cfg.LockDuration/10, 10*time.Millisecond), time.Second)
+}
+
+// Stop ends the timers and closes the journal.
+func (m *Manager) Stop() {
+	close(m.stop)
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.journal != nil {
+		m.journal.close()
+		m.journal = nil
+	}
+}
+
+// Released is closed the next time records become available again (an
+// acknowledgement released them, a lock expired, a member left), for
+// fetches waiting for records.
+func (m *Manager) Released() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.released
+}
+
+// signal wakes the waiting fetches. mu must be held.
+func (m *Manager) signal() {
+	close(m.released)
+	m.released = make(chan struct{})
+}
+
+func (m *Manager) expire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	released := false
+	for k, p := range m.parts {
+		if p.Expire(now.UnixNano(), m.cfg.DeliveryLimit) {
+			released = true
+		}
+		m.persist(k, p)
+	}
+	for _, g := range m.groups {
+		for _, id := range g.expire(now, m.cfg.SessionTimeout, g.shape) {
+			released = m.releaseMember(g.id, id) || released
+		}
+	}
+	if released {
+		m.signal()
+	}
+}
+
+// releaseMember releases what member holds in the group's partitions and
+// forgets its share session. mu must be held.
+func (m *Manager) releaseMember(groupID, member string) bool {
+	delete(m.sessions, sessionKey{groupID, member})
+	released := false
+	for k, p := range m.parts {
+		if k.Group == groupID && p.ReleaseMember(member, m.cfg.DeliveryLimit) {
+			released = true
+		}
+		m.persist(k, p)
+	}
+	return released
+}
+
+// persist appends the partition's state to the journal when it changed.
+// mu must be held.
+func (m *Manager) persist(k Key, p *Partition) {
+	if !p.TakeDirty() || m.journal == nil {
+		return
+	}
+	if err := m.journal.write(k, p.StartOffset(), p.Batches()); err != nil {
+		m.logger.Error("share-group state not persisted", "group", k.Group, "partition", k.Partition, "err", err)
+	}
+}
+
+// Heartbeat serves a ShareGroupHeartbeat. topics is the cluster's topics
+// by name; isOther says the group id belongs to a classic or consumer
+// group.
+func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) *kmsg.ShareGroupHeartbeatResponse {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[req.GroupID]
+	if g == nil {
+		if isOther || req.MemberEpoch != 0 {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + req.GroupID + " not found."
+			if isOther {
+				msg = "Group " + req.GroupID + " is not a share group."
+			}
+			resp.ErrorMessage = &msg
+			return resp
+		}
+		g = &group{id: req.GroupID, members: map[string]*member{}}
+	}
+	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfg.HeartbeatInterval)
+	if resp.ErrorCode == 0 {
+		// A group exists from its first member on, and stays (empty) as
+		// long as the broker runs, as Kafka's share groups do until
+		// deleted.
+		m.groups[g.id] = g
+	}
+	if left != "" && m.releaseMember(g.id, left) {
+		m.signal()
+	}
+	return resp
+}
+
+// Describe serves one group of a ShareGroupDescribe.
+func (m *Manager) Describe(id string, names map[[16]byte]string) kmsg.ShareGroupDescribeResponseGroup {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[id]
+	if g == nil {
+		d := kmsg.NewShareGroupDescribeResponseGroup()
+		d.GroupID, d.ErrorCode = id, kerr.GroupIDNotFound.Code
+		msg := "Group " + id + " not found."
+		d.ErrorMessage = &msg
+		return d
+	}
+	return g.describe(names)
+}
+
+// Group is a share group as lists show it.
+type Group struct {
+	ID, State string
+	Members   int
+}
+
+// Groups lists the share groups this broker coordinates.
+func (m *Manager) Groups() []Group {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Group, 0, len(m.groups))
+	for _, g := range m.groups {
+		out = append(out, Group{ID: g.id, State: g.stateName(), Members: len(g.members)})
+	}
+	return out
+}
+
+// Has says whether id is a share group here.
+func (m *Manager) Has(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.groups[id] != nil
+}
+
+// Session checks a request's share-session epoch and updates the session:
+// epoch 0 opens a new one with add (no acknowledgements may come with
+// it), a positive epoch must be the session's and adds add and removes
+// forget, -1 closes it (after the caller applied the request's
+// acknowledgements and called CloseSession). It returns the session's
+// partitions. Kafka's ShareSessionCache.
+func (m *Manager) Session(owner any, groupID, member string, epoch int32, add, forget []TP, acks bool) ([]TP, *kerr.Error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := sessionKey{groupID, member}
+	s := m.sessions[k]
+	switch {
+	case epoch == 0:
+		if acks {
+			return nil, kerr.InvalidRequest
+		}
+		if s == nil && len(m.sessions) >= m.cfg.MaxSessions {
+			return nil, kerr.ShareSessionLimitReached
+		}
+		s = &session{owner: owner, parts: map[TP]struct{}{}}
+		m.sessions[k] = s
+	case s == nil:
+		return nil, kerr.ShareSessionNotFound
+	case epoch == -1:
+	case epoch != s.epoch:
+		return nil, kerr.InvalidShareSessionEpoch
+	}
+	if epoch >= 0 {
+		for _, tp := range add {
+			s.parts[tp] = struct{}{}
+		}
+		for _, tp := range forget {
+			delete(s.parts, tp)
+		}
+		s.epoch++
+		if s.epoch < 0 {
+			s.epoch = 1
+		}
+	}
+	out := make([]TP, 0, len(s.parts))
+	for tp := range s.parts {
+		out = append(out, tp)
+	}
+	return out, nil
+}
+
+// CloseSession ends member's share session on this broker and releases
+// what it holds here.
+func (m *Manager) CloseSession(groupID, member string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.releaseMember(groupID, member) {
+		m.signal()
+	}
+}
+
+// CloseSessionOf closes member's share session if owner still owns it
+// (a new epoch-0 request on another connection replaced it otherwise).
+func (m *Manager) CloseSessionOf(groupID, member string, owner any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.sessions[sessionKey{groupID, member}]; s != nil && s.owner == owner && m.releaseMember(groupID, member) {
+		m.signal()
+	}
+}
+
+// partition returns the share partition, created at the start offset
+// share.auto.offset.reset picks. mu must be held.
+func (m *Manager) partition(k Key, hw, logStart int64) *Partition {
+	p := m.parts[k]
+	if p == nil {
+		start := hw
+		if e, ok := m.earliest[k.Group]; ok && e || !ok && m.cfg.AutoOffsetReset == "earliest" {
+			start = logStart
+		}
+		p = NewPartition(start)
+		p.dirty = true
+		m.parts[k] = p
+	}
+	p.Advance(logStart)
+	return p
+}
+
+// Acquire hands member up to max records of the share partition below
+// hw. logStart is the partition's log start offset.
+func (m *Manager) Acquire(k Key, member string, maxRecords int, hw, logStart int64) []Range {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.partition(k, hw, logStart)
+	now := m.now().UnixNano()
+	if p.Expire(now, m.cfg.DeliveryLimit) {
+		m.signal()
+	}
+	out := p.Acquire(member, maxRecords, hw, m.cfg.MaxRecordLocks, now, int64(m.cfg.LockDuration))
+	m.persist(k, p)
+	return out
+}
+
+// Unacquire gives back acquired offsets from `from` on that a fetch could
+// not return.
+func (m *Manager) Unacquire(k Key, member string, ranges []Range, from int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.parts[k]; p != nil {
+		p.Unacquire(member, ranges, from)
+		m.signal()
+	}
+}
+
+// AckBatch is one acknowledgement batch of a request.
+type AckBatch struct {
+	First, Last int64
+	Types       []int8
+}
+
+// Acknowledge applies member's acknowledgement batches to one share
+// partition; the first error stops it (earlier batches stay applied, as
+// in Kafka, which validates and applies batch by batch).
+func (m *Manager) Acknowledge(k Key, member string, batches []AckBatch) *kerr.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.parts[k]
+	if p == nil {
+		return kerr.InvalidRecordState
+	}
+	now := m.now().UnixNano()
+	var err *kerr.Error
+	released := false
+	for _, b := range batches {
+		var r bool
+		if r, err = p.Acknowledge(member, b.First, b.Last, b.Types, m.cfg.DeliveryLimit, now, int64(m.cfg.LockDuration)); err != nil {
+			break
+		}
+		released = released || r
+	}
+	m.persist(k, p)
+	if released {
+		m.signal()
+	}
+	return err
+}
+
+// Offsets is one share partition's start offset, for describing and
+// altering share-group offsets.
+type Offsets struct {
+	Key
+	StartOffset int64
+	InFlight    int
+}
+
+// PartitionStates lists the share partitions of a group here.
+func (m *Manager) PartitionStates(groupID string) []Offsets {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Offsets
+	for k, p := range m.parts {
+		if k.Group == groupID {
+			out = append(out, Offsets{Key: k, StartOffset: p.StartOffset(), InFlight: p.InFlight()})
+		}
+	}
+	return out
+}
+
+// LoadedPartitions says how many share partitions are held (metrics, tests).
+func (m *Manager) LoadedPartitions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.parts)
+}
+
+// Cfg is the manager's configuration.
+func (m *Manager) Cfg() Config { return m.cfg }
+
+// groupConfigPartition keys a group's share.auto.offset.reset in the
+// journal: spso 1 is earliest, 0 latest.
+const groupConfigPartition = -1
+
+// SetAutoOffsetReset sets a group's share.auto.offset.reset (latest or
+// earliest), used for the share partitions it starts reading from now on.
+func (m *Manager) SetAutoOffsetReset(groupID, reset string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.earliest[groupID] = reset == "earliest"
+	if m.journal != nil {
+		v := int64(0)
+		if reset == "earliest" {
+			v = 1
+		}
+		if err := m.journal.write(Key{Group: groupID, Partition: groupConfigPartition}, v, nil); err != nil {
+			m.logger.Error("share-group config not persisted", "group", groupID, "err", err)
+		}
+	}
+}
