@@ -25,9 +25,9 @@ import (
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/config"
 	"github.com/tributary-io/tributary/broker/group"
-	"github.com/tributary-io/tributary/broker/share"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/share"
 	"github.com/tributary-io/tributary/broker/tier"
 	"github.com/tributary-io/tributary/broker/txn"
 )

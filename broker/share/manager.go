@@ -79,8 +79,8 @@ type Manager struct {
 	groups   map[string]*group
 	parts    map[Key]*Partition
 	sessions map[sessionKey]*session
-	released chan struct{} // closed (and replaced) when records become available
-	journal  *journal      // nil: state is not persisted
+	released chan struct{}   // closed (and replaced) when records become available
+	journal  *journal        // nil: state is not persisted
 	earliest map[string]bool // groups with share.auto.offset.reset=earliest
 	now      func() time.Time
 
