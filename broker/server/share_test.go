@@ -102,3 +102,92 @@ func TestShareGroupFranzGo(t *testing.T) {
 		t.Errorf("%d released records redelivered, want %d", redelivered, n/10)
 	}
 }
+
+// TestShareGroupBadInput: what a share consumer meets on the wire for
+// requests Kafka refuses, with Kafka's codes.
+func TestShareGroupBadInput(t *testing.T) {
+	t.Parallel()
+	s := startAdminBroker(t, shareProps)
+	id := admCreateTopic(t, s, "bad-share", 1, nil)
+	admProduce(t, admClient(t, s), "bad-share", 0, 5)
+	setShareEarliest(t, s, "bad")
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"bad"}
+	admSend[*kmsg.FindCoordinatorResponse](t, s, fc, 4)
+	hb := func(member string, epoch int32, topics []string) *kmsg.ShareGroupHeartbeatResponse {
+		t.Helper()
+		r := kmsg.NewPtrShareGroupHeartbeatRequest()
+		r.GroupID, r.MemberID, r.MemberEpoch, r.SubscribedTopicNames = "bad", member, epoch, topics
+		var resp *kmsg.ShareGroupHeartbeatResponse
+		for i := 0; i < 200; i++ {
+			resp = admSend[*kmsg.ShareGroupHeartbeatResponse](t, s, r, 1)
+			if resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.NotCoordinator.Code {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return resp
+	}
+	admWantCode(t, "heartbeat of an unknown group", hb("m1", 1, nil).ErrorCode, nil, kerr.GroupIDNotFound)
+	admWantCode(t, "join without topics", hb("m1", 0, nil).ErrorCode, nil, kerr.InvalidRequest)
+	admWantCode(t, "join without member id", hb("", 0, []string{"bad-share"}).ErrorCode, nil, kerr.InvalidRequest)
+	j := hb("m1", 0, []string{"bad-share"})
+	admWantCode(t, "join", j.ErrorCode, j.ErrorMessage, nil)
+	if j.Assignment == nil || len(j.Assignment.TopicPartitions) != 1 || j.Assignment.TopicPartitions[0].TopicID != id {
+		t.Fatalf("join assignment %+v, want partition 0 of bad-share", j.Assignment)
+	}
+	admWantCode(t, "unknown member", hb("m2", 1, nil).ErrorCode, nil, kerr.UnknownMemberID)
+	admWantCode(t, "wrong epoch", hb("m1", j.MemberEpoch+5, nil).ErrorCode, nil, kerr.FencedMemberEpoch)
+
+	group, member := "bad", "m1"
+	sessionConn := admClient(t, s).Broker(1)
+	fetch := func(epoch int32, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+		t.Helper()
+		r := kmsg.NewPtrShareFetchRequest()
+		r.GroupID, r.MemberID, r.ShareSessionEpoch, r.MaxRecords, r.MaxBytes = &group, &member, epoch, 2, 1<<20
+		tp := kmsg.NewShareFetchRequestTopicPartition()
+		tp.AcknowledgementBatches = acks
+		r.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{tp}}}
+		// One connection for the whole session: closing the connection
+		// closes the share session, as in Kafka.
+		resp, err := r.RequestWith(context.Background(), sessionConn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	ack := func(first, last int64, typ int8) []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch {
+		return []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: first, LastOffset: last, AcknowledgeTypes: []int8{typ}}}
+	}
+	admWantCode(t, "no session", fetch(3, nil).ErrorCode, nil, kerr.ShareSessionNotFound)
+	admWantCode(t, "new session with acks", fetch(0, ack(0, 0, 1)).ErrorCode, nil, kerr.InvalidRequest)
+	f := fetch(0, nil)
+	admWantCode(t, "first fetch", f.ErrorCode, nil, nil)
+	if len(f.Topics) != 1 || len(f.Topics[0].Partitions) != 1 || len(f.Topics[0].Partitions[0].AcquiredRecords) != 1 {
+		t.Fatalf("first fetch acquired %+v", f.Topics)
+	}
+	if a := f.Topics[0].Partitions[0].AcquiredRecords[0]; a.FirstOffset != 0 || a.LastOffset != 1 || a.DeliveryCount != 1 {
+		t.Fatalf("acquired %+v, want offsets 0-1 delivered once", a)
+	}
+	admWantCode(t, "stale session epoch", fetch(0+7, nil).ErrorCode, nil, kerr.InvalidShareSessionEpoch)
+	// Offsets 3-4 were never acquired: INVALID_RECORD_STATE for the ack.
+	f = fetch(1, ack(3, 4, 1))
+	admWantCode(t, "ack of records not acquired", f.Topics[0].Partitions[0].AcknowledgeErrorCode, nil, kerr.InvalidRecordState)
+	f = fetch(2, ack(0, 1, 3))
+	admWantCode(t, "reject", f.Topics[0].Partitions[0].AcknowledgeErrorCode, nil, nil)
+	ar := kmsg.NewPtrShareAcknowledgeRequest()
+	ar.GroupID, ar.MemberID, ar.ShareSessionEpoch = &group, &member, 0
+	admWantCode(t, "ShareAcknowledge at epoch 0", admSend[*kmsg.ShareAcknowledgeResponse](t, s, ar, 1).ErrorCode, nil, kerr.InvalidShareSessionEpoch)
+	d := kmsg.NewPtrShareGroupDescribeRequest()
+	d.GroupIDs = []string{"bad", "nobody"}
+	dr := admSend[*kmsg.ShareGroupDescribeResponse](t, s, d, 1)
+	if g := dr.Groups[0]; g.ErrorCode != 0 || g.GroupState != "Stable" || len(g.Members) != 1 || g.Members[0].MemberID != "m1" {
+		t.Errorf("describe bad: %+v", g)
+	}
+	admWantCode(t, "describe of an unknown group", dr.Groups[1].ErrorCode, nil, kerr.GroupIDNotFound)
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.TypesFilter = []string{"share"}
+	if gs := admSend[*kmsg.ListGroupsResponse](t, s, lg, 5).Groups; len(gs) != 1 || gs[0].Group != "bad" || gs[0].GroupType != "share" {
+		t.Errorf("ListGroups share: %+v", gs)
+	}
+}
