@@ -175,6 +175,20 @@ func TestShareGroupBadInput(t *testing.T) {
 	admWantCode(t, "ack of records not acquired", f.Topics[0].Partitions[0].AcknowledgeErrorCode, nil, kerr.InvalidRecordState)
 	f = fetch(2, ack(0, 1, 3))
 	admWantCode(t, "reject", f.Topics[0].Partitions[0].AcknowledgeErrorCode, nil, nil)
+	// m1 takes 2-3 and lets their locks (1.5 s) run out: m2 gets them,
+	// delivered a second time.
+	f = fetch(3, nil)
+	if a := f.Topics[0].Partitions[0].AcquiredRecords; len(a) != 1 || a[0].FirstOffset != 2 || a[0].DeliveryCount != 1 {
+		t.Fatalf("m1 acquired %+v, want 2-3", a)
+	}
+	time.Sleep(1700 * time.Millisecond)
+	member = "m2"
+	sessionConn = admClient(t, s).Broker(1)
+	f = fetch(0, nil)
+	if a := f.Topics[0].Partitions[0].AcquiredRecords; len(a) != 1 || a[0].FirstOffset != 2 || a[0].LastOffset != 3 || a[0].DeliveryCount != 2 {
+		t.Fatalf("after the lock timed out m2 acquired %+v, want 2-3 delivered twice", a)
+	}
+	member = "m1"
 	ar := kmsg.NewPtrShareAcknowledgeRequest()
 	ar.GroupID, ar.MemberID, ar.ShareSessionEpoch = &group, &member, 0
 	admWantCode(t, "ShareAcknowledge at epoch 0", admSend[*kmsg.ShareAcknowledgeResponse](t, s, ar, 1).ErrorCode, nil, kerr.InvalidShareSessionEpoch)
