@@ -5,10 +5,14 @@ package conformance
 // Kafka 4.4.0 (groups_setup_test.go).
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
@@ -78,3 +82,91 @@ func TestShareGroupsJava(t *testing.T) {
 	})
 }
 
+
+const shareGroupCommandClass = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+// TestShareGroupsKafkaTool runs Kafka's kafka-share-groups.sh
+// (ShareGroupCommand) against the broker: a share group that consumed a
+// 10-record topic is listed, described at start offset 10, reset to the
+// earliest offset (0) and deleted.
+func TestShareGroupsKafkaTool(t *testing.T) {
+	k := javaSetup(t)
+	jvm := startToolJVM(t, k)
+	b := groupsStart(t)
+	bs := b.Addr()
+	const topic, group = "share-tool", "tool-share"
+	groupsCreateTopic(t, bs, topic, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := 0; i < 10; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	alter.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{
+		ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: group,
+		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("earliest")}},
+	}}
+	if r, err := alter.RequestWith(ctx, cl); err != nil || r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("share.auto.offset.reset: %v %+v", err, r)
+	}
+	sc, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for got < 10 && ctx.Err() == nil {
+		fs := sc.PollRecords(ctx, 10)
+		got += fs.NumRecords()
+		sc.MarkAcks(kgo.AckAccept)
+	}
+	if err := sc.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc.Close()
+	tool := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, err := jvm.runTool(toolTimeout, "", shareGroupCommandClass, append([]string{"--bootstrap-server", bs}, args...)...)
+		t.Logf("ShareGroupCommand %s:\n%s%s", strings.Join(args, " "), stdout, stderr)
+		if err != nil {
+			t.Fatalf("ShareGroupCommand %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+		}
+		return stdout
+	}
+	if out := tool("--list"); !strings.Contains(out, group) {
+		t.Errorf("--list does not show %s", group)
+	}
+	startOffset := func() string {
+		// The group's state may take a moment to settle after the
+		// consumer closed (Kafka writes it through its share coordinator).
+		var rows []map[string]string
+		for i := 0; i < 20; i++ {
+			rows = groupsToolTable(tool("--describe", "--group", group))
+			if len(rows) == 1 && rows[0]["START-OFFSET"] == "10" {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if len(rows) != 1 {
+			t.Fatalf("--describe rows %v", rows)
+		}
+		return rows[0]["START-OFFSET"]
+	}
+	if got := startOffset(); got != "10" {
+		t.Errorf("start offset %s after consuming everything, want 10", got)
+	}
+	tool("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+	if rows := groupsToolTable(tool("--describe", "--group", group)); len(rows) != 1 || rows[0]["START-OFFSET"] != "0" {
+		t.Errorf("after --reset-offsets --to-earliest: %v", rows)
+	}
+	tool("--delete", "--group", group)
+	if out := tool("--list"); strings.Contains(out, group) {
+		t.Errorf("--list still shows %s after --delete", group)
+	}
+}

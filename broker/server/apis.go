@@ -64,10 +64,13 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.ConsumerGroupDescribe.Int16():  {min: 0, max: 1, fn: typed(s.handleConsumerGroupDescribe)},
 
 		// KIP-932 share groups (broker/share, share.go).
-		kmsg.ShareGroupHeartbeat.Int16(): {min: 1, max: 1, fn: typed(s.handleShareGroupHeartbeat)},
-		kmsg.ShareGroupDescribe.Int16():  {min: 1, max: 1, fn: typed(s.handleShareGroupDescribe)},
-		kmsg.ShareFetch.Int16():          {min: 1, max: 2, fn: typed(s.handleShareFetch)},
-		kmsg.ShareAcknowledge.Int16():    {min: 1, max: 2, fn: typed(s.handleShareAcknowledge)},
+		kmsg.ShareGroupHeartbeat.Int16():       {min: 1, max: 1, fn: typed(s.handleShareGroupHeartbeat)},
+		kmsg.ShareGroupDescribe.Int16():        {min: 1, max: 1, fn: typed(s.handleShareGroupDescribe)},
+		kmsg.ShareFetch.Int16():                {min: 1, max: 2, fn: typed(s.handleShareFetch)},
+		kmsg.ShareAcknowledge.Int16():          {min: 1, max: 2, fn: typed(s.handleShareAcknowledge)},
+		kmsg.DescribeShareGroupOffsets.Int16(): {min: 0, max: 1, fn: typed(s.handleDescribeShareGroupOffsets)},
+		kmsg.AlterShareGroupOffsets.Int16():    {min: 0, max: 0, fn: typed(s.handleAlterShareGroupOffsets)},
+		kmsg.DeleteShareGroupOffsets.Int16():   {min: 0, max: 0, fn: typed(s.handleDeleteShareGroupOffsets)},
 
 		// Transactions (broker/txn, txn.go).
 		kmsg.AddPartitionsToTxn.Int16():   {min: 0, max: 3, fn: typed(s.handleAddPartitionsToTxn)},

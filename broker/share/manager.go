@@ -114,6 +114,10 @@ func NewManager(cfg Config, dir string, logger *slog.Logger) (*Manager, error) {
 				continue
 			}
 			m.parts[k] = Restore(st.spso, st.batches, cfg.MaxRecordLocks)
+			if m.groups[k.Group] == nil {
+				// Members are not persisted: the group is back empty.
+				m.groups[k.Group] = &group{id: k.Group, members: map[string]*member{}}
+			}
 		}
 	}
 	return m, nil
@@ -477,6 +481,105 @@ func (m *Manager) SetAutoOffsetReset(groupID, reset string) {
 		}
 		if err := m.journal.write(Key{Group: groupID, Partition: groupConfigPartition}, v, nil); err != nil {
 			m.logger.Error("share-group config not persisted", "group", groupID, "err", err)
+		}
+	}
+}
+
+// StartOffset is a share partition's SPSO here, if it has one.
+func (m *Manager) StartOffset(k Key) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.parts[k]; p != nil {
+		return p.StartOffset(), true
+	}
+	return 0, false
+}
+
+// Members is how many members a share group has (-1: no such group).
+func (m *Manager) Members(groupID string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.groups[groupID]; g != nil {
+		return len(g.members)
+	}
+	return -1
+}
+
+// AlterOffsets moves the SPSO of share partitions of an empty group (an
+// administrator's reset): what was in flight is forgotten, delivery
+// starts at offset. An unknown group is created empty, as Kafka does.
+func (m *Manager) AlterOffsets(groupID string, offsets map[Key]int64) *kerr.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g != nil && len(g.members) > 0 {
+		return kerr.NonEmptyGroup
+	}
+	if g == nil {
+		m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+	}
+	for k, off := range offsets {
+		p := m.parts[k]
+		if p == nil {
+			p = NewPartition(off)
+			m.parts[k] = p
+		}
+		p.Reset(off)
+		m.persist(k, p)
+	}
+	return nil
+}
+
+// DeleteOffsets forgets the share partitions of an empty group's topics.
+func (m *Manager) DeleteOffsets(groupID string, topics map[[16]byte]bool) *kerr.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g == nil {
+		return kerr.GroupIDNotFound
+	}
+	if len(g.members) > 0 {
+		return kerr.NonEmptyGroup
+	}
+	for k := range m.parts {
+		if k.Group == groupID && topics[k.Topic] {
+			m.drop(k)
+		}
+	}
+	return nil
+}
+
+// DeleteGroup deletes an empty share group with its share partitions and
+// its config.
+func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g == nil {
+		return kerr.GroupIDNotFound
+	}
+	if len(g.members) > 0 {
+		return kerr.NonEmptyGroup
+	}
+	delete(m.groups, groupID)
+	for k := range m.parts {
+		if k.Group == groupID {
+			m.drop(k)
+		}
+	}
+	if _, ok := m.earliest[groupID]; ok {
+		delete(m.earliest, groupID)
+		m.drop(Key{Group: groupID, Partition: groupConfigPartition})
+	}
+	return nil
+}
+
+// drop forgets one share partition, in the journal too. mu must be held.
+func (m *Manager) drop(k Key) {
+	delete(m.parts, k)
+	if m.journal != nil {
+		if err := m.journal.write(k, -1, nil); err != nil {
+			m.logger.Error("share-group state not persisted", "group", k.Group, "err", err)
 		}
 	}
 }
