@@ -116,6 +116,9 @@ func (g *group) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, now
 	if req.MemberID == "" || len(req.MemberID) > 36 {
 		return fail(kerr.InvalidRequest, "MemberId can't be empty.")
 	}
+	if req.MemberEpoch < -1 {
+		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
+	}
 	m := g.members[req.MemberID]
 	switch req.MemberEpoch {
 	case -1:

@@ -185,14 +185,39 @@ func (m *Manager) expire() {
 		m.persist(k, p)
 	}
 	for _, g := range m.groups {
-		for _, id := range g.expire(now, m.cfg.SessionTimeout, g.shape) {
+		gone := g.expire(now, m.cfg.SessionTimeout, g.shape)
+		for _, id := range gone {
 			released = m.releaseMember(g.id, id) || released
+		}
+		if len(gone) > 0 && len(g.members) == 0 && !m.hasState(g.id) {
+			// An empty group with nothing to remember is forgotten, so
+			// that groups joined once do not accumulate.
+			delete(m.groups, g.id)
 		}
 	}
 	if released {
 		m.signal()
 	}
 }
+
+// hasState says whether a group has share partitions or a config here.
+// mu must be held.
+func (m *Manager) hasState(groupID string) bool {
+	if _, ok := m.earliest[groupID]; ok {
+		return true
+	}
+	for k := range m.parts {
+		if k.Group == groupID {
+			return true
+		}
+	}
+	return false
+}
+
+// maxSessionPartitions bounds the partitions one share session names, so
+// that requests naming made-up partitions cannot grow a session without
+// bound (Kafka bounds them only by the request size).
+const maxSessionPartitions = 10000
 
 // releaseMember releases what member holds in the group's partitions and
 // forgets its share session. mu must be held.
@@ -320,6 +345,9 @@ func (m *Manager) Session(owner any, groupID, member string, epoch int32, add, f
 	}
 	if epoch >= 0 {
 		for _, tp := range add {
+			if _, ok := s.parts[tp]; !ok && len(s.parts) >= maxSessionPartitions {
+				return nil, kerr.InvalidRequest
+			}
 			s.parts[tp] = struct{}{}
 		}
 		for _, tp := range forget {
