@@ -42,7 +42,16 @@ func setShareEarliest(t *testing.T, s *Server, group string) {
 // delivery count.
 func TestShareGroupFranzGo(t *testing.T) {
 	t.Parallel()
-	s := startAdminBroker(t, shareProps)
+	// Locks long enough that a loaded machine does not let one run out
+	// between a poll and its acknowledgement (which would be a second
+	// delivery this test does not expect).
+	props := map[string]string{"group.share.record.lock.duration.ms": "30000"}
+	for k, v := range shareProps {
+		if k != "group.share.record.lock.duration.ms" {
+			props[k] = v
+		}
+	}
+	s := startAdminBroker(t, props)
 	admCreateTopic(t, s, "work", 1, nil)
 	setShareEarliest(t, s, "workers")
 	const n = 300
