@@ -14,7 +14,7 @@ import (
 // shareProps are share-group settings short enough for tests.
 var shareProps = map[string]string{
 	"group.share.min.record.lock.duration.ms": "1000",
-	"group.share.record.lock.duration.ms":     "1500",
+	"group.share.record.lock.duration.ms":     "4000",
 	"group.share.min.heartbeat.interval.ms":   "200",
 	"group.share.heartbeat.interval.ms":       "500",
 	"group.share.min.session.timeout.ms":      "3000",
@@ -185,9 +185,9 @@ func TestShareGroupBadInput(t *testing.T) {
 	f = fetch(2, ack(0, 1, 3))
 	admWantCode(t, "reject", f.Topics[0].Partitions[0].AcknowledgeErrorCode, nil, nil)
 	// m1 took 2-3 with its second fetch (acknowledgements first, then
-	// acquisition) and 4 with its third; it lets their locks (1.5 s) run
+	// acquisition) and 4 with its third; it lets their locks (4 s) run
 	// out: m2 gets them, delivered a second time.
-	time.Sleep(1700 * time.Millisecond)
+	time.Sleep(4300 * time.Millisecond)
 	member = "m2"
 	sessionConn = admClient(t, s).Broker(1)
 	f = fetch(0, nil)
