@@ -72,6 +72,7 @@ var BrokerDefs = defs(
 	Def{Name: "default.replication.factor", Type: Int, Default: "1", Check: atLeast(1), Doc: "Replication factor of auto-created topics and of CreateTopics without one."},
 	Def{Name: "min.insync.replicas", Type: Int, Default: "1", Check: atLeast(1), Doc: "Replicas that must acknowledge an acks=all write."},
 	Def{Name: "delete.topic.enable", Type: Bool, Default: "true", Doc: "Allow DeleteTopics."},
+	Def{Name: "fetch.max.bytes", Type: Int, Default: "57671680", Check: atLeast(1024), Doc: "The most record bytes one ShareFetch answer carries, whatever max_bytes the client asks (at least one batch)."},
 	Def{Name: "message.max.bytes", Type: Int, Default: "1048588", Check: atLeast(0), Doc: "The largest record batch a topic accepts, unless max.message.bytes overrides it."},
 	Def{Name: "replica.fetch.max.bytes", Type: Int, Default: "1048576", Check: atLeast(0), Doc: "Bytes a follower fetches per partition."},
 	Def{Name: "max.incremental.fetch.session.cache.slots", Type: Int, Default: "1000", Check: atLeast(0),

@@ -84,6 +84,10 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 				batches[i] = share.AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes}
 			}
 			sp := rb.partition(t.TopicID, p.Partition)
+			if e := validateShareAcks(batches, req.Version, renew); e != nil {
+				sp.AcknowledgeErrorCode = e.Code
+				continue
+			}
 			if e := s.shareAck(c, img, groupID, memberID, t.TopicID, p.Partition, batches); e != nil {
 				sp.AcknowledgeErrorCode = e.Code
 			}
@@ -100,9 +104,12 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 	if maxRecords <= 0 {
 		maxRecords = defaultShareMaxRecords
 	}
-	maxBytes := int64(req.MaxBytes)
-	if maxBytes <= 0 {
-		maxBytes = 1<<31 - 1
+	// Every byte of the answer is held in memory until it is written, so
+	// the broker's fetch.max.bytes bounds it whatever the client asks,
+	// as Kafka's handleShareFetchRequest does (review H1).
+	maxBytes := int64(s.cfg.Int("fetch.max.bytes"))
+	if req.MaxBytes > 0 {
+		maxBytes = min(maxBytes, int64(req.MaxBytes))
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
@@ -111,10 +118,13 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 		got := 0
 		var budget = maxBytes
 		for i, tp := range tps {
+			if budget <= 0 {
+				break
+			}
 			// Start from a different partition each time, so that one
 			// busy partition does not starve the others.
 			tp = tps[(i+int(req.ShareSessionEpoch))%len(tps)]
-			n, w, perr := s.shareFetchPartition(c, img, groupID, memberID, tp, maxRecords-got, &budget, rb)
+			n, w, perr := s.shareFetchPartition(c, img, groupID, memberID, tp, maxRecords-got, &budget, maxBytes, rb)
 			if perr != nil {
 				rb.partition(tp.Topic, tp.Partition).ErrorCode = perr.Code
 				continue
@@ -208,7 +218,7 @@ func (s *Server) shareAck(c *conn, img *cluster.Image, groupID, memberID string,
 // shareFetchPartition acquires up to max records of one partition for the
 // member and adds them, with their batches, to the response. It returns
 // how many it acquired and, when none, what to wait on for more.
-func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, memberID string, tp share.TP, maxRec int, budget *int64, rb *shareResponse) (int, <-chan struct{}, *kerr.Error) {
+func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, memberID string, tp share.TP, maxRec int, budget *int64, maxBytes int64, rb *shareResponse) (int, <-chan struct{}, *kerr.Error) {
 	name, e := s.sharePartitionOf(c, img, tp.Topic, tp.Partition)
 	if e != nil {
 		return 0, nil, e
@@ -220,6 +230,9 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	if maxRec <= 0 || *budget <= 0 {
 		return 0, nil, nil
 	}
+	// Only the answer's first batch may exceed the budget (KIP-74), as in
+	// Fetch; after it, a batch that does not fit stays for the next fetch.
+	minOne := *budget == maxBytes
 	hw := part.HighWatermark()
 	key := share.Key{Group: groupID, Topic: tp.Topic, Partition: tp.Partition}
 	ranges := s.shares.Acquire(key, memberID, maxRec, hw, part.Log.LogStartOffset())
@@ -235,7 +248,7 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	var records []byte
 	next := first
 	for next <= last {
-		sl, err := part.Log.Read(next, log.ReadOptions{MaxBytes: int(min(*budget, 1<<20)), MinOneBatch: true, UpTo: hw})
+		sl, err := part.Log.Read(next, log.ReadOptions{MaxBytes: int(min(*budget, 1<<20)), MinOneBatch: minOne && len(records) == 0, UpTo: hw})
 		if err != nil || sl.Size == 0 {
 			sl.Release()
 			break

@@ -53,7 +53,9 @@ func (s *Server) handleShareAcknowledge(c *conn, req *kmsg.ShareAcknowledgeReque
 			for i, b := range p.AcknowledgementBatches {
 				batches[i] = share.AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes}
 			}
-			if e := s.shareAck(c, img, groupID, memberID, t.TopicID, p.Partition, batches); e != nil {
+			if e := validateShareAcks(batches, req.Version, req.Version >= 2 && req.IsRenewAck); e != nil {
+				rp.ErrorCode = e.Code
+			} else if e := s.shareAck(c, img, groupID, memberID, t.TopicID, p.Partition, batches); e != nil {
 				rp.ErrorCode = e.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)

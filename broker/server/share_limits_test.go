@@ -1,0 +1,113 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// shareJoin makes member a member of group on topic, retrying while the
+// coordinator loads.
+func shareJoin(t *testing.T, s *Server, group, member, topic string) {
+	t.Helper()
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{group}
+	admSend[*kmsg.FindCoordinatorResponse](t, s, fc, 4)
+	r := kmsg.NewPtrShareGroupHeartbeatRequest()
+	r.GroupID, r.MemberID, r.MemberEpoch, r.SubscribedTopicNames = group, member, 0, []string{topic}
+	for i := 0; ; i++ {
+		resp := admSend[*kmsg.ShareGroupHeartbeatResponse](t, s, r, 1)
+		if resp.ErrorCode == 0 {
+			return
+		}
+		if i > 200 || resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("join %s: %v", group, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestShareFetchLimits: a ShareFetch asking for 2 GiB gets at most the
+// broker's fetch.max.bytes (review H1), and acknowledgement batches that
+// Kafka's validateAcknowledgementBatches refuses are INVALID_REQUEST with
+// nothing applied (review H2, M1).
+func TestShareFetchLimits(t *testing.T) {
+	t.Parallel()
+	props := map[string]string{"fetch.max.bytes": "1024"}
+	for k, v := range shareProps {
+		props[k] = v
+	}
+	props["group.share.record.lock.duration.ms"] = "30000"
+	s := startAdminBroker(t, props)
+	id := admCreateTopic(t, s, "limits", 1, nil)
+	cl := admClient(t, s)
+	// One batch per record, 400 bytes each.
+	for i := 0; i < 20; i++ {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "limits", Value: bytes.Repeat([]byte{'x'}, 400)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setShareEarliest(t, s, "lim")
+	shareJoin(t, s, "lim", "m1", "limits")
+	group, member := "lim", "m1"
+	conn := admClient(t, s).Broker(1)
+	fetch := func(epoch int32, renew bool, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponseTopicPartition {
+		t.Helper()
+		r := kmsg.NewPtrShareFetchRequest()
+		r.GroupID, r.MemberID, r.ShareSessionEpoch = &group, &member, epoch
+		if renew {
+			r.IsRenewAck, r.MaxWaitMillis, r.MinBytes, r.MaxBytes, r.MaxRecords = true, 0, 0, 0, 0
+		} else {
+			r.MaxRecords, r.MaxBytes = 20, 1<<31-1
+		}
+		tp := kmsg.NewShareFetchRequestTopicPartition()
+		tp.AcknowledgementBatches = acks
+		r.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{tp}}}
+		resp, err := r.RequestWith(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admWantCode(t, "share fetch", resp.ErrorCode, resp.ErrorMessage, nil)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("share fetch answered %+v", resp.Topics)
+		}
+		return &resp.Topics[0].Partitions[0]
+	}
+	p := fetch(0, false)
+	if len(p.Records) > 1024 || len(p.Records) == 0 {
+		t.Fatalf("ShareFetch with max_bytes 2 GiB returned %d record bytes, want at most fetch.max.bytes=1024", len(p.Records))
+	}
+	if a := p.AcquiredRecords; len(a) != 1 || a[0].FirstOffset != 0 || a[0].LastOffset >= 19 {
+		t.Fatalf("acquired %+v, want a few records from 0", a)
+	}
+	held := p.AcquiredRecords[0].LastOffset
+	batch := func(first, last int64, typ int8) kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch {
+		return kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: first, LastOffset: last, AcknowledgeTypes: []int8{typ}}
+	}
+	epoch := int32(1)
+	bad := []struct {
+		name  string
+		renew bool
+		acks  []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
+	}{
+		{"overlapping renews", true, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{batch(0, held, 4), batch(0, held, 4)}},
+		{"renew without is_renew_ack", false, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{batch(0, held, 4)}},
+		{"accept, then an overlapping batch", false, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{batch(0, 0, 1), batch(0, held, 1)}},
+		{"first > last", false, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{batch(held, 0, 1)}},
+		{"unknown type", false, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{batch(0, 0, 7)}},
+	}
+	for _, b := range bad {
+		p := fetch(epoch, b.renew, b.acks...)
+		epoch++
+		admWantCode(t, b.name, p.AcknowledgeErrorCode, nil, kerr.InvalidRequest)
+	}
+	// Nothing of the refused requests was applied: every held record is
+	// still the member's to accept.
+	p = fetch(epoch, false, batch(0, held, 1))
+	admWantCode(t, "accept after the refused requests", p.AcknowledgeErrorCode, nil, nil)
+}
