@@ -435,8 +435,8 @@ type AckBatch struct {
 }
 
 // Acknowledge applies member's acknowledgement batches to one share
-// partition; the first error stops it (earlier batches stay applied, as
-// in Kafka, which validates and applies batch by batch).
+// partition all or nothing, as Kafka's SharePartition.acknowledge: on any
+// error no batch is applied (Partition.AcknowledgeBatches).
 func (m *Manager) Acknowledge(k Key, member string, batches []AckBatch) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -445,15 +445,7 @@ func (m *Manager) Acknowledge(k Key, member string, batches []AckBatch) *kerr.Er
 		return kerr.InvalidRecordState
 	}
 	now := m.now().UnixNano()
-	var err *kerr.Error
-	released := false
-	for _, b := range batches {
-		var r bool
-		if r, err = p.Acknowledge(member, b.First, b.Last, b.Types, m.cfg.DeliveryLimit, now, int64(m.cfg.LockDuration)); err != nil {
-			break
-		}
-		released = released || r
-	}
+	released, err := p.AcknowledgeBatches(member, batches, m.cfg.DeliveryLimit, now, int64(m.cfg.LockDuration))
 	m.persist(k, p)
 	if released {
 		m.signal()

@@ -214,43 +214,7 @@ func (p *Partition) Unacquire(member string, ranges []Range, from int64) {
 // changes and the answer is INVALID_RECORD_STATE, as Kafka's
 // SharePartition.acknowledge.
 func (p *Partition) Acknowledge(member string, first, last int64, types []int8, limit int16, now, lock int64) (released bool, err *kerr.Error) {
-	if last < first || len(types) == 0 || len(types) != 1 && int64(len(types)) != last-first+1 {
-		return false, kerr.InvalidRequest
-	}
-	for _, t := range types {
-		if t < AckGap || t > AckRenew {
-			return false, kerr.InvalidRequest
-		}
-	}
-	if first < p.spso || last >= p.end {
-		return false, kerr.InvalidRecordState
-	}
-	for off := first; off <= last; off++ {
-		if r := p.recs[off-p.spso]; r.state != Acquired || r.owner != member {
-			return false, kerr.InvalidRecordState
-		}
-	}
-	for off := first; off <= last; off++ {
-		t := types[0]
-		if len(types) > 1 {
-			t = types[off-first]
-		}
-		r := &p.recs[off-p.spso]
-		switch t {
-		case AckAccept:
-			r.state, r.owner, r.deadline = Acknowledged, "", 0
-		case AckGap, AckReject:
-			r.state, r.owner, r.deadline = Archived, "", 0
-		case AckRelease:
-			released = p.release(r, limit) || released
-		case AckRenew:
-			r.deadline = now + lock
-			continue
-		}
-		p.dirty = true
-	}
-	p.slide()
-	return released, nil
+	return p.AcknowledgeBatches(member, []AckBatch{{First: first, Last: last, Types: types}}, limit, now, lock)
 }
 
 // slide moves the SPSO past finished records at the start of the window.
