@@ -48,12 +48,25 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 	if renew && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0) {
 		return fail(kerr.InvalidRequest)
 	}
+	img := s.ctrl.Image()
 	var add, forget []share.TP
+	type refused struct {
+		tp share.TP
+		e  *kerr.Error
+	}
+	var bad []refused
 	acks := false
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			add = append(add, share.TP{Topic: t.TopicID, Partition: p.Partition})
 			acks = acks || len(p.AcknowledgementBatches) > 0
+			// Only partitions that exist and that the caller may read
+			// join the session, as Kafka caches only those (review M2);
+			// the others are answered with their error once.
+			if _, e := s.sharePartitionOf(c, img, t.TopicID, p.Partition); e != nil {
+				bad = append(bad, refused{share.TP{Topic: t.TopicID, Partition: p.Partition}, e})
+				continue
+			}
+			add = append(add, share.TP{Topic: t.TopicID, Partition: p.Partition})
 		}
 	}
 	for _, t := range req.ForgottenTopicsData {
@@ -64,6 +77,9 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 	if req.ShareSessionEpoch == -1 {
 		add = nil
 	}
+	if req.ShareSessionEpoch == 0 && !c.mayOpenShareSession(groupID, memberID) {
+		return fail(kerr.ShareSessionLimitReached)
+	}
 	tps, code := s.shares.Session(c, groupID, memberID, req.ShareSessionEpoch, add, forget, acks)
 	if code != nil {
 		return fail(code)
@@ -72,7 +88,9 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 		c.openedShareSession(groupID, memberID)
 	}
 	rb := newShareResponse(resp)
-	img := s.ctrl.Image()
+	for _, b := range bad {
+		rb.partition(b.tp.Topic, b.tp.Partition).ErrorCode = b.e.Code
+	}
 	// Acknowledgements first: what they release may be acquired below.
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -95,6 +113,7 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 	}
 	if req.ShareSessionEpoch == -1 {
 		s.shares.CloseSession(groupID, memberID)
+		c.closedShareSession(groupID, memberID)
 		return resp, nil
 	}
 	if renew {

@@ -64,6 +64,7 @@ func (s *Server) handleShareAcknowledge(c *conn, req *kmsg.ShareAcknowledgeReque
 	}
 	if req.ShareSessionEpoch == -1 {
 		s.shares.CloseSession(groupID, memberID)
+		c.closedShareSession(groupID, memberID)
 	}
 	return resp, nil
 }

@@ -42,12 +42,39 @@ func topicNames(img *cluster.Image) map[[16]byte]string {
 	return out
 }
 
+// maxConnShareSessions bounds the share sessions one connection holds: a
+// share consumer keeps one per broker, so a connection opening more is
+// taking group.share.max.share.sessions from everyone else (review M2).
+const maxConnShareSessions = 16
+
+// mayOpenShareSession says whether this connection may open (or reopen)
+// member's share session, after forgetting the sessions it no longer
+// owns (closed, replaced elsewhere, or dropped when the member left), so
+// that the list does not grow with every epoch 0 and -1 cycle.
+func (c *conn) mayOpenShareSession(group, member string) bool {
+	k := [2]string{group, member}
+	if _, ok := c.shareSessions[k]; ok || len(c.shareSessions) < maxConnShareSessions {
+		return true
+	}
+	for o := range c.shareSessions {
+		if !c.s.shares.OwnsSession(o[0], o[1], c) {
+			delete(c.shareSessions, o)
+		}
+	}
+	return len(c.shareSessions) < maxConnShareSessions
+}
+
 // openedShareSession notes a share session this connection opened.
 func (c *conn) openedShareSession(group, member string) {
 	if c.shareSessions == nil {
 		c.shareSessions = map[[2]string]struct{}{}
 	}
 	c.shareSessions[[2]string{group, member}] = struct{}{}
+}
+
+// closedShareSession forgets a share session closed with epoch -1.
+func (c *conn) closedShareSession(group, member string) {
+	delete(c.shareSessions, [2]string{group, member})
 }
 
 // closeShareSessions releases the records of the share sessions this

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -110,4 +111,58 @@ func TestShareFetchLimits(t *testing.T) {
 	// still the member's to accept.
 	p = fetch(epoch, false, batch(0, held, 1))
 	admWantCode(t, "accept after the refused requests", p.AcknowledgeErrorCode, nil, nil)
+}
+
+// TestShareSessionBounds (review M2): partitions of topics that do not
+// exist are answered UNKNOWN_TOPIC_ID once and not kept in the share
+// session, and one connection cannot hold more than a few sessions;
+// closing one frees its place.
+func TestShareSessionBounds(t *testing.T) {
+	t.Parallel()
+	s := startAdminBroker(t, shareProps)
+	id := admCreateTopic(t, s, "bounds", 1, nil)
+	shareJoin(t, s, "bnd", "m0", "bounds")
+	group := "bnd"
+	conn := admClient(t, s).Broker(1)
+	fetch := func(member string, epoch int32, topics ...[16]byte) *kmsg.ShareFetchResponse {
+		t.Helper()
+		r := kmsg.NewPtrShareFetchRequest()
+		r.GroupID, r.MemberID, r.ShareSessionEpoch, r.MaxWaitMillis = &group, &member, epoch, 0
+		for _, tid := range topics {
+			r.Topics = append(r.Topics, kmsg.ShareFetchRequestTopic{TopicID: tid, Partitions: []kmsg.ShareFetchRequestTopicPartition{kmsg.NewShareFetchRequestTopicPartition()}})
+		}
+		resp, err := r.RequestWith(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	madeUp := make([][16]byte, 50)
+	for i := range madeUp {
+		madeUp[i] = [16]byte{0xee, byte(i), 1}
+	}
+	f := fetch("m0", 0, append([][16]byte{id}, madeUp...)...)
+	admWantCode(t, "open with made-up topics", f.ErrorCode, f.ErrorMessage, nil)
+	unknown := 0
+	for _, tp := range f.Topics {
+		if tp.TopicID != id && tp.Partitions[0].ErrorCode == kerr.UnknownTopicID.Code {
+			unknown++
+		}
+	}
+	if unknown != len(madeUp) {
+		t.Fatalf("%d made-up topics answered UNKNOWN_TOPIC_ID, want %d", unknown, len(madeUp))
+	}
+	f = fetch("m0", 1)
+	for _, tp := range f.Topics {
+		if tp.TopicID != id {
+			t.Fatalf("made-up topic %x is still in the share session", tp.TopicID)
+		}
+	}
+	// m0 holds one session; 15 more fit, the 17th does not.
+	for i := 1; i < maxConnShareSessions; i++ {
+		admWantCode(t, "open a session", fetch(fmt.Sprint("m", i), 0, id).ErrorCode, nil, nil)
+	}
+	admWantCode(t, "one session too many", fetch("extra", 0, id).ErrorCode, nil, kerr.ShareSessionLimitReached)
+	admWantCode(t, "close one", fetch("m1", -1).ErrorCode, nil, nil)
+	admWantCode(t, "open after closing one", fetch("extra", 0, id).ErrorCode, nil, nil)
 }
