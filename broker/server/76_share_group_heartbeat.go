@@ -25,20 +25,16 @@ func (s *Server) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbea
 			return fail(kerr.TopicAuthorizationFailed)
 		}
 	}
+	if req.GroupID == "" {
+		// As Kafka's throwIfShareGroupHeartbeatRequestIsInvalid (review L4).
+		r, _ := fail(kerr.InvalidRequest)
+		r.ErrorMessage = strPtr("GroupId can't be empty.")
+		return r, nil
+	}
 	if code := s.groups.Status(req.GroupID); code != nil {
 		return fail(code)
 	}
-	other := false
-	if req.MemberEpoch == 0 && !s.shares.Has(req.GroupID) {
-		// A classic or consumer group of that id keeps it (Kafka's
-		// groups have one type).
-		for _, g := range s.groups.List() {
-			if g.ID == req.GroupID {
-				other = true
-				break
-			}
-		}
-	}
+	other := req.MemberEpoch == 0 && !s.shares.Has(req.GroupID) && s.isOtherGroup(req.GroupID)
 	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}
 	return s.shares.Heartbeat(hr, shareTopics(s.ctrl.Image()), other), nil
 }

@@ -100,6 +100,12 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
+	if !s.shares.Has(req.GroupID) && s.isOtherGroup(req.GroupID) {
+		// Kafka's getOrMaybeCreateShareGroup: no share twin of a classic
+		// or consumer group (review L1).
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, strPtr("Group "+req.GroupID+" is not a share group.")
+		return resp, nil
+	}
 	img := s.ctrl.Image()
 	offsets := map[share.Key]int64{}
 	for _, rt := range req.Topics {

@@ -19,7 +19,35 @@ func (s *Server) startShares(logDir string) error {
 	}
 	s.shares = m
 	m.Start()
+	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
+		if prev == nil || next == nil {
+			return
+		}
+		// Only a topic seen in one image and gone from the next was
+		// deleted: an image not yet caught up must not drop state.
+		var gone map[[16]byte]bool
+		for id := range prev.ByID {
+			if _, ok := next.ByID[id]; !ok {
+				if gone == nil {
+					gone = map[[16]byte]bool{}
+				}
+				gone[[16]byte(id)] = true
+			}
+		}
+		m.ForgetTopics(gone)
+	})
 	return nil
+}
+
+// isOtherGroup says whether a classic or consumer group holds id (Kafka's
+// groups have one type).
+func (s *Server) isOtherGroup(id string) bool {
+	for _, g := range s.groups.List() {
+		if g.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // shareTopics is the cluster's topics as the share assignor sees them.

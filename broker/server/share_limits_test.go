@@ -166,3 +166,60 @@ func TestShareSessionBounds(t *testing.T) {
 	admWantCode(t, "close one", fetch("m1", -1).ErrorCode, nil, nil)
 	admWantCode(t, "open after closing one", fetch("extra", 0, id).ErrorCode, nil, nil)
 }
+
+// TestShareGroupEdges: a deleted topic's share state goes with it
+// (review M3), a share heartbeat without a group id is INVALID_REQUEST
+// (L4), and AlterShareGroupOffsets does not create a share twin of a
+// classic group (L1).
+func TestShareGroupEdges(t *testing.T) {
+	t.Parallel()
+	s := startAdminBroker(t, shareProps)
+	id := admCreateTopic(t, s, "doomed", 1, nil)
+	admProduce(t, admClient(t, s), "doomed", 0, 3)
+	setShareEarliest(t, s, "edges")
+	shareJoin(t, s, "edges", "m", "doomed")
+	group, member := "edges", "m"
+	r := kmsg.NewPtrShareFetchRequest()
+	r.GroupID, r.MemberID, r.MaxRecords = &group, &member, 3
+	r.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{kmsg.NewShareFetchRequestTopicPartition()}}}
+	if f, err := r.RequestWith(context.Background(), admClient(t, s).Broker(1)); err != nil || len(f.Topics) != 1 || len(f.Topics[0].Partitions[0].AcquiredRecords) == 0 {
+		t.Fatalf("share fetch: %v %+v", err, f)
+	}
+	if n := s.shares.LoadedPartitions(); n != 1 {
+		t.Fatalf("%d share partitions before the delete, want 1", n)
+	}
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.TopicNames, dt.TimeoutMillis = []string{"doomed"}, 10000
+	if code := admSend[*kmsg.DeleteTopicsResponse](t, s, dt, 4).Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("delete topic: %v", kerr.ErrorForCode(code))
+	}
+	for i := 0; s.shares.LoadedPartitions() != 0; i++ {
+		if i > 100 {
+			t.Fatalf("the deleted topic's share partition is still held")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.MemberID, hb.SubscribedTopicNames = "x", []string{"doomed"}
+	admWantCode(t, "heartbeat without a group id", admSend[*kmsg.ShareGroupHeartbeatResponse](t, s, hb, 1).ErrorCode, nil, kerr.InvalidRequest)
+
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation = "classic-app", -1
+	admCreateTopic(t, s, "plain", 1, nil)
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "plain", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"classic-app"}
+	admSend[*kmsg.FindCoordinatorResponse](t, s, fc, 4)
+	if code := admSend[*kmsg.OffsetCommitResponse](t, s, oc, 8).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("offset commit: %v", kerr.ErrorForCode(code))
+	}
+	ao := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	ao.GroupID = "classic-app"
+	ao.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: "plain", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}}}
+	resp := admSend[*kmsg.AlterShareGroupOffsetsResponse](t, s, ao, 0)
+	admWantCode(t, "AlterShareGroupOffsets on a classic group", resp.ErrorCode, resp.ErrorMessage, kerr.GroupIDNotFound)
+	if s.shares.Has("classic-app") {
+		t.Errorf("a share twin of the classic group was created")
+	}
+}

@@ -75,14 +75,15 @@ type Manager struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu       sync.Mutex
-	groups   map[string]*group
-	parts    map[Key]*Partition
-	sessions map[sessionKey]*session
-	released chan struct{}   // closed (and replaced) when records become available
-	journal  *journal        // nil: state is not persisted
-	earliest map[string]bool // groups with share.auto.offset.reset=earliest
-	now      func() time.Time
+	mu        sync.Mutex
+	groups    map[string]*group
+	parts     map[Key]*Partition
+	sessions  map[sessionKey]*session
+	released  chan struct{}   // closed (and replaced) when records become available
+	journal   *journal        // nil: state is not persisted
+	earliest  map[string]bool // groups with share.auto.offset.reset=earliest
+	maxGroups int             // 0: MaxGroups (tests lower it)
+	now       func() time.Time
 
 	stop chan struct{}
 	done chan struct{}
@@ -178,40 +179,45 @@ func (m *Manager) expire() {
 	defer m.mu.Unlock()
 	now := m.now()
 	released := false
+	// Members whose session ran out, by group, are released in the same
+	// one pass over the share partitions that expires locks, so a tick
+	// costs O(groups + partitions) however many members leave (review M3).
+	gone := map[string][]string{}
+	for _, g := range m.groups {
+		if ids := g.expire(now, m.cfg.SessionTimeout, g.shape); len(ids) > 0 {
+			gone[g.id] = ids
+			for _, id := range ids {
+				delete(m.sessions, sessionKey{g.id, id})
+			}
+		}
+	}
+	var withParts map[string]bool
+	if len(gone) > 0 {
+		withParts = map[string]bool{}
+	}
 	for k, p := range m.parts {
+		if withParts != nil {
+			withParts[k.Group] = true
+		}
+		for _, id := range gone[k.Group] {
+			released = p.ReleaseMember(id, m.cfg.DeliveryLimit) || released
+		}
 		if p.Expire(now.UnixNano(), m.cfg.DeliveryLimit) {
 			released = true
 		}
 		m.persist(k, p)
 	}
-	for _, g := range m.groups {
-		gone := g.expire(now, m.cfg.SessionTimeout, g.shape)
-		for _, id := range gone {
-			released = m.releaseMember(g.id, id) || released
-		}
-		if len(gone) > 0 && len(g.members) == 0 && !m.hasState(g.id) {
+	for id := range gone {
+		_, config := m.earliest[id]
+		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] && !config {
 			// An empty group with nothing to remember is forgotten, so
 			// that groups joined once do not accumulate.
-			delete(m.groups, g.id)
+			delete(m.groups, id)
 		}
 	}
 	if released {
 		m.signal()
 	}
-}
-
-// hasState says whether a group has share partitions or a config here.
-// mu must be held.
-func (m *Manager) hasState(groupID string) bool {
-	if _, ok := m.earliest[groupID]; ok {
-		return true
-	}
-	for k := range m.parts {
-		if k.Group == groupID {
-			return true
-		}
-	}
-	return false
 }
 
 // maxSessionPartitions bounds the partitions one share session names, so
@@ -260,6 +266,11 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 				msg = "Group " + req.GroupID + " is not a share group."
 			}
 			resp.ErrorMessage = &msg
+			return resp
+		}
+		if msg, full := m.tooManyGroups(); full {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode, resp.ErrorMessage = errGroupCount.Code, &msg
 			return resp
 		}
 		g = &group{id: req.GroupID, members: map[string]*member{}}
@@ -536,6 +547,9 @@ func (m *Manager) AlterOffsets(groupID string, offsets map[Key]int64) *kerr.Erro
 		return kerr.NonEmptyGroup
 	}
 	if g == nil {
+		if _, full := m.tooManyGroups(); full {
+			return errGroupCount
+		}
 		m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
 	}
 	for k, off := range offsets {

@@ -1,6 +1,8 @@
 package share
 
 import (
+	"math"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -71,6 +73,10 @@ type Partition struct {
 	spso, end int64
 	recs      []record // recs[i] is offset spso+i; len == end-spso
 	dirty     bool     // changed since last persisted
+	// nextExpiry is no later than the earliest lock deadline in the
+	// window (0: unknown), so that a tick skips a partition with nothing
+	// to expire instead of walking its window (review M3).
+	nextExpiry int64
 }
 
 // Range is a run of offsets acquired together, with their delivery count.
@@ -116,13 +122,26 @@ func (p *Partition) State(off int64) (State, int16) {
 // Expire releases the records whose lock ran out by now. It reports
 // whether any became available again.
 func (p *Partition) Expire(now int64, limit int16) bool {
+	if p.nextExpiry != 0 && now < p.nextExpiry {
+		if p.dirty {
+			p.slide()
+		}
+		return false
+	}
 	released := false
+	next := int64(math.MaxInt64)
 	for i := range p.recs {
 		r := &p.recs[i]
-		if r.state == Acquired && r.deadline <= now {
+		if r.state != Acquired {
+			continue
+		}
+		if r.deadline <= now {
 			released = p.release(r, limit) || released
+		} else {
+			next = min(next, r.deadline)
 		}
 	}
+	p.nextExpiry = next
 	if released || p.dirty {
 		p.slide()
 	}
@@ -164,6 +183,9 @@ func (p *Partition) Acquire(member string, max int, hw int64, maxLocks int, now,
 	var out []Range
 	take := func(off int64, r *record) {
 		r.state, r.owner, r.deadline = Acquired, member, now+lock
+		if p.nextExpiry != 0 {
+			p.nextExpiry = min(p.nextExpiry, r.deadline)
+		}
 		r.count++
 		if n := len(out); n > 0 && out[n-1].Last == off-1 && out[n-1].Count == r.count {
 			out[n-1].Last = off
