@@ -75,3 +75,27 @@ func TestGroupBound(t *testing.T) {
 		t.Error("a member joining an existing group was refused")
 	}
 }
+
+// TestUnacquireWakesOnlyOnReturn (review L2): giving back nothing wakes
+// no waiting fetch; giving back records does.
+func TestUnacquireWakesOnlyOnReturn(t *testing.T) {
+	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Minute, AutoOffsetReset: "earliest"}, "", slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Group: "g", Topic: [16]byte{1}}
+	got := m.Acquire(k, "a", 2, 10, 0)
+	w := m.Released()
+	m.Unacquire(k, "b", got, 0) // b holds nothing
+	select {
+	case <-w:
+		t.Fatal("an Unacquire that returned nothing woke the waiting fetches")
+	default:
+	}
+	m.Unacquire(k, "a", got, 1)
+	select {
+	case <-w:
+	default:
+		t.Fatal("an Unacquire that returned a record woke nobody")
+	}
+}

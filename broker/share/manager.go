@@ -433,8 +433,8 @@ func (m *Manager) Acquire(k Key, member string, maxRecords int, hw, logStart int
 func (m *Manager) Unacquire(k Key, member string, ranges []Range, from int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if p := m.parts[k]; p != nil {
-		p.Unacquire(member, ranges, from)
+	// Waiting fetches wake only when records did come back (review L2).
+	if p := m.parts[k]; p != nil && p.Unacquire(member, ranges, from) {
 		m.signal()
 	}
 }

@@ -212,14 +212,15 @@ func (p *Partition) Acquire(member string, max int, hw int64, maxLocks int, now,
 
 // Unacquire undoes the acquisition of the ranges' offsets from off on
 // (the fetch could not return their bytes): they are available again
-// with the delivery count they had.
-func (p *Partition) Unacquire(member string, ranges []Range, from int64) {
+// with the delivery count they had. It reports whether any was.
+func (p *Partition) Unacquire(member string, ranges []Range, from int64) (returned bool) {
 	for _, rg := range ranges {
 		for off := max(rg.First, from, p.spso); off <= rg.Last && off < p.end; off++ {
 			r := &p.recs[off-p.spso]
 			if r.state == Acquired && r.owner == member {
 				r.state, r.owner, r.deadline = Available, "", 0
 				r.count--
+				returned = true
 			}
 		}
 	}
@@ -228,6 +229,7 @@ func (p *Partition) Unacquire(member string, ranges []Range, from int64) {
 		p.recs = p.recs[:len(p.recs)-1]
 		p.end--
 	}
+	return returned
 }
 
 // Acknowledge applies one acknowledgement batch of member: types has one
