@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/broker/share"
+	"github.com/tributary-io/tributary/broker/tier"
 )
 
 // defaultShareMaxRecords is what a ShareFetch without max_records (or
@@ -254,7 +257,9 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	minOne := *budget == maxBytes
 	hw := part.HighWatermark()
 	key := share.Key{Group: groupID, Topic: tp.Topic, Partition: tp.Partition}
-	ranges := s.shares.Acquire(key, memberID, maxRec, hw, part.Log.LogStartOffset())
+	// The log start counting remote storage: on a tiered topic, records
+	// only in remote storage are still to be delivered (review M4).
+	ranges := s.shares.Acquire(key, memberID, maxRec, hw, s.logStartOffset(part))
 	if len(ranges) == 0 {
 		return 0, part.HWChanged(), nil
 	}
@@ -265,15 +270,16 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	// Read whole batches from the first acquired offset until the last is
 	// covered or the byte budget is spent; the first batch always comes.
 	var records []byte
+	var wake <-chan struct{}
 	next := first
 	for next <= last {
-		sl, err := part.Log.Read(next, log.ReadOptions{MaxBytes: int(min(*budget, 1<<20)), MinOneBatch: minOne && len(records) == 0, UpTo: hw})
-		if err != nil || sl.Size == 0 {
-			sl.Release()
+		b, w, err := s.shareRead(part, next, min(*budget, 1<<20), minOne && len(records) == 0, hw)
+		if w != nil {
+			// Remote bytes on their way: what is read so far goes now,
+			// the rest when they are here.
+			wake = w
 			break
 		}
-		b, err := sl.ReadAll()
-		sl.Release()
 		if err != nil || len(b) == 0 {
 			break
 		}
@@ -294,7 +300,7 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		ranges = trimRanges(ranges, next)
 	}
 	if len(ranges) == 0 {
-		return 0, nil, nil
+		return 0, wake, nil
 	}
 	sp := rb.partition(tp.Topic, tp.Partition)
 	sp.Records = records
@@ -306,6 +312,25 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		n += int(r.Last - r.First + 1)
 	}
 	return n, nil, nil
+}
+
+// shareRead reads whole batches from offset: from remote storage below
+// the local log start of a tiered topic (wait is set while those bytes
+// are fetched), else from the local log.
+func (s *Server) shareRead(part *replica.Partition, offset, limit int64, minOne bool, hw int64) (b []byte, wait <-chan struct{}, err error) {
+	if s.tier != nil && offset < part.Log.LogStartOffset() {
+		b, wait, err = s.tier.Read(part.TP, offset, limit, minOne)
+		if !errors.Is(err, tier.ErrNotRemote) {
+			return b, wait, err
+		}
+	}
+	sl, err := part.Log.Read(offset, log.ReadOptions{MaxBytes: int(limit), MinOneBatch: minOne, UpTo: hw})
+	defer sl.Release()
+	if err != nil || sl.Size == 0 {
+		return nil, nil, err
+	}
+	b, err = sl.ReadAll()
+	return b, nil, err
 }
 
 // batchesEnd is one past the last offset of the record batches in b:

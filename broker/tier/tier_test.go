@@ -93,6 +93,9 @@ func TestTieredStorageHDFS(t *testing.T) {
 	t.Run("franz-go reads every record from offset 0", func(t *testing.T) {
 		consumeAll(t, ctx, b.Addr(), n)
 	})
+	t.Run("a share group reads every record from offset 0", func(t *testing.T) {
+		shareConsumeAll(t, ctx, b.Addr(), n)
+	})
 
 	// Kafka's DumpLogSegments reads an uploaded segment copied back from
 	// HDFS: its records, and its indexes checked against them. The JVM
