@@ -91,6 +91,12 @@ func TestShareGroupFranzGo(t *testing.T) {
 					}
 					if released[r.Offset] {
 						redelivered++
+						// Review T3: the count the broker sent.
+						if r.DeliveryCount() != 2 {
+							t.Errorf("released offset %d came back with delivery count %d, want 2", r.Offset, r.DeliveryCount())
+						}
+					} else if r.DeliveryCount() != 1 {
+						t.Errorf("offset %d delivered with count %d, want 1", r.Offset, r.DeliveryCount())
 					}
 					accepted[r.Offset]++
 					cl.MarkAcks(kgo.AckAccept, r)
@@ -188,13 +194,20 @@ func TestShareGroupBadInput(t *testing.T) {
 	// acquisition) and 4 with its third; it lets their locks (4 s) run
 	// out: m2 gets them, delivered a second time.
 	time.Sleep(4300 * time.Millisecond)
+	// m1 stays a member (6 s session) for the zombie check and describe.
+	admWantCode(t, "m1 heartbeat", hb("m1", j.MemberEpoch, nil).ErrorCode, nil, nil)
+	m1Conn := sessionConn
 	member = "m2"
 	sessionConn = admClient(t, s).Broker(1)
 	f = fetch(0, nil)
 	if a := f.Topics[0].Partitions[0].AcquiredRecords; len(a) != 1 || a[0].FirstOffset != 2 || a[0].LastOffset != 3 || a[0].DeliveryCount != 2 {
 		t.Fatalf("after the lock timed out m2 acquired %+v, want 2-3 delivered twice", a)
 	}
-	member = "m1"
+	// m1, whose lock on 2-3 ran out, cannot accept what m2 now holds
+	// (review T1): a zombie's acknowledgement is INVALID_RECORD_STATE.
+	member, sessionConn = "m1", m1Conn
+	f = fetch(3, ack(2, 3, 1))
+	admWantCode(t, "zombie accept", f.Topics[0].Partitions[0].AcknowledgeErrorCode, nil, kerr.InvalidRecordState)
 	ar := kmsg.NewPtrShareAcknowledgeRequest()
 	ar.GroupID, ar.MemberID, ar.ShareSessionEpoch = &group, &member, 0
 	admWantCode(t, "ShareAcknowledge at epoch 0", admSend[*kmsg.ShareAcknowledgeResponse](t, s, ar, 1).ErrorCode, nil, kerr.InvalidShareSessionEpoch)
