@@ -98,6 +98,11 @@ func TestShareGroupAuthorization(t *testing.T) {
 	admWantCode(t, "bob fetches", fetch("bob").ErrorCode, nil, kerr.GroupAuthorizationFailed)
 	f := fetch("alice")
 	admWantCode(t, "alice fetches", f.ErrorCode, nil, nil)
+	// Both topics must be answered (review T2): a reply omitting the
+	// refused one would pass the loop below.
+	if len(f.Topics) != 2 {
+		t.Fatalf("alice's fetch answered %d topics, want both", len(f.Topics))
+	}
 	for _, tp := range f.Topics {
 		want := kerr.TopicAuthorizationFailed
 		if tp.TopicID == s.ids["sha-ok"] {
@@ -114,4 +119,31 @@ func TestShareGroupAuthorization(t *testing.T) {
 	d := kmsg.NewPtrShareGroupDescribeRequest()
 	d.GroupIDs = []string{"sha"}
 	admWantCode(t, "bob describes", s.send(t, "bob", d).(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode, nil, kerr.GroupAuthorizationFailed)
+
+	// The admin APIs of share groups (review T2): DESCRIBE, READ and
+	// DELETE on the group, ALTER_CONFIGS for its configs.
+	dso := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	dsg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	dsg.GroupID = "sha"
+	dso.Groups = append(dso.Groups, dsg)
+	admWantCode(t, "bob describes share offsets", s.send(t, "bob", dso).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode, nil, kerr.GroupAuthorizationFailed)
+	aso := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	aso.GroupID = "sha"
+	aso.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: "sha-ok", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0}}}}
+	admWantCode(t, "bob alters share offsets", s.send(t, "bob", aso).(*kmsg.AlterShareGroupOffsetsResponse).ErrorCode, nil, kerr.GroupAuthorizationFailed)
+	xso := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	xso.GroupID = "sha"
+	xso.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "sha-ok"}}
+	admWantCode(t, "alice (no DELETE) deletes share offsets", s.send(t, "alice", xso).(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode, nil, kerr.GroupAuthorizationFailed)
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"sha"}
+	admWantCode(t, "alice (no DELETE) deletes the share group", s.send(t, "alice", dg).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, nil, kerr.GroupAuthorizationFailed)
+	ic := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	icr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	icr.ResourceType, icr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "sha"
+	icc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	icc.Name, icc.Value = "share.auto.offset.reset", strPtr("earliest")
+	icr.Configs = append(icr.Configs, icc)
+	ic.Resources = append(ic.Resources, icr)
+	admWantCode(t, "alice (no ALTER_CONFIGS) sets a share group config", s.send(t, "alice", ic).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, nil, kerr.GroupAuthorizationFailed)
 }
