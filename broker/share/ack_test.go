@@ -1,7 +1,9 @@
 package share
 
 import (
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -64,5 +66,24 @@ func TestAcknowledgeBelowStart(t *testing.T) {
 	}
 	if p.StartOffset() != 6 {
 		t.Errorf("SPSO %d, want 6 (4 accepted, 5 rejected)", p.StartOffset())
+	}
+}
+
+// TestManagerAcknowledgeAllOrNothing (review M1): through the Manager, a
+// request whose second batch names a record another member holds leaves
+// the first batch's records acquired and the SPSO where it was.
+func TestManagerAcknowledgeAllOrNothing(t *testing.T) {
+	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Minute, AutoOffsetReset: "earliest"}, "", slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Group: "g", Topic: [16]byte{1}}
+	m.Acquire(k, "a", 5, 10, 0)
+	m.Acquire(k, "b", 5, 10, 0)
+	if err := m.Acknowledge(k, "a", []AckBatch{{0, 3, []int8{AckAccept}}, {4, 5, []int8{AckAccept}}}); err != kerr.InvalidRecordState {
+		t.Fatalf("ack: %v, want INVALID_RECORD_STATE", err)
+	}
+	if st, _ := m.parts[k].State(0); st != Acquired || m.parts[k].StartOffset() != 0 {
+		t.Fatalf("after a refused request offset 0 is %v and the SPSO %d; want acquired at 0", st, m.parts[k].StartOffset())
 	}
 }
