@@ -153,6 +153,10 @@ var BrokerDefs = defs(
 	Def{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: Int, Default: "10000", Check: atLeast(1), Doc: "How often transactions open for longer than their timeout are looked for and aborted."},
 
 	// Groups and offsets (the group coordinator).
+	Def{Name: "share.coordinator.state.topic.num.partitions", Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __share_group_state, where share-partition state (ShareSnapshot records) is kept."},
+	Def{Name: "share.coordinator.state.topic.replication.factor", Type: Short, Default: "3", Check: atLeast(1), Doc: "Replicas of __share_group_state, capped by the live brokers at creation."},
+	Def{Name: "share.coordinator.state.topic.min.isr", Type: Short, Default: "2", Check: atLeast(1), Doc: "min.insync.replicas of __share_group_state, capped by its replication factor."},
+	Def{Name: "share.coordinator.state.topic.segment.bytes", Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Segment size of __share_group_state."},
 	Def{Name: "offsets.topic.num.partitions", Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
 	Def{Name: "offsets.topic.replication.factor", Type: Short, Default: "3", Check: atLeast(1), Doc: "Replicas of __consumer_offsets, capped by the live brokers at creation."},
 	Def{Name: "offsets.topic.segment.bytes", Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Segment size of __consumer_offsets."},

@@ -231,10 +231,11 @@ func (s *Server) shareAck(c *conn, img *cluster.Image, groupID, memberID string,
 	if e != nil {
 		return e
 	}
-	if _, e := s.leaderPartition(name, p); e != nil {
+	part, e := s.leaderPartition(name, p)
+	if e != nil {
 		return e
 	}
-	return s.shares.Acknowledge(share.Key{Group: groupID, Topic: topicID, Partition: p}, memberID, batches)
+	return s.shares.Acknowledge(share.Key{Group: groupID, Topic: topicID, Partition: p}, part.LeaderEpoch(), memberID, batches)
 }
 
 // shareFetchPartition acquires up to max records of one partition for the
@@ -257,9 +258,15 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	minOne := *budget == maxBytes
 	hw := part.HighWatermark()
 	key := share.Key{Group: groupID, Topic: tp.Topic, Partition: tp.Partition}
-	// The log start counting remote storage: on a tiered topic, records
-	// only in remote storage are still to be delivered (review M4).
-	ranges := s.shares.Acquire(key, memberID, maxRec, hw, s.logStartOffset(part))
+	ranges, e := s.shares.Acquire(key, part.LeaderEpoch(), memberID, maxRec, hw, s.logStartOffset(part))
+	if e == kerr.CoordinatorLoadInProgress {
+		// The state is not readable yet (its partition loads): nothing
+		// to hand out for now, the long poll retries.
+		return 0, part.HWChanged(), nil
+	}
+	if e != nil {
+		return 0, nil, e
+	}
 	if len(ranges) == 0 {
 		return 0, part.HWChanged(), nil
 	}

@@ -45,6 +45,8 @@ type Server struct {
 	pids      *producerIDs
 	groups    *group.Coordinator
 	shares    *share.Manager // KIP-932 share groups (share.go)
+	// shareState is __share_group_state, where shares keeps its state.
+	shareState *shareState
 	// authorizer judges requests (acl_authz.go); nil allows everything.
 	authorizer *acl.Authorizer
 	txns       *txn.Coordinator
@@ -287,7 +289,7 @@ func (s *Server) Start() error {
 	}
 	s.groups = group.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger)
 	s.groups.Start()
-	if err := s.startShares(paths[0]); err != nil {
+	if err := s.startShares(); err != nil {
 		s.closeListeners()
 		s.closeStorage()
 		return err
@@ -628,6 +630,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.shares != nil {
 		s.shares.Stop()
+	}
+	if s.shareState != nil {
+		s.shareState.close()
 	}
 	if s.parts != nil {
 		s.parts.StopReplication()

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"path/filepath"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -10,10 +8,12 @@ import (
 	"github.com/tributary-io/tributary/broker/share"
 )
 
-// startShares starts the share-group manager (broker/share), its state
-// journal in the first log dir.
-func (s *Server) startShares(logDir string) error {
-	m, err := share.NewManager(share.ConfigFrom(s.cfg), filepath.Clean(logDir), s.logger)
+// startShares starts the share-group manager (broker/share) with its
+// state in __share_group_state (share_state.go).
+func (s *Server) startShares() error {
+	s.shareState = newShareState(s)
+	s.shareState.start()
+	m, err := share.NewManager(share.ConfigFrom(s.cfg), s.shareState, s.logger)
 	if err != nil {
 		return err
 	}

@@ -73,14 +73,14 @@ func TestAcknowledgeBelowStart(t *testing.T) {
 // request whose second batch names a record another member holds leaves
 // the first batch's records acquired and the SPSO where it was.
 func TestManagerAcknowledgeAllOrNothing(t *testing.T) {
-	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Minute, AutoOffsetReset: "earliest"}, "", slog.Default())
+	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Minute, AutoOffsetReset: "earliest"}, nil, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := Key{Group: "g", Topic: [16]byte{1}}
-	m.Acquire(k, "a", 5, 10, 0)
-	m.Acquire(k, "b", 5, 10, 0)
-	if err := m.Acknowledge(k, "a", []AckBatch{{0, 3, []int8{AckAccept}}, {4, 5, []int8{AckAccept}}}); err != kerr.InvalidRecordState {
+	m.Acquire(k, 0, "a", 5, 10, 0)
+	m.Acquire(k, 0, "b", 5, 10, 0)
+	if err := m.Acknowledge(k, 0, "a", []AckBatch{{0, 3, []int8{AckAccept}}, {4, 5, []int8{AckAccept}}}); err != kerr.InvalidRecordState {
 		t.Fatalf("ack: %v, want INVALID_RECORD_STATE", err)
 	}
 	if st, _ := m.parts[k].State(0); st != Acquired || m.parts[k].StartOffset() != 0 {

@@ -10,9 +10,10 @@
 //   - group.go is a share group's membership and its assignment.
 //   - manager.go holds both behind one lock, with the share sessions and
 //     the timers (expired locks, expired members); its methods are safe
-//     for concurrent use. Lock order: Manager.mu only; the journal is
-//     written under it.
-//   - journal.go persists share-partition state on local disk.
+//     for concurrent use. Lock order: Manager.wmu, then Manager.mu; the
+//     state store (Store: broker/server's __share_group_state) is written
+//     without mu.
+//   - state_records.go is Kafka's ShareSnapshot/ShareUpdate records.
 //
 // The broker's handlers (broker/server 76–79) resolve topics, check
 // leadership and ACLs and read the record bytes; this package decides

@@ -16,7 +16,7 @@ import (
 // with a few thousand groups). Every member's records come back, and
 // groups with state stay.
 func TestExpireManyGroups(t *testing.T) {
-	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 2000, DeliveryLimit: 5, MaxRecordLocks: 2000, LockDuration: time.Hour, AutoOffsetReset: "earliest"}, "", slog.Default())
+	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 2000, DeliveryLimit: 5, MaxRecordLocks: 2000, LockDuration: time.Hour, AutoOffsetReset: "earliest"}, nil, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestExpireManyGroups(t *testing.T) {
 		r := kmsg.NewPtrShareGroupHeartbeatRequest()
 		r.GroupID, r.MemberID, r.SubscribedTopicNames = fmt.Sprint("g", i), "m", []string{"t"}
 		m.Heartbeat(HeartbeatRequest{ShareGroupHeartbeatRequest: r}, topics, false)
-		m.Acquire(Key{Group: r.GroupID, Topic: [16]byte{1}}, "m", 1, 10, 0)
+		m.Acquire(Key{Group: r.GroupID, Topic: [16]byte{1}}, 0, "m", 1, 10, 0)
 	}
 	now = now.Add(2 * time.Second)
 	start := time.Now()
@@ -51,7 +51,7 @@ func TestExpireManyGroups(t *testing.T) {
 // new group is GROUP_MAX_SIZE_REACHED, from a heartbeat or an offsets
 // reset; existing groups go on.
 func TestGroupBound(t *testing.T) {
-	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Second}, "", slog.Default())
+	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Second}, nil, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +79,12 @@ func TestGroupBound(t *testing.T) {
 // TestUnacquireWakesOnlyOnReturn (review L2): giving back nothing wakes
 // no waiting fetch; giving back records does.
 func TestUnacquireWakesOnlyOnReturn(t *testing.T) {
-	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Minute, AutoOffsetReset: "earliest"}, "", slog.Default())
+	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Minute, AutoOffsetReset: "earliest"}, nil, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := Key{Group: "g", Topic: [16]byte{1}}
-	got := m.Acquire(k, "a", 2, 10, 0)
+	got, _ := m.Acquire(k, 0, "a", 2, 10, 0)
 	w := m.Released()
 	m.Unacquire(k, "b", got, 0) // b holds nothing
 	select {

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -69,8 +70,8 @@ type session struct {
 // Manager holds this broker's share groups (membership, on the group's
 // coordinator) and share partitions (acquisition state, on the
 // partition's leader), with their share sessions. Its methods are safe for
-// concurrent use; mu guards everything and is never held across I/O other
-// than the journal's appends.
+// concurrent use; mu guards everything and is never held across I/O:
+// state writes are queued under it and flushed without it.
 type Manager struct {
 	cfg    Config
 	logger *slog.Logger
@@ -79,8 +80,12 @@ type Manager struct {
 	groups    map[string]*group
 	parts     map[Key]*Partition
 	sessions  map[sessionKey]*session
-	released  chan struct{}   // closed (and replaced) when records become available
-	journal   *journal        // nil: state is not persisted
+	released  chan struct{} // closed (and replaced) when records become available
+	store     Store         // nil: state is not persisted
+	epochs    map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
+	pending   map[Key]*Snapshot
+	failed    map[Key]error   // the last write of a key failed
+	wmu       sync.Mutex      // one writer of pending at a time, so a key's writes stay in order
 	earliest  map[string]bool // groups with share.auto.offset.reset=earliest
 	maxGroups int             // 0: MaxGroups (tests lower it)
 	now       func() time.Time
@@ -89,37 +94,35 @@ type Manager struct {
 	done chan struct{}
 }
 
-// NewManager returns a Manager; with dir set, share-partition state is
-// persisted there and loaded back now.
-func NewManager(cfg Config, dir string, logger *slog.Logger) (*Manager, error) {
+// Store keeps share-partition state durably: broker/server's
+// __share_group_state. Both calls may wait for I/O.
+type Store interface {
+	// Read returns k's state; found is false when it has none.
+	Read(k Key) (s Snapshot, found bool, err error)
+	// Write replaces k's state (nil deletes it) and returns once it is
+	// committed; a write older than the stored leader epoch is refused
+	// with FENCED_LEADER_EPOCH.
+	Write(k Key, s *Snapshot) error
+}
+
+// NewManager returns a Manager; with store set, share-partition state is
+// written there and read back when a share partition is first used at a
+// leader epoch.
+func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, logger: logger,
 		groups:   map[string]*group{},
 		parts:    map[Key]*Partition{},
 		sessions: map[sessionKey]*session{},
 		earliest: map[string]bool{},
+		store:    store,
+		epochs:   map[Key]int32{},
+		pending:  map[Key]*Snapshot{},
+		failed:   map[Key]error{},
 		released: make(chan struct{}),
 		now:      time.Now,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-	}
-	if dir != "" {
-		j, states, err := openJournal(dir)
-		if err != nil {
-			return nil, err
-		}
-		m.journal = j
-		for k, st := range states {
-			if k.Partition == groupConfigPartition {
-				m.earliest[k.Group] = st.spso == 1
-				continue
-			}
-			m.parts[k] = Restore(st.spso, st.batches, cfg.MaxRecordLocks)
-			if m.groups[k.Group] == nil {
-				// Members are not persisted: the group is back empty.
-				m.groups[k.Group] = &group{id: k.Group, members: map[string]*member{}}
-			}
-		}
 	}
 	return m, nil
 }
@@ -147,16 +150,10 @@ func tick(cfg Config) time.Duration {
 	return min(max(cfg.LockDuration/10, 10*time.Millisecond), time.Second)
 }
 
-// Stop ends the timers and closes the journal.
+// Stop ends the timers.
 func (m *Manager) Stop() {
 	close(m.stop)
 	<-m.done
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.journal != nil {
-		m.journal.close()
-		m.journal = nil
-	}
 }
 
 // Released is closed the next time records become available again (an
@@ -175,6 +172,7 @@ func (m *Manager) signal() {
 }
 
 func (m *Manager) expire() {
+	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
@@ -239,21 +237,112 @@ func (m *Manager) releaseMember(groupID, member string) bool {
 	return released
 }
 
-// persist appends the partition's state to the journal when it changed.
-// mu must be held.
+// persist queues the partition's state for the store when it changed;
+// flush writes it. mu must be held.
 func (m *Manager) persist(k Key, p *Partition) {
-	if !p.TakeDirty() || m.journal == nil {
+	if !p.TakeDirty() || m.store == nil {
 		return
 	}
-	if err := m.journal.write(k, p.StartOffset(), p.Batches()); err != nil {
-		m.logger.Error("share-group state not persisted", "group", k.Group, "partition", k.Partition, "err", err)
+	epoch, ok := m.epochs[k]
+	if !ok {
+		epoch = -1 // an administrator's change, not a leader's: not fenced
 	}
+	m.pending[k] = &Snapshot{LeaderEpoch: epoch, StartOffset: p.StartOffset(), Batches: p.Batches()}
+}
+
+// flush writes the queued states, without mu, and returns once they are
+// committed (or failed: the key is marked, see writeErr). A caller whose
+// state another flush took waits for that flush through wmu. A write
+// refused as fenced drops the share partition here: this broker is no
+// longer its leader's latest epoch, the next use reloads it.
+func (m *Manager) flush() {
+	if m.store == nil {
+		return
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.mu.Lock()
+	pend := m.pending
+	m.pending = map[Key]*Snapshot{}
+	m.mu.Unlock()
+	for k, s := range pend {
+		err := m.store.Write(k, s)
+		m.mu.Lock()
+		switch {
+		case err == nil:
+			delete(m.failed, k)
+		case errors.Is(err, kerr.FencedLeaderEpoch):
+			m.failed[k] = err
+			delete(m.parts, k)
+			delete(m.epochs, k)
+		default:
+			m.failed[k] = err
+			if _, newer := m.pending[k]; !newer {
+				m.pending[k] = s // retried by the next flush
+			}
+			m.logger.Warn("share-group state not persisted", "group", k.Group, "partition", k.Partition, "err", err)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// writeErr is the error to answer for k after a flush: its last write
+// failed.
+func (m *Manager) writeErr(k Key) *kerr.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.failed[k]; err != nil {
+		if errors.Is(err, kerr.FencedLeaderEpoch) {
+			return kerr.NotLeaderForPartition
+		}
+		return kerr.CoordinatorNotAvailable
+	}
+	return nil
+}
+
+// load makes k's share partition current for the topic partition's
+// leader epoch: read from the store the first time it is used at that
+// epoch (after a restart, or when this broker became the leader). Without
+// a store it is a no-op.
+func (m *Manager) load(k Key, epoch int32) *kerr.Error {
+	m.mu.Lock()
+	e, ok := m.epochs[k]
+	m.mu.Unlock()
+	if ok && e == epoch || m.store == nil {
+		return nil
+	}
+	// Our own queued writes of k land first: a reload must see them.
+	m.flush()
+	s, found, err := m.store.Read(k)
+	if err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) && ke == kerr.CoordinatorLoadInProgress {
+			return ke
+		}
+		return kerr.CoordinatorNotAvailable
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.epochs[k]; ok && e == epoch {
+		return nil // loaded meanwhile
+	}
+	delete(m.pending, k)
+	delete(m.failed, k)
+	if found {
+		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfg.MaxRecordLocks)
+		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
+	} else {
+		delete(m.parts, k)
+	}
+	m.epochs[k] = epoch
+	return nil
 }
 
 // Heartbeat serves a ShareGroupHeartbeat. topics is the cluster's topics
 // by name; isOther says the group id belongs to a classic or consumer
 // group.
 func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) *kmsg.ShareGroupHeartbeatResponse {
+	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[req.GroupID]
@@ -379,6 +468,7 @@ func (m *Manager) Session(owner any, groupID, member string, epoch int32, add, f
 // CloseSession ends member's share session on this broker and releases
 // what it holds here.
 func (m *Manager) CloseSession(groupID, member string) {
+	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.releaseMember(groupID, member) {
@@ -389,6 +479,7 @@ func (m *Manager) CloseSession(groupID, member string) {
 // CloseSessionOf closes member's share session if owner still owns it
 // (a new epoch-0 request on another connection replaced it otherwise).
 func (m *Manager) CloseSessionOf(groupID, member string, owner any) {
+	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.sessions[sessionKey{groupID, member}]; s != nil && s.owner == owner && m.releaseMember(groupID, member) {
@@ -414,10 +505,17 @@ func (m *Manager) partition(k Key, hw, logStart int64) *Partition {
 }
 
 // Acquire hands member up to max records of the share partition below
-// hw. logStart is the partition's log start offset.
-func (m *Manager) Acquire(k Key, member string, maxRecords int, hw, logStart int64) []Range {
+// hw. epoch is the topic partition's leader epoch, logStart its log start
+// offset. The acquisition (its delivery counts) is queued for the store
+// and written by the next flush (an acknowledgement, the timer), not
+// waited for, as Kafka persists delivery counts with the acknowledgement:
+// a record acquired but never acknowledged before a leader moves comes
+// back with the count it had.
+func (m *Manager) Acquire(k Key, epoch int32, member string, maxRecords int, hw, logStart int64) ([]Range, *kerr.Error) {
+	if e := m.load(k, epoch); e != nil {
+		return nil, e
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	p := m.partition(k, hw, logStart)
 	now := m.now().UnixNano()
 	if p.Expire(now, m.cfg.DeliveryLimit) {
@@ -425,7 +523,8 @@ func (m *Manager) Acquire(k Key, member string, maxRecords int, hw, logStart int
 	}
 	out := p.Acquire(member, maxRecords, hw, m.cfg.MaxRecordLocks, now, int64(m.cfg.LockDuration))
 	m.persist(k, p)
-	return out
+	m.mu.Unlock()
+	return out, nil
 }
 
 // Unacquire gives back acquired offsets from `from` on that a fetch could
@@ -448,7 +547,19 @@ type AckBatch struct {
 // Acknowledge applies member's acknowledgement batches to one share
 // partition all or nothing, as Kafka's SharePartition.acknowledge: on any
 // error no batch is applied (Partition.AcknowledgeBatches).
-func (m *Manager) Acknowledge(k Key, member string, batches []AckBatch) *kerr.Error {
+func (m *Manager) Acknowledge(k Key, epoch int32, member string, batches []AckBatch) *kerr.Error {
+	if e := m.load(k, epoch); e != nil {
+		return e
+	}
+	err := m.acknowledge(k, member, batches)
+	m.flush()
+	if e := m.writeErr(k); e != nil {
+		return e
+	}
+	return err
+}
+
+func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.parts[k]
@@ -495,25 +606,12 @@ func (m *Manager) LoadedPartitions() int {
 // Cfg is the manager's configuration.
 func (m *Manager) Cfg() Config { return m.cfg }
 
-// groupConfigPartition keys a group's share.auto.offset.reset in the
-// journal: spso 1 is earliest, 0 latest.
-const groupConfigPartition = -1
-
 // SetAutoOffsetReset sets a group's share.auto.offset.reset (latest or
 // earliest), used for the share partitions it starts reading from now on.
 func (m *Manager) SetAutoOffsetReset(groupID, reset string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.earliest[groupID] = reset == "earliest"
-	if m.journal != nil {
-		v := int64(0)
-		if reset == "earliest" {
-			v = 1
-		}
-		if err := m.journal.write(Key{Group: groupID, Partition: groupConfigPartition}, v, nil); err != nil {
-			m.logger.Error("share-group config not persisted", "group", groupID, "err", err)
-		}
-	}
 }
 
 // StartOffset is a share partition's SPSO here, if it has one.
@@ -540,6 +638,7 @@ func (m *Manager) Members(groupID string) int {
 // administrator's reset): what was in flight is forgotten, delivery
 // starts at offset. An unknown group is created empty, as Kafka does.
 func (m *Manager) AlterOffsets(groupID string, offsets map[Key]int64) *kerr.Error {
+	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
@@ -566,6 +665,7 @@ func (m *Manager) AlterOffsets(groupID string, offsets map[Key]int64) *kerr.Erro
 
 // DeleteOffsets forgets the share partitions of an empty group's topics.
 func (m *Manager) DeleteOffsets(groupID string, topics map[[16]byte]bool) *kerr.Error {
+	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
@@ -586,6 +686,7 @@ func (m *Manager) DeleteOffsets(groupID string, topics map[[16]byte]bool) *kerr.
 // DeleteGroup deletes an empty share group with its share partitions and
 // its config.
 func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
+	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
@@ -601,19 +702,16 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 			m.drop(k)
 		}
 	}
-	if _, ok := m.earliest[groupID]; ok {
-		delete(m.earliest, groupID)
-		m.drop(Key{Group: groupID, Partition: groupConfigPartition})
-	}
+	delete(m.earliest, groupID)
 	return nil
 }
 
-// drop forgets one share partition, in the journal too. mu must be held.
+// drop forgets one share partition, in the store too (a tombstone).
+// mu must be held.
 func (m *Manager) drop(k Key) {
 	delete(m.parts, k)
-	if m.journal != nil {
-		if err := m.journal.write(k, -1, nil); err != nil {
-			m.logger.Error("share-group state not persisted", "group", k.Group, "err", err)
-		}
+	delete(m.epochs, k)
+	if m.store != nil {
+		m.pending[k] = nil
 	}
 }

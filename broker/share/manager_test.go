@@ -12,7 +12,7 @@ import (
 // TestManagerBounds: group.share.max.size refuses members past it, and a
 // group whose members all timed out, with no state, is forgotten.
 func TestManagerBounds(t *testing.T) {
-	m, err := NewManager(Config{MaxSize: 2, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 1, DeliveryLimit: 5, MaxRecordLocks: 10, LockDuration: time.Second}, "", slog.Default())
+	m, err := NewManager(Config{MaxSize: 2, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 1, DeliveryLimit: 5, MaxRecordLocks: 10, LockDuration: time.Second}, nil, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

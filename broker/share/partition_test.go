@@ -1,8 +1,6 @@
 package share
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -83,34 +81,31 @@ func TestPartitionMaxLocks(t *testing.T) {
 	}
 }
 
-func TestJournalRestore(t *testing.T) {
-	dir := t.TempDir()
-	j, live, err := openJournal(dir)
-	if err != nil || len(live) != 0 {
-		t.Fatal(err, live)
-	}
+func TestStateRecords(t *testing.T) {
 	p := NewPartition(0)
 	p.Acquire("a", 10, 10, 100, 0, sec)
 	p.Acknowledge("a", 0, 9, []int8{AckAccept, AckAccept, AckRelease, AckReject, AckAccept, AckAccept, AckAccept, AckAccept, AckAccept, AckAccept}, 5, 0, sec)
 	k := Key{Group: "g", Topic: [16]byte{1}, Partition: 3}
-	if err := j.write(k, p.StartOffset(), p.Batches()); err != nil {
-		t.Fatal(err)
+	key := StateKey(k)
+	// type 0 │ "g" │ uuid │ partition 3, as Kafka's ShareSnapshotKey.
+	want := append([]byte{0, 0, 0, 1, 'g', 1}, make([]byte, 15)...)
+	want = append(want, 0, 0, 0, 3)
+	if !reflect.DeepEqual(key, want) {
+		t.Fatalf("key %x, want %x", key, want)
 	}
-	j.close()
-	// A torn entry at the end (a crash during write) is cut off.
-	f, _ := os.OpenFile(filepath.Join(dir, journalName), os.O_APPEND|os.O_WRONLY, 0)
-	f.Write([]byte{0, 0, 1, 0, 1, 2})
-	f.Close()
-	j, live, err = openJournal(dir)
-	if err != nil {
-		t.Fatal(err)
+	gk, update, err := ParseStateKey(key)
+	if err != nil || update || gk != k {
+		t.Fatal(gk, update, err)
 	}
-	defer j.close()
-	st, ok := live[k]
-	if !ok {
-		t.Fatalf("state lost: %v", live)
+	v := SnapshotValue(Snapshot{SnapshotEpoch: 1, LeaderEpoch: 7, StartOffset: p.StartOffset(), Batches: p.Batches()})
+	st, err := ParseSnapshot(v)
+	if err != nil || st.LeaderEpoch != 7 || st.SnapshotEpoch != 1 {
+		t.Fatal(st, err)
 	}
-	r := Restore(st.spso, st.batches, 100)
+	if _, err := ParseSnapshot(v[:len(v)-3]); err == nil {
+		t.Fatal("a torn value parsed")
+	}
+	r := Restore(st.StartOffset, st.Batches, 100)
 	if r.StartOffset() != 2 {
 		t.Fatalf("SPSO %d, want 2", r.StartOffset())
 	}
@@ -118,5 +113,16 @@ func TestJournalRestore(t *testing.T) {
 	// rejected, 4-9 accepted: the window is empty after 2.
 	if got := r.Acquire("b", 10, 10, 100, 0, sec); !reflect.DeepEqual(got, []Range{{2, 2, 2}}) {
 		t.Fatalf("after restore acquired %v", got)
+	}
+	// A ShareUpdateValue (version 0, snapshot epoch, leader epoch 8,
+	// start offset 3, one batch: offset 3 acknowledged) merged in.
+	upd := []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 8}
+	upd = append(upd, 0, 0, 0, 0, 0, 0, 0, 3, 2)
+	upd = append(upd, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 3, 2, 0, 1, 0, 0)
+	if err := ApplyUpdate(&st, upd); err != nil {
+		t.Fatal(err)
+	}
+	if st.StartOffset != 3 || st.LeaderEpoch != 8 || len(st.Batches) == 0 || st.Batches[0].First != 3 || st.Batches[0].State != Acknowledged {
+		t.Fatalf("after update: %+v", st)
 	}
 }
