@@ -209,6 +209,10 @@ func (b *shareResponse) partition(topic [16]byte, p int32) *kmsg.ShareFetchRespo
 	return &b.resp.Topics[ti].Partitions[len(b.resp.Topics[ti].Partitions)-1]
 }
 
+// shareStateRetry is how soon a fetch waiting for a share partition's
+// state tries again.
+const shareStateRetry = 100 * time.Millisecond
+
 // sharePartitionOf resolves a share request's partition to the leader's
 // partition after the ACL check.
 func (s *Server) sharePartitionOf(c *conn, img *cluster.Image, topicID [16]byte, p int32) (string, *kerr.Error) {
@@ -259,10 +263,16 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	hw := part.HighWatermark()
 	key := share.Key{Group: groupID, Topic: tp.Topic, Partition: tp.Partition}
 	ranges, e := s.shares.Acquire(key, part.LeaderEpoch(), memberID, maxRec, hw, s.logStartOffset(part))
-	if e == kerr.CoordinatorLoadInProgress {
-		// The state is not readable yet (its partition loads): nothing
-		// to hand out for now, the long poll retries.
-		return 0, part.HWChanged(), nil
+	if e != nil && e != kerr.NotLeaderForPartition {
+		// The state is not readable yet (__share_group_state is being
+		// created, its partition loads or its leader moves): nothing to
+		// hand out for now, as Kafka answers while a share partition
+		// initializes; the next fetch tries again. An error here would
+		// make the Java consumer drop the partition from its session.
+		s.logger.Debug("share-group state not readable", "group", groupID, "partition", tp.Partition, "err", e)
+		retry := make(chan struct{})
+		time.AfterFunc(shareStateRetry, func() { close(retry) })
+		return 0, retry, nil
 	}
 	if e != nil {
 		return 0, nil, e
