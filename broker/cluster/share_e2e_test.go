@@ -21,12 +21,12 @@ import (
 // broker confirmed is delivered again, and every record is delivered.
 func TestShareGroupSurvivesLeaderKill(t *testing.T) {
 	c, _ := startQueue(t, 1)
-	n := 600
+	n, limit := 600, 90*time.Second
 	if long() {
-		n = 6000
+		n, limit = 6000, 10*time.Minute
 	}
 	leader := leaderOf(t, c, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 
 	var mu sync.Mutex
