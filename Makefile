@@ -63,7 +63,7 @@ test:
 LONG ?= cluster throttle loader registry txn groups hadoop tier
 test-long:
 	@if [[ " $(LONG) " == *" cluster "* ]]; then set -x; \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestFault|TestReplication|TestGroupSurvives|TestControlledShutdown' -v ./broker/cluster/; fi
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestFault|TestReplication|TestGroupSurvives|TestShareGroupSurvives|TestControlledShutdown' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" throttle "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestDynamicConfigsAndThrottledReassignment' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" loader "* ]]; then set -x; \

@@ -72,6 +72,7 @@ var BrokerDefs = defs(
 	Def{Name: "default.replication.factor", Type: Int, Default: "1", Check: atLeast(1), Doc: "Replication factor of auto-created topics and of CreateTopics without one."},
 	Def{Name: "min.insync.replicas", Type: Int, Default: "1", Check: atLeast(1), Doc: "Replicas that must acknowledge an acks=all write."},
 	Def{Name: "delete.topic.enable", Type: Bool, Default: "true", Doc: "Allow DeleteTopics."},
+	Def{Name: "fetch.max.bytes", Type: Int, Default: "57671680", Check: atLeast(1024), Doc: "The most record bytes one ShareFetch answer carries, whatever max_bytes the client asks (at least one batch)."},
 	Def{Name: "message.max.bytes", Type: Int, Default: "1048588", Check: atLeast(0), Doc: "The largest record batch a topic accepts, unless max.message.bytes overrides it."},
 	Def{Name: "replica.fetch.max.bytes", Type: Int, Default: "1048576", Check: atLeast(0), Doc: "Bytes a follower fetches per partition."},
 	Def{Name: "max.incremental.fetch.session.cache.slots", Type: Int, Default: "1000", Check: atLeast(0),
@@ -152,6 +153,10 @@ var BrokerDefs = defs(
 	Def{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: Int, Default: "10000", Check: atLeast(1), Doc: "How often transactions open for longer than their timeout are looked for and aborted."},
 
 	// Groups and offsets (the group coordinator).
+	Def{Name: "share.coordinator.state.topic.num.partitions", Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __share_group_state, where share-partition state (ShareSnapshot records) is kept."},
+	Def{Name: "share.coordinator.state.topic.replication.factor", Type: Short, Default: "3", Check: atLeast(1), Doc: "Replicas of __share_group_state, capped by the live brokers at creation."},
+	Def{Name: "share.coordinator.state.topic.min.isr", Type: Short, Default: "2", Check: atLeast(1), Doc: "min.insync.replicas of __share_group_state, capped by its replication factor."},
+	Def{Name: "share.coordinator.state.topic.segment.bytes", Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Segment size of __share_group_state."},
 	Def{Name: "offsets.topic.num.partitions", Type: Int, Default: "50", Check: atLeast(1), Doc: "Partitions of __consumer_offsets."},
 	Def{Name: "offsets.topic.replication.factor", Type: Short, Default: "3", Check: atLeast(1), Doc: "Replicas of __consumer_offsets, capped by the live brokers at creation."},
 	Def{Name: "offsets.topic.segment.bytes", Type: Int, Default: "104857600", Check: atLeast(1), Doc: "Segment size of __consumer_offsets."},
@@ -171,6 +176,25 @@ var BrokerDefs = defs(
 	Def{Name: "group.consumer.max.size", Type: Int, Default: "2147483647", Check: atLeast(1), Doc: "The most members in one consumer-protocol group."},
 	Def{Name: "group.consumer.migration.policy", Type: String, Default: "bidirectional", Check: oneOfFold("disabled", "upgrade", "downgrade", "bidirectional"),
 		Doc: "Online migration of a non-empty group between the classic and the consumer protocol: upgrade (a consumer-protocol member joining a classic group converts it), downgrade (a consumer group whose last consumer-protocol member leaves becomes classic), both or neither; case-insensitive, as in Kafka."},
+
+	// KIP-932 share groups (broker/share).
+	Def{Name: "group.share.record.lock.duration.ms", Type: Int, Default: "30000", Check: atLeast(1), Doc: "How long a share-group member holds the records a ShareFetch acquired for it; unacknowledged records are then released for redelivery."},
+	Def{Name: "group.share.min.record.lock.duration.ms", Type: Int, Default: "15000", Check: atLeast(1), Doc: "The smallest group.share.record.lock.duration.ms allowed."},
+	Def{Name: "group.share.max.record.lock.duration.ms", Type: Int, Default: "60000", Check: atLeast(1), Doc: "The largest group.share.record.lock.duration.ms allowed."},
+	Def{Name: "group.share.delivery.count.limit", Type: Int, Default: "5", Check: atLeast(1), Doc: "A share-group record delivered this many times without being accepted is archived, never delivered again."},
+	Def{Name: "group.share.min.delivery.count.limit", Type: Int, Default: "2", Check: atLeast(1), Doc: "The smallest group.share.delivery.count.limit allowed."},
+	Def{Name: "group.share.max.delivery.count.limit", Type: Int, Default: "10", Check: atLeast(1), Doc: "The largest group.share.delivery.count.limit allowed."},
+	Def{Name: "group.share.partition.max.record.locks", Type: Int, Default: "2000", Check: atLeast(1), Doc: "The most in-flight (acquired or released, not yet acknowledged) records of one share partition; it bounds the broker's memory per share partition."},
+	Def{Name: "group.share.min.partition.max.record.locks", Type: Int, Default: "100", Check: atLeast(1), Doc: "The smallest group.share.partition.max.record.locks allowed."},
+	Def{Name: "group.share.max.partition.max.record.locks", Type: Int, Default: "4000", Check: atLeast(1), Doc: "The largest group.share.partition.max.record.locks allowed."},
+	Def{Name: "group.share.session.timeout.ms", Type: Int, Default: "45000", Check: atLeast(1), Doc: "A share-group member that sends no heartbeat for this long is removed from its group and its records released."},
+	Def{Name: "group.share.min.session.timeout.ms", Type: Int, Default: "45000", Check: atLeast(1), Doc: "The smallest group.share.session.timeout.ms allowed."},
+	Def{Name: "group.share.max.session.timeout.ms", Type: Int, Default: "60000", Check: atLeast(1), Doc: "The largest group.share.session.timeout.ms allowed."},
+	Def{Name: "group.share.heartbeat.interval.ms", Type: Int, Default: "5000", Check: atLeast(1), Doc: "How often share-group members heartbeat; it is given to them in every heartbeat response."},
+	Def{Name: "group.share.min.heartbeat.interval.ms", Type: Int, Default: "5000", Check: atLeast(1), Doc: "The smallest group.share.heartbeat.interval.ms allowed."},
+	Def{Name: "group.share.max.heartbeat.interval.ms", Type: Int, Default: "15000", Check: atLeast(1), Doc: "The largest group.share.heartbeat.interval.ms allowed."},
+	Def{Name: "group.share.max.size", Type: Int, Default: "200", Check: atLeast(1), Doc: "The most members in one share group (GROUP_MAX_SIZE_REACHED beyond)."},
+	Def{Name: "group.share.max.share.sessions", Type: Int, Default: "2000", Check: atLeast(1), Doc: "The most share sessions (one per member and broker) a broker keeps (SHARE_SESSION_LIMIT_REACHED beyond)."},
 
 	// Producers.
 	Def{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", Check: atLeast(1), Doc: "Idempotent producer state is dropped after this long idle."},

@@ -75,6 +75,7 @@ func (b *Broker) crossChecks() []string {
 		errs = append(errs, fmt.Sprintf("group.min.session.timeout.ms=%d is larger than group.max.session.timeout.ms=%d", lo, hi))
 	}
 	errs = append(errs, b.consumerGroupChecks()...)
+	errs = append(errs, b.shareGroupChecks()...)
 	if _, err := b.Listeners(); err != nil {
 		errs = append(errs, err.Error())
 	}

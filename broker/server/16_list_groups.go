@@ -34,5 +34,14 @@ func (s *Server) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (*kmsg.L
 		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.ID, g.ProtocolType, g.StateName, g.Type
 		resp.Groups = append(resp.Groups, lg)
 	}
+	// KIP-932 share groups (broker/share) coordinated here.
+	for _, g := range s.shares.Groups() {
+		if s.groups.Status(g.ID) != nil || len(states) > 0 && !states[strings.ToLower(g.State)] || len(types) > 0 && !types["share"] {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.ID, "share", g.State, "share"
+		resp.Groups = append(resp.Groups, lg)
+	}
 	return resp, nil
 }

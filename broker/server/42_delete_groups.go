@@ -9,7 +9,14 @@ func (s *Server) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (*km
 	for _, g := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = g
-		if code := s.groups.DeleteGroup(g); code != nil {
+		if s.shares.Has(g) {
+			// A share group (broker/share): empty, with its share state.
+			if code := s.groups.Status(g); code != nil {
+				rg.ErrorCode = code.Code
+			} else if code := s.shares.DeleteGroup(g); code != nil {
+				rg.ErrorCode = code.Code
+			}
+		} else if code := s.groups.DeleteGroup(g); code != nil {
 			rg.ErrorCode = code.Code
 		}
 		resp.Groups = append(resp.Groups, rg)

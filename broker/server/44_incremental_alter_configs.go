@@ -86,6 +86,8 @@ func (s *Server) incrementalAlterConfigs(c *conn, rr kmsg.IncrementalAlterConfig
 		return s.alterBrokerConfigs(c, rr.ResourceName, changes, false, validateOnly)
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return apiErrorf(kerr.InvalidRequest, "changing log levels (BROKER_LOGGER) is not supported")
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return s.alterShareGroupConfigs(rr, validateOnly)
 	default:
 		return apiErrorf(kerr.InvalidRequest, "unknown resource type %d", int8(rr.ResourceType))
 	}

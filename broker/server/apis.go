@@ -63,15 +63,29 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.ConsumerGroupHeartbeat.Int16(): {min: 0, max: 1, fn: typed(s.handleConsumerGroupHeartbeat)},
 		kmsg.ConsumerGroupDescribe.Int16():  {min: 0, max: 1, fn: typed(s.handleConsumerGroupDescribe)},
 
+		// KIP-932 share groups (broker/share, share.go).
+		kmsg.ShareGroupHeartbeat.Int16():       {min: 1, max: 1, fn: typed(s.handleShareGroupHeartbeat)},
+		kmsg.ShareGroupDescribe.Int16():        {min: 1, max: 1, fn: typed(s.handleShareGroupDescribe)},
+		kmsg.ShareFetch.Int16():                {min: 1, max: 2, fn: typed(s.handleShareFetch)},
+		kmsg.ShareAcknowledge.Int16():          {min: 1, max: 2, fn: typed(s.handleShareAcknowledge)},
+		kmsg.DescribeShareGroupOffsets.Int16(): {min: 0, max: 1, fn: typed(s.handleDescribeShareGroupOffsets)},
+		kmsg.AlterShareGroupOffsets.Int16():    {min: 0, max: 0, fn: typed(s.handleAlterShareGroupOffsets)},
+		kmsg.DeleteShareGroupOffsets.Int16():   {min: 0, max: 0, fn: typed(s.handleDeleteShareGroupOffsets)},
+
 		// Transactions (broker/txn, txn.go).
-		kmsg.AddPartitionsToTxn.Int16():   {min: 0, max: 3, fn: typed(s.handleAddPartitionsToTxn)},
-		kmsg.AddOffsetsToTxn.Int16():      {min: 0, max: 3, fn: typed(s.handleAddOffsetsToTxn)},
-		kmsg.EndTxn.Int16():               {min: 0, max: 4, fn: typed(s.handleEndTxn)},
-		kmsg.TxnOffsetCommit.Int16():      {min: 0, max: 3, fn: typed(s.handleTxnOffsetCommit)},
-		kmsg.WriteTxnMarkers.Int16():      {min: 1, max: 1, fn: typed(s.handleWriteTxnMarkers)},
-		kmsg.DescribeProducers.Int16():    {min: 0, max: 0, fn: typed(s.handleDescribeProducers)},
-		kmsg.DescribeTransactions.Int16(): {min: 0, max: 0, fn: typed(s.handleDescribeTransactions)},
-		kmsg.ListTransactions.Int16():     {min: 0, max: 1, fn: typed(s.handleListTransactions)},
+		kmsg.AddPartitionsToTxn.Int16(): {min: 0, max: 3, fn: typed(s.handleAddPartitionsToTxn)},
+		kmsg.AddOffsetsToTxn.Int16():    {min: 0, max: 3, fn: typed(s.handleAddOffsetsToTxn)},
+		kmsg.EndTxn.Int16():             {min: 0, max: 4, fn: typed(s.handleEndTxn)},
+		kmsg.TxnOffsetCommit.Int16():    {min: 0, max: 3, fn: typed(s.handleTxnOffsetCommit)},
+		// The share coordinator's persister RPCs, between brokers (the
+		// cluster secret or CLUSTER_ACTION), listed as Kafka 4.4 lists them.
+		kmsg.ReadShareGroupState.Int16():   {min: 0, max: 0, fn: typed(s.handleReadShareGroupState)},
+		kmsg.WriteShareGroupState.Int16():  {min: 0, max: 1, fn: typed(s.handleWriteShareGroupState)},
+		kmsg.DeleteShareGroupState.Int16(): {min: 0, max: 0, fn: typed(s.handleDeleteShareGroupState)},
+		kmsg.WriteTxnMarkers.Int16():       {min: 1, max: 1, fn: typed(s.handleWriteTxnMarkers)},
+		kmsg.DescribeProducers.Int16():     {min: 0, max: 0, fn: typed(s.handleDescribeProducers)},
+		kmsg.DescribeTransactions.Int16():  {min: 0, max: 0, fn: typed(s.handleDescribeTransactions)},
+		kmsg.ListTransactions.Int16():      {min: 0, max: 1, fn: typed(s.handleListTransactions)},
 
 		// Topic and config administration.
 		kmsg.DeleteTopics.Int16():            {min: 1, max: 6, fn: typed(s.handleDeleteTopics)},

@@ -65,6 +65,10 @@ type conn struct {
 	// written one at a time, and a caught-up consumer's thousands of small
 	// fetch answers a second would otherwise each be garbage.
 	out []byte
+
+	// shareSessions are the share sessions opened on this connection,
+	// released when it closes, as Kafka's share session cache does.
+	shareSessions map[[2]string]struct{}
 }
 
 // keptResponseBuffer bounds what a connection keeps between responses, so
@@ -86,6 +90,7 @@ func (c *conn) serve() {
 		if !raft { // a Raft connection is the transport's to close
 			c.nc.Close()
 		}
+		c.closeShareSessions()
 	}()
 	if err := c.authenticate(); err != nil {
 		return

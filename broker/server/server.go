@@ -27,6 +27,7 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/share"
 	"github.com/tributary-io/tributary/broker/tier"
 	"github.com/tributary-io/tributary/broker/txn"
 )
@@ -43,6 +44,9 @@ type Server struct {
 	clusterID string
 	pids      *producerIDs
 	groups    *group.Coordinator
+	shares    *share.Manager // KIP-932 share groups (share.go)
+	// shareState is __share_group_state, where shares keeps its state.
+	shareState *shareState
 	// authorizer judges requests (acl_authz.go); nil allows everything.
 	authorizer *acl.Authorizer
 	txns       *txn.Coordinator
@@ -285,6 +289,11 @@ func (s *Server) Start() error {
 	}
 	s.groups = group.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger)
 	s.groups.Start()
+	if err := s.startShares(); err != nil {
+		s.closeListeners()
+		s.closeStorage()
+		return err
+	}
 	s.txns = txn.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger, s.pids.allocate, s.writeMarkers)
 	s.txns.Start()
 	// A log whose topic is gone from the metadata is deleted, but only on
@@ -618,6 +627,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.groups != nil {
 		s.groups.Stop()
+	}
+	if s.shares != nil {
+		s.shares.Stop()
+	}
+	if s.shareState != nil {
+		s.shareState.close()
 	}
 	if s.parts != nil {
 		s.parts.StopReplication()

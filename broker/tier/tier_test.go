@@ -95,6 +95,9 @@ func TestTieredStorageHDFS(t *testing.T) {
 	t.Run("franz-go reads every record from offset 0", func(t *testing.T) {
 		consumeAll(t, ctx, b.Addr(), n)
 	})
+	t.Run("a share group reads every record from offset 0", func(t *testing.T) {
+		shareConsumeAll(t, ctx, b.Addr(), n)
+	})
 
 	t.Run("ListOffsets by timestamp and LATEST_TIERED in the remote range", func(t *testing.T) {
 		localStart := listOffset(t, ctx, adm, -4)

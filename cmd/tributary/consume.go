@@ -24,6 +24,7 @@ func newConsumeCommand() *cobra.Command {
 		bootstrap, offset, timestamp, format string
 		registryURL                          string
 		isolation                            string
+		shareGroup, shareAck                 string
 		fromBeginning                        bool
 		partitions                           []int
 		count                                int64
@@ -57,7 +58,14 @@ or until --count records have been printed.
 line). Nothing is added to it: end it with \n. Directives:
 ` + kafkacli.FormatHelp + `
 
-A summary ("consumed N records") goes to stderr at the end.`,
+A summary ("consumed N records") goes to stderr at the end.
+
+--share-group NAME reads instead as a member of a KIP-932 share group (a
+queue): the broker gives this member records no other member of the group
+holds, and each is acknowledged once printed (--share-ack accept, the
+default; release puts it back for redelivery, reject archives it). Where
+to start is the group's (share.auto.offset.reset), so the start flags and
+--partition do not apply.`,
 		Example: `  # Follow new records.
   tributary consume events
 
@@ -71,7 +79,10 @@ A summary ("consumed N records") goes to stderr at the end.`,
   tributary consume orders --from-beginning --registry http://127.0.0.1:8081
 
   # The last 5 records of partition 0, then exit.
-  tributary consume orders --offset -5 --count 5 -p 0`,
+  tributary consume orders --offset -5 --count 5 -p 0
+
+  # Take 10 records off the orders queue of share group billing.
+  tributary consume orders --share-group billing --count 10`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic := args[0]
@@ -94,6 +105,23 @@ A summary ("consumed N records") goes to stderr at the end.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if shareGroup != "" {
+				ack, ok := shareAcks[shareAck]
+				if !ok {
+					return fmt.Errorf("--share-ack %q: want accept, release or reject", shareAck)
+				}
+				for _, name := range []string{"from-beginning", "offset", "timestamp", "partition", "isolation", "registry"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--%s does not apply with --share-group: the share group decides what each member reads", name)
+					}
+				}
+				n, err := consumeShare(ctx, bootstrap, topic, shareGroup, ack, count, tmpl.Append, cmd.OutOrStdout())
+				fmt.Fprintf(cmd.ErrOrStderr(), "consumed %d records\n", n)
+				if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
+					return nil // Ctrl-C or SIGTERM: a clean end
+				}
+				return err
+			}
 			cl, t, err := connectTopic(ctx, bootstrap, topic)
 			if err != nil {
 				return err
@@ -204,6 +232,8 @@ A summary ("consumed N records") goes to stderr at the end.`,
 	f.StringVarP(&format, "format", "f", "", `output template, as kcat -f (see above); default '%s\n'`)
 	f.StringVar(&registryURL, "registry", "", "schema registry URL: decode Confluent-framed values (Avro, JSON Schema, Protobuf) to JSON before printing")
 	f.StringVar(&isolation, "isolation", "read_uncommitted", "read_committed: only committed transactions, up to the last stable offset; read_uncommitted: everything")
+	f.StringVar(&shareGroup, "share-group", "", "read as a member of this KIP-932 share group, acknowledging each record printed")
+	f.StringVar(&shareAck, "share-ack", "accept", "with --share-group: accept, release (redeliver) or reject (archive) each record printed")
 	kafkaArgFlag(cmd, "topic", "the topic to read", true)
 	mirrorKafka(cmd, "kafka-console-consumer.sh", map[string]string{"max-messages": "count",
 		"from-beginning": "from-beginning", "partition": "partition", "offset": "offset", "topic": "topic", "isolation-level": "isolation"})

@@ -124,6 +124,8 @@ offsets.topic.replication.factor=1
 offsets.topic.num.partitions=3
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 `, k.port, cport, filepath.Join(dir, "data"))
 	for _, e := range extra {

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/share"
+)
+
+// startShares starts the share-group manager (broker/share) with its
+// state in __share_group_state (share_state.go).
+func (s *Server) startShares() error {
+	s.shareState = newShareState(s)
+	s.shareState.start()
+	m, err := share.NewManager(share.ConfigFrom(s.cfg), s.shareState, s.logger)
+	if err != nil {
+		return err
+	}
+	s.shares = m
+	m.Start()
+	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
+		if prev == nil || next == nil {
+			return
+		}
+		// Only a topic seen in one image and gone from the next was
+		// deleted: an image not yet caught up must not drop state.
+		var gone map[[16]byte]bool
+		for id := range prev.ByID {
+			if _, ok := next.ByID[id]; !ok {
+				if gone == nil {
+					gone = map[[16]byte]bool{}
+				}
+				gone[[16]byte(id)] = true
+			}
+		}
+		m.ForgetTopics(gone)
+	})
+	return nil
+}
+
+// isOtherGroup says whether a classic or consumer group holds id (Kafka's
+// groups have one type).
+func (s *Server) isOtherGroup(id string) bool {
+	for _, g := range s.groups.List() {
+		if g.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// shareTopics is the cluster's topics as the share assignor sees them.
+func shareTopics(img *cluster.Image) map[string]share.TopicMeta {
+	out := make(map[string]share.TopicMeta, len(img.Topics))
+	for name, t := range img.Topics {
+		if !t.Internal() {
+			out[name] = share.TopicMeta{ID: [16]byte(t.ID), Partitions: int32(len(t.Partitions))}
+		}
+	}
+	return out
+}
+
+// topicNames maps topic ids to names.
+func topicNames(img *cluster.Image) map[[16]byte]string {
+	out := make(map[[16]byte]string, len(img.Topics))
+	for name, t := range img.Topics {
+		out[[16]byte(t.ID)] = name
+	}
+	return out
+}
+
+// maxConnShareSessions bounds the share sessions one connection holds: a
+// share consumer keeps one per broker, so a connection opening more is
+// taking group.share.max.share.sessions from everyone else (review M2).
+const maxConnShareSessions = 16
+
+// mayOpenShareSession says whether this connection may open (or reopen)
+// member's share session, after forgetting the sessions it no longer
+// owns (closed, replaced elsewhere, or dropped when the member left), so
+// that the list does not grow with every epoch 0 and -1 cycle.
+func (c *conn) mayOpenShareSession(group, member string) bool {
+	k := [2]string{group, member}
+	if _, ok := c.shareSessions[k]; ok || len(c.shareSessions) < maxConnShareSessions {
+		return true
+	}
+	for o := range c.shareSessions {
+		if !c.s.shares.OwnsSession(o[0], o[1], c) {
+			delete(c.shareSessions, o)
+		}
+	}
+	return len(c.shareSessions) < maxConnShareSessions
+}
+
+// openedShareSession notes a share session this connection opened.
+func (c *conn) openedShareSession(group, member string) {
+	if c.shareSessions == nil {
+		c.shareSessions = map[[2]string]struct{}{}
+	}
+	c.shareSessions[[2]string{group, member}] = struct{}{}
+}
+
+// closedShareSession forgets a share session closed with epoch -1.
+func (c *conn) closedShareSession(group, member string) {
+	delete(c.shareSessions, [2]string{group, member})
+}
+
+// closeShareSessions releases the records of the share sessions this
+// connection opened and still owns (a client that went away without
+// closing them, or a consumer that crashed).
+func (c *conn) closeShareSessions() {
+	if c.s.shares == nil {
+		return
+	}
+	for k := range c.shareSessions {
+		c.s.shares.CloseSessionOf(k[0], k[1], c)
+	}
+}
+
+// alterShareGroupConfigs serves IncrementalAlterConfigs on a GROUP
+// resource for the one group config share groups read here,
+// share.auto.offset.reset (latest or earliest). Kafka keeps group configs
+// in the metadata log; Tributary keeps this one with the share-group
+// state of the broker that receives it (docs/broker.md).
+func (s *Server) alterShareGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	if rr.ResourceName == "" {
+		return apiErrorf(kerr.InvalidRequest, "a group resource needs a group id")
+	}
+	reset := ""
+	for _, cfg := range rr.Configs {
+		if cfg.Name != "share.auto.offset.reset" {
+			return apiErrorf(kerr.InvalidConfig, "Unknown group config name: %s", cfg.Name)
+		}
+		switch cfg.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if v := *cfg.Value; v != "latest" && v != "earliest" {
+				return apiErrorf(kerr.InvalidConfig, "Invalid value %s for configuration share.auto.offset.reset: must be latest or earliest", v)
+			}
+			reset = *cfg.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			reset = "latest"
+		default:
+			return apiErrorf(kerr.InvalidConfig, "share.auto.offset.reset is not a list: only SET and DELETE apply")
+		}
+	}
+	if validateOnly || reset == "" {
+		return nil
+	}
+	s.shares.SetAutoOffsetReset(rr.ResourceName, reset)
+	return nil
+}

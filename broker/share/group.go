@@ -1,0 +1,233 @@
+package share
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Membership of share groups (KIP-932's ShareGroupHeartbeat). A share
+// group has no rebalance and no revocation: any number of members may
+// read the same partition, so a member's assignment is given at once. The
+// assignor gives every member every partition of the topics it subscribes
+// to (see docs/broker.md: Kafka's SimpleAssignor spreads partitions when
+// members outnumber nothing; with every member on every partition no
+// record waits for a member that is not reading).
+
+// TopicMeta is what the assignor needs of a topic.
+type TopicMeta struct {
+	ID         [16]byte
+	Partitions int32
+}
+
+type member struct {
+	id, clientID, clientHost string
+	rack                     *string
+	epoch, prevEpoch         int32
+	topics                   []string // sorted
+	lastSeen                 time.Time
+}
+
+type group struct {
+	id      string
+	epoch   int32
+	members map[string]*member
+	// shape is the subscribed topics' ids and partition counts at the
+	// group epoch: a topic created, deleted or grown moves the epoch.
+	shape map[string]TopicMeta
+}
+
+// HeartbeatRequest is a ShareGroupHeartbeat with who sent it.
+type HeartbeatRequest struct {
+	*kmsg.ShareGroupHeartbeatRequest
+	ClientID, ClientHost string
+}
+
+func (g *group) subscribed() []string {
+	var all []string
+	for _, m := range g.members {
+		all = append(all, m.topics...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// refresh moves the group epoch when membership, subscriptions or the
+// subscribed topics changed. changed says membership or subscriptions did.
+func (g *group) refresh(topics map[string]TopicMeta, changed bool) {
+	shape := map[string]TopicMeta{}
+	for _, t := range g.subscribed() {
+		if tm, ok := topics[t]; ok {
+			shape[t] = tm
+		}
+	}
+	if changed || len(shape) != len(g.shape) || !sameShape(shape, g.shape) {
+		g.epoch++
+		g.shape = shape
+	}
+}
+
+func sameShape(a, b map[string]TopicMeta) bool {
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// assignment is every partition of the member's topics that exist.
+func (g *group) assignment(m *member) []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition {
+	out := []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{}
+	for _, t := range m.topics {
+		tm, ok := g.shape[t]
+		if !ok {
+			continue
+		}
+		tp := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
+		tp.TopicID = tm.ID
+		for p := int32(0); p < tm.Partitions; p++ {
+			tp.Partitions = append(tp.Partitions, p)
+		}
+		out = append(out, tp)
+	}
+	return out
+}
+
+// heartbeat applies one ShareGroupHeartbeat to the group, as Kafka's
+// GroupMetadataManager.shareGroupHeartbeat: epoch 0 joins (or rejoins),
+// -1 leaves, anything else must be the member's epoch or the one before
+// (a response lost on the way). left is the member that left, if any.
+func (g *group) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, now time.Time, maxSize int, interval time.Duration) (resp *kmsg.ShareGroupHeartbeatResponse, left string) {
+	resp = req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+	resp.HeartbeatIntervalMillis = int32(interval / time.Millisecond)
+	fail := func(e *kerr.Error, msg string) (*kmsg.ShareGroupHeartbeatResponse, string) {
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		resp.HeartbeatIntervalMillis = 0
+		return resp, ""
+	}
+	if req.MemberID == "" || len(req.MemberID) > 36 {
+		return fail(kerr.InvalidRequest, "MemberId can't be empty.")
+	}
+	if req.MemberEpoch < -1 {
+		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
+	}
+	m := g.members[req.MemberID]
+	switch req.MemberEpoch {
+	case -1:
+		if m == nil {
+			return fail(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+g.id+".")
+		}
+		delete(g.members, m.id)
+		g.refresh(topics, true)
+		resp.MemberID, resp.MemberEpoch = &req.MemberID, -1
+		return resp, m.id
+	case 0:
+		if len(req.SubscribedTopicNames) == 0 {
+			return fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
+		}
+		if m == nil {
+			if len(g.members) >= maxSize {
+				return fail(kerr.GroupMaxSizeReached, "The share group has reached its maximum capacity of "+itoa(maxSize)+" members.")
+			}
+			m = &member{id: req.MemberID}
+			g.members[m.id] = m
+		}
+		changed := m.epoch == 0
+		if t := sortedTopics(req.SubscribedTopicNames); !slices.Equal(t, m.topics) {
+			m.topics, changed = t, true
+		}
+		g.refresh(topics, changed)
+	default:
+		if m == nil {
+			return fail(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+g.id+".")
+		}
+		if req.MemberEpoch != m.epoch && req.MemberEpoch != m.prevEpoch {
+			return fail(kerr.FencedMemberEpoch, "The share group member has a smaller or larger member epoch ("+itoa(int(req.MemberEpoch))+") than the one known by the group coordinator ("+itoa(int(m.epoch))+").")
+		}
+		changed := false
+		if req.SubscribedTopicNames != nil {
+			if t := sortedTopics(req.SubscribedTopicNames); !slices.Equal(t, m.topics) {
+				m.topics, changed = t, true
+			}
+		}
+		g.refresh(topics, changed)
+	}
+	m.clientID, m.clientHost, m.lastSeen = req.ClientID, req.ClientHost, now
+	if req.RackID != nil {
+		m.rack = req.RackID
+	}
+	bumped := m.epoch != g.epoch
+	if bumped {
+		m.prevEpoch, m.epoch = m.epoch, g.epoch
+	}
+	resp.MemberID, resp.MemberEpoch = &req.MemberID, m.epoch
+	if bumped || req.MemberEpoch == 0 || req.SubscribedTopicNames != nil {
+		resp.Assignment = &kmsg.ShareGroupHeartbeatResponseAssignment{TopicPartitions: g.assignment(m)}
+	}
+	return resp, ""
+}
+
+// expire removes the members not heard from within timeout.
+func (g *group) expire(now time.Time, timeout time.Duration, topics map[string]TopicMeta) []string {
+	var gone []string
+	for id, m := range g.members {
+		if now.Sub(m.lastSeen) >= timeout {
+			delete(g.members, id)
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		g.refresh(topics, true)
+	}
+	return gone
+}
+
+// describe is the group as ShareGroupDescribe shows it.
+func (g *group) describe(names map[[16]byte]string) kmsg.ShareGroupDescribeResponseGroup {
+	d := kmsg.NewShareGroupDescribeResponseGroup()
+	d.GroupID, d.GroupEpoch, d.AssignmentEpoch, d.Assignor = g.id, g.epoch, g.epoch, "simple"
+	d.GroupState = g.stateName()
+	ids := make([]string, 0, len(g.members))
+	for id := range g.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		m := g.members[id]
+		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
+		dm.MemberID, dm.RackID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.rack, m.epoch, m.clientID, m.clientHost
+		dm.SubscribedTopicNames = slices.Clone(m.topics)
+		for _, tp := range g.assignment(m) {
+			at := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
+			at.TopicID, at.Topic, at.Partitions = tp.TopicID, names[tp.TopicID], tp.Partitions
+			dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, at)
+		}
+		d.Members = append(d.Members, dm)
+	}
+	return d
+}
+
+// stateName is Kafka's ShareGroupState: Empty or Stable (a share group
+// has no rebalance to be in).
+func (g *group) stateName() string {
+	if len(g.members) == 0 {
+		return "Empty"
+	}
+	return "Stable"
+}
+
+func sortedTopics(ts []string) []string {
+	out := slices.Clone(ts)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,717 @@
+package share
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/config"
+)
+
+// Config is the share-group settings (group.share.*), checked against
+// their bounds by broker/config.
+type Config struct {
+	LockDuration      time.Duration // group.share.record.lock.duration.ms
+	DeliveryLimit     int16         // group.share.delivery.count.limit
+	MaxRecordLocks    int           // group.share.partition.max.record.locks
+	SessionTimeout    time.Duration // group.share.session.timeout.ms
+	HeartbeatInterval time.Duration // group.share.heartbeat.interval.ms
+	MaxSize           int           // group.share.max.size
+	MaxSessions       int           // group.share.max.share.sessions
+	// AutoOffsetReset is where a share partition starts when the group
+	// first reads it: "latest" (Kafka's default for share.auto.offset.reset)
+	// or "earliest".
+	AutoOffsetReset string
+}
+
+// ConfigFrom reads the broker's group.share.* settings.
+func ConfigFrom(b *config.Broker) Config {
+	ms := func(n string) time.Duration { return time.Duration(b.Int(n)) * time.Millisecond }
+	return Config{
+		LockDuration:      ms("group.share.record.lock.duration.ms"),
+		DeliveryLimit:     int16(b.Int("group.share.delivery.count.limit")),
+		MaxRecordLocks:    int(b.Int("group.share.partition.max.record.locks")),
+		SessionTimeout:    ms("group.share.session.timeout.ms"),
+		HeartbeatInterval: ms("group.share.heartbeat.interval.ms"),
+		MaxSize:           int(b.Int("group.share.max.size")),
+		MaxSessions:       int(b.Int("group.share.max.share.sessions")),
+		AutoOffsetReset:   "latest",
+	}
+}
+
+// Key names one share partition.
+type Key struct {
+	Group     string
+	Topic     [16]byte
+	Partition int32
+}
+
+// TP is a topic partition by id, as share requests name them.
+type TP struct {
+	Topic     [16]byte
+	Partition int32
+}
+
+type sessionKey struct{ group, member string }
+
+// session is a share session (Kafka's ShareSession): the partitions a
+// member fetches from this broker, and the epoch its next request must
+// carry.
+type session struct {
+	owner any // the connection that opened it
+	epoch int32
+	parts map[TP]struct{}
+}
+
+// Manager holds this broker's share groups (membership, on the group's
+// coordinator) and share partitions (acquisition state, on the
+// partition's leader), with their share sessions. Its methods are safe for
+// concurrent use; mu guards everything and is never held across I/O:
+// state writes are queued under it and flushed without it.
+type Manager struct {
+	cfg    Config
+	logger *slog.Logger
+
+	mu        sync.Mutex
+	groups    map[string]*group
+	parts     map[Key]*Partition
+	sessions  map[sessionKey]*session
+	released  chan struct{} // closed (and replaced) when records become available
+	store     Store         // nil: state is not persisted
+	epochs    map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
+	pending   map[Key]*Snapshot
+	failed    map[Key]error   // the last write of a key failed
+	wmu       sync.Mutex      // one writer of pending at a time, so a key's writes stay in order
+	earliest  map[string]bool // groups with share.auto.offset.reset=earliest
+	maxGroups int             // 0: MaxGroups (tests lower it)
+	now       func() time.Time
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Store keeps share-partition state durably: broker/server's
+// __share_group_state. Both calls may wait for I/O.
+type Store interface {
+	// Read returns k's state; found is false when it has none.
+	Read(k Key) (s Snapshot, found bool, err error)
+	// Write replaces k's state (nil deletes it) and returns once it is
+	// committed; a write older than the stored leader epoch is refused
+	// with FENCED_LEADER_EPOCH.
+	Write(k Key, s *Snapshot) error
+}
+
+// NewManager returns a Manager; with store set, share-partition state is
+// written there and read back when a share partition is first used at a
+// leader epoch.
+func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) {
+	m := &Manager{
+		cfg: cfg, logger: logger,
+		groups:   map[string]*group{},
+		parts:    map[Key]*Partition{},
+		sessions: map[sessionKey]*session{},
+		earliest: map[string]bool{},
+		store:    store,
+		epochs:   map[Key]int32{},
+		pending:  map[Key]*Snapshot{},
+		failed:   map[Key]error{},
+		released: make(chan struct{}),
+		now:      time.Now,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	return m, nil
+}
+
+// Start runs the timers: expired locks and members.
+func (m *Manager) Start() {
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(tick(m.cfg))
+		defer t.Stop()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+				m.expire()
+			}
+		}
+	}()
+}
+
+// tick is how often locks and sessions are checked: a tenth of the lock
+// duration, within [10 ms, 1 s].
+func tick(cfg Config) time.Duration {
+	return min(max(cfg.LockDuration/10, 10*time.Millisecond), time.Second)
+}
+
+// Stop ends the timers.
+func (m *Manager) Stop() {
+	close(m.stop)
+	<-m.done
+}
+
+// Released is closed the next time records become available again (an
+// acknowledgement released them, a lock expired, a member left), for
+// fetches waiting for records.
+func (m *Manager) Released() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.released
+}
+
+// signal wakes the waiting fetches. mu must be held.
+func (m *Manager) signal() {
+	close(m.released)
+	m.released = make(chan struct{})
+}
+
+func (m *Manager) expire() {
+	defer m.flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	released := false
+	// Members whose session ran out, by group, are released in the same
+	// one pass over the share partitions that expires locks, so a tick
+	// costs O(groups + partitions) however many members leave (review M3).
+	gone := map[string][]string{}
+	for _, g := range m.groups {
+		if ids := g.expire(now, m.cfg.SessionTimeout, g.shape); len(ids) > 0 {
+			gone[g.id] = ids
+			for _, id := range ids {
+				delete(m.sessions, sessionKey{g.id, id})
+			}
+		}
+	}
+	var withParts map[string]bool
+	if len(gone) > 0 {
+		withParts = map[string]bool{}
+	}
+	for k, p := range m.parts {
+		if withParts != nil {
+			withParts[k.Group] = true
+		}
+		for _, id := range gone[k.Group] {
+			released = p.ReleaseMember(id, m.cfg.DeliveryLimit) || released
+		}
+		if p.Expire(now.UnixNano(), m.cfg.DeliveryLimit) {
+			released = true
+		}
+		m.persist(k, p)
+	}
+	for id := range gone {
+		_, config := m.earliest[id]
+		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] && !config {
+			// An empty group with nothing to remember is forgotten, so
+			// that groups joined once do not accumulate.
+			delete(m.groups, id)
+		}
+	}
+	if released {
+		m.signal()
+	}
+}
+
+// maxSessionPartitions bounds the partitions one share session names, so
+// that requests naming made-up partitions cannot grow a session without
+// bound (Kafka bounds them only by the request size).
+const maxSessionPartitions = 10000
+
+// releaseMember releases what member holds in the group's partitions and
+// forgets its share session. mu must be held.
+func (m *Manager) releaseMember(groupID, member string) bool {
+	delete(m.sessions, sessionKey{groupID, member})
+	released := false
+	for k, p := range m.parts {
+		if k.Group == groupID && p.ReleaseMember(member, m.cfg.DeliveryLimit) {
+			released = true
+		}
+		m.persist(k, p)
+	}
+	return released
+}
+
+// persist queues the partition's state for the store when it changed;
+// flush writes it. mu must be held.
+func (m *Manager) persist(k Key, p *Partition) {
+	if !p.TakeDirty() || m.store == nil {
+		return
+	}
+	epoch, ok := m.epochs[k]
+	if !ok {
+		epoch = -1 // an administrator's change, not a leader's: not fenced
+	}
+	m.pending[k] = &Snapshot{LeaderEpoch: epoch, StartOffset: p.StartOffset(), Batches: p.Batches()}
+}
+
+// flush writes the queued states, without mu, and returns once they are
+// committed (or failed: the key is marked, see writeErr). A caller whose
+// state another flush took waits for that flush through wmu. A write
+// refused as fenced drops the share partition here: this broker is no
+// longer its leader's latest epoch, the next use reloads it.
+func (m *Manager) flush() {
+	if m.store == nil {
+		return
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.mu.Lock()
+	pend := m.pending
+	m.pending = map[Key]*Snapshot{}
+	m.mu.Unlock()
+	for k, s := range pend {
+		err := m.store.Write(k, s)
+		m.mu.Lock()
+		switch {
+		case err == nil:
+			delete(m.failed, k)
+		case errors.Is(err, kerr.FencedLeaderEpoch):
+			m.failed[k] = err
+			delete(m.parts, k)
+			delete(m.epochs, k)
+		default:
+			m.failed[k] = err
+			if _, newer := m.pending[k]; !newer {
+				m.pending[k] = s // retried by the next flush
+			}
+			m.logger.Warn("share-group state not persisted", "group", k.Group, "partition", k.Partition, "err", err)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// writeErr is the error to answer for k after a flush: its last write
+// failed.
+func (m *Manager) writeErr(k Key) *kerr.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.failed[k]; err != nil {
+		if errors.Is(err, kerr.FencedLeaderEpoch) {
+			return kerr.NotLeaderForPartition
+		}
+		return kerr.CoordinatorNotAvailable
+	}
+	return nil
+}
+
+// load makes k's share partition current for the topic partition's
+// leader epoch: read from the store the first time it is used at that
+// epoch (after a restart, or when this broker became the leader). Without
+// a store it is a no-op.
+func (m *Manager) load(k Key, epoch int32) *kerr.Error {
+	m.mu.Lock()
+	e, ok := m.epochs[k]
+	m.mu.Unlock()
+	if ok && e == epoch || m.store == nil {
+		return nil
+	}
+	// Our own queued writes of k land first: a reload must see them.
+	m.flush()
+	s, found, err := m.store.Read(k)
+	if err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) && ke == kerr.CoordinatorLoadInProgress {
+			return ke
+		}
+		return kerr.CoordinatorNotAvailable
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.epochs[k]; ok && e == epoch {
+		return nil // loaded meanwhile
+	}
+	delete(m.pending, k)
+	delete(m.failed, k)
+	if found {
+		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfg.MaxRecordLocks)
+		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
+	} else {
+		delete(m.parts, k)
+	}
+	m.epochs[k] = epoch
+	return nil
+}
+
+// Heartbeat serves a ShareGroupHeartbeat. topics is the cluster's topics
+// by name; isOther says the group id belongs to a classic or consumer
+// group.
+func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) *kmsg.ShareGroupHeartbeatResponse {
+	defer m.flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[req.GroupID]
+	if g == nil {
+		if isOther || req.MemberEpoch != 0 {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + req.GroupID + " not found."
+			if isOther {
+				msg = "Group " + req.GroupID + " is not a share group."
+			}
+			resp.ErrorMessage = &msg
+			return resp
+		}
+		if msg, full := m.tooManyGroups(); full {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode, resp.ErrorMessage = errGroupCount.Code, &msg
+			return resp
+		}
+		g = &group{id: req.GroupID, members: map[string]*member{}}
+	}
+	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfg.HeartbeatInterval)
+	if resp.ErrorCode == 0 {
+		// A group exists from its first member on, and stays (empty) as
+		// long as the broker runs, as Kafka's share groups do until
+		// deleted.
+		m.groups[g.id] = g
+	}
+	if left != "" && m.releaseMember(g.id, left) {
+		m.signal()
+	}
+	return resp
+}
+
+// Describe serves one group of a ShareGroupDescribe.
+func (m *Manager) Describe(id string, names map[[16]byte]string) kmsg.ShareGroupDescribeResponseGroup {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[id]
+	if g == nil {
+		d := kmsg.NewShareGroupDescribeResponseGroup()
+		d.GroupID, d.ErrorCode = id, kerr.GroupIDNotFound.Code
+		msg := "Group " + id + " not found."
+		d.ErrorMessage = &msg
+		return d
+	}
+	return g.describe(names)
+}
+
+// Group is a share group as lists show it.
+type Group struct {
+	ID, State string
+	Members   int
+}
+
+// Groups lists the share groups this broker coordinates.
+func (m *Manager) Groups() []Group {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Group, 0, len(m.groups))
+	for _, g := range m.groups {
+		out = append(out, Group{ID: g.id, State: g.stateName(), Members: len(g.members)})
+	}
+	return out
+}
+
+// Has says whether id is a share group here.
+func (m *Manager) Has(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.groups[id] != nil
+}
+
+// Session checks a request's share-session epoch and updates the session:
+// epoch 0 opens a new one with add (no acknowledgements may come with
+// it), a positive epoch must be the session's and adds add and removes
+// forget, -1 closes it (after the caller applied the request's
+// acknowledgements and called CloseSession). It returns the session's
+// partitions. Kafka's ShareSessionCache.
+func (m *Manager) Session(owner any, groupID, member string, epoch int32, add, forget []TP, acks bool) ([]TP, *kerr.Error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := sessionKey{groupID, member}
+	s := m.sessions[k]
+	switch {
+	case epoch == 0:
+		if acks {
+			return nil, kerr.InvalidRequest
+		}
+		if s == nil && len(m.sessions) >= m.cfg.MaxSessions {
+			return nil, kerr.ShareSessionLimitReached
+		}
+		s = &session{owner: owner, parts: map[TP]struct{}{}}
+		m.sessions[k] = s
+	case s == nil:
+		return nil, kerr.ShareSessionNotFound
+	case epoch == -1:
+	case epoch != s.epoch:
+		return nil, kerr.InvalidShareSessionEpoch
+	}
+	if epoch >= 0 {
+		for _, tp := range add {
+			if _, ok := s.parts[tp]; !ok && len(s.parts) >= maxSessionPartitions {
+				return nil, kerr.InvalidRequest
+			}
+			s.parts[tp] = struct{}{}
+		}
+		for _, tp := range forget {
+			delete(s.parts, tp)
+		}
+		s.epoch++
+		if s.epoch < 0 {
+			s.epoch = 1
+		}
+	}
+	out := make([]TP, 0, len(s.parts))
+	for tp := range s.parts {
+		out = append(out, tp)
+	}
+	return out, nil
+}
+
+// CloseSession ends member's share session on this broker and releases
+// what it holds here.
+func (m *Manager) CloseSession(groupID, member string) {
+	defer m.flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.releaseMember(groupID, member) {
+		m.signal()
+	}
+}
+
+// CloseSessionOf closes member's share session if owner still owns it
+// (a new epoch-0 request on another connection replaced it otherwise).
+func (m *Manager) CloseSessionOf(groupID, member string, owner any) {
+	defer m.flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.sessions[sessionKey{groupID, member}]; s != nil && s.owner == owner && m.releaseMember(groupID, member) {
+		m.signal()
+	}
+}
+
+// partition returns the share partition, created at the start offset
+// share.auto.offset.reset picks. mu must be held.
+func (m *Manager) partition(k Key, hw, logStart int64) *Partition {
+	p := m.parts[k]
+	if p == nil {
+		start := hw
+		if e, ok := m.earliest[k.Group]; ok && e || !ok && m.cfg.AutoOffsetReset == "earliest" {
+			start = logStart
+		}
+		p = NewPartition(start)
+		p.dirty = true
+		m.parts[k] = p
+	}
+	p.Advance(logStart)
+	return p
+}
+
+// Acquire hands member up to max records of the share partition below
+// hw. epoch is the topic partition's leader epoch, logStart its log start
+// offset. The acquisition (its delivery counts) is queued for the store
+// and written by the next flush (an acknowledgement, the timer), not
+// waited for, as Kafka persists delivery counts with the acknowledgement:
+// a record acquired but never acknowledged before a leader moves comes
+// back with the count it had.
+func (m *Manager) Acquire(k Key, epoch int32, member string, maxRecords int, hw, logStart int64) ([]Range, *kerr.Error) {
+	if e := m.load(k, epoch); e != nil {
+		return nil, e
+	}
+	m.mu.Lock()
+	p := m.partition(k, hw, logStart)
+	now := m.now().UnixNano()
+	if p.Expire(now, m.cfg.DeliveryLimit) {
+		m.signal()
+	}
+	out := p.Acquire(member, maxRecords, hw, m.cfg.MaxRecordLocks, now, int64(m.cfg.LockDuration))
+	m.persist(k, p)
+	m.mu.Unlock()
+	return out, nil
+}
+
+// Unacquire gives back acquired offsets from `from` on that a fetch could
+// not return.
+func (m *Manager) Unacquire(k Key, member string, ranges []Range, from int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Waiting fetches wake only when records did come back (review L2).
+	if p := m.parts[k]; p != nil && p.Unacquire(member, ranges, from) {
+		m.signal()
+	}
+}
+
+// AckBatch is one acknowledgement batch of a request.
+type AckBatch struct {
+	First, Last int64
+	Types       []int8
+}
+
+// Acknowledge applies member's acknowledgement batches to one share
+// partition all or nothing, as Kafka's SharePartition.acknowledge: on any
+// error no batch is applied (Partition.AcknowledgeBatches).
+func (m *Manager) Acknowledge(k Key, epoch int32, member string, batches []AckBatch) *kerr.Error {
+	if e := m.load(k, epoch); e != nil {
+		return e
+	}
+	err := m.acknowledge(k, member, batches)
+	m.flush()
+	if e := m.writeErr(k); e != nil {
+		return e
+	}
+	return err
+}
+
+func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) *kerr.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.parts[k]
+	if p == nil {
+		return kerr.InvalidRecordState
+	}
+	now := m.now().UnixNano()
+	released, err := p.AcknowledgeBatches(member, batches, m.cfg.DeliveryLimit, now, int64(m.cfg.LockDuration))
+	m.persist(k, p)
+	if released {
+		m.signal()
+	}
+	return err
+}
+
+// Offsets is one share partition's start offset, for describing and
+// altering share-group offsets.
+type Offsets struct {
+	Key
+	StartOffset int64
+	InFlight    int
+}
+
+// PartitionStates lists the share partitions of a group here.
+func (m *Manager) PartitionStates(groupID string) []Offsets {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Offsets
+	for k, p := range m.parts {
+		if k.Group == groupID {
+			out = append(out, Offsets{Key: k, StartOffset: p.StartOffset(), InFlight: p.InFlight()})
+		}
+	}
+	return out
+}
+
+// LoadedPartitions says how many share partitions are held (metrics, tests).
+func (m *Manager) LoadedPartitions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.parts)
+}
+
+// Cfg is the manager's configuration.
+func (m *Manager) Cfg() Config { return m.cfg }
+
+// SetAutoOffsetReset sets a group's share.auto.offset.reset (latest or
+// earliest), used for the share partitions it starts reading from now on.
+func (m *Manager) SetAutoOffsetReset(groupID, reset string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.earliest[groupID] = reset == "earliest"
+}
+
+// StartOffset is a share partition's SPSO here, if it has one.
+func (m *Manager) StartOffset(k Key) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.parts[k]; p != nil {
+		return p.StartOffset(), true
+	}
+	return 0, false
+}
+
+// Members is how many members a share group has (-1: no such group).
+func (m *Manager) Members(groupID string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.groups[groupID]; g != nil {
+		return len(g.members)
+	}
+	return -1
+}
+
+// AlterOffsets moves the SPSO of share partitions of an empty group (an
+// administrator's reset): what was in flight is forgotten, delivery
+// starts at offset. An unknown group is created empty, as Kafka does.
+func (m *Manager) AlterOffsets(groupID string, offsets map[Key]int64) *kerr.Error {
+	defer m.flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g != nil && len(g.members) > 0 {
+		return kerr.NonEmptyGroup
+	}
+	if g == nil {
+		if _, full := m.tooManyGroups(); full {
+			return errGroupCount
+		}
+		m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+	}
+	for k, off := range offsets {
+		p := m.parts[k]
+		if p == nil {
+			p = NewPartition(off)
+			m.parts[k] = p
+		}
+		p.Reset(off)
+		m.persist(k, p)
+	}
+	return nil
+}
+
+// DeleteOffsets forgets the share partitions of an empty group's topics.
+func (m *Manager) DeleteOffsets(groupID string, topics map[[16]byte]bool) *kerr.Error {
+	defer m.flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g == nil {
+		return kerr.GroupIDNotFound
+	}
+	if len(g.members) > 0 {
+		return kerr.NonEmptyGroup
+	}
+	for k := range m.parts {
+		if k.Group == groupID && topics[k.Topic] {
+			m.drop(k)
+		}
+	}
+	return nil
+}
+
+// DeleteGroup deletes an empty share group with its share partitions and
+// its config.
+func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
+	defer m.flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g == nil {
+		return kerr.GroupIDNotFound
+	}
+	if len(g.members) > 0 {
+		return kerr.NonEmptyGroup
+	}
+	delete(m.groups, groupID)
+	for k := range m.parts {
+		if k.Group == groupID {
+			m.drop(k)
+		}
+	}
+	delete(m.earliest, groupID)
+	return nil
+}
+
+// drop forgets one share partition, in the store too (a tombstone).
+// mu must be held.
+func (m *Manager) drop(k Key) {
+	delete(m.parts, k)
+	delete(m.epochs, k)
+	if m.store != nil {
+		m.pending[k] = nil
+	}
+}
