@@ -53,8 +53,11 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			case req.TransactionID != nil && !txnBatch(rp.Records):
 				sp.ErrorCode = kerr.InvalidRecord.Code
 				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches of one producer id and epoch")
-			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, &sp.ErrorCode, &guard):
+			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, req.Version >= 12, &sp.ErrorCode, &guard):
 				sp.ErrorMessage = strPtr("the partition is not in the producer's ongoing transaction (AddPartitionsToTxn first)")
+				if req.Version >= 12 {
+					sp.ErrorMessage = strPtr("the partition could not be added to the producer's transaction: " + kerr.ErrorForCode(sp.ErrorCode).Error())
+				}
 			case req.Acks == -1 && int64(part.ISRSize()) < s.minISR(t.Configs):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", part.ISRSize(), s.minISR(t.Configs)))
@@ -196,9 +199,11 @@ func anyTxn(records []byte) bool {
 
 // verifyTxnProduceCode is verifyTxnProduce for a partition of a produce.
 // It reports a refusal, whose code it sets.
-func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16, guard **replica.VerificationGuard) bool {
+// add (Produce v12, transactions v2) adds the partition to the
+// transaction rather than checking it was added.
+func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, add bool, code *int16, guard **replica.VerificationGuard) bool {
 	b, _, _ := record.Split(rp.Records)
-	g, err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition)
+	g, err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition, add)
 	if err != nil {
 		*code = err.Code
 		return true

@@ -20,6 +20,9 @@ import (
 // docs/transactions.md.
 
 func (s *Server) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	if req.Version >= 4 {
+		return s.handleAddPartitionsToTxnBrokers(c, req), nil
+	}
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	// ACL: WRITE on TRANSACTIONAL_ID req.TransactionalID, WRITE on each topic.
 	img := s.ctrl.Image()
@@ -37,7 +40,7 @@ func (s *Server) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnR
 	}
 	var code *kerr.Error
 	if len(unknown) == 0 {
-		code = s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps)
+		code = s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, false)
 	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewAddPartitionsToTxnResponseTopic()
@@ -72,7 +75,7 @@ func (s *Server) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest
 		n = int32(len(t.Partitions))
 	}
 	tp := txn.TP{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.Group, n)}
-	if code := s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TP{tp}); code != nil {
+	if code := s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TP{tp}, false); code != nil {
 		resp.ErrorCode = code.Code
 	}
 	return resp, nil
@@ -81,6 +84,15 @@ func (s *Server) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest
 func (s *Server) handleEndTxn(c *conn, req *kmsg.EndTxnRequest) (*kmsg.EndTxnResponse, error) {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	// ACL: WRITE on TRANSACTIONAL_ID req.TransactionalID.
+	if req.Version >= 5 {
+		// Transactions v2: the epoch is bumped, the answer carries it.
+		pid, epoch, code := s.txns.EndTxnV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
+		if code != nil {
+			resp.ErrorCode = code.Code
+		}
+		return resp, nil
+	}
 	if code := s.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); code != nil {
 		resp.ErrorCode = code.Code
 	}
@@ -104,10 +116,9 @@ func (s *Server) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 		n = int32(len(t.Partitions))
 	}
 	tp := txn.TP{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.Group, n)}
-	code := s.txns.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
-	if code == kerr.NotCoordinator {
-		code = s.verifyRemote(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
-	}
+	// v5 (transactions v2) adds the partition instead of checking it, as
+	// Kafka's group coordinator does for TxnOffsetCommit v5.
+	code := s.addOrVerifyTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp, req.Version >= 5)
 	if code != nil {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, t := range req.Topics {
@@ -393,15 +404,15 @@ func (s *Server) handleDescribeProducers(c *conn, req *kmsg.DescribeProducersReq
 // The guard it returns goes to the append (AppendTxnAsLeader), which
 // refuses it if a marker ended the transaction since: the check and the
 // append are not under one lock, the coordinator being asked between.
-func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32) (*replica.VerificationGuard, *kerr.Error) {
+func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32, add bool) (*replica.VerificationGuard, *kerr.Error) {
 	open, guard := part.BeginTxnVerification(pid, epoch)
 	if open {
 		return nil, nil
 	}
 	tp := txn.TP{Topic: topic, Partition: partition}
-	code := s.txns.Verify(id, pid, epoch, tp)
-	if code == kerr.NotCoordinator {
-		code = s.verifyRemote(id, pid, epoch, tp)
+	code := s.addOrVerifyTxn(id, pid, epoch, tp, add)
+	if code != nil && add {
+		code = produceAddError(code)
 	}
 	if code != nil {
 		part.EndTxnVerification(pid, guard)
