@@ -39,7 +39,7 @@ func initPID(t *testing.T, cl *kgo.Client, id string, timeoutMs int32) (int64, i
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionalID, req.TransactionTimeoutMillis = &id, timeoutMs
 	req.ProducerID, req.ProducerEpoch = -1, -1
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		resp := request[*kmsg.InitProducerIDResponse](t, cl, req)
 		retriable := resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code || resp.ErrorCode == kerr.ConcurrentTransactions.Code ||
 			resp.ErrorCode == kerr.CoordinatorNotAvailable.Code || resp.ErrorCode == kerr.NotCoordinator.Code
