@@ -253,15 +253,6 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	if err != nil {
 		return tps
 	}
-	// The inter-broker listener's security, as replica fetches: on a
-	// secured cluster a plain dial would send the cluster secret in
-	// cleartext to a TLS port, and no marker would arrive.
-	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID))
-	if err != nil {
-		s.logger.Warn("sending transaction markers", "leader", leader, "err", err)
-		return tps
-	}
-	defer conn.Close()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.SetVersion(1)
 	req.UnknownTags.Set(replica.SecretTag, []byte(s.ctrl.Image().Secret))
@@ -281,7 +272,10 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	}
 	req.Markers = append(req.Markers, m)
 	deadline, _ := ctx.Deadline()
-	r, err := conn.RoundTrip(req, time.Until(deadline))
+	// The inter-broker listener's security, as replica fetches: on a
+	// secured cluster a plain dial would send the cluster secret in
+	// cleartext to a TLS port, and no marker would arrive.
+	r, err := s.peerRoundTrip(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID), req, time.Until(deadline))
 	if err != nil {
 		s.logger.Warn("sending transaction markers", "leader", leader, "err", err)
 		return tps
@@ -440,14 +434,9 @@ func (s *Server) verifyRemote(id string, pid int64, epoch int16, tp txn.TP) *ker
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID))
-	if err != nil {
-		return kerr.NotCoordinator
-	}
-	defer conn.Close()
 	req := kmsg.NewPtrDescribeTransactionsRequest()
 	req.TransactionalIDs = []string{id}
-	r, err := conn.RoundTrip(req, 5*time.Second)
+	r, err := s.peerRoundTrip(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID), req, 5*time.Second)
 	if err != nil {
 		return kerr.NotCoordinator
 	}

@@ -72,11 +72,6 @@ func (s *Server) addRemote(id string, pid int64, epoch int16, tp txn.TP) *kerr.E
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-add-%d", s.nodeID))
-	if err != nil {
-		return kerr.NotCoordinator
-	}
-	defer conn.Close()
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.SetVersion(5)
 	req.UnknownTags.Set(replica.SecretTag, []byte(img.Secret))
@@ -86,7 +81,7 @@ func (s *Server) addRemote(id string, pid int64, epoch int16, tp txn.TP) *kerr.E
 	rtt.Topic, rtt.Partitions = tp.Topic, []int32{tp.Partition}
 	rt.Topics = append(rt.Topics, rtt)
 	req.Transactions = append(req.Transactions, rt)
-	r, err := conn.RoundTrip(req, 5*time.Second)
+	r, err := s.peerRoundTrip(ctx, addr, fmt.Sprintf("tributary-txn-add-%d", s.nodeID), req, 5*time.Second)
 	if err != nil {
 		return kerr.NotCoordinator
 	}

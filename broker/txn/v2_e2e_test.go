@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -116,7 +115,10 @@ type v2Step struct {
 // epoch and returns it, and its retry gets the same answer; the late
 // produce of a committed transaction, to its partition and to another;
 // an abort, the abort of an empty transaction, the commit of one, and an
-// EndTxn of a fenced epoch.
+// EndTxn of a fenced epoch. (What read_committed then reads is checked on
+// Tributary only: Kafka 4.4 answers these raw Produce v12 requests NONE,
+// but its end offsets stay at 0; TestTransactionsV2Java compares the reads
+// of the Java producer's transactions instead.)
 func v2Scenario(t *testing.T, addr, topic string) []v2Step {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -157,19 +159,6 @@ func v2Scenario(t *testing.T, addr, topic string) []v2Step {
 	end("EndTxn v5 abort of an empty transaction", e0+2, false)
 	end("EndTxn v5 commit of an empty transaction", e0+3, true)
 	end("EndTxn v5 of a fenced epoch", e0, true)
-	// Kafka's markers are written after EndTxn answers: wait for them.
-	var read []string
-	for range 5 {
-		if read = consumeAll(t, addr, topic, true, 2); len(read) >= 2 {
-			break
-		}
-	}
-	if len(read) != 2 {
-		t.Logf("%s: read_uncommitted reads %q", addr, consumeAll(t, addr, topic, false, 4))
-		lo, _ := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
-		lo.Each(func(o kadm.ListedOffset) { t.Logf("%s: %s-%d end %d", addr, o.Topic, o.Partition, o.Offset) })
-	}
-	sameSet(t, "read_committed", read, []string{"c1", "c2"})
 	return steps
 }
 
@@ -220,6 +209,7 @@ func TestTransactionsV2Protocol(t *testing.T) {
 		t.Fatalf("transaction.version %d finalized, Produce v%d, EndTxn v%d: want 2, 12, 5", tv, produce, end)
 	}
 	compareSteps(t, "tributary", v2Scenario(t, b.Addr(), "v2"), v2Want)
+	sameSet(t, "read_committed", consumeAll(t, b.Addr(), "v2", true, 2), []string{"c1", "c2"})
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
 	if err != nil {
