@@ -167,9 +167,18 @@ func TestTransactionsCluster(t *testing.T) {
 	// Transactions v2 (Produce v12): a leader that is not the coordinator
 	// adds its partition with AddPartitionsToTxn v5 to the coordinator;
 	// after EndTxn v5's bump the old epoch's add is refused there.
+	v12 := func(part int32, batch []byte) int16 {
+		got := produceV12(t, admin, "ctx-raw", "ctx", part, batch)
+		for i := 0; i < 50 && got == kerr.NotLeaderForPartition.Code; i++ {
+			admin.ForceMetadataRefresh() // the client's metadata predates the restart's elections
+			time.Sleep(100 * time.Millisecond)
+			got = produceV12(t, admin, "ctx-raw", "ctx", part, batch)
+		}
+		return got
+	}
 	if len(remoteParts) > 0 {
 		part := remoteParts[0]
-		wantCode(t, "Produce v12 to a partition led away from the coordinator", produceV12(t, admin, "ctx-raw", "ctx", part, txnBatch(t, pid, epoch, 0, "v2")), nil)
+		wantCode(t, "Produce v12 to a partition led away from the coordinator", v12(part, txnBatch(t, pid, epoch, 0, "v2")), nil)
 		if st := describeTxn(t, admin, "ctx-raw"); st.State != "Ongoing" || len(st.Topics) != 1 {
 			t.Errorf("after the remote add: %s %+v, want Ongoing with ctx-%d", st.State, st.Topics, part)
 		}
@@ -177,7 +186,7 @@ func TestTransactionsCluster(t *testing.T) {
 			t.Errorf("EndTxn v5 abort: %v epoch %d, want NONE %d", kerr.ErrorForCode(r.ErrorCode), r.ProducerEpoch, epoch+1)
 		}
 		other := remoteParts[len(remoteParts)-1]
-		wantCode(t, "late Produce v12 of the old epoch, remote add", produceV12(t, admin, "ctx-raw", "ctx", other, txnBatch(t, pid, epoch, 1, "late")), kerr.InvalidProducerEpoch)
+		wantCode(t, "late Produce v12 of the old epoch, remote add", v12(other, txnBatch(t, pid, epoch, 1, "late")), kerr.InvalidProducerEpoch)
 	}
 	// Every partition's LSO reaches its high watermark.
 	deadline := time.Now().Add(20 * time.Second)
