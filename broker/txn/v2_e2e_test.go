@@ -163,7 +163,7 @@ func v2Scenario(t *testing.T, addr, topic string) []v2Step {
 }
 
 // v2Want is what Kafka 4.4 answers in v2Scenario (checked against it by
-// TestTransactionsV2Protocol when Kafka's jars are there).
+// TestTransactionsV2Java, which starts Kafka once for both comparisons).
 var v2Want = []v2Step{
 	{"Produce v12 without AddPartitionsToTxn", 0, -1},
 	{"describe: Ongoing", 0, -1},
@@ -197,10 +197,9 @@ func compareSteps(t *testing.T, who string, got, want []v2Step) {
 }
 
 // TestTransactionsV2Protocol: transactions v2 (KIP-890 part 2) on the
-// wire, against Tributary and against Apache Kafka 4.4 (when its jars are
-// there; required when CI=true): both must give v2Want. transaction.version
-// is finalized at 2 by default, and UpdateFeatures downgrades and upgrades
-// it with Kafka's checks.
+// wire: Tributary gives v2Want (which TestTransactionsV2Java checks Kafka
+// 4.4 gives too). transaction.version is finalized at 2 by default, and
+// UpdateFeatures downgrades and upgrades it with Kafka's checks.
 func TestTransactionsV2Protocol(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t, txnProps...)
@@ -227,13 +226,6 @@ func TestTransactionsV2Protocol(t *testing.T) {
 	if tv, _, _ := finalizedTV(t, b.Addr()); tv != 2 {
 		t.Fatalf("after the upgrade transaction.version is %d, want 2", tv)
 	}
-
-	k := testbroker.StartKafka(t)
-	createTopic(t, k.Addr(), "v2", 2)
-	if tv, produce, end := finalizedTV(t, k.Addr()); tv != 2 || produce < 12 || end < 5 {
-		t.Fatalf("Kafka: transaction.version %d finalized, Produce v%d, EndTxn v%d", tv, produce, end)
-	}
-	compareSteps(t, "kafka", v2Scenario(t, k.Addr(), "v2"), v2Want)
 }
 
 // TestTransactionsV2Fallback: franz-go turns transactions v2 on when the
@@ -300,6 +292,8 @@ func TestTransactionsV2Fallback(t *testing.T) {
 // transaction.version 2, an epoch bump per commit and abort, the same
 // errors for a fenced instance's late send and commit, and read_committed
 // reads exactly the three committed transactions and the new instance's.
+// Then the wire scenario (v2Scenario) on the same Kafka gives v2Want, as
+// Tributary does. Kafka is required when CI=true.
 func TestTransactionsV2Java(t *testing.T) {
 	t.Parallel()
 	k := testbroker.FindJDK(t)
@@ -345,6 +339,12 @@ func TestTransactionsV2Java(t *testing.T) {
 	kafka := testbroker.StartKafka(t)
 	createTopic(t, kafka.Addr(), "jv2", 2)
 	theirs := run(kafka.Addr())
+	// The wire scenario of TestTransactionsV2Protocol, on the same Kafka.
+	createTopic(t, kafka.Addr(), "v2", 2)
+	if tv, produce, end := finalizedTV(t, kafka.Addr()); tv != 2 || produce < 12 || end < 5 {
+		t.Errorf("Kafka: transaction.version %d finalized, Produce v%d, EndTxn v%d", tv, produce, end)
+	}
+	compareSteps(t, "kafka", v2Scenario(t, kafka.Addr(), "v2"), v2Want)
 	// Kafka answers EndTxn once the Prepare state is written and writes
 	// the markers after; Tributary answers once they are written
 	// (docs/transactions.md), so its state right after is Complete.
