@@ -49,7 +49,7 @@ type Server struct {
 	// peerConns are the pooled connections to other brokers of the
 	// transaction requests (peer_pool.go).
 	peerConns *peerPool
-	tier       *tier.Manager // tiered storage (tier_hooks.go); nil when off
+	tier      *tier.Manager // tiered storage (tier_hooks.go); nil when off
 
 	// roles are process.roles: a broker-only node hosts partitions and
 	// follows the metadata; a controller-only node votes and decides.
