@@ -143,8 +143,24 @@ func v2Scenario(t *testing.T, addr, topic string) []v2Step {
 		}
 		steps = append(steps, v2Step{what, code, epoch})
 	}
+	// Kafka answers EndTxn before its markers are written and answers
+	// CONCURRENT_TRANSACTIONS until they are, which clients retry: so
+	// does the scenario, and it waits for a Prepare state to complete
+	// before it describes.
+	settled := func() kmsg.DescribeTransactionsResponseTransactionState {
+		st := describeTxn(t, cl, id)
+		for deadline := time.Now().Add(30 * time.Second); strings.HasPrefix(st.State, "Prepare") && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			st = describeTxn(t, cl, id)
+		}
+		return st
+	}
 	end := func(what string, epoch int16, commit bool) {
 		r := endTxnV5(t, cl, id, pid, epoch, commit)
+		for deadline := time.Now().Add(30 * time.Second); r.ErrorCode == kerr.ConcurrentTransactions.Code && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			r = endTxnV5(t, cl, id, pid, epoch, commit)
+		}
 		if r.ErrorCode == 0 && r.ProducerID != pid {
 			t.Errorf("%s: producer id %d, want %d", what, r.ProducerID, pid)
 		}
@@ -156,7 +172,7 @@ func v2Scenario(t *testing.T, addr, topic string) []v2Step {
 	end("EndTxn v5 commit", e0, true)
 	end("EndTxn v5 commit retried", e0, true)
 	end("EndTxn v5 abort at the epoch before the bump", e0, false)
-	st = describeTxn(t, cl, id)
+	st = settled()
 	step("describe: "+st.State, 0, st.ProducerEpoch)
 	step("late produce to the transaction's partition", produceV12(t, cl, id, topic, 0, txnBatch(t, pid, e0, 2, "late")), -1)
 	step("late produce to another partition", produceV12(t, cl, id, topic, 1, txnBatch(t, pid, e0, 0, "late")), -1)
