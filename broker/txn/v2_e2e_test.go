@@ -143,6 +143,16 @@ func v2Scenario(t *testing.T, addr, topic string) []v2Step {
 		}
 		steps = append(steps, v2Step{what, code, epoch})
 	}
+	// A topic just created may not have its leader everywhere yet.
+	produce := func(partition int32, batch []byte) int16 {
+		got := produceV12(t, cl, id, topic, partition, batch)
+		for i := 0; i < 100 && (got == kerr.NotLeaderForPartition.Code || got == kerr.UnknownTopicOrPartition.Code); i++ {
+			cl.ForceMetadataRefresh()
+			time.Sleep(100 * time.Millisecond)
+			got = produceV12(t, cl, id, topic, partition, batch)
+		}
+		return got
+	}
 	// Kafka answers EndTxn before its markers are written and answers
 	// CONCURRENT_TRANSACTIONS until they are, which clients retry: so
 	// does the scenario, and it waits for a Prepare state to complete
@@ -166,7 +176,7 @@ func v2Scenario(t *testing.T, addr, topic string) []v2Step {
 		}
 		step(what, r.ErrorCode, r.ProducerEpoch)
 	}
-	step("Produce v12 without AddPartitionsToTxn", produceV12(t, cl, id, topic, 0, txnBatch(t, pid, e0, 0, "c1", "c2")), -1)
+	step("Produce v12 without AddPartitionsToTxn", produce(0, txnBatch(t, pid, e0, 0, "c1", "c2")), -1)
 	st := describeTxn(t, cl, id)
 	step("describe: "+st.State, 0, -1)
 	end("EndTxn v5 commit", e0, true)
@@ -174,9 +184,9 @@ func v2Scenario(t *testing.T, addr, topic string) []v2Step {
 	end("EndTxn v5 abort at the epoch before the bump", e0, false)
 	st = settled()
 	step("describe: "+st.State, 0, st.ProducerEpoch)
-	step("late produce to the transaction's partition", produceV12(t, cl, id, topic, 0, txnBatch(t, pid, e0, 2, "late")), -1)
-	step("late produce to another partition", produceV12(t, cl, id, topic, 1, txnBatch(t, pid, e0, 0, "late")), -1)
-	step("Produce v12 at the bumped epoch", produceV12(t, cl, id, topic, 1, txnBatch(t, pid, e0+1, 0, "a1")), -1)
+	step("late produce to the transaction's partition", produce(0, txnBatch(t, pid, e0, 2, "late")), -1)
+	step("late produce to another partition", produce(1, txnBatch(t, pid, e0, 0, "late")), -1)
+	step("Produce v12 at the bumped epoch", produce(1, txnBatch(t, pid, e0+1, 0, "a1")), -1)
 	end("EndTxn v5 abort", e0+1, false)
 	end("EndTxn v5 abort of an empty transaction", e0+2, false)
 	end("EndTxn v5 commit of an empty transaction", e0+3, true)
