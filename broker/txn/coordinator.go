@@ -512,7 +512,7 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, producerID int6
 		if err != nil {
 			return -1, -1, kerr.CoordinatorNotAvailable
 		}
-		next.ProducerID, next.Epoch = pid, 0
+		next.ProducerID, next.Epoch = pid, firstEpoch
 	} else {
 		next.Epoch = m.Epoch + 1
 	}
@@ -657,14 +657,26 @@ func (c *Coordinator) endLocked(m *Meta, commit, fence bool) *kerr.Error {
 		// With transaction.version 2 Kafka bumps twice (its epoch fence,
 		// then the v2 end's own bump): a zombie of a v2 transaction that
 		// retries EndTxn at its epoch must not look like the retry of an
-		// EndTxn that bumped once (PRODUCER_FENCED, not NONE). At the
-		// last epochs the abort stops at MaxInt16; the InitProducerId
-		// that follows gives a new producer id.
+		// EndTxn that bumped once (PRODUCER_FENCED, not NONE).
 		bump := int16(1)
+		next.ClientTV = 0
 		if c.TransactionVersion() >= 2 {
 			bump, next.ClientTV = 2, 2
 		}
-		next.Epoch = int16(min(int32(m.Epoch)+int32(bump), math.MaxInt16))
+		bumped := int32(m.Epoch) + int32(bump)
+		if bumped >= math.MaxInt16 {
+			// Exhausted: the markers carry the last epoch and the
+			// transaction completes onto a new producer id, as a v2
+			// end does, so that no producer id is left at 32767 with a
+			// bump still to come (it would wrap). No PrevProducerID:
+			// the fenced producer's EndTxn is no retry of this one.
+			pid, err := c.alloc()
+			if err != nil {
+				return kerr.CoordinatorNotAvailable
+			}
+			next.NextProducerID, next.PrevProducerID, bumped = pid, -1, math.MaxInt16
+		}
+		next.Epoch = int16(bumped)
 	}
 	if code := c.write(m, next); code != nil {
 		return code
@@ -695,7 +707,9 @@ func (c *Coordinator) completeLocked(m *Meta) *kerr.Error {
 		// A v2 end whose bump exhausted the epochs: the markers carried
 		// the old id at the last epoch, the client goes on with the new
 		// id at epoch 0 (Kafka's prepareComplete).
-		next.PrevProducerID, next.ProducerID, next.Epoch, next.NextProducerID = m.ProducerID, m.NextProducerID, 0, -1
+		// PrevProducerID was set by the Prepare: the old id for the
+		// client's own end (its retry is recognised), -1 for a fence.
+		next.ProducerID, next.Epoch, next.NextProducerID = m.NextProducerID, 0, -1
 	}
 	return c.write(m, next)
 }

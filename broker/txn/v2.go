@@ -50,8 +50,13 @@ func (c *Coordinator) EndTxnV2(id string, producerID int64, epoch int16, commit 
 		return -1, -1, kerr.InvalidProducerIDMapping
 	}
 	defer m.mu.Unlock()
-	retryOnOverflow := m.PrevProducerID == producerID && epoch == math.MaxInt16-1 && m.Epoch == 0
-	retryOnBump := epoch < math.MaxInt16 && m.Epoch == epoch+1
+	// Only a transaction that ran on v2 (its end bumped the epoch once)
+	// has a retry at the epoch before: after a v1 end or a v1 fence, an
+	// EndTxn at the previous epoch is a zombie's, which must not adopt
+	// the current epoch (Kafka's clientTransactionVersion check).
+	v2 := m.ClientTV >= 2
+	retryOnOverflow := v2 && m.PrevProducerID == producerID && epoch == math.MaxInt16-1 && m.Epoch == 0
+	retryOnBump := v2 && epoch < math.MaxInt16 && m.Epoch == epoch+1
 	var valid bool
 	switch m.Status {
 	case PrepareCommit, PrepareAbort:
@@ -118,9 +123,11 @@ func (c *Coordinator) endV2Locked(m *Meta, commit, empty bool) (int64, int16, *k
 		if err != nil {
 			return -1, -1, kerr.CoordinatorNotAvailable
 		}
-		next.NextProducerID = pid
+		next.NextProducerID, next.PrevProducerID = pid, m.ProducerID
 	}
-	next.Epoch = m.Epoch + 1
+	// Never past the last epoch (a producer id left there by an older
+	// version): the markers carry it, and the id changes on completion.
+	next.Epoch = int16(min(int32(m.Epoch)+1, math.MaxInt16))
 	if empty {
 		next.Partitions, next.Start = map[TP]bool{}, c.now().UnixMilli()
 	}
