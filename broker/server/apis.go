@@ -71,7 +71,7 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.AddOffsetsToTxn.Int16():      {min: 0, max: 4, fn: typed(s.handleAddOffsetsToTxn)},
 		kmsg.EndTxn.Int16():               {min: 0, max: 5, fn: typed(s.handleEndTxn)},
 		kmsg.TxnOffsetCommit.Int16():      {min: 0, max: 5, fn: typed(s.handleTxnOffsetCommit)},
-		kmsg.WriteTxnMarkers.Int16():      {min: 1, max: 1, fn: typed(s.handleWriteTxnMarkers)},
+		kmsg.WriteTxnMarkers.Int16():      {min: 1, max: 2, fn: typed(s.handleWriteTxnMarkers)},
 		kmsg.DescribeProducers.Int16():    {min: 0, max: 0, fn: typed(s.handleDescribeProducers)},
 		kmsg.DescribeTransactions.Int16(): {min: 0, max: 0, fn: typed(s.handleDescribeTransactions)},
 		kmsg.ListTransactions.Int16():     {min: 0, max: 1, fn: typed(s.handleListTransactions)},

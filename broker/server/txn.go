@@ -157,7 +157,7 @@ func (s *Server) handleWriteTxnMarkers(c *conn, req *kmsg.WriteTxnMarkersRequest
 				rp.Partition = p
 				if !allowed {
 					rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-				} else if code := s.writeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, txn.TP{Topic: t.Topic, Partition: p}); code != nil {
+				} else if code := s.writeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion, txn.TP{Topic: t.Topic, Partition: p}); code != nil {
 					rp.ErrorCode = code.Code
 				}
 				rt.Partitions = append(rt.Partitions, rp)
@@ -172,12 +172,12 @@ func (s *Server) handleWriteTxnMarkers(c *conn, req *kmsg.WriteTxnMarkersRequest
 // writeMarker writes one marker to a partition led here and waits for the
 // ISR to have it; in __consumer_offsets it also settles the transaction's
 // pending offsets.
-func (s *Server) writeMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, tp txn.TP) *kerr.Error {
+func (s *Server) writeMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, tp txn.TP) *kerr.Error {
 	part, perr := s.leaderPartition(tp.Topic, tp.Partition)
 	if perr != nil {
 		return perr
 	}
-	off, err := part.AppendMarker(pid, epoch, commit, coordinatorEpoch)
+	off, err := part.AppendMarker(pid, epoch, commit, coordinatorEpoch, tv)
 	if err != nil {
 		return replica.KafkaError(err)
 	}
@@ -191,7 +191,7 @@ func (s *Server) writeMarker(pid int64, epoch int16, commit bool, coordinatorEpo
 // goes to its leader, this broker's own directly, the others' by
 // WriteTxnMarkers, all leaders at once. It returns the partitions not
 // written.
-func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TP) []txn.TP {
+func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, tps []txn.TP) []txn.TP {
 	img := s.ctrl.Image()
 	byLeader := map[int32][]txn.TP{}
 	var failed []txn.TP
@@ -216,7 +216,7 @@ func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commi
 			var bad []txn.TP
 			if leader == s.nodeID {
 				for _, tp := range ps {
-					if code := s.writeMarker(pid, epoch, commit, coordinatorEpoch, tp); code != nil {
+					if code := s.writeMarker(pid, epoch, commit, coordinatorEpoch, tv, tp); code != nil {
 						s.logger.Warn("writing a transaction marker", "partition", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition), "err", code)
 						if !finalMarkerError(code.Code) {
 							bad = append(bad, tp)
@@ -224,7 +224,7 @@ func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commi
 					}
 				}
 			} else {
-				bad = s.sendMarkers(ctx, leader, pid, epoch, commit, coordinatorEpoch, ps)
+				bad = s.sendMarkers(ctx, leader, pid, epoch, commit, coordinatorEpoch, tv, ps)
 			}
 			mu.Lock()
 			failed = append(failed, bad...)
@@ -244,7 +244,7 @@ func finalMarkerError(code int16) bool {
 }
 
 // sendMarkers sends WriteTxnMarkers to another broker.
-func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TP) []txn.TP {
+func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, tps []txn.TP) []txn.TP {
 	b, ok := s.ctrl.Image().Brokers[leader]
 	if !ok {
 		return tps
@@ -255,9 +255,15 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.SetVersion(1)
+	if tv >= 2 {
+		// v2 carries the transaction version, which makes the leader's
+		// epoch check strict (AppendMarker). Only v2 transactions use it,
+		// and those exist only once every broker serves it.
+		req.SetVersion(2)
+	}
 	req.UnknownTags.Set(replica.SecretTag, []byte(s.ctrl.Image().Secret))
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, coordinatorEpoch
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion = pid, epoch, commit, coordinatorEpoch, tv
 	byTopic := map[string]int{}
 	for _, tp := range tps {
 		i, ok := byTopic[tp.Topic]

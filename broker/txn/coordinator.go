@@ -48,7 +48,7 @@ const writeTimeout = 5 * time.Second
 // MarkerWriter writes the markers of a transaction to its partitions,
 // through their leaders, and returns the partitions it could not write to
 // (retried later).
-type MarkerWriter func(ctx context.Context, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tps []TP) []TP
+type MarkerWriter func(ctx context.Context, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, tps []TP) []TP
 
 // Meta is one transactional id's state.
 type Meta struct {
@@ -692,7 +692,7 @@ func (c *Coordinator) completeLocked(m *Meta) *kerr.Error {
 	commit := m.Status == PrepareCommit
 	if len(m.retry) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		m.retry = c.markers(ctx, m.ProducerID, m.Epoch, commit, c.coordinatorEpoch(m), m.retry)
+		m.retry = c.markers(ctx, m.ProducerID, m.Epoch, commit, c.coordinatorEpoch(m), int8(m.ClientTV), m.retry)
 		cancel()
 		if len(m.retry) > 0 {
 			return kerr.ConcurrentTransactions
