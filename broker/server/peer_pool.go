@@ -2,8 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -75,18 +79,23 @@ func (p *peerPool) close() {
 }
 
 // peerRoundTrip sends req to the broker at addr on a pooled connection of
-// the inter-broker listener's security. A reused connection the peer may
-// have closed meanwhile (its idle timeout, a restart) gets one retry on a
-// new one; every request sent this way is safe to send twice (a marker
-// already written, a partition already added, a description).
+// the inter-broker listener's security. A reused connection the peer had
+// closed (its idle timeout, a restart) gets one retry on a new one. Only
+// then: after a timeout the first request may still be queued or running
+// on the peer, and a second copy of a marker would be a duplicate that
+// arrives after the transaction moved on.
 func (s *Server) peerRoundTrip(ctx context.Context, addr, clientID string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	key := addr + "\x00" + clientID
 	if c := s.peerConns.take(key); c != nil {
-		if resp, err := c.RoundTrip(req, timeout); err == nil {
+		resp, err := c.RoundTrip(req, timeout)
+		if err == nil {
 			s.peerConns.give(key, c)
 			return resp, nil
 		}
 		c.Close()
+		if !peerClosed(err) {
+			return nil, err
+		}
 	}
 	c, err := s.dialReplica(ctx, addr, clientID)
 	if err != nil {
@@ -100,4 +109,17 @@ func (s *Server) peerRoundTrip(ctx context.Context, addr, clientID string, req k
 	}
 	s.peerConns.give(key, c)
 	return resp, nil
+}
+
+// peerClosed says whether a reused connection's error shows that the peer
+// had closed it before our request could be served: the write failed, or
+// the answer's first byte never came because the connection was closed or
+// reset (io.EOF: nothing of an answer was read). A timeout is not that.
+func peerClosed(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

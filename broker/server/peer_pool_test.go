@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,5 +69,66 @@ func TestPeerPoolReuses(t *testing.T) {
 	call()
 	if d := s.peerConns.dials.Load(); d != before+1 {
 		t.Fatalf("after the connections were closed: %d dials, want %d", d, before+1)
+	}
+}
+
+// TestPeerPoolNoResendAfterTimeout: a request that timed out on a pooled
+// connection is not sent again: the peer may still be working on it, and
+// a second copy (a transaction marker) could land after the transaction
+// moved on. The peer here answers its connection's first request and then
+// holds every later one.
+func TestPeerPoolNoResendAfterTimeout(t *testing.T) {
+	s := startBroker(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var got atomic.Int64
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				for n := 0; ; n++ {
+					var size [4]byte
+					if _, err := io.ReadFull(nc, size[:]); err != nil {
+						return
+					}
+					body := make([]byte, binary.BigEndian.Uint32(size[:]))
+					if _, err := io.ReadFull(nc, body); err != nil {
+						return
+					}
+					got.Add(1)
+					if n > 0 {
+						continue // held: never answered
+					}
+					resp := kmsg.NewPtrApiVersionsResponse()
+					resp.SetVersion(int16(binary.BigEndian.Uint16(body[2:])))
+					out := append(make([]byte, 4, 64), body[4:8]...) // the correlation id
+					out = resp.AppendTo(out)
+					binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+					if _, err := nc.Write(out); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr := ln.Addr().String()
+	if _, err := s.peerRoundTrip(ctx, addr, "pool-test", kmsg.NewPtrApiVersionsRequest(), 5*time.Second); err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	if _, err := s.peerRoundTrip(ctx, addr, "pool-test", kmsg.NewPtrApiVersionsRequest(), 300*time.Millisecond); err == nil {
+		t.Fatal("a request the peer never answers succeeded")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := got.Load(); n != 2 {
+		t.Fatalf("the peer received %d requests, want 2: the one that timed out was sent again", n)
 	}
 }
