@@ -15,9 +15,13 @@ import (
 // transaction.version: at 2 (KIP-890 part 2) clients bump the producer
 // epoch at every EndTxn and leave adding partitions to the leaders.
 //
-// A cluster whose metadata has no level for a feature runs at its
-// default, Kafka 4.x's for a new cluster: no record is needed for a
-// cluster formatted before features existed.
+// A new cluster's first metadata finalizes every feature at its default
+// (bootstrapFeatures), as Kafka's format does. A cluster whose metadata
+// has no level for a feature runs at level 0, as Kafka treats a cluster
+// upgraded from a version without it: an existing cluster keeps
+// transactions v1 through a rolling upgrade, until the operator runs
+// `kafka-features.sh upgrade --feature transaction.version=2` once every
+// node runs this version.
 
 // TransactionVersion is the name of the transactions feature.
 const TransactionVersion = "transaction.version"
@@ -26,7 +30,7 @@ const TransactionVersion = "transaction.version"
 type SupportedFeature struct {
 	Name          string
 	Min, Max      int16
-	Default       int16
+	Default       int16 // the level a new cluster starts at
 	DowngradeSafe bool // a downgrade loses no metadata
 }
 
@@ -54,14 +58,21 @@ type FeatureLevelRecord struct {
 	Level int16  `json:"level"`
 }
 
-// FeatureLevel is the finalized level of a feature: the one set, or its
-// default.
+// FeatureLevel is the finalized level of a feature: the one set, or 0.
 func (img *Image) FeatureLevel(name string) int16 {
-	if l, ok := img.Features[name]; ok {
-		return l
+	return img.Features[name]
+}
+
+// bootstrapFeatures are the records that finalize a new cluster's
+// features at their defaults: those img has no level for.
+func bootstrapFeatures(img *Image) []Record {
+	var rs []Record
+	for _, f := range SupportedFeatures {
+		if _, ok := img.Features[f.Name]; !ok {
+			rs = append(rs, Record{FeatureLevel: &FeatureLevelRecord{Name: f.Name, Level: f.Default}})
+		}
 	}
-	f, _ := supportedFeature(name)
-	return f.Default
+	return rs
 }
 
 // FinalizedFeatures are every supported feature's finalized level, by

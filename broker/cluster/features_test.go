@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/config"
 )
 
 // TestFeaturesUpdateAndReplay: transaction.version starts at its default
@@ -53,5 +56,39 @@ func TestFeaturesUpdateAndReplay(t *testing.T) {
 	}
 	if l := snap.FeatureLevel(TransactionVersion); l != 1 {
 		t.Fatalf("from a snapshot transaction.version %d, want 1", l)
+	}
+}
+
+// TestFeaturesUpgradedCluster: a new cluster's metadata finalizes
+// transaction.version at 2 in a record; a cluster whose metadata was
+// written before features existed (brokers, no feature record) runs at 0
+// after the upgrade, until the operator raises it, as Kafka does.
+func TestFeaturesUpgradedCluster(t *testing.T) {
+	c := openTest(t, t.TempDir())
+	if l, ok := c.Image().Features[TransactionVersion]; !ok || l != 2 {
+		t.Errorf("a new cluster's transaction.version record: %d %v, want 2 written", l, ok)
+	}
+	c.Close()
+
+	dir := t.TempDir()
+	ml, _, err := openMetaLog(filepath.Join(dir, MetadataLogFile), emptyImage("test-cluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := Broker{ID: 1, Listeners: []config.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}}
+	if err := ml.append([]Record{{RegisterBroker: &reg}}); err != nil {
+		t.Fatal(err)
+	}
+	ml.close()
+	c = openTest(t, dir)
+	defer c.Close()
+	if l := c.Image().FeatureLevel(TransactionVersion); l != 0 {
+		t.Fatalf("an upgraded cluster's transaction.version %d, want 0 until raised", l)
+	}
+	if err := c.UpdateFeature(FeatureUpdate{Name: TransactionVersion, Level: 2, UpgradeType: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.Image().FeatureLevel(TransactionVersion); l != 2 {
+		t.Fatalf("after the upgrade transaction.version %d, want 2", l)
 	}
 }
