@@ -31,7 +31,7 @@ type SupportedFeature struct {
 	Name          string
 	Min, Max      int16
 	Default       int16 // the level a new cluster starts at
-	DowngradeSafe bool // a downgrade loses no metadata
+	DowngradeSafe bool  // a downgrade loses no metadata
 }
 
 // SupportedFeatures are the features this version serves.
