@@ -34,7 +34,22 @@ func (s *Server) handleUpdateFeatures(c *conn, req *kmsg.UpdateFeaturesRequest) 
 	}
 	errs := make([]error, len(ups))
 	var first error
+	seen := map[string]bool{}
+	dup := ""
+	for _, u := range ups {
+		if seen[u.Name] {
+			dup = u.Name
+		}
+		seen[u.Name] = true
+	}
 	switch {
+	case dup != "":
+		// Kafka's INVALID_REQUEST: checked one by one, two updates of one
+		// feature could each pass, and the level would depend on the order.
+		first = &cluster.Error{Code: kerr.InvalidRequest, Message: "The request names feature " + dup + " more than once."}
+		for i := range errs {
+			errs[i] = first
+		}
 	case !c.allowedCluster(opAlter):
 		first = &cluster.Error{Code: kerr.ClusterAuthorizationFailed, Message: "Cluster authorization failed."}
 		for i := range errs {
