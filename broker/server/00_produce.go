@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/txn"
 )
 
 func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
@@ -30,6 +31,10 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 		}
 	}
 	budget := record.NewBudget(size)
+	var added map[txn.TP]produceAdd
+	if req.TransactionID != nil && req.Version >= 12 {
+		added = s.addProducePartitions(*req.TransactionID, req)
+	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -53,7 +58,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			case req.TransactionID != nil && !txnBatch(rp.Records):
 				sp.ErrorCode = kerr.InvalidRecord.Code
 				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches of one producer id and epoch")
-			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, req.Version >= 12, &sp.ErrorCode, &guard):
+			case req.TransactionID != nil && s.txnProduceCode(added, part, *req.TransactionID, rt.Topic, rp, req.Version >= 12, &sp.ErrorCode, &guard):
 				sp.ErrorMessage = strPtr("the partition is not in the producer's ongoing transaction (AddPartitionsToTxn first)")
 				if req.Version >= 12 {
 					sp.ErrorMessage = strPtr("the partition could not be added to the producer's transaction: " + kerr.ErrorForCode(sp.ErrorCode).Error())
@@ -195,6 +200,20 @@ func anyTxn(records []byte) bool {
 		}
 	}
 	return false
+}
+
+// txnProduceCode is verifyTxnProduceCode, or the answer of the partition's
+// add made for the whole request (addProducePartitions).
+func (s *Server) txnProduceCode(added map[txn.TP]produceAdd, part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, add bool, code *int16, guard **replica.VerificationGuard) bool {
+	if a, ok := added[txn.TP{Topic: topic, Partition: rp.Partition}]; ok {
+		if a.code != nil {
+			*code = a.code.Code
+			return true
+		}
+		*guard = a.guard
+		return false
+	}
+	return s.verifyTxnProduceCode(part, id, topic, rp, add, code, guard)
 }
 
 // verifyTxnProduceCode is verifyTxnProduce for a partition of a produce.

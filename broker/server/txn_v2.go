@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/broker/txn"
 )
@@ -56,19 +57,32 @@ func produceAddError(code *kerr.Error) *kerr.Error {
 // (AddPartitionsToTxn v5, the inter-broker form). An unreachable
 // coordinator is NOT_COORDINATOR.
 func (s *Server) addRemote(id string, pid int64, epoch int16, tp txn.TP) *kerr.Error {
+	return s.addRemoteAll(id, pid, epoch, []txn.TP{tp})[tp]
+}
+
+// addRemoteAll is addRemote for several partitions in one request: each
+// partition's error, nil for those added.
+func (s *Server) addRemoteAll(id string, pid int64, epoch int16, tps []txn.TP) map[txn.TP]*kerr.Error {
+	out := make(map[txn.TP]*kerr.Error, len(tps))
+	all := func(code *kerr.Error) map[txn.TP]*kerr.Error {
+		for _, tp := range tps {
+			out[tp] = code
+		}
+		return out
+	}
 	img := s.ctrl.Image()
 	t, ok := img.Topics[txn.Topic]
 	if !ok || len(t.Partitions) == 0 {
-		return kerr.CoordinatorNotAvailable
+		return all(kerr.CoordinatorNotAvailable)
 	}
 	leader := t.Partitions[group.PartitionFor(id, int32(len(t.Partitions)))].Leader
 	b, ok := img.Brokers[leader]
 	if leader < 0 || leader == s.nodeID || !ok {
-		return kerr.NotCoordinator
+		return all(kerr.NotCoordinator)
 	}
 	addr, err := s.interBrokerAddr(b)
 	if err != nil {
-		return kerr.NotCoordinator
+		return all(kerr.NotCoordinator)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -77,34 +91,125 @@ func (s *Server) addRemote(id string, pid int64, epoch int16, tp txn.TP) *kerr.E
 	req.UnknownTags.Set(replica.SecretTag, []byte(img.Secret))
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pid, epoch, false
-	rtt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	rtt.Topic, rtt.Partitions = tp.Topic, []int32{tp.Partition}
-	rt.Topics = append(rt.Topics, rtt)
+	byTopic := map[string]int{}
+	for _, tp := range tps {
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(rt.Topics)
+			byTopic[tp.Topic] = i
+			rtt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			rtt.Topic = tp.Topic
+			rt.Topics = append(rt.Topics, rtt)
+		}
+		rt.Topics[i].Partitions = append(rt.Topics[i].Partitions, tp.Partition)
+	}
 	req.Transactions = append(req.Transactions, rt)
 	r, err := s.peerRoundTrip(ctx, addr, fmt.Sprintf("tributary-txn-add-%d", s.nodeID), req, 5*time.Second)
 	if err != nil {
-		return kerr.NotCoordinator
+		return all(kerr.NotCoordinator)
 	}
 	resp := r.(*kmsg.AddPartitionsToTxnResponse)
 	if resp.ErrorCode != 0 {
-		return kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error)
+		if e, ok := kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error); ok {
+			return all(e)
+		}
+		return all(kerr.UnknownServerError)
 	}
+	answered := map[txn.TP]bool{}
 	for _, tr := range resp.Transactions {
 		for _, tt := range tr.Topics {
 			for _, p := range tt.Partitions {
-				if tt.Topic == tp.Topic && p.Partition == tp.Partition {
-					if p.ErrorCode == 0 {
-						return nil
-					}
-					if e, ok := kerr.ErrorForCode(p.ErrorCode).(*kerr.Error); ok {
-						return e
-					}
-					return kerr.UnknownServerError
+				tp := txn.TP{Topic: tt.Topic, Partition: p.Partition}
+				answered[tp] = true
+				if p.ErrorCode == 0 {
+					out[tp] = nil
+				} else if e, ok := kerr.ErrorForCode(p.ErrorCode).(*kerr.Error); ok {
+					out[tp] = e
+				} else {
+					out[tp] = kerr.UnknownServerError
 				}
 			}
 		}
 	}
-	return kerr.NotCoordinator
+	for _, tp := range tps {
+		if !answered[tp] {
+			out[tp] = kerr.NotCoordinator
+		}
+	}
+	return out
+}
+
+// produceAdd is a partition of a Produce v12 whose add was decided before
+// the appends: its guard, or the error to answer.
+type produceAdd struct {
+	guard *replica.VerificationGuard
+	code  *kerr.Error
+}
+
+// addProducePartitions adds, in one AddPartitions (one state write), or
+// one AddPartitionsToTxn v5 when the coordinator is elsewhere, every
+// partition of a transactional Produce v12 that its transaction has not
+// opened here yet, as Kafka's AddPartitionsToTxnManager batches a
+// request's partitions per coordinator; one at a time each would cost a
+// replicated write in series. Each partition keeps its own verification
+// guard. Partitions it leaves out (not led here, not one producer's
+// transactional batches) take the per-partition path.
+func (s *Server) addProducePartitions(id string, req *kmsg.ProduceRequest) map[txn.TP]produceAdd {
+	out := map[txn.TP]produceAdd{}
+	type want struct {
+		tp    txn.TP
+		part  *replica.Partition
+		guard *replica.VerificationGuard
+	}
+	var wants []want
+	pid, epoch, seen := int64(-1), int16(-1), false
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
+			if perr != nil || !txnBatch(rp.Records) {
+				continue
+			}
+			b, _, _ := record.Split(rp.Records)
+			if seen && (b.ProducerID() != pid || b.ProducerEpoch() != epoch) {
+				continue
+			}
+			pid, epoch, seen = b.ProducerID(), b.ProducerEpoch(), true
+			tp := txn.TP{Topic: rt.Topic, Partition: rp.Partition}
+			if _, dup := out[tp]; dup {
+				continue
+			}
+			open, g := part.BeginTxnVerification(pid, epoch)
+			if open {
+				out[tp] = produceAdd{}
+				continue
+			}
+			out[tp] = produceAdd{guard: g}
+			wants = append(wants, want{tp, part, g})
+		}
+	}
+	if len(wants) == 0 {
+		return out
+	}
+	tps := make([]txn.TP, len(wants))
+	for i, w := range wants {
+		tps[i] = w.tp
+	}
+	code := s.txns.AddPartitions(id, pid, epoch, tps, true)
+	var remote map[txn.TP]*kerr.Error
+	if code == kerr.NotCoordinator {
+		remote = s.addRemoteAll(id, pid, epoch, tps)
+	}
+	for _, w := range wants {
+		c := code
+		if remote != nil {
+			c = remote[w.tp]
+		}
+		if c != nil {
+			w.part.EndTxnVerification(pid, w.guard)
+			out[w.tp] = produceAdd{code: produceAddError(c)}
+		}
+	}
+	return out
 }
 
 // handleAddPartitionsToTxnBrokers serves AddPartitionsToTxn v4+, which

@@ -1,12 +1,16 @@
 package txn_test
 
 import (
+	"context"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
@@ -115,4 +119,63 @@ func TestTransactionsV2NoRetryAfterV1(t *testing.T) {
 	if r.ErrorCode != kerr.ProducerFenced.Code {
 		t.Errorf("the old instance's EndTxn v5 at %d: %v with (%d, %d); want PRODUCER_FENCED", zepoch, kerr.ErrorForCode(r.ErrorCode), r.ProducerID, r.ProducerEpoch)
 	}
+}
+
+// TestTransactionsV2ProduceAddsOnce: a Produce v12 to four partitions its
+// transaction has not reached yet adds them in one state write, as Kafka's
+// AddPartitionsToTxnManager batches them, not one replicated write each;
+// the records are all appended and read once committed.
+func TestTransactionsV2ProduceAddsOnce(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, txnProps...)
+	createTopic(t, b.Addr(), "ba", 4)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	stateEnd := func() int64 {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		offs, err := adm.ListEndOffsets(ctx, "__transaction_state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		offs.Each(func(o kadm.ListedOffset) { sum += o.Offset })
+		return sum
+	}
+	pid, epoch, code := initPID(t, cl, "ba-tx", 60000)
+	if code != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(code))
+	}
+	before := stateEnd()
+	id := "ba-tx"
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "ba"
+	var want []string
+	for p := range int32(4) {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		v := "p" + strconv.Itoa(int(p))
+		rp.Partition, rp.Records = p, txnBatch(t, pid, epoch, 0, v)
+		rt.Partitions = append(rt.Partitions, rp)
+		want = append(want, v)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := request[*kmsg.ProduceResponse](t, cl, req)
+	if resp.Version < 12 {
+		t.Fatalf("Produce v%d sent, want v12", resp.Version)
+	}
+	for _, sp := range resp.Topics[0].Partitions {
+		wantCode(t, "Produce v12 to partition "+strconv.Itoa(int(sp.Partition)), sp.ErrorCode, nil)
+	}
+	if n := stateEnd() - before; n != 1 {
+		t.Errorf("one Produce v12 to 4 new partitions wrote %d transaction state records, want 1", n)
+	}
+	wantCode(t, "EndTxn v5 commit", endTxnV5(t, cl, id, pid, epoch, true).ErrorCode, nil)
+	sameSet(t, "read_committed", consumeAll(t, b.Addr(), "ba", true, len(want)), want)
 }
