@@ -130,8 +130,16 @@ func OpenController(dir string, cfg *config.Broker, clusterID string, advertised
 	// Registration is recorded so that a restart with other listeners is
 	// visible in the log, as a KRaft broker re-registers.
 	reg := Broker{ID: c.nodeID, Rack: cfg.String("broker.rack"), Listeners: advertised}
+	var rs []Record
+	if len(img.Brokers) == 0 {
+		// A new metadata log: a new cluster, formatted here.
+		rs = bootstrapFeatures(img)
+	}
 	if old, ok := img.Brokers[c.nodeID]; !ok || !sameBroker(old, reg) {
-		if err := c.commit([]Record{{RegisterBroker: &reg}}); err != nil {
+		rs = append(rs, Record{RegisterBroker: &reg})
+	}
+	if len(rs) > 0 {
+		if err := c.commit(rs); err != nil {
 			ml.close()
 			return nil, err
 		}

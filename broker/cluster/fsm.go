@@ -102,6 +102,7 @@ func (img *Image) records() []Record {
 	rs = append(rs, img.scramRecords()...)
 	rs = append(rs, img.clientQuotaRecords()...)
 	rs = append(rs, img.aclRecords()...)
+	rs = append(rs, img.featureRecords()...)
 	return rs
 }
 

@@ -141,6 +141,9 @@ type Image struct {
 	ClientQuotas *quota.Table `json:"-"`
 	// Acls are the ACL bindings (acls.go); immutable, replaced on change.
 	Acls *acl.Set `json:"-"`
+	// Features are the finalized feature levels set by records (a feature
+	// not here is at its default, features.go); replaced on change.
+	Features map[string]int16 `json:",omitempty"`
 }
 
 // DynamicConfigs are the cluster-wide and the per-broker dynamic configs

@@ -403,7 +403,11 @@ func (c *Controller) Heartbeat(id int32, epoch int64, wantFence, wantShutdown bo
 	return false, nil
 }
 
-// ensureSecret makes the cluster's inter-broker secret if it has none.
+// ensureSecret makes the cluster's inter-broker secret if it has none: a
+// new cluster, whose features it also finalizes at their defaults (the
+// first active controller's first change, as Kafka's format writes its
+// bootstrap metadata). A cluster that has a secret and no feature levels
+// was made before features existed: it stays at level 0.
 func (c *Controller) ensureSecret() error {
 	return c.change(func(img *Image) ([]Record, error) {
 		if img.Secret != "" {
@@ -411,7 +415,7 @@ func (c *Controller) ensureSecret() error {
 		}
 		var b [24]byte
 		rand.Read(b[:])
-		return []Record{{Secret: &SecretRecord{Value: hex.EncodeToString(b[:])}}}, nil
+		return append(bootstrapFeatures(img), Record{Secret: &SecretRecord{Value: hex.EncodeToString(b[:])}}), nil
 	})
 }
 

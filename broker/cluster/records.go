@@ -30,6 +30,8 @@ type Record struct {
 	ClientQuota *ClientQuotaRecord `json:"client_quota,omitempty"`
 	// Acl adds or removes an ACL binding (acls.go).
 	Acl *AclRecord `json:"acl,omitempty"`
+	// FeatureLevel finalizes a feature's level (features.go).
+	FeatureLevel *FeatureLevelRecord `json:"feature_level,omitempty"`
 }
 
 // BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
@@ -172,6 +174,8 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		n.applyClientQuota(r.ClientQuota)
 	case r.Acl != nil:
 		n.applyAcl(r.Acl)
+	case r.FeatureLevel != nil:
+		n.applyFeatureLevel(r.FeatureLevel)
 	default:
 		return nil, fmt.Errorf("cluster: empty metadata record")
 	}

@@ -575,7 +575,7 @@ func TestVerificationGuard(t *testing.T) {
 	if open || g == nil {
 		t.Fatalf("no transaction open: BeginTxnVerification %v %v", open, g)
 	}
-	if _, err := p.AppendMarker(7, 0, false, 0); err != nil {
+	if _, err := p.AppendMarker(7, 0, false, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	end := p.Log.LogEndOffset()
@@ -594,5 +594,51 @@ func TestVerificationGuard(t *testing.T) {
 	}
 	if _, err := p.AppendTxnAsLeader(batch(1), nil, nil); err != nil {
 		t.Fatalf("a later batch of the open transaction: %v", err)
+	}
+}
+
+// TestTxnV2MarkerStrict: with transactions v2 a transaction's markers
+// carry the epoch after its own, the epoch of the producer's next
+// transaction. A late duplicate of such a marker, arriving once that next
+// transaction is open in the partition, is refused (INVALID_PRODUCER_EPOCH)
+// and the transaction stays open; the same marker again while nothing is
+// open is a retry and accepted; a v1 marker at the open transaction's
+// epoch still ends it.
+func TestTxnV2MarkerStrict(t *testing.T) {
+	d := testDir(t, t.TempDir())
+	defer d.Close()
+	p := testPartition(t, d)
+	defer p.Close()
+	appendAt := func(epoch int16) {
+		t.Helper()
+		opts := record.DefaultBuildOptions()
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = 7, epoch, 0, true
+		opts.BaseTimestamp = testNow.UnixMilli()
+		b, err := record.Build(opts, record.NewRecords(record.KV{Value: []byte("v")}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, g := p.BeginTxnVerification(7, epoch)
+		if _, err := p.AppendTxnAsLeader(b, nil, g); err != nil {
+			t.Fatalf("append at epoch %d: %v", epoch, err)
+		}
+	}
+	open := func() bool { o, _ := p.BeginTxnVerification(7, 1); return o }
+	appendAt(0)
+	if _, err := p.AppendMarker(7, 1, true, 0, 2); err != nil {
+		t.Fatalf("v2 commit marker at the bumped epoch: %v", err)
+	}
+	if _, err := p.AppendMarker(7, 1, true, 0, 2); err != nil {
+		t.Fatalf("its retry, nothing open: %v", err)
+	}
+	appendAt(1) // the next transaction, at the bumped epoch
+	if _, err := p.AppendMarker(7, 1, true, 0, 2); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("late duplicate v2 marker while the next transaction is open: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if !open() {
+		t.Fatal("the late duplicate marker ended the open transaction")
+	}
+	if _, err := p.AppendMarker(7, 1, false, 0, 0); err != nil || open() {
+		t.Fatalf("v1 marker at the open transaction's epoch: %v, open %v", err, open())
 	}
 }

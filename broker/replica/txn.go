@@ -3,6 +3,7 @@ package replica
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -336,11 +337,20 @@ func readTxnIndex(path string) ([]producer.CompletedTxn, error) {
 // marker of an epoch older than the producer's is INVALID_PRODUCER_EPOCH
 // and one from an older coordinator TRANSACTION_COORDINATOR_FENCED, as in
 // Kafka's ProducerAppendInfo.appendEndTxnMarker.
-func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
+//
+// A marker of a transactions v2 transaction (tv 2) carries the epoch after
+// the transaction's, which is also that of the producer's next
+// transaction: it must be strictly newer than the partition's epoch, or a
+// late duplicate of it would end that next transaction. An equal epoch is
+// the retry of a marker already written only when nothing is open (Kafka
+// 4.4's ProducerAppendInfo.checkProducerEpoch).
+func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8) (int64, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if e, ok := p.producers.Producers()[producerID]; ok {
 		switch {
+		case tv >= 2 && epoch == e.Epoch && e.CurrentTxnFirstOffset >= 0 && epoch != math.MaxInt16:
+			return 0, &producer.Error{Code: kerr.InvalidProducerEpoch, Reason: fmt.Sprintf("transactions v2 marker of producer %d epoch %d is not newer than its open transaction's", producerID, epoch)}
 		case epoch < e.Epoch:
 			return 0, &producer.Error{Code: kerr.InvalidProducerEpoch, Reason: fmt.Sprintf("marker of producer %d epoch %d is older than the current %d", producerID, epoch, e.Epoch)}
 		case coordinatorEpoch < e.CoordinatorEpoch:

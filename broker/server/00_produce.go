@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/txn"
 )
 
 func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
@@ -30,6 +31,10 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 		}
 	}
 	budget := record.NewBudget(size)
+	var added map[txn.TP]produceAdd
+	if req.TransactionID != nil && req.Version >= 12 {
+		added = s.addProducePartitions(*req.TransactionID, req)
+	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -53,8 +58,11 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 			case req.TransactionID != nil && !txnBatch(rp.Records):
 				sp.ErrorCode = kerr.InvalidRecord.Code
 				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches of one producer id and epoch")
-			case req.TransactionID != nil && s.verifyTxnProduceCode(part, *req.TransactionID, rt.Topic, rp, &sp.ErrorCode, &guard):
+			case req.TransactionID != nil && s.txnProduceCode(added, part, *req.TransactionID, rt.Topic, rp, req.Version >= 12, &sp.ErrorCode, &guard):
 				sp.ErrorMessage = strPtr("the partition is not in the producer's ongoing transaction (AddPartitionsToTxn first)")
+				if req.Version >= 12 {
+					sp.ErrorMessage = strPtr("the partition could not be added to the producer's transaction: " + kerr.ErrorForCode(sp.ErrorCode).Error())
+				}
 			case req.Acks == -1 && int64(part.ISRSize()) < s.minISR(t.Configs):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = errorMessage(fmt.Errorf("the ISR has %d replicas, min.insync.replicas is %d", part.ISRSize(), s.minISR(t.Configs)))
@@ -194,11 +202,27 @@ func anyTxn(records []byte) bool {
 	return false
 }
 
+// txnProduceCode is verifyTxnProduceCode, or the answer of the partition's
+// add made for the whole request (addProducePartitions).
+func (s *Server) txnProduceCode(added map[txn.TP]produceAdd, part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, add bool, code *int16, guard **replica.VerificationGuard) bool {
+	if a, ok := added[txn.TP{Topic: topic, Partition: rp.Partition}]; ok {
+		if a.code != nil {
+			*code = a.code.Code
+			return true
+		}
+		*guard = a.guard
+		return false
+	}
+	return s.verifyTxnProduceCode(part, id, topic, rp, add, code, guard)
+}
+
 // verifyTxnProduceCode is verifyTxnProduce for a partition of a produce.
 // It reports a refusal, whose code it sets.
-func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, code *int16, guard **replica.VerificationGuard) bool {
+// add (Produce v12, transactions v2) adds the partition to the
+// transaction rather than checking it was added.
+func (s *Server) verifyTxnProduceCode(part *replica.Partition, id, topic string, rp kmsg.ProduceRequestTopicPartition, add bool, code *int16, guard **replica.VerificationGuard) bool {
 	b, _, _ := record.Split(rp.Records)
-	g, err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition)
+	g, err := s.verifyTxnProduce(part, id, b.ProducerID(), b.ProducerEpoch(), topic, rp.Partition, add)
 	if err != nil {
 		*code = err.Code
 		return true

@@ -444,6 +444,24 @@ func (c *conn) authorizeRequest(req kmsg.Request) (deny kmsg.Response, post func
 			}
 			return r, nil
 		}
+	case *kmsg.UpdateFeaturesRequest:
+		// Here and not only in the handler: a forwarded request reaches the
+		// controller on its controller listener, where every request is
+		// allowed, so the broker that received it must judge it.
+		if !c.allowedCluster(opAlter) {
+			r := q.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+			msg := strPtr("Cluster authorization failed.")
+			r.ErrorCode, r.ErrorMessage = clusterDenied, msg
+			if q.Version >= 2 {
+				return r, nil
+			}
+			for _, f := range q.FeatureUpdates {
+				rr := kmsg.NewUpdateFeaturesResponseResult()
+				rr.Feature, rr.ErrorCode, rr.ErrorMessage = f.Feature, clusterDenied, msg
+				r.Results = append(r.Results, rr)
+			}
+			return r, nil
+		}
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		if !c.allowedCluster(opAlter) {
 			r := q.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)

@@ -95,5 +95,35 @@ func TestAclsOnEveryBroker(t *testing.T) {
 			t.Errorf("ACL deleted through broker %d: alice still allowed on broker %d: %v", via, id, kerr.ErrorForCode(code))
 		}
 	}
+	// UpdateFeatures is forwarded to the controller, which serves it on
+	// its controller listener: the broker alice talks to must refuse it.
+	alice, err := kgo.NewClient(kgo.SeedBrokers(sasl[via]), kgo.RequestRetries(0), kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	for _, v := range []int16{1, 2} {
+		uf := kmsg.NewPtrUpdateFeaturesRequest()
+		uf.SetVersion(v)
+		fu := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "transaction.version", 0, 2
+		uf.FeatureUpdates = append(uf.FeatureUpdates, fu)
+		uresp, err := alice.SeedBrokers()[0].Request(ctx, uf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := uresp.(*kmsg.UpdateFeaturesResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+			t.Errorf("UpdateFeatures v%d from alice through broker %d: %v, want CLUSTER_AUTHORIZATION_FAILED", v, via, kerr.ErrorForCode(code))
+		}
+	}
+	av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range av.FinalizedFeatures {
+		if f.Name == "transaction.version" && f.MaxVersionLevel != 2 {
+			t.Errorf("transaction.version is %d after alice's refused downgrade, want 2", f.MaxVersionLevel)
+		}
+	}
 	t.Logf("took %v", time.Since(start))
 }

@@ -32,10 +32,13 @@ func typed[Req kmsg.Request, Resp kmsg.Response](f func(*conn, Req) (Resp, error
 
 // handlers is every API the broker serves. Versions start at Kafka 4.x's
 // baseline (KIP-896) and stop where a newer version would need something we
-// do not have yet: Produce v12+ needs the transaction.version feature.
+// do not have yet. Produce v12, AddPartitionsToTxn v5, EndTxn v5 and
+// TxnOffsetCommit v5 are transactions v2 (KIP-890 part 2, txn_v2.go); the
+// v4 versions' only change, the TRANSACTION_ABORTABLE error, is never
+// returned.
 func (s *Server) handlers() map[int16]handler {
 	return map[int16]handler{
-		kmsg.Produce.Int16():              {min: 3, max: 11, listFromZero: true, fn: typed(s.handleProduce)},
+		kmsg.Produce.Int16():              {min: 3, max: 12, listFromZero: true, fn: typed(s.handleProduce)},
 		kmsg.Fetch.Int16():                {min: 4, max: 16, fn: typed(s.handleFetch)},
 		kmsg.ListOffsets.Int16():          {min: 1, max: 8, fn: typed(s.handleListOffsets)},
 		kmsg.Metadata.Int16():             {min: 0, max: 12, fn: typed(s.handleMetadata)},
@@ -73,19 +76,20 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.DeleteShareGroupOffsets.Int16():   {min: 0, max: 0, fn: typed(s.handleDeleteShareGroupOffsets)},
 
 		// Transactions (broker/txn, txn.go).
-		kmsg.AddPartitionsToTxn.Int16(): {min: 0, max: 3, fn: typed(s.handleAddPartitionsToTxn)},
-		kmsg.AddOffsetsToTxn.Int16():    {min: 0, max: 3, fn: typed(s.handleAddOffsetsToTxn)},
-		kmsg.EndTxn.Int16():             {min: 0, max: 4, fn: typed(s.handleEndTxn)},
-		kmsg.TxnOffsetCommit.Int16():    {min: 0, max: 3, fn: typed(s.handleTxnOffsetCommit)},
+		kmsg.AddPartitionsToTxn.Int16():   {min: 0, max: 5, fn: typed(s.handleAddPartitionsToTxn)},
+		kmsg.AddOffsetsToTxn.Int16():      {min: 0, max: 4, fn: typed(s.handleAddOffsetsToTxn)},
+		kmsg.EndTxn.Int16():               {min: 0, max: 5, fn: typed(s.handleEndTxn)},
+		kmsg.TxnOffsetCommit.Int16():      {min: 0, max: 5, fn: typed(s.handleTxnOffsetCommit)},
+		kmsg.WriteTxnMarkers.Int16():      {min: 1, max: 2, fn: typed(s.handleWriteTxnMarkers)},
+		kmsg.DescribeProducers.Int16():    {min: 0, max: 0, fn: typed(s.handleDescribeProducers)},
+		kmsg.DescribeTransactions.Int16(): {min: 0, max: 0, fn: typed(s.handleDescribeTransactions)},
+		kmsg.ListTransactions.Int16():     {min: 0, max: 1, fn: typed(s.handleListTransactions)},
+
 		// The share coordinator's persister RPCs, between brokers (the
 		// cluster secret or CLUSTER_ACTION), listed as Kafka 4.4 lists them.
 		kmsg.ReadShareGroupState.Int16():   {min: 0, max: 0, fn: typed(s.handleReadShareGroupState)},
 		kmsg.WriteShareGroupState.Int16():  {min: 0, max: 1, fn: typed(s.handleWriteShareGroupState)},
 		kmsg.DeleteShareGroupState.Int16(): {min: 0, max: 0, fn: typed(s.handleDeleteShareGroupState)},
-		kmsg.WriteTxnMarkers.Int16():       {min: 1, max: 1, fn: typed(s.handleWriteTxnMarkers)},
-		kmsg.DescribeProducers.Int16():     {min: 0, max: 0, fn: typed(s.handleDescribeProducers)},
-		kmsg.DescribeTransactions.Int16():  {min: 0, max: 0, fn: typed(s.handleDescribeTransactions)},
-		kmsg.ListTransactions.Int16():      {min: 0, max: 1, fn: typed(s.handleListTransactions)},
 
 		// Topic and config administration.
 		kmsg.DeleteTopics.Int16():            {min: 1, max: 6, fn: typed(s.handleDeleteTopics)},
@@ -102,6 +106,7 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.AlterPartitionAssignments.Int16():  {min: 0, max: 0, fn: typed(s.handleAlterPartitionReassignments)},
 		kmsg.ListPartitionReassignments.Int16(): {min: 0, max: 0, fn: typed(s.handleListPartitionReassignments)},
 		kmsg.UnregisterBroker.Int16():           {min: 0, max: 0, fn: typed(s.handleUnregisterBroker)},
+		kmsg.UpdateFeatures.Int16():             {min: 0, max: 2, fn: typed(s.handleUpdateFeatures)},
 
 		// Between the brokers of a cluster and the active controller.
 		kmsg.BrokerRegistration.Int16():  {min: 0, max: 4, internal: true, fn: typed(s.handleBrokerRegistration)},

@@ -50,7 +50,10 @@ type Server struct {
 	// authorizer judges requests (acl_authz.go); nil allows everything.
 	authorizer *acl.Authorizer
 	txns       *txn.Coordinator
-	tier       *tier.Manager // tiered storage (tier_hooks.go); nil when off
+	// peerConns are the pooled connections to other brokers of the
+	// transaction requests (peer_pool.go).
+	peerConns *peerPool
+	tier      *tier.Manager // tiered storage (tier_hooks.go); nil when off
 
 	// roles are process.roles: a broker-only node hosts partitions and
 	// follows the metadata; a controller-only node votes and decides.
@@ -169,6 +172,7 @@ func New(cfg *config.Broker, opt Options) *Server {
 	}
 	rand.Read(s.incarnation[:])
 	s.apis = s.handlers()
+	s.peerConns = newPeerPool()
 	maps.Copy(s.apis, s.securityHandlers())
 	maps.Copy(s.apis, s.quotaHandlers())
 	maps.Copy(s.apis, s.aclHandlers())
@@ -625,6 +629,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.txns != nil {
 		s.txns.Stop()
 	}
+	s.peerConns.close()
 	if s.groups != nil {
 		s.groups.Stop()
 	}

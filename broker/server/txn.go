@@ -20,6 +20,9 @@ import (
 // docs/transactions.md.
 
 func (s *Server) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	if req.Version >= 4 {
+		return s.handleAddPartitionsToTxnBrokers(c, req), nil
+	}
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	// ACL: WRITE on TRANSACTIONAL_ID req.TransactionalID, WRITE on each topic.
 	img := s.ctrl.Image()
@@ -37,7 +40,7 @@ func (s *Server) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnR
 	}
 	var code *kerr.Error
 	if len(unknown) == 0 {
-		code = s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps)
+		code = s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, false)
 	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewAddPartitionsToTxnResponseTopic()
@@ -72,7 +75,7 @@ func (s *Server) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest
 		n = int32(len(t.Partitions))
 	}
 	tp := txn.TP{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.Group, n)}
-	if code := s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TP{tp}); code != nil {
+	if code := s.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TP{tp}, false); code != nil {
 		resp.ErrorCode = code.Code
 	}
 	return resp, nil
@@ -81,6 +84,15 @@ func (s *Server) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest
 func (s *Server) handleEndTxn(c *conn, req *kmsg.EndTxnRequest) (*kmsg.EndTxnResponse, error) {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	// ACL: WRITE on TRANSACTIONAL_ID req.TransactionalID.
+	if req.Version >= 5 {
+		// Transactions v2: the epoch is bumped, the answer carries it.
+		pid, epoch, code := s.txns.EndTxnV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
+		if code != nil {
+			resp.ErrorCode = code.Code
+		}
+		return resp, nil
+	}
 	if code := s.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); code != nil {
 		resp.ErrorCode = code.Code
 	}
@@ -104,10 +116,9 @@ func (s *Server) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 		n = int32(len(t.Partitions))
 	}
 	tp := txn.TP{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.Group, n)}
-	code := s.txns.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
-	if code == kerr.NotCoordinator {
-		code = s.verifyRemote(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
-	}
+	// v5 (transactions v2) adds the partition instead of checking it, as
+	// Kafka's group coordinator does for TxnOffsetCommit v5.
+	code := s.addOrVerifyTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp, req.Version >= 5)
 	if code != nil {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, t := range req.Topics {
@@ -146,7 +157,7 @@ func (s *Server) handleWriteTxnMarkers(c *conn, req *kmsg.WriteTxnMarkersRequest
 				rp.Partition = p
 				if !allowed {
 					rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-				} else if code := s.writeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, txn.TP{Topic: t.Topic, Partition: p}); code != nil {
+				} else if code := s.writeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion, txn.TP{Topic: t.Topic, Partition: p}); code != nil {
 					rp.ErrorCode = code.Code
 				}
 				rt.Partitions = append(rt.Partitions, rp)
@@ -161,12 +172,12 @@ func (s *Server) handleWriteTxnMarkers(c *conn, req *kmsg.WriteTxnMarkersRequest
 // writeMarker writes one marker to a partition led here and waits for the
 // ISR to have it; in __consumer_offsets it also settles the transaction's
 // pending offsets.
-func (s *Server) writeMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, tp txn.TP) *kerr.Error {
+func (s *Server) writeMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, tp txn.TP) *kerr.Error {
 	part, perr := s.leaderPartition(tp.Topic, tp.Partition)
 	if perr != nil {
 		return perr
 	}
-	off, err := part.AppendMarker(pid, epoch, commit, coordinatorEpoch)
+	off, err := part.AppendMarker(pid, epoch, commit, coordinatorEpoch, tv)
 	if err != nil {
 		return replica.KafkaError(err)
 	}
@@ -180,7 +191,7 @@ func (s *Server) writeMarker(pid int64, epoch int16, commit bool, coordinatorEpo
 // goes to its leader, this broker's own directly, the others' by
 // WriteTxnMarkers, all leaders at once. It returns the partitions not
 // written.
-func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TP) []txn.TP {
+func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, tps []txn.TP) []txn.TP {
 	img := s.ctrl.Image()
 	byLeader := map[int32][]txn.TP{}
 	var failed []txn.TP
@@ -205,7 +216,7 @@ func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commi
 			var bad []txn.TP
 			if leader == s.nodeID {
 				for _, tp := range ps {
-					if code := s.writeMarker(pid, epoch, commit, coordinatorEpoch, tp); code != nil {
+					if code := s.writeMarker(pid, epoch, commit, coordinatorEpoch, tv, tp); code != nil {
 						s.logger.Warn("writing a transaction marker", "partition", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition), "err", code)
 						if !finalMarkerError(code.Code) {
 							bad = append(bad, tp)
@@ -213,7 +224,7 @@ func (s *Server) writeMarkers(ctx context.Context, pid int64, epoch int16, commi
 					}
 				}
 			} else {
-				bad = s.sendMarkers(ctx, leader, pid, epoch, commit, coordinatorEpoch, ps)
+				bad = s.sendMarkers(ctx, leader, pid, epoch, commit, coordinatorEpoch, tv, ps)
 			}
 			mu.Lock()
 			failed = append(failed, bad...)
@@ -233,7 +244,7 @@ func finalMarkerError(code int16) bool {
 }
 
 // sendMarkers sends WriteTxnMarkers to another broker.
-func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tps []txn.TP) []txn.TP {
+func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, tps []txn.TP) []txn.TP {
 	b, ok := s.ctrl.Image().Brokers[leader]
 	if !ok {
 		return tps
@@ -242,20 +253,17 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	if err != nil {
 		return tps
 	}
-	// The inter-broker listener's security, as replica fetches: on a
-	// secured cluster a plain dial would send the cluster secret in
-	// cleartext to a TLS port, and no marker would arrive.
-	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID))
-	if err != nil {
-		s.logger.Warn("sending transaction markers", "leader", leader, "err", err)
-		return tps
-	}
-	defer conn.Close()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.SetVersion(1)
+	if tv >= 2 {
+		// v2 carries the transaction version, which makes the leader's
+		// epoch check strict (AppendMarker). Only v2 transactions use it,
+		// and those exist only once every broker serves it.
+		req.SetVersion(2)
+	}
 	req.UnknownTags.Set(replica.SecretTag, []byte(s.ctrl.Image().Secret))
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, coordinatorEpoch
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion = pid, epoch, commit, coordinatorEpoch, tv
 	byTopic := map[string]int{}
 	for _, tp := range tps {
 		i, ok := byTopic[tp.Topic]
@@ -270,7 +278,10 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	}
 	req.Markers = append(req.Markers, m)
 	deadline, _ := ctx.Deadline()
-	r, err := conn.RoundTrip(req, time.Until(deadline))
+	// The inter-broker listener's security, as replica fetches: on a
+	// secured cluster a plain dial would send the cluster secret in
+	// cleartext to a TLS port, and no marker would arrive.
+	r, err := s.peerRoundTrip(ctx, addr, fmt.Sprintf("tributary-txn-%d", s.nodeID), req, time.Until(deadline))
 	if err != nil {
 		s.logger.Warn("sending transaction markers", "leader", leader, "err", err)
 		return tps
@@ -393,15 +404,15 @@ func (s *Server) handleDescribeProducers(c *conn, req *kmsg.DescribeProducersReq
 // The guard it returns goes to the append (AppendTxnAsLeader), which
 // refuses it if a marker ended the transaction since: the check and the
 // append are not under one lock, the coordinator being asked between.
-func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32) (*replica.VerificationGuard, *kerr.Error) {
+func (s *Server) verifyTxnProduce(part *replica.Partition, id string, pid int64, epoch int16, topic string, partition int32, add bool) (*replica.VerificationGuard, *kerr.Error) {
 	open, guard := part.BeginTxnVerification(pid, epoch)
 	if open {
 		return nil, nil
 	}
 	tp := txn.TP{Topic: topic, Partition: partition}
-	code := s.txns.Verify(id, pid, epoch, tp)
-	if code == kerr.NotCoordinator {
-		code = s.verifyRemote(id, pid, epoch, tp)
+	code := s.addOrVerifyTxn(id, pid, epoch, tp, add)
+	if code != nil && add {
+		code = produceAddError(code)
 	}
 	if code != nil {
 		part.EndTxnVerification(pid, guard)
@@ -429,14 +440,9 @@ func (s *Server) verifyRemote(id string, pid int64, epoch int16, tp txn.TP) *ker
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := s.dialReplica(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID))
-	if err != nil {
-		return kerr.NotCoordinator
-	}
-	defer conn.Close()
 	req := kmsg.NewPtrDescribeTransactionsRequest()
 	req.TransactionalIDs = []string{id}
-	r, err := conn.RoundTrip(req, 5*time.Second)
+	r, err := s.peerRoundTrip(ctx, addr, fmt.Sprintf("tributary-txn-verify-%d", s.nodeID), req, 5*time.Second)
 	if err != nil {
 		return kerr.NotCoordinator
 	}

@@ -135,17 +135,25 @@ func TestTransactionsCluster(t *testing.T) {
 	}
 	before := endOffsets(t, admin, "ctx", 3, false)
 	remote := 0
+	// Transactions v1's produce (v11): verified, not added.
+	v1, err := kgo.NewClient(seeds(c.Bootstrap()), v1Versions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v1.Close()
+	var remoteParts []int32
 	for part, leader := range c.Leaders("ctx", 20*time.Second) {
 		if leader == fr.NodeID {
 			continue
 		}
 		remote++
-		got := produceRaw(t, admin, "ctx-raw", "ctx", part, txnBatch(t, pid, epoch, 0, "stray"))
+		remoteParts = append(remoteParts, part)
+		got := produceRaw(t, v1, "ctx-raw", "ctx", part, txnBatch(t, pid, epoch, 0, "stray"))
 		for i := 0; i < 50 && got == kerr.NotLeaderForPartition.Code; i++ {
 			// The client's metadata predates the restart's elections.
-			admin.ForceMetadataRefresh()
+			v1.ForceMetadataRefresh()
 			time.Sleep(100 * time.Millisecond)
-			got = produceRaw(t, admin, "ctx-raw", "ctx", part, txnBatch(t, pid, epoch, 0, "stray"))
+			got = produceRaw(t, v1, "ctx-raw", "ctx", part, txnBatch(t, pid, epoch, 0, "stray"))
 		}
 		wantCode(t, fmt.Sprintf("produce outside the transaction to partition %d, led by node %d, coordinator %d", part, leader, fr.NodeID),
 			got, kerr.InvalidTxnState)
@@ -155,6 +163,30 @@ func TestTransactionsCluster(t *testing.T) {
 	}
 	if got := endOffsets(t, admin, "ctx", 3, false); got != before {
 		t.Fatalf("refused produces appended: %d, was %d", got, before)
+	}
+	// Transactions v2 (Produce v12): a leader that is not the coordinator
+	// adds its partition with AddPartitionsToTxn v5 to the coordinator;
+	// after EndTxn v5's bump the old epoch's add is refused there.
+	v12 := func(part int32, batch []byte) int16 {
+		got := produceV12(t, admin, "ctx-raw", "ctx", part, batch)
+		for i := 0; i < 50 && got == kerr.NotLeaderForPartition.Code; i++ {
+			admin.ForceMetadataRefresh() // the client's metadata predates the restart's elections
+			time.Sleep(100 * time.Millisecond)
+			got = produceV12(t, admin, "ctx-raw", "ctx", part, batch)
+		}
+		return got
+	}
+	if len(remoteParts) > 0 {
+		part := remoteParts[0]
+		wantCode(t, "Produce v12 to a partition led away from the coordinator", v12(part, txnBatch(t, pid, epoch, 0, "v2")), nil)
+		if st := describeTxn(t, admin, "ctx-raw"); st.State != "Ongoing" || len(st.Topics) != 1 {
+			t.Errorf("after the remote add: %s %+v, want Ongoing with ctx-%d", st.State, st.Topics, part)
+		}
+		if r := endTxnV5(t, admin, "ctx-raw", pid, epoch, false); r.ErrorCode != 0 || r.ProducerEpoch != epoch+1 {
+			t.Errorf("EndTxn v5 abort: %v epoch %d, want NONE %d", kerr.ErrorForCode(r.ErrorCode), r.ProducerEpoch, epoch+1)
+		}
+		other := remoteParts[len(remoteParts)-1]
+		wantCode(t, "late Produce v12 of the old epoch, remote add", v12(other, txnBatch(t, pid, epoch, 1, "late")), kerr.InvalidProducerEpoch)
 	}
 	// Every partition's LSO reaches its high watermark.
 	deadline := time.Now().Add(20 * time.Second)

@@ -19,6 +19,13 @@ import (
 //	transactionStartTimestampMs int64
 //
 // A nil value (tombstone) removes the transactional id.
+//
+// Version 1 (flexible: compact arrays and strings, tag buffers) is written
+// only when a v2 transaction (KIP-890) needs its tagged fields: tag 0
+// PreviousProducerId int64, tag 1 NextProducerId int64 (the id a commit
+// whose epoch overflowed moves to once its markers are written), tag 2
+// ClientTransactionVersion int16. A v0 reader, as ours was, cannot read
+// it; every Kafka 4.x reads both.
 
 // Status is a transaction's state, with Kafka's numbering.
 type Status int8
@@ -58,6 +65,9 @@ type value struct {
 	Partitions []TP // sorted
 	LastUpdate int64
 	Start      int64
+	// Version 1's tagged fields; -1, -1, 0 when absent.
+	PrevProducerID, NextProducerID int64
+	ClientTV                       int16
 }
 
 func encodeKey(id string) []byte {
@@ -81,6 +91,9 @@ func decodeKey(b []byte) (string, error) {
 }
 
 func encodeValue(v value) []byte {
+	if v.ClientTV >= 2 || v.PrevProducerID >= 0 || v.NextProducerID >= 0 {
+		return encodeValueV1(v)
+	}
 	be := binary.BigEndian
 	b := be.AppendUint16(nil, 0)
 	b = be.AppendUint64(b, uint64(v.ProducerID))
@@ -112,6 +125,60 @@ func encodeValue(v value) []byte {
 	return be.AppendUint64(b, uint64(v.Start))
 }
 
+func encodeValueV1(v value) []byte {
+	be := binary.BigEndian
+	b := be.AppendUint16(nil, 1)
+	b = be.AppendUint64(b, uint64(v.ProducerID))
+	b = be.AppendUint16(b, uint16(v.Epoch))
+	b = be.AppendUint32(b, uint32(v.TimeoutMs))
+	b = append(b, byte(v.Status))
+	if v.Status == Empty {
+		b = binary.AppendUvarint(b, 0) // null
+	} else {
+		byTopic := map[string][]int32{}
+		var topics []string
+		for _, tp := range v.Partitions {
+			if _, ok := byTopic[tp.Topic]; !ok {
+				topics = append(topics, tp.Topic)
+			}
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+		}
+		b = binary.AppendUvarint(b, uint64(len(topics)+1))
+		for _, t := range topics {
+			b = binary.AppendUvarint(b, uint64(len(t)+1))
+			b = append(b, t...)
+			b = binary.AppendUvarint(b, uint64(len(byTopic[t])+1))
+			for _, p := range byTopic[t] {
+				b = be.AppendUint32(b, uint32(p))
+			}
+			b = binary.AppendUvarint(b, 0) // no tags
+		}
+	}
+	b = be.AppendUint64(b, uint64(v.LastUpdate))
+	b = be.AppendUint64(b, uint64(v.Start))
+	type tag struct {
+		n    uint64
+		data []byte
+	}
+	var tags []tag
+	if v.PrevProducerID >= 0 {
+		tags = append(tags, tag{0, be.AppendUint64(nil, uint64(v.PrevProducerID))})
+	}
+	if v.NextProducerID >= 0 {
+		tags = append(tags, tag{1, be.AppendUint64(nil, uint64(v.NextProducerID))})
+	}
+	if v.ClientTV != 0 {
+		tags = append(tags, tag{2, be.AppendUint16(nil, uint16(v.ClientTV))})
+	}
+	b = binary.AppendUvarint(b, uint64(len(tags)))
+	for _, t := range tags {
+		b = binary.AppendUvarint(b, t.n)
+		b = binary.AppendUvarint(b, uint64(len(t.data)))
+		b = append(b, t.data...)
+	}
+	return b
+}
+
 type reader struct {
 	b   []byte
 	err error
@@ -133,7 +200,7 @@ func (r *reader) i64() int64 { return int64(binary.BigEndian.Uint64(r.take(8))) 
 
 func decodeValue(b []byte) (value, error) {
 	r := &reader{b: b}
-	var v value
+	v := value{PrevProducerID: -1, NextProducerID: -1}
 	ver := r.i16()
 	if r.err == nil && (ver < 0 || ver > 1) {
 		return v, fmt.Errorf("value version %d", ver)
@@ -180,6 +247,20 @@ func decodeValue(b []byte) (value, error) {
 		}
 	}
 	v.LastUpdate, v.Start = r.i64(), r.i64()
+	if flexible && r.err == nil {
+		for n := uvarint(); n > 0 && r.err == nil; n-- {
+			tag, size := uvarint(), uvarint()
+			data := r.take(size)
+			switch {
+			case tag == 0 && size == 8:
+				v.PrevProducerID = int64(binary.BigEndian.Uint64(data))
+			case tag == 1 && size == 8:
+				v.NextProducerID = int64(binary.BigEndian.Uint64(data))
+			case tag == 2 && size == 2:
+				v.ClientTV = int16(binary.BigEndian.Uint16(data))
+			}
+		}
+	}
 	SortTPs(v.Partitions)
 	return v, r.err
 }

@@ -48,7 +48,7 @@ const writeTimeout = 5 * time.Second
 // MarkerWriter writes the markers of a transaction to its partitions,
 // through their leaders, and returns the partitions it could not write to
 // (retried later).
-type MarkerWriter func(ctx context.Context, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tps []TP) []TP
+type MarkerWriter func(ctx context.Context, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, tps []TP) []TP
 
 // Meta is one transactional id's state.
 type Meta struct {
@@ -62,7 +62,14 @@ type Meta struct {
 	Partitions map[TP]bool
 	LastUpdate int64
 	Start      int64
-	partition  int32
+	// Transactions v2 (KIP-890): PrevProducerID is the id before the last
+	// rotation, NextProducerID the id a prepared transaction whose epoch
+	// overflowed moves to once complete (-1: none), ClientTV the
+	// transaction version of the client that drove the last transition.
+	PrevProducerID int64
+	NextProducerID int64
+	ClientTV       int16
+	partition      int32
 	// coordEpoch is the coordinator epoch of the load this Meta belongs
 	// to: an operation that began before a reload must not write.
 	coordEpoch int32
@@ -77,7 +84,7 @@ type Meta struct {
 
 func (m *Meta) value() value {
 	v := value{ProducerID: m.ProducerID, Epoch: m.Epoch, TimeoutMs: m.TimeoutMs, Status: m.Status,
-		LastUpdate: m.LastUpdate, Start: m.Start}
+		LastUpdate: m.LastUpdate, Start: m.Start, PrevProducerID: m.PrevProducerID, NextProducerID: m.NextProducerID, ClientTV: m.ClientTV}
 	for tp := range m.Partitions {
 		v.Partitions = append(v.Partitions, tp)
 	}
@@ -252,7 +259,8 @@ func (c *Coordinator) load(p int32, epoch int32) {
 	}
 	for id, v := range states {
 		m := &Meta{ID: id, ProducerID: v.ProducerID, Epoch: v.Epoch, TimeoutMs: v.TimeoutMs, Status: v.Status,
-			Partitions: map[TP]bool{}, LastUpdate: v.LastUpdate, Start: v.Start, partition: p, coordEpoch: epoch, prevEpoch: -1}
+			Partitions: map[TP]bool{}, LastUpdate: v.LastUpdate, Start: v.Start, partition: p, coordEpoch: epoch, prevEpoch: -1,
+			PrevProducerID: v.PrevProducerID, NextProducerID: v.NextProducerID, ClientTV: v.ClientTV}
 		for _, tp := range v.Partitions {
 			m.Partitions[tp] = true
 		}
@@ -372,7 +380,8 @@ func (c *Coordinator) lookup(id string, create bool) (*Meta, *kerr.Error) {
 			c.mu.Unlock()
 			return nil, nil
 		}
-		m = &Meta{ID: id, ProducerID: -1, Epoch: -1, Status: Empty, Partitions: map[TP]bool{}, partition: p, coordEpoch: c.loaded[p], prevEpoch: -1}
+		m = &Meta{ID: id, ProducerID: -1, Epoch: -1, Status: Empty, Partitions: map[TP]bool{}, partition: p, coordEpoch: c.loaded[p], prevEpoch: -1,
+			PrevProducerID: -1, NextProducerID: -1}
 		c.txns[id] = m
 	}
 	c.mu.Unlock()
@@ -397,6 +406,7 @@ func (c *Coordinator) write(m *Meta, next *Meta) *kerr.Error {
 	}
 	m.ProducerID, m.Epoch, m.TimeoutMs, m.Status = next.ProducerID, next.Epoch, next.TimeoutMs, next.Status
 	m.Partitions, m.LastUpdate, m.Start = next.Partitions, next.LastUpdate, next.Start
+	m.PrevProducerID, m.NextProducerID, m.ClientTV = next.PrevProducerID, next.NextProducerID, next.ClientTV
 	return nil
 }
 
@@ -438,7 +448,8 @@ func (c *Coordinator) append(m *Meta, value []byte, now int64) *kerr.Error {
 
 func (m *Meta) copy() *Meta {
 	n := &Meta{ID: m.ID, ProducerID: m.ProducerID, Epoch: m.Epoch, TimeoutMs: m.TimeoutMs, Status: m.Status,
-		Partitions: make(map[TP]bool, len(m.Partitions)), LastUpdate: m.LastUpdate, Start: m.Start, partition: m.partition, coordEpoch: m.coordEpoch}
+		Partitions: make(map[TP]bool, len(m.Partitions)), LastUpdate: m.LastUpdate, Start: m.Start, partition: m.partition, coordEpoch: m.coordEpoch,
+		PrevProducerID: m.PrevProducerID, NextProducerID: m.NextProducerID, ClientTV: m.ClientTV}
 	for tp := range m.Partitions {
 		n.Partitions[tp] = true
 	}
@@ -501,7 +512,7 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, producerID int6
 		if err != nil {
 			return -1, -1, kerr.CoordinatorNotAvailable
 		}
-		next.ProducerID, next.Epoch = pid, 0
+		next.ProducerID, next.Epoch = pid, firstEpoch
 	} else {
 		next.Epoch = m.Epoch + 1
 	}
@@ -531,7 +542,11 @@ func checkProducer(m *Meta, producerID int64, epoch int16) *kerr.Error {
 // AddPartitions serves AddPartitionsToTxn and AddOffsetsToTxn (with the
 // group's __consumer_offsets partition): the partitions join the
 // transaction, which becomes Ongoing.
-func (c *Coordinator) AddPartitions(id string, producerID int64, epoch int16, tps []TP) *kerr.Error {
+//
+// v2 is a transactions v2 add (KIP-890): a partition leader adding the
+// partition of a Produce v12 or a TxnOffsetCommit v5 for the client; the
+// transaction then ends with an epoch bump whatever EndTxn version ends it.
+func (c *Coordinator) AddPartitions(id string, producerID int64, epoch int16, tps []TP, v2 bool) *kerr.Error {
 	m, code := c.lookup(id, false)
 	if code != nil {
 		return code
@@ -551,6 +566,11 @@ func (c *Coordinator) AddPartitions(id string, producerID int64, epoch int16, tp
 		next.Partitions, next.Start = map[TP]bool{}, c.now().UnixMilli()
 	}
 	next.Status = Ongoing
+	if v2 {
+		next.ClientTV = 2
+	} else if m.Status != Ongoing {
+		next.ClientTV = 0
+	}
 	for _, tp := range tps {
 		next.Partitions[tp] = true
 	}
@@ -633,10 +653,30 @@ func (c *Coordinator) endLocked(m *Meta, commit, fence bool) *kerr.Error {
 	if commit {
 		next.Status = PrepareCommit
 	}
-	if fence && m.Epoch < math.MaxInt16-1 {
-		// At the last epoch the abort keeps it; the InitProducerId that
-		// follows gives a new producer id (Kafka gives it here).
-		next.Epoch = m.Epoch + 1
+	if fence {
+		// With transaction.version 2 Kafka bumps twice (its epoch fence,
+		// then the v2 end's own bump): a zombie of a v2 transaction that
+		// retries EndTxn at its epoch must not look like the retry of an
+		// EndTxn that bumped once (PRODUCER_FENCED, not NONE).
+		bump := int16(1)
+		next.ClientTV = 0
+		if c.TransactionVersion() >= 2 {
+			bump, next.ClientTV = 2, 2
+		}
+		bumped := int32(m.Epoch) + int32(bump)
+		if bumped >= math.MaxInt16 {
+			// Exhausted: the markers carry the last epoch and the
+			// transaction completes onto a new producer id, as a v2
+			// end does, so that no producer id is left at 32767 with a
+			// bump still to come (it would wrap). No PrevProducerID:
+			// the fenced producer's EndTxn is no retry of this one.
+			pid, err := c.alloc()
+			if err != nil {
+				return kerr.CoordinatorNotAvailable
+			}
+			next.NextProducerID, next.PrevProducerID, bumped = pid, -1, math.MaxInt16
+		}
+		next.Epoch = int16(bumped)
 	}
 	if code := c.write(m, next); code != nil {
 		return code
@@ -652,7 +692,7 @@ func (c *Coordinator) completeLocked(m *Meta) *kerr.Error {
 	commit := m.Status == PrepareCommit
 	if len(m.retry) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		m.retry = c.markers(ctx, m.ProducerID, m.Epoch, commit, c.coordinatorEpoch(m), m.retry)
+		m.retry = c.markers(ctx, m.ProducerID, m.Epoch, commit, c.coordinatorEpoch(m), int8(m.ClientTV), m.retry)
 		cancel()
 		if len(m.retry) > 0 {
 			return kerr.ConcurrentTransactions
@@ -662,6 +702,14 @@ func (c *Coordinator) completeLocked(m *Meta) *kerr.Error {
 	next.Status, next.Partitions = CompleteAbort, map[TP]bool{}
 	if commit {
 		next.Status = CompleteCommit
+	}
+	if m.NextProducerID >= 0 {
+		// A v2 end whose bump exhausted the epochs: the markers carried
+		// the old id at the last epoch, the client goes on with the new
+		// id at epoch 0 (Kafka's prepareComplete).
+		// PrevProducerID was set by the Prepare: the old id for the
+		// client's own end (its retry is recognised), -1 for a fence.
+		next.ProducerID, next.Epoch, next.NextProducerID = m.NextProducerID, 0, -1
 	}
 	return c.write(m, next)
 }
