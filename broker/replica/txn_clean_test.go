@@ -31,7 +31,7 @@ func abortTxn(t *testing.T, p *Partition, pid int64, seq int32) int64 {
 		t.Fatal(err)
 	}
 	at := p.Log.LogEndOffset()
-	if _, err := p.AppendMarker(pid, 0, false, 0); err != nil {
+	if _, err := p.AppendMarker(pid, 0, false, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	return at
@@ -213,11 +213,11 @@ func TestTxnIndexCleanCrash(t *testing.T) {
 	if err := p.MaintainProducers(24 * time.Hour); err != nil { // a snapshot with the transaction open
 		t.Fatal(err)
 	}
-	if _, err := p.AppendMarker(7, 0, false, 0); err != nil {
+	if _, err := p.AppendMarker(7, 0, false, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	txnBatch(t, p, 7, 1, true, "b", "b1")
-	if _, err := p.AppendMarker(7, 0, true, 0); err != nil {
+	if _, err := p.AppendMarker(7, 0, true, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	txnBatch(t, p, -1, 0, false, "b", "b2")
