@@ -56,9 +56,10 @@ if [[ ! -x "$bin" || "$(built)" != "$KUBECONFORM_VERSION $KUBECONFORM_SUM" ]]; t
   GOBIN="$(dirname "$bin")" GOFLAGS=-mod=mod GOSUMDB=sum.golang.org GONOSUMDB= GOPRIVATE= GOINSECURE= \
     go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" >&2 ||
     die "go install github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION failed"
-  [[ "$(built)" == "$KUBECONFORM_VERSION $KUBECONFORM_SUM" ]] || {
+  got=$(built)
+  [[ "$got" == "$KUBECONFORM_VERSION $KUBECONFORM_SUM" ]] || {
     rm -f "$bin"
-    die "kubeconform built from $(built), want $KUBECONFORM_VERSION $KUBECONFORM_SUM"
+    die "kubeconform built from ${got:-an unknown module}, want $KUBECONFORM_VERSION $KUBECONFORM_SUM"
   }
 fi
 if [[ "$(cat "$schemas/.complete" 2>/dev/null)" != "$KV_SHA256" ]]; then
