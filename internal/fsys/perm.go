@@ -5,8 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
-	"strconv"
-	"syscall"
 
 	"github.com/colinmarc/hdfs/v2"
 )
@@ -22,12 +20,9 @@ func Owner(f FS, name string) (owner string, perm fs.FileMode, err error) {
 	switch s := st.Sys().(type) {
 	case *hdfs.FileStatus:
 		return s.GetOwner(), st.Mode().Perm(), nil
-	case *syscall.Stat_t:
-		uid := strconv.FormatUint(uint64(s.Uid), 10)
-		if u, err := user.LookupId(uid); err == nil {
-			uid = u.Username
-		}
-		return uid, st.Mode().Perm(), nil
+	}
+	if owner, ok := localOwner(st); ok {
+		return owner, st.Mode().Perm(), nil
 	}
 	return "", 0, fmt.Errorf("%s: no owner in its status", name)
 }
