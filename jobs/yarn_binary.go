@@ -18,10 +18,20 @@ package jobs
 // and no container needs the binary once the work is done. Two
 // applications at once find one copy: the second uploads another, which
 // it then gives back too, so the cache holds as many copies as
-// applications ever ran at once with that binary, and never more. A copy is
-// used only if its size and its HDFS checksum (computed by the DataNodes)
-// match the local binary's; one that does not is removed. Directories of
-// other binaries unused for yarnBinaryKeep are removed.
+// applications ever ran at once with that binary, and never more.
+//
+// The cache runs what it holds in every container, so only the submitting
+// user may write it: bin/ and bin/<sha256>/ are 0700 and theirs, a copy is
+// 0500 and theirs, and a copy is checked after it is renamed into the
+// application's directory (also 0700), where nobody else can swap it:
+// owner and mode, size, and its HDFS checksum (computed by the DataNodes)
+// against the local binary's. One that fails is removed and the binary
+// uploaded. The checksum is CRC32C underneath and can be forged; the
+// owner and mode are what keep others out. The sha256 is not recomputed
+// from the copy: that reads the 110 MB back on every application (about a
+// second quiet, more loaded) and only guards against someone who already
+// has the user's HDFS credentials or is the HDFS superuser. Directories
+// of other binaries unused for yarnBinaryKeep are removed.
 //
 // Why not a PUBLIC LocalResource the NodeManagers cache across
 // applications: DistributedShell hard-codes APPLICATION visibility for the
@@ -35,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path"
 	"strings"
@@ -115,11 +126,29 @@ func (e *yarnExecutor) stageBinary(fs fsys.FS, staging, dst, appID string) (reus
 	if err != nil {
 		return false, nil, fmt.Errorf("yarn: the tributary binary: %w", err)
 	}
+	me, err := fsys.User(fs)
+	if err != nil {
+		return false, nil, fmt.Errorf("yarn: the staging dir's user: %w", err)
+	}
 	dir := path.Join("bin", info.hash)
 	e.pruneBinaries(fs, info.hash)
+	cache := e.binDir(fs, staging, me, dir)
+	// The application's own directory is the user's alone too: the copy is
+	// checked there, after the rename, and nobody else can swap it later.
+	appDir := path.Dir(dst)
+	if err := fsys.MkdirAll(fs, appDir, 0o700); err != nil {
+		return false, nil, fmt.Errorf("yarn: %s/%s: %w", staging, appDir, err)
+	}
+	if err := fsys.Chmod(fs, appDir, 0o700); err != nil {
+		return false, nil, fmt.Errorf("yarn: %s/%s: %w", staging, appDir, err)
+	}
 	var once sync.Once
 	giveBack = func() {
 		once.Do(func() {
+			if !cache {
+				fs.RemoveAll(dst)
+				return
+			}
 			err := fs.RenameNoReplace(dst, path.Join(dir, appID))
 			switch {
 			case fsys.IsNotExist(err):
@@ -130,40 +159,101 @@ func (e *yarnExecutor) stageBinary(fs fsys.FS, staging, dst, appID string) (reus
 			}
 		})
 	}
-	ents, _ := fs.ReadDir(dir)
+	var ents []iofs.FileInfo
+	if cache {
+		ents, _ = fs.ReadDir(dir)
+	}
 	for _, ent := range ents {
 		name := path.Join(dir, ent.Name())
 		if ent.IsDir() || strings.Contains(ent.Name(), ".tmp-") {
 			continue
 		}
-		if err := e.checkCopy(fs, name, ent.Size(), info, file); err != nil {
-			e.log.Warn("removing a bad copy of the tributary binary", "file", staging+"/"+name, "err", err)
-			fs.RemoveAll(name)
+		// Another application may take the same copy at once: one rename
+		// wins, the other finds it gone and tries the next. The copy is
+		// checked where it now is: what was at name before the rename does
+		// not matter.
+		if err := fs.RenameNoReplace(name, dst); err != nil {
 			continue
 		}
-		// Another application may take the same copy at once: one rename
-		// wins, the other finds it gone and tries the next.
-		if err := fs.RenameNoReplace(name, dst); err == nil {
-			return true, giveBack, nil
+		if err := e.checkCopy(fs, dst, me, info, file); err != nil {
+			e.log.Warn("removing a bad copy of the tributary binary", "file", staging+"/"+name, "err", err)
+			fs.RemoveAll(dst)
+			continue
 		}
+		return true, giveBack, nil
 	}
 	if _, err := e.upload(fs, staging, dst, func() (io.ReadCloser, error) { return os.Open(file) }); err != nil {
 		return false, nil, fmt.Errorf("yarn: uploading the tributary binary: %w", err)
 	}
+	if err := fsys.Chmod(fs, dst, yarnBinaryPerm); err != nil {
+		return false, nil, fmt.Errorf("yarn: %s/%s: %w", staging, dst, err)
+	}
 	// A copy torn or changed on the way fails here, not in a container.
-	if st, err := fs.Stat(dst); err == nil {
-		if err := e.checkCopy(fs, dst, st.Size(), info, file); err != nil {
-			return false, nil, fmt.Errorf("yarn: the uploaded tributary binary %s/%s: %w", staging, dst, err)
-		}
+	if err := e.checkCopy(fs, dst, me, info, file); err != nil {
+		return false, nil, fmt.Errorf("yarn: the uploaded tributary binary %s/%s: %w", staging, dst, err)
 	}
 	return false, giveBack, nil
 }
 
-// checkCopy compares a copy on HDFS with the local binary: size, then
-// HDFS's checksum against the one computed from the local bytes.
-func (e *yarnExecutor) checkCopy(fs fsys.FS, name string, size int64, info *localBinary, file string) error {
-	if size != info.size {
-		return fmt.Errorf("%d bytes, the binary has %d", size, info.size)
+// yarnBinaryPerm is a copy's mode: read-only, the user's alone. HDFS
+// cannot change a file's bytes in place, only append to it, which needs
+// write permission; so a copy with this mode and owner, in directories
+// only the user can write, holds what the user uploaded.
+const yarnBinaryPerm = 0o500
+
+// binDir makes bin/ and dir the user's alone (0700), and reports whether
+// the copies in dir can be used and given back to. A directory others
+// could write is made 0700 (dir's copies are removed first: they could
+// have been put there by anyone); one the user does not own is not used.
+func (e *yarnExecutor) binDir(fs fsys.FS, staging, me, dir string) bool {
+	for _, d := range []string{"bin", dir} {
+		owner, perm, err := fsys.Owner(fs, d)
+		if fsys.IsNotExist(err) {
+			if err = fsys.MkdirAll(fs, d, 0o700); err == nil {
+				owner, perm, err = fsys.Owner(fs, d)
+			}
+		}
+		if err == nil && d == dir && (owner != me || perm != 0o700) {
+			e.log.Warn("removing a tributary binary cache dir others could write", "dir", staging+"/"+d, "owner", owner, "perm", perm)
+			if err = fs.RemoveAll(d); err == nil {
+				if err = fsys.MkdirAll(fs, d, 0o700); err == nil {
+					owner, perm, err = fsys.Owner(fs, d)
+				}
+			}
+		}
+		if err == nil && owner != me {
+			err = fmt.Errorf("owned by %s, not %s", owner, me)
+		}
+		if err == nil && perm != 0o700 {
+			err = fsys.Chmod(fs, d, 0o700)
+		}
+		if err != nil {
+			e.log.Warn("not using the tributary binary cache: uploading for this application only", "dir", staging+"/"+d, "err", err)
+			return false
+		}
+	}
+	return true
+}
+
+// checkCopy checks a copy on HDFS against the local binary: the user owns
+// it with yarnBinaryPerm, then its size, then HDFS's checksum against the
+// one computed from the local bytes. The checksum (CRC32C underneath) finds
+// a torn or corrupted copy, not a forged one: the owner and mode, with the
+// 0700 directories, are what keep others' bytes out.
+func (e *yarnExecutor) checkCopy(fs fsys.FS, name, me string, info *localBinary, file string) error {
+	owner, perm, err := fsys.Owner(fs, name)
+	if err != nil {
+		return err
+	}
+	if owner != me || perm != yarnBinaryPerm {
+		return fmt.Errorf("owner %s, mode %v: want %s, %v", owner, perm, me, iofs.FileMode(yarnBinaryPerm))
+	}
+	st, err := fs.Stat(name)
+	if err != nil {
+		return err
+	}
+	if st.Size() != info.size {
+		return fmt.Errorf("%d bytes, the binary has %d", st.Size(), info.size)
 	}
 	sum, blockSize, err := fsys.Checksum(fs, name)
 	if errors.Is(err, fsys.ErrNoChecksum) {

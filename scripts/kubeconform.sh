@@ -25,7 +25,13 @@
 set -euo pipefail
 
 KUBECONFORM_VERSION=v0.8.0
+KUBECONFORM_SUM=h1:loDYd3a3spjIFrauqW67CDKF55Oo9R6uvC8AvpVd4ug=
 KV_VERSION=1.37.0
+# The wheel's name and sha256 as PyPI lists them: pip refuses other bytes
+# (--require-hashes) whatever index or find-links it is configured with,
+# and the unpacker checks both again.
+KV_WHEEL=kubernetes_validate-$KV_VERSION-py3-none-any.whl
+KV_SHA256=85136d018a27b50ec7fc049d902bfa5193f5976807e6c0f408e3ab6fe078cad9
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache="${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/kubeconform"
 bin="$cache/bin-$KUBECONFORM_VERSION/kubeconform"
@@ -39,39 +45,35 @@ die() { log "$*"; exit 1; }
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 if command -v flock >/dev/null; then flock 9; fi
-if [[ ! -x "$bin" ]]; then
-  command -v go >/dev/null || die "go not found"
+# The module's h1: hash as go.sum and `go version -m` print it: the build
+# is checked against it whatever GOSUMDB, GONOSUMDB or GOPRIVATE say, and
+# kubeconform's own go.sum pins its dependencies.
+built() { go version -m "$bin" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/yannh/kubeconform" { print $3, $4 }'; }
+command -v go >/dev/null || die "go not found"
+if [[ ! -x "$bin" || "$(built)" != "$KUBECONFORM_VERSION $KUBECONFORM_SUM" ]]; then
   log "building kubeconform $KUBECONFORM_VERSION from the Go module proxy ..."
-  GOBIN="$(dirname "$bin")" GOFLAGS=-mod=mod go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" >&2 ||
+  rm -f "$bin"
+  GOBIN="$(dirname "$bin")" GOFLAGS=-mod=mod GOSUMDB=sum.golang.org GONOSUMDB= GOPRIVATE= GOINSECURE= \
+    go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" >&2 ||
     die "go install github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION failed"
+  got=$(built)
+  [[ "$got" == "$KUBECONFORM_VERSION $KUBECONFORM_SUM" ]] || {
+    rm -f "$bin"
+    die "kubeconform built from ${got:-an unknown module}, want $KUBECONFORM_VERSION $KUBECONFORM_SUM"
+  }
 fi
-if [[ ! -f "$schemas/.complete" ]]; then
+if [[ "$(cat "$schemas/.complete" 2>/dev/null)" != "$KV_SHA256" ]]; then
   py=$(bash "$here/python-deps.sh") || die "no Python venv (scripts/python-deps.sh)"
   tmp=$(mktemp -d "$cache/schemas.tmp.XXXXXX")
   log "fetching the Kubernetes JSON schemas (kubernetes-validate $KV_VERSION) from PyPI ..."
+  printf 'kubernetes-validate==%s --hash=sha256:%s\n' "$KV_VERSION" "$KV_SHA256" >"$tmp/requirements.txt"
   "$py" -m pip download -q --disable-pip-version-check --no-input --no-deps --only-binary=:all: \
-    "kubernetes-validate==$KV_VERSION" -d "$tmp" >&2 || { rm -rf "$tmp"; die "pip download kubernetes-validate==$KV_VERSION failed"; }
-  "$py" - "$tmp" "$tmp/out" <<'PY' || { rm -rf "$tmp"; die "unpacking the schemas failed"; }
-import glob, json, os, sys, zipfile
-tmp, out = sys.argv[1], sys.argv[2]
-prefix = "kubernetes_validate/kubernetes-json-schema/"
-with zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0]) as z:
-    for name in z.namelist():
-        if not name.startswith(prefix) or not name.endswith(".json"):
-            continue
-        dst = os.path.join(out, name[len(prefix):])
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
-        doc = json.loads(z.read(name).replace(b'"/api/_definitions.json', b'"_definitions.json'))
-        # Their $id is on kubernetes.io, which would make _definitions.json
-        # a URL to fetch: without it a ref is relative to the file.
-        doc.pop("$id", None)
-        with open(dst, "w") as f:
-            json.dump(doc, f)
-PY
+    --require-hashes -r "$tmp/requirements.txt" -d "$tmp/dl" >&2 || { rm -rf "$tmp"; die "pip download kubernetes-validate==$KV_VERSION failed"; }
+  "$py" "$here/kubeconform_unpack.py" "$tmp/dl" "$KV_WHEEL" "$KV_SHA256" "$tmp/out" || { rm -rf "$tmp"; die "unpacking the schemas failed"; }
   rm -rf "$schemas"
   mv "$tmp/out" "$schemas"
   rm -rf "$tmp"
-  touch "$schemas/.complete"
+  echo "$KV_SHA256" >"$schemas/.complete"
 fi
 exec 9>&-
 
