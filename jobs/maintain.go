@@ -81,8 +81,8 @@ func (d *Def) validateMaintenance() (field, msg string) {
 	if d.MaxSnapshotAge < 0 || d.MinSnapshotsToKeep < 0 {
 		return "max_snapshot_age", "want positive values (0: the table's history.expire.* properties)"
 	}
-	if d.OrphanAge != 0 && d.OrphanAge < time.Minute {
-		return "orphan_age", fmt.Sprintf("%s: want at least 1m (a commit in progress must keep its files; the default is 72h)", d.OrphanAge)
+	if d.OrphanAge != 0 && d.OrphanAge < iceberg.MinOrphanAge {
+		return "orphan_age", fmt.Sprintf("%s: want at least %s (a commit by another writer must keep its files; the default is 72h)", d.OrphanAge, iceberg.MinOrphanAge)
 	}
 	if d.TargetFileSize < 0 {
 		return "target_file_size", "want a positive size"

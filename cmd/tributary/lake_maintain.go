@@ -138,8 +138,9 @@ one it is.`,
 	cmd.AddCommand(expire)
 
 	var (
-		orphanAge time.Duration
-		orphanDry bool
+		orphanAge   time.Duration
+		orphanDry   bool
+		orphanForce bool
 	)
 	orphans := &cobra.Command{
 		Use:   "remove-orphans TABLE",
@@ -161,10 +162,10 @@ and data files older than the table itself are never deleted.`,
 				return err
 			}
 			defer done()
-			if orphanAge < time.Minute {
-				return fmt.Errorf("--older-than %s: want at least 1m (a commit in progress must keep its files)", orphanAge)
+			if orphanAge < iceberg.MinOrphanAge && !orphanForce {
+				return fmt.Errorf("--older-than %s: want at least %s (a commit by another writer must keep its files), or --force", orphanAge, iceberg.MinOrphanAge)
 			}
-			res, err := c.RemoveOrphans(args[0], iceberg.Orphans{OlderThan: time.Now().Add(-orphanAge), DryRun: orphanDry})
+			res, err := c.RemoveOrphans(args[0], iceberg.Orphans{OlderThan: time.Now().Add(-orphanAge), DryRun: orphanDry, Force: orphanForce})
 			if err != nil {
 				return err
 			}
@@ -181,6 +182,7 @@ and data files older than the table itself are never deleted.`,
 	}
 	orphans.Flags().DurationVar(&orphanAge, "older-than", iceberg.DefaultOrphanAge, "only files last modified longer ago than this")
 	orphans.Flags().BoolVar(&orphanDry, "dry-run", false, "list the orphans; delete nothing")
+	orphans.Flags().BoolVar(&orphanForce, "force", false, "accept an --older-than under 1h (only when no other writer, Spark or pyiceberg, commits to the table)")
 	cmd.AddCommand(orphans)
 }
 

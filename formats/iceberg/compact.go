@@ -139,6 +139,11 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 		return keys[i].hour < keys[j].hour || keys[i].hour == keys[j].hour && keys[i].group < keys[j].group
 	})
 	res := &CompactResult{Version: t.Version}
+	pending := &pendingOutputs{dir: dir, id: uuid()}
+	// Removed after the commit (or the failure): until then the outputs
+	// are the compaction's, not orphans. A crash leaves the marker, which
+	// orphan removal drops once it is older than its safety age.
+	defer c.FS.RemoveAll(inflightFile(dir, pending.id))
 	var add []NewFile
 	var del []string
 	for _, k := range keys {
@@ -146,7 +151,7 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 		sort.Slice(g, func(i, j int) bool {
 			return firstOffset(g[i]) < firstOffset(g[j]) || firstOffset(g[i]) == firstOffset(g[j]) && g[i].File.Path < g[j].File.Path
 		})
-		w := &rewriter{c: c, hour: k.hour, codec: codec, target: target}
+		w := &rewriter{c: c, hour: k.hour, codec: codec, target: target, pending: pending}
 		inputs := c.prefetch(ctx, g)
 		for _, e := range g {
 			if err := ctx.Err(); err != nil {
@@ -269,6 +274,15 @@ type rewriter struct {
 	firstOff int64
 	lastOff  int64
 	named    bool // the group's files are named by offsets
+
+	// pending lists, in metadata/.inflight-<id>.json, the outputs of the
+	// whole compaction until its commit: orphan removal keeps them.
+	pending *pendingOutputs
+}
+
+type pendingOutputs struct {
+	dir, id string
+	files   []string // locations
 }
 
 type outFile struct {
@@ -360,6 +374,11 @@ func (r *rewriter) finish() error {
 		name = fmt.Sprintf("%s+%d+%d.c%s.parquet", out.prefix, r.firstOff, r.lastOff, tag)
 	}
 	final := path.Join(out.dir, name)
+	r.pending.files = append(r.pending.files, r.c.Location(final))
+	if err := r.c.writeInflight(r.pending.dir, r.pending.id, r.pending.files); err != nil {
+		r.c.FS.RemoveAll(out.tmp)
+		return err
+	}
 	if err := r.c.FS.RenameNoReplace(out.tmp, final); err != nil {
 		r.c.FS.RemoveAll(out.tmp)
 		return err
