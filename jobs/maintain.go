@@ -164,6 +164,9 @@ func (s *Scheduler) maintain(ctx context.Context, fs fsys.FS, j *Job, rec *Recor
 				res, err = cat.ExpireSnapshots(table, iceberg.Expire{MaxAge: j.MaxSnapshotAge, MinKeep: j.MinSnapshotsToKeep})
 				if res != nil {
 					tm.Expired, tm.DeletedFiles = len(res.Expired), len(res.Deleted)
+					for _, p := range res.Skipped {
+						s.log.Warn("expiry did not delete a location outside the table's files", "job", j.Name, "table", table, "location", p)
+					}
 				}
 			case ActRemoveOrphans:
 				var res *iceberg.OrphansResult

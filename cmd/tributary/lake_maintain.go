@@ -129,6 +129,9 @@ one it is.`,
 				fmt.Fprintf(cmd.OutOrStdout(), ", metadata v%d", res.Version)
 			}
 			fmt.Fprintln(cmd.OutOrStdout())
+			for _, p := range res.Skipped {
+				fmt.Fprintf(cmd.OutOrStdout(), "  not deleted (not a data or manifest file of the table): %s\n", p)
+			}
 			return nil
 		},
 	}

@@ -3,8 +3,10 @@ package iceberg
 import (
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,6 +38,10 @@ type ExpireResult struct {
 	// Deleted are the files it removed: manifest lists, manifests and
 	// data files no retained snapshot refers to.
 	Deleted []string
+	// Skipped are locations the expired snapshots named that expiry
+	// refuses to delete: outside the table's directory, another scheme,
+	// not a data or manifest file, or not a plain file (see deletable).
+	Skipped []string
 }
 
 // ExpireSnapshots removes old snapshots from the table's metadata, then
@@ -85,7 +91,7 @@ func (c *Catalog) ExpireSnapshots(dir string, o Expire) (*ExpireResult, error) {
 		}
 		kept = m
 		crash("iceberg-expired")
-		if err := c.deleteUnreachable(kept, expired, res); err != nil {
+		if err := c.deleteUnreachable(dir, kept, expired, res); err != nil {
 			return res, err
 		}
 		return res, nil
@@ -161,7 +167,7 @@ func (c *Catalog) expireMetadata(t *Table, o Expire, res *ExpireResult) (*Metada
 
 // deleteUnreachable deletes the files of the expired snapshots that no
 // snapshot of kept refers to.
-func (c *Catalog) deleteUnreachable(kept *Metadata, expired []Snapshot, res *ExpireResult) error {
+func (c *Catalog) deleteUnreachable(dir string, kept *Metadata, expired []Snapshot, res *ExpireResult) error {
 	reach, err := c.reachable(kept)
 	if err != nil {
 		return fmt.Errorf("listing what the retained snapshots refer to (nothing deleted; remove-orphans will): %w", err)
@@ -198,12 +204,58 @@ func (c *Catalog) deleteUnreachable(kept *Metadata, expired []Snapshot, res *Exp
 	}
 	sort.Strings(del)
 	for _, p := range del {
-		if err := c.FS.RemoveAll(c.rel(p)); err != nil && !isNotExist(err) {
+		rel, ok := c.deletable(dir, p)
+		if ok {
+			st, err := c.FS.Stat(rel)
+			if isNotExist(err) {
+				continue // deleted by an earlier expiry that crashed midway
+			}
+			if err != nil {
+				return fmt.Errorf("deleting %s: %w", p, err)
+			}
+			ok = st.Mode().IsRegular()
+		}
+		if !ok {
+			res.Skipped = append(res.Skipped, p)
+			continue
+		}
+		// A plain file (checked just above): RemoveAll removes it alone.
+		if err := c.FS.RemoveAll(rel); err != nil && !isNotExist(err) {
 			return fmt.Errorf("deleting %s: %w", p, err)
 		}
 		res.Deleted = append(res.Deleted, p)
 	}
 	return nil
+}
+
+// deletable is the warehouse path of loc if expiry may delete it. The
+// locations come from metadata any writer to the table can add to (Spark,
+// pyiceberg's add_files, a buggy tool), and a location naming the
+// warehouse root or a directory would otherwise delete other tables, the
+// loader's state or everything (review finding 2). So only: under the
+// table's own directory, in the warehouse's scheme and authority, a
+// Parquet data file or an Avro manifest or manifest list, with no hidden
+// or underscore-led component (the loader's _tributary, Hadoop's
+// _SUCCESS, temporary files) and nothing to clean in the path.
+func (c *Catalog) deletable(dir, loc string) (string, bool) {
+	prefix := strings.TrimSuffix(c.Location(dir), "/") + "/"
+	if !strings.HasPrefix(loc, prefix) {
+		return "", false
+	}
+	rel := c.rel(loc)
+	if rel == "" || path.Clean(rel) != rel || strings.HasPrefix(rel, "/") {
+		return "", false
+	}
+	if !strings.HasSuffix(rel, ".parquet") && !strings.HasSuffix(rel, ".avro") {
+		return "", false
+	}
+	inner := strings.TrimPrefix(loc, prefix)
+	for _, part := range strings.Split(inner, "/") {
+		if part == "" || part == "." || part == ".." || strings.HasPrefix(part, "_") || strings.HasPrefix(part, ".") {
+			return "", false
+		}
+	}
+	return rel, true
 }
 
 // reachable is every file the snapshots of m need: their manifest lists,
