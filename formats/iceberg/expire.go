@@ -28,7 +28,13 @@ type Expire struct {
 	MinKeep int
 	// DryRun lists what would go without committing or deleting.
 	DryRun bool
+
+	openRuns map[string]bool // read by ExpireSnapshots
 }
+
+// SummaryRunID is the snapshot summary key of the loader's run id: its
+// snapshots of open plans are never expired.
+const SummaryRunID = "tributary.run-id"
 
 // ExpireResult is what an expiry did.
 type ExpireResult struct {
@@ -56,7 +62,20 @@ type ExpireResult struct {
 // so it never refers to a deleted file. A crash between the commit and
 // the deletions leaves files nothing refers to: orphans, which
 // RemoveOrphans deletes.
+//
+// The snapshot of a loader run whose plan is still open (committed to the
+// table, but killed before its state and _SUCCESS were written) is kept,
+// with every snapshot between it and the current one: the rerun finds its
+// run id by walking the current lineage, and without it would load or
+// overwrite again (review finding 3). The open plans are read once, before
+// the table: a plan opened later commits a snapshot newer than any this
+// expiry sees as old.
 func (c *Catalog) ExpireSnapshots(dir string, o Expire) (*ExpireResult, error) {
+	open, err := c.openRuns(dir)
+	if err != nil {
+		return nil, err
+	}
+	o.openRuns = open
 	var res *ExpireResult
 	var kept *Metadata
 	for attempt := 0; ; attempt++ {
@@ -136,6 +155,19 @@ func (c *Catalog) expireMetadata(t *Table, o Expire, res *ExpireResult) (*Metada
 	}
 	for _, r := range old.Refs {
 		keep[r.SnapshotID] = true
+	}
+	var line []int64
+	for s := old.Current(); s != nil; {
+		line = append(line, s.ID)
+		if o.openRuns[s.Summary[SummaryRunID]] {
+			for _, id := range line {
+				keep[id] = true
+			}
+		}
+		if s.ParentID == nil {
+			break
+		}
+		s = old.Snapshot(*s.ParentID)
 	}
 	var retained []Snapshot
 	var expired []Snapshot

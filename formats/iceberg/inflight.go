@@ -61,7 +61,8 @@ type unitRange struct {
 type inflight struct {
 	files map[string]bool // paths of the warehouse
 	units []unitRange
-	stale []string // markers of compactions that stopped heartbeating
+	stale []string        // markers of compactions that stopped heartbeating
+	runs  map[string]bool // the loader's open plans
 }
 
 // keeps says whether p (a path of the warehouse) belongs to a commit in
@@ -87,7 +88,7 @@ func (f *inflight) keeps(p string) bool {
 // compaction that died (each output rewrites it): its outputs become
 // ordinary orphans and the marker goes with them.
 func (c *Catalog) readInflight(dir string, olderThan time.Time) (*inflight, error) {
-	f := &inflight{files: map[string]bool{}}
+	f := &inflight{files: map[string]bool{}, runs: map[string]bool{}}
 	ents, err := c.FS.ReadDir(metadataDir(dir))
 	if err != nil && !isNotExist(err) {
 		return nil, err
@@ -118,10 +119,23 @@ func (c *Catalog) readInflight(dir string, olderThan time.Time) (*inflight, erro
 			f.files[p] = true
 		}
 	}
-	if err := c.readOpenPlans(path.Join(path.Dir(dir), loaderMeta), f); err != nil {
+	if err := c.readOpenPlans(loaderMetaDir(dir), f); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// loaderMetaDir is where the loader keeps its plans for the table in dir:
+// <target>/_tributary beside <target>/<topic>.
+func loaderMetaDir(dir string) string { return path.Join(path.Dir(dir), loaderMeta) }
+
+// openRuns are the run ids of the loader's open plans beside the table.
+func (c *Catalog) openRuns(dir string) (map[string]bool, error) {
+	f := &inflight{files: map[string]bool{}, runs: map[string]bool{}}
+	if err := c.readOpenPlans(loaderMetaDir(dir), f); err != nil {
+		return nil, err
+	}
+	return f.runs, nil
 }
 
 // readOpenPlans adds the units of the loader's open plans under meta. A
@@ -174,6 +188,7 @@ func (c *Catalog) readOpenPlans(meta string, f *inflight) error {
 			return &planError{run: run, err: err}
 		}
 		f.units = append(f.units, p.Units...)
+		f.runs[run] = true
 	}
 	return nil
 }
