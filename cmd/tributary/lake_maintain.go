@@ -151,10 +151,12 @@ one it is.`,
 		Long: `Delete the files under the table's directory that none of its snapshots
 reads: manifests of commits that lost a race or crashed, temporary files
 of dead committers and compactions, data files of runs that never
-committed. Only files older than --older-than (default 72h, Iceberg's)
-are touched, so a commit in progress keeps its files: make it longer than
-your longest load run. Hidden files (_SUCCESS markers), metadata versions,
-and data files older than the table itself are never deleted.`,
+committed. Only files older than --older-than (default 72h, Iceberg's;
+at least 1h unless --force) are touched. The files of the loader's open
+plans (<target>/_tributary/plans) and of compactions that have not
+committed yet are kept whatever their age: a rename keeps a file's mtime.
+Hidden files (_SUCCESS markers), metadata versions, and data files older
+than the table itself are never deleted.`,
 		Example: `  tributary lake remove-orphans --target hdfs://nn:8020/lake clicks --dry-run
   # 3 orphans of 2110 files:
   #   clicks/metadata/0b1d...-m0.avro`,
