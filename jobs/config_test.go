@@ -164,7 +164,7 @@ jobs:
   - name: hasty
     topics: [a]
     maintenance: [remove_orphans]
-    orphan_age: 1s
+    orphan_age: 59m
   - name: remote
     topics: [a]
     maintenance: [compact]
@@ -181,7 +181,7 @@ jobs:
 	}
 	want := []struct{ job, field, text string }{
 		{`"vacuum"`, "maintenance", "vacuum"},
-		{`"hasty"`, "orphan_age", "at least 1m"},
+		{`"hasty"`, "orphan_age", "at least 1h"},
 		{`"remote"`, "executor", "local"},
 		{`"delta"`, "table_format", "delta"},
 	}

@@ -81,8 +81,8 @@ func (d *Def) validateMaintenance() (field, msg string) {
 	if d.MaxSnapshotAge < 0 || d.MinSnapshotsToKeep < 0 {
 		return "max_snapshot_age", "want positive values (0: the table's history.expire.* properties)"
 	}
-	if d.OrphanAge != 0 && d.OrphanAge < time.Minute {
-		return "orphan_age", fmt.Sprintf("%s: want at least 1m (a commit in progress must keep its files; the default is 72h)", d.OrphanAge)
+	if d.OrphanAge != 0 && d.OrphanAge < iceberg.MinOrphanAge {
+		return "orphan_age", fmt.Sprintf("%s: want at least %s (a commit by another writer must keep its files; the default is 72h)", d.OrphanAge, iceberg.MinOrphanAge)
 	}
 	if d.TargetFileSize < 0 {
 		return "target_file_size", "want a positive size"
@@ -164,6 +164,9 @@ func (s *Scheduler) maintain(ctx context.Context, fs fsys.FS, j *Job, rec *Recor
 				res, err = cat.ExpireSnapshots(table, iceberg.Expire{MaxAge: j.MaxSnapshotAge, MinKeep: j.MinSnapshotsToKeep})
 				if res != nil {
 					tm.Expired, tm.DeletedFiles = len(res.Expired), len(res.Deleted)
+					for _, p := range res.Skipped {
+						s.log.Warn("expiry did not delete a location outside the table's files", "job", j.Name, "table", table, "location", p)
+					}
 				}
 			case ActRemoveOrphans:
 				var res *iceberg.OrphansResult

@@ -33,7 +33,7 @@ func TestMaintenanceJob(t *testing.T) {
     maintenance: [expire_snapshots, compact, remove_orphans]
     max_snapshot_age: 1s
     min_snapshots_to_keep: 3
-    orphan_age: 1m
+    orphan_age: 1h
     every: 3s
     retries: 5
     backoff: 1s

@@ -405,3 +405,59 @@ func TestLoadIcebergCrash(t *testing.T) {
 		}
 	}
 }
+
+// Review finding 3: the loader killed after its table commit and before
+// its state write, then a maintenance pass (a rewrite on top, and an
+// expiry keeping one snapshot) before the rerun. The expiry keeps the
+// crashed run's snapshot (its plan is still open), so the rerun finds its
+// run id in the table and commits the run instead of closing it as
+// superseded with nothing loaded.
+func TestIcebergCrashThenExpire(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t)
+	testbroker.CreateTopic(t, b.Addr(), "taps", 1)
+	dir := t.TempDir()
+	target := "file://" + dir
+	var want produced
+	args := []string{"--target", target, "-b", b.Addr(), "--topics", "taps", "--schema", activitySchema, "--time-field", "timestamp",
+		"--table-format", "iceberg", "--lease-ttl", "3s", "--max-clock-skew", "0s", "--wait", "1m"}
+	// A first run creates the table (the crash point also fires on that
+	// commit).
+	produce(t, b.Addr(), "taps", 0, 100, 0, &want)
+	mustLoad(t, args...)
+	produce(t, b.Addr(), "taps", 100, 200, 0, &want)
+	out, err := tributary(t, []string{"TRIBUTARY_LOADER_CRASH_AT=iceberg-committed"}, append([]string{"load", "run"}, args...)...)
+	var exit *exec.ExitError
+	if err == nil || !asExit(err, &exit) || exit.ProcessState.String() != "signal: killed" {
+		t.Fatalf("want the process killed, got %v\n%s", err, out)
+	}
+	fs, err := fsys.Open(target, fsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &iceberg.Catalog{FS: fs}
+	tbl, err := cat.Load("taps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := tbl.Metadata.Current().Summary[iceberg.SummaryRunID]
+	if run == "" {
+		t.Fatalf("the crashed run's snapshot has no run id: %v", tbl.Metadata.Current().Summary)
+	}
+	if _, _, err := cat.RewriteManifests("taps"); err != nil {
+		t.Fatal(err)
+	}
+	later := *cat
+	later.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	if _, err := later.ExpireSnapshots("taps", iceberg.Expire{MaxAge: time.Minute, MinKeep: 1}); err != nil {
+		t.Fatal(err)
+	}
+	mustLoad(t, args...)
+	state, err := loader.ReadState(fs, loader.DefaultJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Run != run || state.Offsets["taps"][0] != 300 {
+		t.Fatalf("after the rerun the state's run is %q at offset %d; want the crashed run %s committed, at 300", state.Run, state.Offsets["taps"][0], run)
+	}
+}

@@ -129,6 +129,9 @@ one it is.`,
 				fmt.Fprintf(cmd.OutOrStdout(), ", metadata v%d", res.Version)
 			}
 			fmt.Fprintln(cmd.OutOrStdout())
+			for _, p := range res.Skipped {
+				fmt.Fprintf(cmd.OutOrStdout(), "  not deleted (not a data or manifest file of the table): %s\n", p)
+			}
 			return nil
 		},
 	}
@@ -138,8 +141,9 @@ one it is.`,
 	cmd.AddCommand(expire)
 
 	var (
-		orphanAge time.Duration
-		orphanDry bool
+		orphanAge   time.Duration
+		orphanDry   bool
+		orphanForce bool
 	)
 	orphans := &cobra.Command{
 		Use:   "remove-orphans TABLE",
@@ -147,10 +151,12 @@ one it is.`,
 		Long: `Delete the files under the table's directory that none of its snapshots
 reads: manifests of commits that lost a race or crashed, temporary files
 of dead committers and compactions, data files of runs that never
-committed. Only files older than --older-than (default 72h, Iceberg's)
-are touched, so a commit in progress keeps its files: make it longer than
-your longest load run. Hidden files (_SUCCESS markers), metadata versions,
-and data files older than the table itself are never deleted.`,
+committed. Only files older than --older-than (default 72h, Iceberg's;
+at least 1h unless --force) are touched. The files of the loader's open
+plans (<target>/_tributary/plans) and of compactions that have not
+committed yet are kept whatever their age: a rename keeps a file's mtime.
+Hidden files (_SUCCESS markers), metadata versions, and data files older
+than the table itself are never deleted.`,
 		Example: `  tributary lake remove-orphans --target hdfs://nn:8020/lake clicks --dry-run
   # 3 orphans of 2110 files:
   #   clicks/metadata/0b1d...-m0.avro`,
@@ -161,10 +167,10 @@ and data files older than the table itself are never deleted.`,
 				return err
 			}
 			defer done()
-			if orphanAge < time.Minute {
-				return fmt.Errorf("--older-than %s: want at least 1m (a commit in progress must keep its files)", orphanAge)
+			if orphanAge < iceberg.MinOrphanAge && !orphanForce {
+				return fmt.Errorf("--older-than %s: want at least %s (a commit by another writer must keep its files), or --force", orphanAge, iceberg.MinOrphanAge)
 			}
-			res, err := c.RemoveOrphans(args[0], iceberg.Orphans{OlderThan: time.Now().Add(-orphanAge), DryRun: orphanDry})
+			res, err := c.RemoveOrphans(args[0], iceberg.Orphans{OlderThan: time.Now().Add(-orphanAge), DryRun: orphanDry, Force: orphanForce})
 			if err != nil {
 				return err
 			}
@@ -181,6 +187,7 @@ and data files older than the table itself are never deleted.`,
 	}
 	orphans.Flags().DurationVar(&orphanAge, "older-than", iceberg.DefaultOrphanAge, "only files last modified longer ago than this")
 	orphans.Flags().BoolVar(&orphanDry, "dry-run", false, "list the orphans; delete nothing")
+	orphans.Flags().BoolVar(&orphanForce, "force", false, "accept an --older-than under 1h (only when no other writer, Spark or pyiceberg, commits to the table)")
 	cmd.AddCommand(orphans)
 }
 

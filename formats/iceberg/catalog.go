@@ -85,6 +85,8 @@ type Catalog struct {
 	// beforeRewrite, set by tests, runs when a rewrite has written its
 	// manifests and is about to commit: another commit can land there.
 	beforeRewrite func()
+	// prefetchBytes replaces DefaultPrefetchBytes (tests).
+	prefetchBytes int64
 }
 
 // ErrNoTable says the table has no metadata yet.

@@ -3,8 +3,10 @@ package iceberg
 import (
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,7 +28,13 @@ type Expire struct {
 	MinKeep int
 	// DryRun lists what would go without committing or deleting.
 	DryRun bool
+
+	openRuns map[string]bool // read by ExpireSnapshots
 }
+
+// SummaryRunID is the snapshot summary key of the loader's run id: its
+// snapshots of open plans are never expired.
+const SummaryRunID = "tributary.run-id"
 
 // ExpireResult is what an expiry did.
 type ExpireResult struct {
@@ -36,6 +44,10 @@ type ExpireResult struct {
 	// Deleted are the files it removed: manifest lists, manifests and
 	// data files no retained snapshot refers to.
 	Deleted []string
+	// Skipped are locations the expired snapshots named that expiry
+	// refuses to delete: outside the table's directory, another scheme,
+	// not a data or manifest file, or not a plain file (see deletable).
+	Skipped []string
 }
 
 // ExpireSnapshots removes old snapshots from the table's metadata, then
@@ -50,7 +62,20 @@ type ExpireResult struct {
 // so it never refers to a deleted file. A crash between the commit and
 // the deletions leaves files nothing refers to: orphans, which
 // RemoveOrphans deletes.
+//
+// The snapshot of a loader run whose plan is still open (committed to the
+// table, but killed before its state and _SUCCESS were written) is kept,
+// with every snapshot between it and the current one: the rerun finds its
+// run id by walking the current lineage, and without it would load or
+// overwrite again (review finding 3). The open plans are read once, before
+// the table: a plan opened later commits a snapshot newer than any this
+// expiry sees as old.
 func (c *Catalog) ExpireSnapshots(dir string, o Expire) (*ExpireResult, error) {
+	open, err := c.openRuns(dir)
+	if err != nil {
+		return nil, err
+	}
+	o.openRuns = open
 	var res *ExpireResult
 	var kept *Metadata
 	for attempt := 0; ; attempt++ {
@@ -85,7 +110,7 @@ func (c *Catalog) ExpireSnapshots(dir string, o Expire) (*ExpireResult, error) {
 		}
 		kept = m
 		crash("iceberg-expired")
-		if err := c.deleteUnreachable(kept, expired, res); err != nil {
+		if err := c.deleteUnreachable(dir, kept, expired, res); err != nil {
 			return res, err
 		}
 		return res, nil
@@ -131,6 +156,19 @@ func (c *Catalog) expireMetadata(t *Table, o Expire, res *ExpireResult) (*Metada
 	for _, r := range old.Refs {
 		keep[r.SnapshotID] = true
 	}
+	var line []int64
+	for s := old.Current(); s != nil; {
+		line = append(line, s.ID)
+		if o.openRuns[s.Summary[SummaryRunID]] {
+			for _, id := range line {
+				keep[id] = true
+			}
+		}
+		if s.ParentID == nil {
+			break
+		}
+		s = old.Snapshot(*s.ParentID)
+	}
 	var retained []Snapshot
 	var expired []Snapshot
 	for _, s := range old.Snapshots {
@@ -161,7 +199,7 @@ func (c *Catalog) expireMetadata(t *Table, o Expire, res *ExpireResult) (*Metada
 
 // deleteUnreachable deletes the files of the expired snapshots that no
 // snapshot of kept refers to.
-func (c *Catalog) deleteUnreachable(kept *Metadata, expired []Snapshot, res *ExpireResult) error {
+func (c *Catalog) deleteUnreachable(dir string, kept *Metadata, expired []Snapshot, res *ExpireResult) error {
 	reach, err := c.reachable(kept)
 	if err != nil {
 		return fmt.Errorf("listing what the retained snapshots refer to (nothing deleted; remove-orphans will): %w", err)
@@ -198,12 +236,58 @@ func (c *Catalog) deleteUnreachable(kept *Metadata, expired []Snapshot, res *Exp
 	}
 	sort.Strings(del)
 	for _, p := range del {
-		if err := c.FS.RemoveAll(c.rel(p)); err != nil && !isNotExist(err) {
+		rel, ok := c.deletable(dir, p)
+		if ok {
+			st, err := c.FS.Stat(rel)
+			if isNotExist(err) {
+				continue // deleted by an earlier expiry that crashed midway
+			}
+			if err != nil {
+				return fmt.Errorf("deleting %s: %w", p, err)
+			}
+			ok = st.Mode().IsRegular()
+		}
+		if !ok {
+			res.Skipped = append(res.Skipped, p)
+			continue
+		}
+		// A plain file (checked just above): RemoveAll removes it alone.
+		if err := c.FS.RemoveAll(rel); err != nil && !isNotExist(err) {
 			return fmt.Errorf("deleting %s: %w", p, err)
 		}
 		res.Deleted = append(res.Deleted, p)
 	}
 	return nil
+}
+
+// deletable is the warehouse path of loc if expiry may delete it. The
+// locations come from metadata any writer to the table can add to (Spark,
+// pyiceberg's add_files, a buggy tool), and a location naming the
+// warehouse root or a directory would otherwise delete other tables, the
+// loader's state or everything (review finding 2). So only: under the
+// table's own directory, in the warehouse's scheme and authority, a
+// Parquet data file or an Avro manifest or manifest list, with no hidden
+// or underscore-led component (the loader's _tributary, Hadoop's
+// _SUCCESS, temporary files) and nothing to clean in the path.
+func (c *Catalog) deletable(dir, loc string) (string, bool) {
+	prefix := strings.TrimSuffix(c.Location(dir), "/") + "/"
+	if !strings.HasPrefix(loc, prefix) {
+		return "", false
+	}
+	rel := c.rel(loc)
+	if rel == "" || path.Clean(rel) != rel || strings.HasPrefix(rel, "/") {
+		return "", false
+	}
+	if !strings.HasSuffix(rel, ".parquet") && !strings.HasSuffix(rel, ".avro") {
+		return "", false
+	}
+	inner := strings.TrimPrefix(loc, prefix)
+	for _, part := range strings.Split(inner, "/") {
+		if part == "" || part == "." || part == ".." || strings.HasPrefix(part, "_") || strings.HasPrefix(part, ".") {
+			return "", false
+		}
+	}
+	return rel, true
 }
 
 // reachable is every file the snapshots of m need: their manifest lists,

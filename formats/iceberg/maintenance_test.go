@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -582,4 +583,66 @@ func bound(kbs *[]KB, id int) []byte {
 		}
 	}
 	return nil
+}
+
+// countingFS counts the reads of a compaction's prefetch.
+type countingFS struct {
+	FS
+	mu    sync.Mutex
+	reads int
+}
+
+func (f *countingFS) ReadFile(name string) ([]byte, error) {
+	f.mu.Lock()
+	f.reads++
+	f.mu.Unlock()
+	return f.FS.ReadFile(name)
+}
+
+// Compaction's read-ahead is bounded by bytes, not only by file count
+// (review 4): with a budget of 2.5 files and a reader that takes nothing,
+// only 2 files are read; each one handed over and released lets one more
+// in.
+func TestPrefetchBytes(t *testing.T) {
+	t.Parallel()
+	c, _ := localCatalog(t)
+	var g []Entry
+	var size int64
+	for i := range 12 {
+		f := writeSmall(t, c.FS, "t", 0, int64(10*i), int64(10*i+10), baseHour)
+		size = max(size, f.Bytes)
+		g = append(g, Entry{File: DataFile{Path: c.Location(f.Path), SizeBytes: f.Bytes}})
+	}
+	cfs := &countingFS{FS: c.FS}
+	cc := &Catalog{FS: cfs, prefetchBytes: size * 5 / 2}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in := cc.prefetch(ctx, g)
+	reads := func() int {
+		time.Sleep(200 * time.Millisecond) // what a read ahead would do, it has done by then
+		cfs.mu.Lock()
+		defer cfs.mu.Unlock()
+		return cfs.reads
+	}
+	if n := reads(); n != 2 {
+		t.Fatalf("%d files read ahead with a budget of 2.5 files, want 2", n)
+	}
+	f := <-in
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	if n := reads(); n != 2 {
+		t.Fatalf("%d files read while the first is still held, want 2", n)
+	}
+	f.release()
+	if n := reads(); n != 3 {
+		t.Fatalf("%d files read after the first was released, want 3", n)
+	}
+	for range 11 {
+		f := <-in
+		if f.err != nil || len(f.b) == 0 {
+			t.Fatalf("a prefetched file: %v", f.err)
+		}
+		f.release()
+	}
 }
