@@ -549,6 +549,21 @@ func (st *shareState) localPartition(k share.Key) (int32, *kerr.Error) {
 	return p, nil
 }
 
+// gate is the check every persister RPC makes per key before touching it,
+// so the three handlers refuse a stranger and a misrouted key the same way:
+// the caller must be a broker or hold ClusterAction, and this broker must
+// lead the key's state partition. code is 0 when both hold.
+func (st *shareState) gate(allowed bool, k share.Key) (int32, int16) {
+	if !allowed {
+		return 0, kerr.ClusterAuthorizationFailed.Code
+	}
+	p, e := st.localPartition(k)
+	if e != nil {
+		return 0, e.Code
+	}
+	return p, 0
+}
+
 // handleReadShareGroupState serves another broker's state read.
 func (s *Server) handleReadShareGroupState(c *conn, req *kmsg.ReadShareGroupStateRequest) (*kmsg.ReadShareGroupStateResponse, error) {
 	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
@@ -560,11 +575,9 @@ func (s *Server) handleReadShareGroupState(c *conn, req *kmsg.ReadShareGroupStat
 			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
 			rp.Partition, rp.StartOffset = p.Partition, -1
 			k := share.Key{Group: req.GroupID, Topic: t.TopicID, Partition: p.Partition}
-			switch sp, e := s.shareState.localPartition(k); {
-			case !allowed:
-				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-			case e != nil:
-				rp.ErrorCode = e.Code
+			switch sp, code := s.shareState.gate(allowed, k); {
+			case code != 0:
+				rp.ErrorCode = code
 			default:
 				snap, found, err := s.shareState.readLocal(sp, k)
 				if err != nil {
@@ -600,11 +613,9 @@ func (s *Server) handleWriteShareGroupState(c *conn, req *kmsg.WriteShareGroupSt
 			rp := kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := share.Key{Group: req.GroupID, Topic: t.TopicID, Partition: p.Partition}
-			switch sp, e := s.shareState.localPartition(k); {
-			case !allowed:
-				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-			case e != nil:
-				rp.ErrorCode = e.Code
+			switch sp, code := s.shareState.gate(allowed, k); {
+			case code != 0:
+				rp.ErrorCode = code
 			case len(p.StateBatches) > s.shares.Cfg().MaxRecordLocks:
 				rp.ErrorCode = kerr.InvalidRequest.Code
 			default:
@@ -634,11 +645,9 @@ func (s *Server) handleDeleteShareGroupState(c *conn, req *kmsg.DeleteShareGroup
 			rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := share.Key{Group: req.GroupID, Topic: t.TopicID, Partition: p.Partition}
-			switch sp, e := s.shareState.localPartition(k); {
-			case !allowed:
-				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-			case e != nil:
-				rp.ErrorCode = e.Code
+			switch sp, code := s.shareState.gate(allowed, k); {
+			case code != 0:
+				rp.ErrorCode = code
 			default:
 				if e := s.shareState.writeLocal(sp, k, nil); e != nil {
 					rp.ErrorCode = e.Code
