@@ -34,18 +34,9 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 		resp.ErrorCode = e.Code
 		return resp, nil
 	}
-	var groupID, memberID string
-	if req.GroupID != nil {
-		groupID = *req.GroupID
-	}
-	if req.MemberID != nil {
-		memberID = *req.MemberID
-	}
-	if !c.allowedGroup(opRead, groupID) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	if groupID == "" || memberID == "" || len(memberID) > 36 {
-		return fail(kerr.InvalidRequest)
+	groupID, memberID, e := shareCaller(c, req.GroupID, req.MemberID)
+	if e != nil {
+		return fail(e)
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
 	if renew && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0) {

@@ -22,18 +22,9 @@ func (s *Server) handleShareAcknowledge(c *conn, req *kmsg.ShareAcknowledgeReque
 		resp.ErrorCode = e.Code
 		return resp, nil
 	}
-	var groupID, memberID string
-	if req.GroupID != nil {
-		groupID = *req.GroupID
-	}
-	if req.MemberID != nil {
-		memberID = *req.MemberID
-	}
-	if !c.allowedGroup(opRead, groupID) {
-		return fail(kerr.GroupAuthorizationFailed)
-	}
-	if groupID == "" || memberID == "" || len(memberID) > 36 {
-		return fail(kerr.InvalidRequest)
+	groupID, memberID, e := shareCaller(c, req.GroupID, req.MemberID)
+	if e != nil {
+		return fail(e)
 	}
 	if req.ShareSessionEpoch == 0 {
 		return fail(kerr.InvalidShareSessionEpoch)

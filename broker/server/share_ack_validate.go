@@ -32,3 +32,25 @@ func validateShareAcks(batches []share.AckBatch, version int16, isRenewAck bool)
 	}
 	return nil
 }
+
+// shareCaller is the group and member a ShareFetch or ShareAcknowledge
+// names, checked the same way for both so that neither can reach a share
+// session the other would refuse: READ on the group first (Kafka answers
+// an unauthorized caller before judging its ids), then a non-empty group
+// and a member id no longer than a UUID's 36 characters.
+func shareCaller(c *conn, group, member *string) (string, string, *kerr.Error) {
+	var groupID, memberID string
+	if group != nil {
+		groupID = *group
+	}
+	if member != nil {
+		memberID = *member
+	}
+	if !c.allowedGroup(opRead, groupID) {
+		return "", "", kerr.GroupAuthorizationFailed
+	}
+	if groupID == "" || memberID == "" || len(memberID) > 36 {
+		return "", "", kerr.InvalidRequest
+	}
+	return groupID, memberID, nil
+}
