@@ -171,15 +171,19 @@ func (a aclRow) kmsg() (rt kmsg.ACLResourceType, pt kmsg.ACLResourcePatternType,
 	return rt, pt, op, perm, nil
 }
 
-func (s *Server) createACL(w http.ResponseWriter, r *http.Request) {
-	a, err := aclFromForm(r.PostForm)
-	var rt kmsg.ACLResourceType
-	var pt kmsg.ACLResourcePatternType
-	var op kmsg.ACLOperation
-	var perm kmsg.ACLPermissionType
-	if err == nil {
-		rt, pt, op, perm, err = a.kmsg()
+// postedACL is a posted ACL form with its Kafka enums, read one way for
+// create and delete so that both refuse the same bad values with the same
+// message.
+func postedACL(f url.Values) (a aclRow, rt kmsg.ACLResourceType, pt kmsg.ACLResourcePatternType, op kmsg.ACLOperation, perm kmsg.ACLPermissionType, err error) {
+	if a, err = aclFromForm(f); err != nil {
+		return a, rt, pt, op, perm, err
 	}
+	rt, pt, op, perm, err = a.kmsg()
+	return a, rt, pt, op, perm, err
+}
+
+func (s *Server) createACL(w http.ResponseWriter, r *http.Request) {
+	a, rt, pt, op, perm, err := postedACL(r.PostForm)
 	if err != nil {
 		s.fail(w, r, "create ACL", err)
 		return
@@ -208,14 +212,7 @@ func (s *Server) createACL(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteACL(w http.ResponseWriter, r *http.Request) {
-	a, err := aclFromForm(r.PostForm)
-	var rt kmsg.ACLResourceType
-	var pt kmsg.ACLResourcePatternType
-	var op kmsg.ACLOperation
-	var perm kmsg.ACLPermissionType
-	if err == nil {
-		rt, pt, op, perm, err = a.kmsg()
-	}
+	a, rt, pt, op, perm, err := postedACL(r.PostForm)
 	if err != nil {
 		s.fail(w, r, "delete ACL", err)
 		return
