@@ -95,13 +95,8 @@ snapshot id can be read with time travel, e.g. pyiceberg's
 table.scan(snapshot_id=...).`,
 		Example: `  tributary lake snapshots --target file:///lake clicks`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := catalog()
-			if err != nil {
-				return err
-			}
-			defer done()
-			t, err := c.Load(args[0])
+		RunE: onTable(catalog, func(cmd *cobra.Command, c *iceberg.Catalog, table string) error {
+			t, err := c.Load(table)
 			if err != nil {
 				return err
 			}
@@ -116,7 +111,7 @@ table.scan(snapshot_id=...).`,
 					s.Summary["operation"], s.Summary["added-records"], s.Summary["total-records"], s.Summary["tributary.run-id"], s.Summary["tributary.offsets"])
 			}
 			return w.Flush()
-		},
+		}),
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "describe TABLE",
@@ -130,13 +125,8 @@ the table's properties.`,
   #  ...
   # partitioned by:  hour(_event_time) as _event_time_hour`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := catalog()
-			if err != nil {
-				return err
-			}
-			defer done()
-			t, err := c.Load(args[0])
+		RunE: onTable(catalog, func(cmd *cobra.Command, c *iceberg.Catalog, table string) error {
+			t, err := c.Load(table)
 			if err != nil {
 				return err
 			}
@@ -166,9 +156,23 @@ the table's properties.`,
 			sort.Strings(keys)
 			fmt.Fprintf(out, "properties:      %s\n", strings.Join(keys, ", "))
 			return nil
-		},
+		}),
 	})
 	addLakeMaintenance(cmd, catalog)
 	addLakeQuery(cmd, catalog)
 	return cmd
+}
+
+// onTable is the RunE of a lake verb on one table: every verb opens the
+// catalog for its run and closes it after, whatever it returns, so the
+// open and close live here once.
+func onTable(catalog func() (*iceberg.Catalog, func(), error), run func(cmd *cobra.Command, c *iceberg.Catalog, table string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, done, err := catalog()
+		if err != nil {
+			return err
+		}
+		defer done()
+		return run(cmd, c, args[0])
+	}
 }

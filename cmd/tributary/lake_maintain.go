@@ -35,16 +35,11 @@ nothing.`,
 		Example: `  tributary lake compact --target hdfs://nn:8020/lake clicks
   # compacted 1000 files (5000 rows, 1.4 MB) into 4 in 0.4s: snapshot 5711..., metadata v12`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := catalog()
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: onTable(catalog, func(cmd *cobra.Command, c *iceberg.Catalog, table string) error {
 			if target < 0 {
 				return fmt.Errorf("--target-file-size %d: want a positive byte count", target)
 			}
-			res, err := c.CompactTable(cmd.Context(), args[0], iceberg.Compact{TargetFileBytes: target, MinInputFiles: minFiles})
+			res, err := c.CompactTable(cmd.Context(), table, iceberg.Compact{TargetFileBytes: target, MinInputFiles: minFiles})
 			if err != nil {
 				return err
 			}
@@ -55,7 +50,7 @@ nothing.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "compacted %d files (%d rows, %d bytes) into %d in %.1fs: snapshot %d, metadata v%d\n",
 				res.Rewritten, res.Rows, res.Bytes, res.Written, res.Seconds, res.Snapshot.ID, res.Version)
 			return nil
-		},
+		}),
 	}
 	compact.Flags().Int64Var(&target, "target-file-size", 0, "size of the files written, in bytes (0: the table's write.target-file-size-bytes, else 512 MiB)")
 	compact.Flags().IntVar(&minFiles, "min-input-files", iceberg.DefaultMinInputFiles, "leave a partition alone with fewer small files than this")
@@ -70,13 +65,8 @@ readers open one manifest instead of one per run. compact does the same
 as part of its commit.`,
 		Example: `  tributary lake rewrite-manifests --target file:///lake clicks`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := catalog()
-			if err != nil {
-				return err
-			}
-			defer done()
-			t, snap, err := c.RewriteManifests(args[0])
+		RunE: onTable(catalog, func(cmd *cobra.Command, c *iceberg.Catalog, table string) error {
+			t, snap, err := c.RewriteManifests(table)
 			if err != nil {
 				return err
 			}
@@ -86,7 +76,7 @@ as part of its commit.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "merged the manifests into one: snapshot %d, metadata v%d\n", snap.ID, t.Version)
 			return nil
-		},
+		}),
 	})
 
 	var (
@@ -107,16 +97,11 @@ one it is.`,
 		Example: `  tributary lake expire-snapshots --target hdfs://nn:8020/lake clicks --older-than 168h --retain-last 10
   # expired 52 snapshots (10 retained), deleted 1304 files, metadata v63`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := catalog()
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: onTable(catalog, func(cmd *cobra.Command, c *iceberg.Catalog, table string) error {
 			if maxAge < 0 || minKeep < 0 {
 				return fmt.Errorf("--older-than %s, --retain-last %d: want positive values (0: the table's properties)", maxAge, minKeep)
 			}
-			res, err := c.ExpireSnapshots(args[0], iceberg.Expire{MaxAge: maxAge, MinKeep: minKeep, DryRun: dryRun})
+			res, err := c.ExpireSnapshots(table, iceberg.Expire{MaxAge: maxAge, MinKeep: minKeep, DryRun: dryRun})
 			if err != nil {
 				return err
 			}
@@ -133,7 +118,7 @@ one it is.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "  not deleted (not a data or manifest file of the table): %s\n", p)
 			}
 			return nil
-		},
+		}),
 	}
 	expire.Flags().DurationVar(&maxAge, "older-than", 0, "expire snapshots older than this (0: the table's history.expire.max-snapshot-age-ms, else 120h)")
 	expire.Flags().IntVar(&minKeep, "retain-last", 0, "always keep this many newest snapshots of the current lineage (0: history.expire.min-snapshots-to-keep, else 1)")
@@ -161,16 +146,11 @@ than the table itself are never deleted.`,
   # 3 orphans of 2110 files:
   #   clicks/metadata/0b1d...-m0.avro`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := catalog()
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: onTable(catalog, func(cmd *cobra.Command, c *iceberg.Catalog, table string) error {
 			if orphanAge < iceberg.MinOrphanAge && !orphanForce {
 				return fmt.Errorf("--older-than %s: want at least %s (a commit by another writer must keep its files), or --force", orphanAge, iceberg.MinOrphanAge)
 			}
-			res, err := c.RemoveOrphans(args[0], iceberg.Orphans{OlderThan: time.Now().Add(-orphanAge), DryRun: orphanDry, Force: orphanForce})
+			res, err := c.RemoveOrphans(table, iceberg.Orphans{OlderThan: time.Now().Add(-orphanAge), DryRun: orphanDry, Force: orphanForce})
 			if err != nil {
 				return err
 			}
@@ -183,7 +163,7 @@ than the table itself are never deleted.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", p)
 			}
 			return nil
-		},
+		}),
 	}
 	orphans.Flags().DurationVar(&orphanAge, "older-than", iceberg.DefaultOrphanAge, "only files last modified longer ago than this")
 	orphans.Flags().BoolVar(&orphanDry, "dry-run", false, "list the orphans; delete nothing")
@@ -209,16 +189,11 @@ column is left out of its rows.`,
 		Example: `  tributary lake query --target file:///lake clicks --limit 3
   tributary lake query --target hdfs://nn:8020/lake clicks --snapshot 5711837164245731022 --columns _partition,_offset`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := catalog()
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: onTable(catalog, func(cmd *cobra.Command, c *iceberg.Catalog, table string) error {
 			if limit < 0 {
 				return fmt.Errorf("--limit %d: want 0 (all rows) or more", limit)
 			}
-			t, err := c.Load(args[0])
+			t, err := c.Load(table)
 			if err != nil {
 				return err
 			}
@@ -264,7 +239,7 @@ column is left out of its rows.`,
 				}
 				return nil
 			})
-		},
+		}),
 	}
 	query.Flags().Int64Var(&snapshot, "snapshot", 0, "the snapshot to read (default: the current one)")
 	query.Flags().Int64Var(&limit, "limit", 0, "stop after this many rows (0: all)")
