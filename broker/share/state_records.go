@@ -92,10 +92,8 @@ func ParseStateKey(b []byte) (k Key, update bool, err error) {
 	if n < 0 || !d.need(n+16+4) {
 		return k, false, errBadStateRecord
 	}
-	k.Group = string(d.b[:n])
-	d.b = d.b[n:]
-	copy(k.Topic[:], d.b)
-	d.b = d.b[16:]
+	k.Group = string(d.take(n))
+	copy(k.Topic[:], d.take(16))
 	k.Partition = d.i32()
 	if d.bad || len(d.b) != 0 {
 		return k, false, errBadStateRecord
@@ -206,31 +204,37 @@ func (d *rd) need(n int) bool {
 	return true
 }
 
-func (d *rd) i16() int16 {
-	if !d.need(2) {
-		return 0
+// take consumes the next n bytes, or marks the record bad and returns nil
+// when fewer are left: every fixed-width read goes through it, so a short
+// record is refused the same way wherever it ends.
+func (d *rd) take(n int) []byte {
+	if !d.need(n) {
+		return nil
 	}
-	v := int16(binary.BigEndian.Uint16(d.b))
-	d.b = d.b[2:]
+	v := d.b[:n:n]
+	d.b = d.b[n:]
 	return v
+}
+
+func (d *rd) i16() int16 {
+	if b := d.take(2); b != nil {
+		return int16(binary.BigEndian.Uint16(b))
+	}
+	return 0
 }
 
 func (d *rd) i32() int32 {
-	if !d.need(4) {
-		return 0
+	if b := d.take(4); b != nil {
+		return int32(binary.BigEndian.Uint32(b))
 	}
-	v := int32(binary.BigEndian.Uint32(d.b))
-	d.b = d.b[4:]
-	return v
+	return 0
 }
 
 func (d *rd) i64() int64 {
-	if !d.need(8) {
-		return 0
+	if b := d.take(8); b != nil {
+		return int64(binary.BigEndian.Uint64(b))
 	}
-	v := int64(binary.BigEndian.Uint64(d.b))
-	d.b = d.b[8:]
-	return v
+	return 0
 }
 
 func (d *rd) uv() uint64 {
@@ -250,9 +254,7 @@ func (d *rd) uv() uint64 {
 func (d *rd) tags() {
 	for n := d.uv(); n > 0 && !d.bad; n-- {
 		d.uv()
-		if l := int(d.uv()); d.need(l) {
-			d.b = d.b[l:]
-		}
+		d.take(int(d.uv()))
 	}
 }
 
@@ -265,9 +267,8 @@ func (d *rd) batches() []Batch {
 	out := make([]Batch, 0, n-1)
 	for i := 0; i < n-1 && !d.bad; i++ {
 		b := Batch{First: d.i64(), Last: d.i64()}
-		if d.need(1) {
-			b.State = State(d.b[0])
-			d.b = d.b[1:]
+		if v := d.take(1); v != nil {
+			b.State = State(v[0])
 		}
 		b.Count = d.i16()
 		d.tags()
