@@ -264,17 +264,10 @@ func (s *Server) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 	req.UnknownTags.Set(replica.SecretTag, []byte(s.ctrl.Image().Secret))
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion = pid, epoch, commit, coordinatorEpoch, tv
-	byTopic := map[string]int{}
-	for _, tp := range tps {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(m.Topics)
-			byTopic[tp.Topic] = i
-			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			t.Topic = tp.Topic
-			m.Topics = append(m.Topics, t)
-		}
-		m.Topics[i].Partitions = append(m.Topics[i].Partitions, tp.Partition)
+	for _, g := range tpsByTopic(tps) {
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = g.topic, g.partitions
+		m.Topics = append(m.Topics, t)
 	}
 	req.Markers = append(req.Markers, m)
 	deadline, _ := ctx.Deadline()
@@ -310,22 +303,40 @@ func (s *Server) handleDescribeTransactions(c *conn, req *kmsg.DescribeTransacti
 			st.ErrorCode = code.Code
 		} else {
 			st.State, st.ProducerID, st.ProducerEpoch, st.TimeoutMillis, st.StartTimestamp = m.Status.String(), m.ProducerID, m.Epoch, m.TimeoutMs, m.Start
-			byTopic := map[string]int{}
-			for _, tp := range sortedTPs(m.Partitions) {
-				i, ok := byTopic[tp.Topic]
-				if !ok {
-					i = len(st.Topics)
-					byTopic[tp.Topic] = i
-					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
-					t.Topic = tp.Topic
-					st.Topics = append(st.Topics, t)
-				}
-				st.Topics[i].Partitions = append(st.Topics[i].Partitions, tp.Partition)
+			for _, g := range tpsByTopic(sortedTPs(m.Partitions)) {
+				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+				t.Topic, t.Partitions = g.topic, g.partitions
+				st.Topics = append(st.Topics, t)
 			}
 		}
 		resp.TransactionStates = append(resp.TransactionStates, st)
 	}
 	return resp, nil
+}
+
+// topicPartitions is one topic's partitions, as Kafka's transaction
+// requests and responses list them.
+type topicPartitions struct {
+	topic      string
+	partitions []int32
+}
+
+// tpsByTopic groups tps under their topics, topics in the order they first
+// appear and partitions in the order given, the one shape AddPartitionsToTxn,
+// WriteTxnMarkers and DescribeTransactions all send.
+func tpsByTopic(tps []txn.TP) []topicPartitions {
+	var out []topicPartitions
+	at := map[string]int{}
+	for _, tp := range tps {
+		i, ok := at[tp.Topic]
+		if !ok {
+			i = len(out)
+			at[tp.Topic] = i
+			out = append(out, topicPartitions{topic: tp.Topic})
+		}
+		out[i].partitions = append(out[i].partitions, tp.Partition)
+	}
+	return out
 }
 
 func sortedTPs(m map[txn.TP]bool) []txn.TP {

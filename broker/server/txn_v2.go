@@ -91,17 +91,10 @@ func (s *Server) addRemoteAll(id string, pid int64, epoch int16, tps []txn.TP) m
 	req.UnknownTags.Set(replica.SecretTag, []byte(img.Secret))
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pid, epoch, false
-	byTopic := map[string]int{}
-	for _, tp := range tps {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(rt.Topics)
-			byTopic[tp.Topic] = i
-			rtt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			rtt.Topic = tp.Topic
-			rt.Topics = append(rt.Topics, rtt)
-		}
-		rt.Topics[i].Partitions = append(rt.Topics[i].Partitions, tp.Partition)
+	for _, g := range tpsByTopic(tps) {
+		rtt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rtt.Topic, rtt.Partitions = g.topic, g.partitions
+		rt.Topics = append(rt.Topics, rtt)
 	}
 	req.Transactions = append(req.Transactions, rt)
 	r, err := s.peerRoundTrip(ctx, addr, fmt.Sprintf("tributary-txn-add-%d", s.nodeID), req, 5*time.Second)
