@@ -712,23 +712,7 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 		out = append(out, Record{Key: cgKey(cgMemberKey, g.ID, m.ID, true), Value: m.metadataValue()})
 	}
 
-	// A new epoch when membership, subscriptions or the subscribed
-	// topics changed; then a new target assignment.
-	// The signature costs a pass over every member's topics: only when
-	// something it is made of may have changed.
-	if bump || resolvedChanged || cg.sigGen != gen {
-		if hashSig(cg.signature(topics)) != cg.topicsHash {
-			bump = true
-		}
-		cg.sigGen = gen
-	}
-	if bump {
-		cg.Epoch++
-		out = append(out, cg.epochRecord(g.ID, topics))
-	}
-	if cg.Epoch > cg.AssignmentEpoch {
-		out = append(out, gs.computeTarget(g, topics)...)
-	}
+	out = append(out, gs.nextEpoch(g, topics, gen, bump, resolvedChanged)...)
 
 	var owned tpSet
 	if r.Topics != nil {
@@ -901,6 +885,33 @@ func (cg *consumerGroup) advance(m *cMember, now time.Time) {
 	if unreleased {
 		m.State = memberUnreleased
 	}
+}
+
+// nextEpoch is how a consumer-protocol heartbeat and a classic join of a
+// consumer group move the group on, one way for both so the two protocols
+// bump the same epochs: a new epoch when bump says membership or
+// subscriptions changed, or when the subscribed topics' signature moved,
+// then a new target assignment while the epoch is ahead of it. The
+// signature costs a pass over every member's topics, so it is checked only
+// when bump or recheck (a member's resolved topics changed) say something
+// it is made of may have changed, or the topics changed since gen.
+func (gs *Groups) nextEpoch(g *Group, topics map[string]TopicMeta, gen uint64, bump, recheck bool) []Record {
+	cg := g.consumer
+	var out []Record
+	if bump || recheck || cg.sigGen != gen {
+		if hashSig(cg.signature(topics)) != cg.topicsHash {
+			bump = true
+		}
+		cg.sigGen = gen
+	}
+	if bump {
+		cg.Epoch++
+		out = append(out, cg.epochRecord(g.ID, topics))
+	}
+	if cg.Epoch > cg.AssignmentEpoch {
+		out = append(out, gs.computeTarget(g, topics)...)
+	}
+	return out
 }
 
 // computeTarget runs the group's assignor over every member and returns

@@ -460,20 +460,7 @@ func (gs *Groups) classicJoinConsumer(g *Group, req JoinRequest, now time.Time, 
 	m.Classic = &classicMeta{SessionTimeout: session, Protocols: req.Protocols, syncBy: now.Add(m.rebalanceTimeout())}
 	out = append(out, Record{Key: cgKey(cgMemberKey, g.ID, m.ID, true), Value: m.metadataValue()})
 
-	gen := gs.topicsGeneration(topics)
-	if bump || cg.sigGen != gen {
-		if hashSig(cg.signature(topics)) != cg.topicsHash {
-			bump = true
-		}
-		cg.sigGen = gen
-	}
-	if bump {
-		cg.Epoch++
-		out = append(out, cg.epochRecord(g.ID, topics))
-	}
-	if cg.Epoch > cg.AssignmentEpoch {
-		out = append(out, gs.computeTarget(g, topics)...)
-	}
+	out = append(out, gs.nextEpoch(g, topics, gs.topicsGeneration(topics), bump, false)...)
 	owned := tpSet{}
 	for _, t := range sub.OwnedPartitions {
 		if tm, ok := topics[t.Topic]; ok {
