@@ -49,14 +49,51 @@ const MaxAttempts = 20
 // version when another committer wins the race. It returns the snapshot
 // (nil when Done said the append was there already) and the table.
 func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
-	for attempt := 0; attempt < MaxAttempts; attempt++ {
-		t, err := c.Load(a.Dir)
-		if errors.Is(err, ErrNoTable) {
+	return c.commit(optimistic{
+		dir: a.Dir,
+		create: func() error {
 			s, last, _, err := Evolve(a.Schema, nil, 0)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
-			if _, err := c.Create(a.Dir, s, last, a.TimeColumn, nil); err != nil {
+			_, err = c.Create(a.Dir, s, last, a.TimeColumn, nil)
+			return err
+		},
+		done: a.Done,
+		build: func(t *Table) (*Metadata, *Snapshot, []NewFile, error) {
+			m, snap, err := c.appendMetadata(t, a)
+			return m, snap, nil, err
+		},
+	})
+}
+
+// optimistic is one change to a table, committed by commit.
+type optimistic struct {
+	dir string
+	// create, if set, makes the table when it does not exist yet (an
+	// append's first run); without it a missing table is an error.
+	create func() error
+	// done, if set, is asked on every attempt whether the change is in
+	// the table already (a commit repeated after a crash).
+	done func(*Metadata) (bool, error)
+	// build makes the next version's metadata on t, and says which files
+	// it wrote that must go when that version loses the race.
+	build func(t *Table) (*Metadata, *Snapshot, []NewFile, error)
+	// beforeWrite, if set, runs just before the metadata is written.
+	beforeWrite func()
+}
+
+// commit is the optimistic concurrency Append and Rewrite share, so that
+// both keep another committer's snapshot the same way: load the table,
+// build the next version on it and write it; when another committer took
+// that version first, start again from a fresh load, at most MaxAttempts
+// times. It returns the new table and snapshot (no snapshot when done said
+// the change was there already).
+func (c *Catalog) commit(o optimistic) (*Table, *Snapshot, error) {
+	for attempt := 0; attempt < MaxAttempts; attempt++ {
+		t, err := c.Load(o.dir)
+		if errors.Is(err, ErrNoTable) && o.create != nil {
+			if err := o.create(); err != nil {
 				return nil, nil, err
 			}
 			continue
@@ -64,27 +101,34 @@ func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if a.Done != nil {
-			done, err := a.Done(t.Metadata)
+		if o.done != nil {
+			done, err := o.done(t.Metadata)
 			if err != nil || done {
 				return t, nil, err
 			}
 		}
-		m, snap, err := c.appendMetadata(t, a)
+		m, snap, written, err := o.build(t)
 		if err != nil {
 			return nil, nil, err
 		}
 		crash("iceberg-manifests")
-		file, err := c.write(a.Dir, t.Version+1, m, t)
+		if o.beforeWrite != nil {
+			o.beforeWrite()
+		}
+		file, err := c.write(o.dir, t.Version+1, m, t)
+		if err != nil {
+			// This attempt's files: the next makes its own.
+			c.removeAll(written)
+		}
 		if errors.Is(err, errConflict) {
 			continue
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		return &Table{Dir: a.Dir, Version: t.Version + 1, File: file, Metadata: m, cat: c}, snap, nil
+		return &Table{Dir: o.dir, Version: t.Version + 1, File: file, Metadata: m, cat: c}, snap, nil
 	}
-	return nil, nil, fmt.Errorf("formats/iceberg: %s: lost the commit race %d times", c.Location(a.Dir), MaxAttempts)
+	return nil, nil, fmt.Errorf("formats/iceberg: %s: lost the commit race %d times", c.Location(o.dir), MaxAttempts)
 }
 
 // appendMetadata writes the manifest and manifest list of a snapshot that

@@ -70,39 +70,19 @@ func (c *Catalog) Rewrite(r Rewrite) (*Table, *Snapshot, error) {
 	if r.Operation != "replace" && r.Operation != "overwrite" {
 		return nil, nil, fmt.Errorf("formats/iceberg: rewrite operation %q: want replace or overwrite", r.Operation)
 	}
-	for attempt := 0; attempt < MaxAttempts; attempt++ {
-		t, err := c.Load(r.Dir)
-		if err != nil {
-			return nil, nil, err
-		}
-		if r.Done != nil {
-			done, err := r.Done(t.Metadata)
-			if err != nil || done {
-				return t, nil, err
+	return c.commit(optimistic{
+		dir:  r.Dir,
+		done: r.Done,
+		build: func(t *Table) (*Metadata, *Snapshot, []NewFile, error) {
+			return c.rewriteMetadata(t, r)
+		},
+		// Read on every attempt: a test's hook may unset itself.
+		beforeWrite: func() {
+			if c.beforeRewrite != nil {
+				c.beforeRewrite()
 			}
-		}
-		m, snap, written, err := c.rewriteMetadata(t, r)
-		if err != nil {
-			return nil, nil, err
-		}
-		crash("iceberg-manifests")
-		if c.beforeRewrite != nil {
-			c.beforeRewrite()
-		}
-		file, err := c.write(r.Dir, t.Version+1, m, t)
-		if err != nil {
-			// This attempt's rewritten files: the next makes its own.
-			c.removeAll(written)
-		}
-		if errors.Is(err, errConflict) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		return &Table{Dir: r.Dir, Version: t.Version + 1, File: file, Metadata: m, cat: c}, snap, nil
-	}
-	return nil, nil, fmt.Errorf("formats/iceberg: %s: lost the commit race %d times", c.Location(r.Dir), MaxAttempts)
+		},
+	})
 }
 
 // RewriteManifests merges the current snapshot's manifests into one, in a
