@@ -131,25 +131,37 @@ func (c *Catalog) commit(o optimistic) (*Table, *Snapshot, error) {
 	return nil, nil, fmt.Errorf("formats/iceberg: %s: lost the commit race %d times", c.Location(o.dir), MaxAttempts)
 }
 
+// evolveSchema makes want the current schema of m (a shallow copy of old)
+// when it adds columns to old's, with a fresh schema id and the name
+// mapping readers use for files written before; it returns the schema the
+// snapshot's files are written with. Appends and rewrites both evolve a
+// table this way, so a column added by either reads the same.
+func (c *Catalog) evolveSchema(m, old *Metadata, dir string, want *arrow.Schema) (*Schema, error) {
+	schema, last, changed, err := Evolve(want, old.CurrentSchema(), old.LastColumnID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Location(dir), err)
+	}
+	if !changed {
+		return old.CurrentSchema(), nil
+	}
+	for _, s := range old.Schemas {
+		schema.ID = max(schema.ID, s.ID+1)
+	}
+	m.Schemas = append(append([]*Schema{}, old.Schemas...), schema)
+	m.CurrentSchemaID, m.LastColumnID = schema.ID, last
+	m.Properties = copyMap(old.Properties)
+	m.Properties["schema.name-mapping.default"] = schema.NameMapping()
+	return schema, nil
+}
+
 // appendMetadata writes the manifest and manifest list of a snapshot that
 // adds a.Files to t, and returns the metadata that commits it.
 func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, error) {
 	old := t.Metadata
 	m := *old // shallow: every slice or map changed below is copied first
-	schema, last, changed, err := Evolve(a.Schema, old.CurrentSchema(), old.LastColumnID)
+	schema, err := c.evolveSchema(&m, old, a.Dir, a.Schema)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", c.Location(a.Dir), err)
-	}
-	if changed {
-		for _, s := range old.Schemas {
-			schema.ID = max(schema.ID, s.ID+1)
-		}
-		m.Schemas = append(append([]*Schema{}, old.Schemas...), schema)
-		m.CurrentSchemaID, m.LastColumnID = schema.ID, last
-		m.Properties = copyMap(old.Properties)
-		m.Properties["schema.name-mapping.default"] = schema.NameMapping()
-	} else {
-		schema = old.CurrentSchema()
+		return nil, nil, err
 	}
 	spec := old.Spec()
 	now := c.now().UnixMilli()

@@ -111,19 +111,8 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	m := *old // shallow: every slice or map changed below is copied first
 	schema := old.CurrentSchema()
 	if r.Schema != nil {
-		s, last, changed, err := Evolve(r.Schema, schema, old.LastColumnID)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", c.Location(r.Dir), err)
-		}
-		if changed {
-			for _, o := range old.Schemas {
-				s.ID = max(s.ID, o.ID+1)
-			}
-			m.Schemas = append(append([]*Schema{}, old.Schemas...), s)
-			m.CurrentSchemaID, m.LastColumnID = s.ID, last
-			m.Properties = copyMap(old.Properties)
-			m.Properties["schema.name-mapping.default"] = s.NameMapping()
-			schema = s
+		if schema, err = c.evolveSchema(&m, old, r.Dir, r.Schema); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	spec := old.Spec()
