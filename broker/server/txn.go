@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/broker/txn"
@@ -29,14 +30,7 @@ func (s *Server) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnR
 	var tps []txn.TP
 	unknown := map[txn.TP]bool{}
 	for _, rt := range req.Topics {
-		t := img.Topics[rt.Topic]
-		for _, p := range rt.Partitions {
-			tp := txn.TP{Topic: rt.Topic, Partition: p}
-			if t == nil || p < 0 || int(p) >= len(t.Partitions) {
-				unknown[tp] = true
-			}
-			tps = append(tps, tp)
-		}
+		tps = appendTxnTPs(tps, unknown, img, rt.Topic, rt.Partitions)
 	}
 	var code *kerr.Error
 	if len(unknown) == 0 {
@@ -312,6 +306,22 @@ func (s *Server) handleDescribeTransactions(c *conn, req *kmsg.DescribeTransacti
 		resp.TransactionStates = append(resp.TransactionStates, st)
 	}
 	return resp, nil
+}
+
+// appendTxnTPs appends a topic's partitions named in an AddPartitionsToTxn
+// to tps and marks in unknown those the cluster does not have, the same
+// check for the client's version (v3 and below) and the brokers' (v4+),
+// so both refuse a whole transaction's partitions alike.
+func appendTxnTPs(tps []txn.TP, unknown map[txn.TP]bool, img *cluster.Image, topic string, parts []int32) []txn.TP {
+	t := img.Topics[topic]
+	for _, p := range parts {
+		tp := txn.TP{Topic: topic, Partition: p}
+		if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+			unknown[tp] = true
+		}
+		tps = append(tps, tp)
+	}
+	return tps
 }
 
 // topicPartitions is one topic's partitions, as Kafka's transaction

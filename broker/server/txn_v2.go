@@ -222,14 +222,7 @@ func (s *Server) handleAddPartitionsToTxnBrokers(c *conn, req *kmsg.AddPartition
 		var tps []txn.TP
 		unknown := map[txn.TP]bool{}
 		for _, rt := range rtx.Topics {
-			t := img.Topics[rt.Topic]
-			for _, p := range rt.Partitions {
-				tp := txn.TP{Topic: rt.Topic, Partition: p}
-				if t == nil || p < 0 || int(p) >= len(t.Partitions) {
-					unknown[tp] = true
-				}
-				tps = append(tps, tp)
-			}
+			tps = appendTxnTPs(tps, unknown, img, rt.Topic, rt.Partitions)
 		}
 		codes := map[txn.TP]*kerr.Error{}
 		switch {
