@@ -197,7 +197,9 @@ type rd struct {
 }
 
 func (d *rd) need(n int) bool {
-	if d.bad || len(d.b) < n {
+	// n comes from lengths in the record: a varint past MaxInt turns
+	// negative, which must be refused, not sliced with.
+	if d.bad || n < 0 || len(d.b) < n {
 		d.bad = true
 		return false
 	}
@@ -259,8 +261,16 @@ func (d *rd) tags() {
 }
 
 func (d *rd) batches() []Batch {
-	n := int(d.uv())
-	if n == 0 || !d.need((n-1)*20) {
+	c := d.uv()
+	// Each batch takes at least 20 bytes (two offsets, state, count, tags):
+	// checking the count against what is left keeps (n-1)*20 from
+	// overflowing and make from a huge capacity.
+	if c == 0 || c-1 > uint64(len(d.b))/20 {
+		d.bad = true
+		return nil
+	}
+	n := int(c)
+	if !d.need((n-1)*20) {
 		d.bad = true
 		return nil
 	}
