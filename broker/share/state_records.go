@@ -270,7 +270,7 @@ func (d *rd) batches() []Batch {
 		return nil
 	}
 	n := int(c)
-	if !d.need((n-1)*20) {
+	if !d.need((n - 1) * 20) {
 		d.bad = true
 		return nil
 	}
