@@ -658,12 +658,13 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 	if offset <= l.start.Load() {
 		return nil
 	}
-	return l.advanceStartLocked(offset)
+	return l.advanceStartLocked(offset, true)
 }
 
 // advanceStartLocked moves the log start and deletes segments it leaves
-// wholly behind. mu must be held.
-func (l *Log) advanceStartLocked(offset int64) error {
+// wholly behind, forgetting the leader epochs before it when forgetEpochs.
+// mu must be held.
+func (l *Log) advanceStartLocked(offset int64, forgetEpochs bool) error {
 	l.start.Store(offset)
 	segs := l.segments()
 	n := 0
@@ -678,6 +679,9 @@ func (l *Log) advanceStartLocked(offset int64) error {
 		}
 		kept := append([]*segment(nil), segs[n:]...)
 		l.segs.Store(&kept)
+	}
+	if !forgetEpochs {
+		return nil
 	}
 	return l.epochs.truncateFromStart(offset)
 }

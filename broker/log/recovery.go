@@ -173,6 +173,11 @@ func (l *Log) load(opt Options) error {
 	if opt.CleanShutdown {
 		l.recoveryPoint.Store(end)
 	}
+	if cfg := l.cfg.Load(); cfg.RemoteStorage && !cfg.Compact {
+		// The epochs below the local start describe the remote range
+		// (EnforceRetention keeps them for a tiered log).
+		return l.epochs.truncateFromEnd(end)
+	}
 	return errors.Join(l.epochs.truncateFromEnd(end), l.epochs.truncateFromStart(l.start.Load()))
 }
 

@@ -64,7 +64,12 @@ func (l *Log) EnforceRetention() (deleted int, err error) {
 	}
 	newStart := max(segs[n].base, start)
 	l.logger.Info("retention deleted segments", "segments", n, "log_start_offset", newStart)
-	return n, l.advanceStartLocked(newStart)
+	// A tiered log's history goes on in remote storage, so its leader
+	// epochs stay known below the local start, as Kafka's UnifiedLog keeps
+	// them: OffsetForLeaderEpoch must still answer for the epochs of the
+	// remote range, or a consumer reading there is told its position
+	// diverged when the leader changes.
+	return n, l.advanceStartLocked(newStart, tier == nil)
 }
 
 func allExpired(segs []*segment, expired func(*segment) bool) bool {

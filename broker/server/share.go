@@ -109,7 +109,11 @@ func (c *conn) closedShareSession(group, member string) {
 // connection opened and still owns (a client that went away without
 // closing them, or a consumer that crashed).
 func (c *conn) closeShareSessions() {
-	if c.s.shares == nil {
+	// Sessions exist only on connections that served share requests,
+	// which start after the share manager does; checking them first keeps
+	// the connections accepted early (Raft's, before the manager is set)
+	// from reading s.shares while start-up writes it.
+	if len(c.shareSessions) == 0 || c.s.shares == nil {
 		return
 	}
 	for k := range c.shareSessions {
