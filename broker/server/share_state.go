@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -52,6 +53,11 @@ type shareState struct {
 	stopped bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	// uncommitted, set by tests, makes local writes append and then
+	// fail as if the ISR never caught up (NOT_ENOUGH_REPLICAS): the
+	// record is in the log but the writer is told it failed.
+	uncommitted atomic.Bool
 }
 
 func newShareState(s *Server) *shareState {
@@ -402,6 +408,9 @@ func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot) *kerr.
 		delete(states, k)
 	}
 	st.mu.Unlock()
+	if st.uncommitted.Load() {
+		return kerr.CoordinatorNotAvailable
+	}
 	minISR := 1
 	if t, ok := st.s.ctrl.Image().Topics[shareStateTopic]; ok && int(p) < len(t.Partitions) {
 		minISR = int(min(st.s.cfg.Int("share.coordinator.state.topic.min.isr"), int64(len(t.Partitions[p].Replicas))))

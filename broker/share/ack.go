@@ -12,6 +12,12 @@ import "github.com/twmb/franz-go/pkg/kerr"
 // promise for any caller). Offsets below the SPSO are already finished
 // and are skipped, as Kafka skips already archived offsets.
 func (p *Partition) AcknowledgeBatches(member string, batches []AckBatch, limit int16, now, lock int64) (released bool, err *kerr.Error) {
+	return p.ackBatches(member, batches, limit, now, lock, nil)
+}
+
+// ackBatches is AcknowledgeBatches; with t set, every state change is
+// held as part of t (undoable, see settle) until its write ends.
+func (p *Partition) ackBatches(member string, batches []AckBatch, limit int16, now, lock int64, tx *txn) (released bool, err *kerr.Error) {
 	prev := int64(-1)
 	clipped := make([]AckBatch, 0, len(batches))
 	for _, b := range batches {
@@ -54,13 +60,20 @@ func (p *Partition) AcknowledgeBatches(member string, batches []AckBatch, limit 
 				t = b.Types[off-b.First]
 			}
 			r := &p.recs[off-p.spso]
+			if t != AckRenew && tx != nil {
+				// A lock renewal is not persisted (deadlines are not), so
+				// it has nothing to undo.
+				prev := *r
+				r.tx, r.undo = tx, &prev
+			}
 			switch t {
 			case AckAccept:
 				r.state, r.owner, r.deadline = Acknowledged, "", 0
 			case AckGap, AckReject:
 				r.state, r.owner, r.deadline = Archived, "", 0
 			case AckRelease:
-				released = p.release(r, limit) || released
+				// Held back until the write commits (settle reports it).
+				released = p.release(r, limit) && tx == nil || released
 			case AckRenew:
 				r.deadline = now + lock
 				continue

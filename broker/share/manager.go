@@ -255,6 +255,13 @@ func (m *Manager) persist(k Key, p *Partition) {
 // state another flush took waits for that flush through wmu. A write
 // refused as fenced drops the share partition here: this broker is no
 // longer its leader's latest epoch, the next use reloads it.
+//
+// The acknowledgements a written state holds (the partition's open txn
+// when the state is taken) stand or fall with the write, as Kafka's
+// SharePartition rolls its in-flight state back when the persister write
+// fails: on failure their records are acquired again as before, and the
+// state without them is queued again, so the store ends up agreeing with
+// what the client was told even if the failed write did land.
 func (m *Manager) flush() {
 	if m.store == nil {
 		return
@@ -264,10 +271,27 @@ func (m *Manager) flush() {
 	m.mu.Lock()
 	pend := m.pending
 	m.pending = map[Key]*Snapshot{}
+	type held struct {
+		p *Partition
+		t *txn
+	}
+	txs := map[Key]held{}
+	for k := range pend {
+		if p := m.parts[k]; p != nil && p.open != nil {
+			txs[k] = held{p, p.open}
+			p.open = nil
+		}
+	}
 	m.mu.Unlock()
 	for k, s := range pend {
 		err := m.store.Write(k, s)
 		m.mu.Lock()
+		if h, ok := txs[k]; ok {
+			h.t.done, h.t.err = true, err
+			if h.p.settle(h.t, err == nil) {
+				m.signal()
+			}
+		}
 		switch {
 		case err == nil:
 			delete(m.failed, k)
@@ -277,7 +301,12 @@ func (m *Manager) flush() {
 			delete(m.epochs, k)
 		default:
 			m.failed[k] = err
-			if _, newer := m.pending[k]; !newer {
+			if p := m.parts[k]; p != nil && s != nil {
+				// Rebuilt from memory, not s: it lacks what was rolled
+				// back, and a state queued meanwhile may hold it too.
+				p.dirty = true
+				m.persist(k, p)
+			} else if _, newer := m.pending[k]; !newer {
 				m.pending[k] = s // retried by the next flush
 			}
 			m.logger.Warn("share-group state not persisted", "group", k.Group, "partition", k.Partition, "err", err)
@@ -286,16 +315,30 @@ func (m *Manager) flush() {
 	}
 }
 
+// persisterErr is the partition error for a failed state write, as
+// Kafka's SharePartition maps the persister's (fetchPersisterError); the
+// store's own failures (no leader, not enough replicas, timeouts) are
+// what Kafka's share coordinator reports as COORDINATOR_NOT_AVAILABLE.
+func persisterErr(err error) *kerr.Error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kerr.FencedLeaderEpoch:
+			return kerr.NotLeaderForPartition
+		case kerr.GroupIDNotFound, kerr.UnknownTopicOrPartition, kerr.FencedStateEpoch:
+			return ke
+		}
+	}
+	return kerr.CoordinatorNotAvailable
+}
+
 // writeErr is the error to answer for k after a flush: its last write
 // failed.
 func (m *Manager) writeErr(k Key) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.failed[k]; err != nil {
-		if errors.Is(err, kerr.FencedLeaderEpoch) {
-			return kerr.NotLeaderForPartition
-		}
-		return kerr.CoordinatorNotAvailable
+		return persisterErr(err)
 	}
 	return nil
 }
@@ -546,33 +589,59 @@ type AckBatch struct {
 
 // Acknowledge applies member's acknowledgement batches to one share
 // partition all or nothing, as Kafka's SharePartition.acknowledge: on any
-// error no batch is applied (Partition.AcknowledgeBatches).
+// error no batch is applied (Partition.AcknowledgeBatches). With a store
+// the change holds only once written: if the write fails it is rolled
+// back (the records are the member's again, and come back when their
+// lock expires) and the answer is the write's error.
 func (m *Manager) Acknowledge(k Key, epoch int32, member string, batches []AckBatch) *kerr.Error {
 	if e := m.load(k, epoch); e != nil {
 		return e
 	}
-	err := m.acknowledge(k, member, batches)
-	m.flush()
-	if e := m.writeErr(k); e != nil {
-		return e
+	t, err := m.acknowledge(k, member, batches)
+	if err != nil || t == nil {
+		m.flush() // what the partition changed besides (a slide) is written as before
+		return err
 	}
-	return err
+	m.flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !t.done {
+		// The state was replaced before any write took it (reloaded at
+		// a new leader epoch): the acknowledgement is gone with it.
+		return kerr.NotLeaderForPartition
+	}
+	if t.err != nil {
+		return persisterErr(t.err)
+	}
+	return nil
 }
 
-func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) *kerr.Error {
+// acknowledge applies the batches; the txn returned (nil without a store,
+// or when nothing needs writing) tells how their write went.
+func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) (*txn, *kerr.Error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.parts[k]
 	if p == nil {
-		return kerr.InvalidRecordState
+		return nil, kerr.InvalidRecordState
+	}
+	var t *txn
+	if m.store != nil {
+		if p.open == nil {
+			p.open = &txn{}
+		}
+		t = p.open
 	}
 	now := m.now().UnixNano()
-	released, err := p.AcknowledgeBatches(member, batches, m.cfg.DeliveryLimit, now, int64(m.cfg.LockDuration))
+	released, err := p.ackBatches(member, batches, m.cfg.DeliveryLimit, now, int64(m.cfg.LockDuration), t)
+	if err != nil || !p.holds(t) {
+		t = nil // nothing of this request waits for the write (refused, or renewals only)
+	}
 	m.persist(k, p)
 	if released {
 		m.signal()
 	}
-	return err
+	return t, err
 }
 
 // Offsets is one share partition's start offset, for describing and

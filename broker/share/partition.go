@@ -65,6 +65,19 @@ type record struct {
 	count    int16  // deliveries so far
 	owner    string // the member holding the lock, when acquired
 	deadline int64  // lock expiry, unix nanoseconds, when acquired
+	// tx is the acknowledgement whose state write is still under way
+	// (nil: none), undo the record as it was before it: restored when
+	// that write fails (Kafka's InFlightState rollback). While tx is set
+	// the record is neither acquired nor slid past.
+	tx   *txn
+	undo *record
+}
+
+// txn is the acknowledgements applied to a partition since its state
+// was last taken for a write: they stand or fall with that write.
+type txn struct {
+	done bool
+	err  error
 }
 
 // Partition is one share partition's state. It is not safe for
@@ -73,6 +86,9 @@ type Partition struct {
 	spso, end int64
 	recs      []record // recs[i] is offset spso+i; len == end-spso
 	dirty     bool     // changed since last persisted
+	// open gathers the acknowledgements applied since the state was last
+	// taken for a write (Manager.flush); nil when there are none.
+	open *txn
 	// nextExpiry is no later than the earliest lock deadline in the
 	// window (0: unknown), so that a tick skips a partition with nothing
 	// to expire instead of walking its window (review M3).
@@ -198,7 +214,7 @@ func (p *Partition) Acquire(member string, max int, hw int64, maxLocks int, now,
 		if max <= 0 {
 			return out
 		}
-		if r := &p.recs[i]; r.state == Available && p.spso+int64(i) < hw {
+		if r := &p.recs[i]; r.state == Available && r.tx == nil && p.spso+int64(i) < hw {
 			take(p.spso+int64(i), r)
 		}
 	}
@@ -244,7 +260,7 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []int8, 
 // slide moves the SPSO past finished records at the start of the window.
 func (p *Partition) slide() {
 	n := 0
-	for n < len(p.recs) && (p.recs[n].state == Acknowledged || p.recs[n].state == Archived) {
+	for n < len(p.recs) && p.recs[n].tx == nil && (p.recs[n].state == Acknowledged || p.recs[n].state == Archived) {
 		n++
 	}
 	if n == 0 {
@@ -333,6 +349,42 @@ func Restore(spso int64, batches []Batch, maxLocks int) *Partition {
 	}
 	p.dirty = false
 	return p
+}
+
+// settle ends the transitions of t: kept when ok, otherwise every
+// record goes back to what it was before t's acknowledgements (acquired
+// by its member, lock and delivery count as they were). It reports
+// whether records became available for delivery.
+func (p *Partition) settle(t *txn, ok bool) (released bool) {
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.tx != t {
+			continue
+		}
+		if ok {
+			r.tx, r.undo = nil, nil
+			released = released || r.state == Available
+			continue
+		}
+		*r = *r.undo
+		p.dirty = true
+		p.nextExpiry = 0 // a restored lock may be the earliest
+	}
+	p.slide()
+	return released
+}
+
+// holds says whether some record's change waits for t's write.
+func (p *Partition) holds(t *txn) bool {
+	if t == nil {
+		return false
+	}
+	for i := range p.recs {
+		if p.recs[i].tx == t {
+			return true
+		}
+	}
+	return false
 }
 
 // TakeDirty reports whether the partition changed since the last call.
