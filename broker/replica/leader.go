@@ -104,7 +104,8 @@ func (p *Partition) advanceHW() {
 }
 
 // advanceHWLocked moves a leader's high watermark to the smallest log end
-// of the ISR; a follower that has not fetched yet holds it where it is. The
+// of the ISR, and never past what the producer state has taken in (see
+// Partition.applied); a follower that has not fetched yet holds it where it is. The
 // high watermark never moves back, and stays while the ISR is smaller than
 // min.insync.replicas (KIP-966): the replicas that left it then are the
 // eligible leaders, and they must hold every committed record.
@@ -113,7 +114,7 @@ func (p *Partition) advanceHWLocked() {
 	if p.meta.Leader != p.self || len(p.meta.ISR) < p.minISR {
 		return
 	}
-	hw := p.Log.LogEndOffset()
+	hw := p.applied.Load()
 	for _, r := range p.meta.ISR {
 		if f, ok := p.followers[r]; ok {
 			hw = min(hw, f.leo)

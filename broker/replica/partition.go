@@ -30,6 +30,13 @@ type Partition struct {
 
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
+	// applied is the log end the producer and transaction state have
+	// taken in. The high watermark never passes it: a consumer woken by
+	// followers that fetched a transactional batch before the append that
+	// wrote it recorded its open transaction would be served it under an
+	// LSO that does not know the transaction. Kafka moves the high
+	// watermark under the log lock its appends hold for the same reason.
+	applied atomic.Int64
 
 	// Whether replication of this partition is throttled here, from the
 	// topic's throttled-replicas lists (throttle.go).
@@ -134,6 +141,7 @@ func (p *Partition) rebuildProducers() error {
 	}
 	p.producers = st
 	p.txnsChangedLocked(done, true)
+	p.applied.Store(p.Log.LogEndOffset())
 	p.snapSegs, p.snapSize = p.Log.SegmentCount(), p.Log.Size()
 	if replayed > 0 {
 		// The newest snapshot is behind the log: take one at the next

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/record"
 )
 
 // replicated makes the test partition broker 1's, led by leader, with
@@ -240,4 +241,50 @@ func readLog(t *testing.T, p *Partition, offset int64) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestHighWatermarkWaitsForProducerState: followers can fetch a batch the
+// instant it is in the log, before the append that wrote it has recorded
+// its producer's open transaction. The high watermark they move must not
+// pass it then: a read_committed consumer woken by it would be served the
+// batch under an LSO that does not know the transaction, and see it even
+// if the transaction aborts (TestTransactionsCheckerFaults caught one such
+// aborted read in about ten runs).
+func TestHighWatermarkWaitsForProducerState(t *testing.T) {
+	p := replicated(t, 1, 1, 2, 3)
+	var hw, lso int64 = -1, -1
+	fetched := false
+	// The partition reads its clock between the log append and the
+	// producer state update: where the followers' fetches land.
+	p.now = func() time.Time {
+		if !fetched && p.Log.LogEndOffset() == 1 {
+			fetched = true
+			p.FollowerFetched(2, 1)
+			p.FollowerFetched(3, 1)
+			hw, lso = p.HighWatermark(), p.LastStableOffset()
+		}
+		return testNow
+	}
+	opts := record.DefaultBuildOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = 7, 0, 0, true
+	opts.BaseTimestamp = testNow.UnixMilli()
+	b, err := record.Build(opts, record.NewRecords(record.KV{Value: []byte("aborted later")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, g := p.BeginTxnVerification(7, 0)
+	if _, err := p.AppendTxnAsLeader(b, nil, g); err != nil {
+		t.Fatal(err)
+	}
+	if !fetched {
+		t.Fatal("the partition did not read its clock between the log append and the producer state update")
+	}
+	if hw != 0 || lso != 0 {
+		t.Fatalf("mid-append: high watermark %d, LSO %d; want 0 and 0 (the transaction is not recorded yet)", hw, lso)
+	}
+	p.FollowerFetched(2, 1)
+	p.FollowerFetched(3, 1)
+	if hw, lso := p.HighWatermark(), p.LastStableOffset(); hw != 1 || lso != 0 {
+		t.Fatalf("after the append: high watermark %d, LSO %d; want 1 and 0 (the open transaction holds the LSO)", hw, lso)
+	}
 }

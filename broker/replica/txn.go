@@ -152,6 +152,7 @@ func (p *Partition) applyLocked(batches []byte, now int64) {
 		}
 	}
 	p.txnsChangedLocked(done, true)
+	p.applied.Store(p.Log.LogEndOffset())
 }
 
 // txnsChangedLocked takes the transactions that markers ended and the
