@@ -42,6 +42,9 @@ func (p *Partition) applyMeta(m cluster.Partition, minISR int) roleChange {
 	p.meta.Replicas, p.meta.ISR = slices.Clone(m.Replicas), slices.Clone(m.ISR)
 	p.leaderEpoch.Store(m.LeaderEpoch)
 	epochChanged := old.LeaderEpoch != m.LeaderEpoch || old.Leader != m.Leader || old.Replicas == nil
+	if epochChanged || old.PartitionEpoch != m.PartitionEpoch {
+		p.joining = nil // the metadata's ISR is the truth again
+	}
 	if m.Leader == p.self {
 		if epochChanged || p.followers == nil {
 			p.followers = map[int32]*follower{}
@@ -115,9 +118,11 @@ func (p *Partition) advanceHWLocked() {
 		return
 	}
 	hw := p.applied.Load()
-	for _, r := range p.meta.ISR {
-		if f, ok := p.followers[r]; ok {
-			hw = min(hw, f.leo)
+	for _, rs := range [2][]int32{p.meta.ISR, p.joining} {
+		for _, r := range rs {
+			if f, ok := p.followers[r]; ok {
+				hw = min(hw, f.leo)
+			}
 		}
 	}
 	if hw > p.hw.Load() {
@@ -169,16 +174,29 @@ func (p *Partition) epochStart() int64 {
 
 func (p *Partition) isrChangeLocked(isr []int32) *cluster.ISRChange {
 	p.isrBusy = true
+	p.proposed = p.proposed[:0]
+	for _, r := range isr {
+		if !slices.Contains(p.meta.ISR, r) && !slices.Contains(p.joining, r) {
+			p.proposed = append(p.proposed, r)
+		}
+	}
+	p.joining = append(p.joining, p.proposed...)
 	return &cluster.ISRChange{TopicID: p.TopicID, Partition: p.TP.Partition, Leader: p.self,
 		LeaderEpoch: p.meta.LeaderEpoch, PartitionEpoch: p.meta.PartitionEpoch, ISR: isr}
 }
 
 // ISRChangeDone is called when an ISR change from this partition was
-// answered: the next one may go.
-func (p *Partition) ISRChangeDone() {
+// answered: the next one may go. A refused change adds nobody; an accepted
+// one's joiners count until the metadata has them.
+func (p *Partition) ISRChangeDone(accepted bool) {
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
 	p.isrBusy = false
+	if !accepted {
+		p.joining = slices.DeleteFunc(p.joining, func(r int32) bool { return slices.Contains(p.proposed, r) })
+		p.advanceHWLocked()
+	}
+	p.proposed = p.proposed[:0]
 }
 
 // ShrinkISR returns the ISR change that removes the followers that have not

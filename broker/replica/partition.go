@@ -49,7 +49,13 @@ type Partition struct {
 	hwWake    chan struct{}       // closed when the high watermark moves or leadership changes; stateMu
 	hwWakeOut bool                // hwWake was handed out; stateMu
 	isrBusy   bool                // an ISR change is on its way to the controller; stateMu
-	minISR    int                 // min.insync.replicas, at most the replication factor; stateMu
+	// joining are the followers an ISR change on its way, or accepted but
+	// not in the metadata yet, adds: the high watermark waits for them as
+	// for the ISR (Kafka's maximal ISR), or a joiner the controller made
+	// eligible could lack records the high watermark passed. stateMu
+	joining  []int32
+	proposed []int32 // the joiners of the change on its way; stateMu
+	minISR   int     // min.insync.replicas, at most the replication factor; stateMu
 
 	appendMu  sync.Mutex
 	producers *producer.State

@@ -83,11 +83,12 @@ func (m *Manager) RequestISRChange(p *Partition, ch *cluster.ISRChange) {
 		return
 	}
 	go func() {
-		defer p.ISRChangeDone()
 		if err := m.transport.AlterISR(*ch); err != nil {
+			p.ISRChangeDone(false)
 			m.logger.Info("ISR change refused", "partition", p.TP.String(), "isr", ch.ISR, "err", err)
 			return
 		}
+		p.ISRChangeDone(true)
 		m.logger.Info("ISR changed", "partition", p.TP.String(), "isr", ch.ISR)
 	}()
 }

@@ -98,7 +98,7 @@ func TestISRChanges(t *testing.T) {
 	if again, _ := p.FollowerFetched(3, 5); again != nil {
 		t.Fatalf("a second change while the first is pending: %+v", again)
 	}
-	p.ISRChangeDone()
+	p.ISRChangeDone(true)
 	p.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 1)
 
 	mustProduce(t, p, -1, 0, 0, 5)
@@ -111,6 +111,46 @@ func TestISRChanges(t *testing.T) {
 	ch = p.ShrinkISR(10 * time.Second)
 	if ch == nil || !slices.Equal(ch.ISR, []int32{1, 2}) {
 		t.Fatalf("follower 3 behind for 15 s: change %+v, want the ISR 1, 2", ch)
+	}
+}
+
+// TestHighWatermarkWaitsForJoiners: while a follower's ISR join is on its
+// way to the controller, and once accepted until the metadata has it, the
+// high watermark waits for that follower too (Kafka's maximal ISR): the
+// controller may already count it as eligible, and a leader elected from
+// it must hold every record consumers saw. A refused join releases it.
+func TestHighWatermarkWaitsForJoiners(t *testing.T) {
+	p := replicated(t, 1, 1, 2)
+	mustProduce(t, p, -1, 0, 0, 5)
+	p.FollowerFetched(2, 5)
+	if ch, _ := p.FollowerFetched(3, 5); ch == nil {
+		t.Fatal("caught-up follower 3 was not proposed for the ISR")
+	}
+	mustProduce(t, p, -1, 0, 0, 5)
+	p.FollowerFetched(2, 10)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d while 3 joins from offset 5, want 5", hw)
+	}
+	p.ISRChangeDone(true)
+	p.FollowerFetched(2, 10)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d after the join was accepted, before the metadata has it, want 5", hw)
+	}
+	p.applyMeta(cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 1)
+	p.FollowerFetched(3, 10)
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d once 3 is in the ISR and caught up, want 10", hw)
+	}
+
+	q := replicated(t, 1, 1, 2)
+	mustProduce(t, q, -1, 0, 0, 5)
+	q.FollowerFetched(2, 5)
+	q.FollowerFetched(3, 5)
+	mustProduce(t, q, -1, 0, 0, 5)
+	q.FollowerFetched(2, 10)
+	q.ISRChangeDone(false)
+	if hw := q.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d after 3's join was refused, want 10", hw)
 	}
 }
 
