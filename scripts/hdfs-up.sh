@@ -357,16 +357,15 @@ dn_pid=$(start datanode org.apache.hadoop.hdfs.server.datanode.DataNode)
 # the watchdog below carry on.
 trap '' PIPE
 
+# shellcheck source=lib/watchdog.sh
+source "$here/lib/watchdog.sh"
 watch_pid=
 old_watch=$(state_get HDFS_WATCHDOG_PID)
-if ((dn_only)) && [[ -n "$old_watch" ]] && tr '\0' ' ' <"/proc/$old_watch/cmdline" 2>/dev/null | grep -qF "$state"; then
+if ((dn_only)) && watchdog_of "$old_watch" "$state"; then
   watch_pid=$old_watch # still watching the instance
 elif [[ -n "${HDFS_OWNER_PID:-}" ]]; then
-  # A watchdog in its own session: when the owner is gone (a test binary that
-  # was killed or timed out, even while this script still waits), it stops
-  # the cluster and removes an owned dir.
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" "$3"' \
-    hdfs-watchdog "$HDFS_OWNER_PID" "$here/hdfs-down.sh" "$state" </dev/null >/dev/null 2>&1 &
+  # It stops the cluster and removes an owned dir.
+  watchdog_start hdfs-watchdog "$HDFS_OWNER_PID" "$here/hdfs-down.sh" "$state"
   watch_pid=$!
 fi
 

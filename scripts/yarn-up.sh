@@ -183,10 +183,11 @@ start() {
 rm_pid=$(start resourcemanager org.apache.hadoop.yarn.server.resourcemanager.ResourceManager)
 nm_pid=$(start nodemanager org.apache.hadoop.yarn.server.nodemanager.NodeManager)
 trap '' PIPE
+# shellcheck source=lib/watchdog.sh
+source "$here/lib/watchdog.sh"
 watch_pid=
 if [[ -n "${YARN_OWNER_PID:-}" ]]; then
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" "$3"' \
-    yarn-watchdog "$YARN_OWNER_PID" "$here/yarn-down.sh" "$state" </dev/null >/dev/null 2>&1 &
+  watchdog_start yarn-watchdog "$YARN_OWNER_PID" "$here/yarn-down.sh" "$state"
   watch_pid=$!
 fi
 app_cp="$conf:$lib/*"
