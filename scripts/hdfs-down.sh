@@ -38,10 +38,9 @@ owned=$(get HDFS_DIR_OWNED)
 # Only signal a PID that is still a JVM of this instance (PIDs get reused).
 ours() { [[ -n "$1" ]] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "-Dtributary.hdfs.dir=$dir "; }
 
-watch=$(get HDFS_WATCHDOG_PID)
-if [[ -n "$watch" && "$watch" != "$$" ]] && tr '\0' ' ' <"/proc/$watch/cmdline" 2>/dev/null | grep -qF "$state"; then
-  kill -TERM "$watch" 2>/dev/null || true
-fi
+# shellcheck source=lib/watchdog.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/watchdog.sh"
+watchdog_stop "$(get HDFS_WATCHDOG_PID)" "$state"
 
 pids=()
 # The KDC last: the daemons may still renew their tickets while they stop.

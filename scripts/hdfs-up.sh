@@ -68,7 +68,6 @@ pom="$tmpl/pom.xml"
 root="${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/hadoop-$HADOOP_VERSION"
 lib="$root/lib"
 res="$root/res"
-stamp="$root/.complete"
 t0=$(date +%s%N)
 
 log() { printf 'hdfs-up: %s\n' "$*" >&2; }
@@ -77,79 +76,30 @@ elapsed() { echo "$(( ($(date +%s%N) - t0) / 1000000 )) ms"; }
 
 # --- the jars -----------------------------------------------------------------
 
-want=$(sha256sum "$pom" | cut -d' ' -f1)
-complete() { [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -d "$lib" && -d "$res" ]]; }
-
-fetch_jars() {
-  command -v mvn >/dev/null || die "mvn not found (install Maven 3.8+ and Java 17+)"
-  mkdir -p "$root"
-  # fd 9 holds the lock; it is closed again before any daemon starts, or the
-  # daemons would inherit it and hold the lock for as long as they run.
-  exec 9>"$root/.lock"
-  if command -v flock >/dev/null; then flock 9; fi
-  if ! complete; then
-    rm -f "$stamp"
-    local tmp
-    tmp=$(mktemp -d "$root/lib.tmp.XXXXXX")
-    log "resolving org.apache.hadoop:hadoop-hdfs/hadoop-common:$HADOOP_VERSION from Maven Central into $lib ..."
-    local start=$SECONDS
-    if ! mvn -B -q -Dstyle.color=never -f "$pom" \
-        dependency:copy-dependencies -DoutputDirectory="$tmp" >&2; then
-      rm -rf "$tmp"
-      exec 9>&-
-      die "mvn dependency:copy-dependencies failed"
-    fi
-    local j
-    for j in "hadoop-hdfs-$HADOOP_VERSION.jar" "hadoop-hdfs-client-$HADOOP_VERSION.jar" \
-             "hadoop-common-$HADOOP_VERSION.jar" "hadoop-auth-$HADOOP_VERSION.jar"; do
-      [[ -f "$tmp/$j" ]] || { rm -rf "$tmp"; exec 9>&-; die "missing $j after mvn; not marking the cache complete"; }
-    done
-    rm -rf "$lib"
-    mv "$tmp" "$lib"
-    # The Maven jar of hadoop-hdfs has no webapps/ (the tarball has them next
-    # to the jars). HttpServer2 only needs webapps/<name> to exist on the
-    # classpath; the JMX, WebHDFS and /conf servlets are registered in code.
-    # The HTML UI is therefore absent.
-    rm -rf "$res"
-    mkdir -p "$res/webapps/hdfs" "$res/webapps/datanode" "$res/webapps/secondary" \
-             "$res/webapps/journal" "$res/webapps/static"
-    echo "$want" >"$stamp"
-    log "jars done in $((SECONDS - start))s: $(ls "$lib" | wc -l) jars, $(du -sh "$lib" | cut -f1)"
-  fi
-  exec 9>&-
+# shellcheck source=lib/maven-jars.sh
+source "$here/lib/maven-jars.sh"
+# The Maven jar of hadoop-hdfs has no webapps/ (the tarball has them next to
+# the jars). HttpServer2 only needs webapps/<name> to exist on the classpath;
+# the JMX, WebHDFS and /conf servlets are registered in code. The HTML UI is
+# therefore absent.
+make_res() {
+  rm -rf "$res"
+  mkdir -p "$res/webapps/hdfs" "$res/webapps/datanode" "$res/webapps/secondary" \
+           "$res/webapps/journal" "$res/webapps/static"
 }
-
-complete || fetch_jars
+maven_jars --log hdfs-up --dir "$lib" --pom "$pom" --stamp "$root/.complete" \
+  --what "org.apache.hadoop:hadoop-hdfs/hadoop-common:$HADOOP_VERSION" \
+  --need "hadoop-hdfs-$HADOOP_VERSION.jar" --need "hadoop-hdfs-client-$HADOOP_VERSION.jar" \
+  --need "hadoop-common-$HADOOP_VERSION.jar" --need "hadoop-auth-$HADOOP_VERSION.jar" \
+  --then make_res --also "$res" || exit 1
 
 kerberos=${HDFS_KERBEROS:-0}
-kdc_pom="$tmpl/minikdc/pom.xml"
 kdc_lib="$root/minikdc-lib"
-kdc_stamp="$root/.minikdc-complete"
-kdc_want=$(sha256sum "$kdc_pom" | cut -d' ' -f1)
-kdc_complete() { [[ -f "$kdc_stamp" && "$(cat "$kdc_stamp")" == "$kdc_want" && -d "$kdc_lib" ]]; }
-fetch_kdc_jars() {
-  command -v mvn >/dev/null || die "mvn not found (install Maven 3.8+ and Java 17+)"
-  exec 9>"$root/.lock"
-  if command -v flock >/dev/null; then flock 9; fi
-  if ! kdc_complete; then
-    rm -f "$kdc_stamp"
-    local tmp
-    tmp=$(mktemp -d "$root/minikdc-lib.tmp.XXXXXX")
-    log "resolving org.apache.hadoop:hadoop-minikdc:$HADOOP_VERSION from Maven Central into $kdc_lib ..."
-    if ! mvn -B -q -Dstyle.color=never -f "$kdc_pom" \
-        dependency:copy-dependencies -DoutputDirectory="$tmp" >&2 ||
-       [[ ! -f "$tmp/hadoop-minikdc-$HADOOP_VERSION.jar" ]]; then
-      rm -rf "$tmp"
-      exec 9>&-
-      die "mvn could not fetch hadoop-minikdc-$HADOOP_VERSION"
-    fi
-    rm -rf "$kdc_lib"
-    mv "$tmp" "$kdc_lib"
-    echo "$kdc_want" >"$kdc_stamp"
-  fi
-  exec 9>&-
-}
-if ((kerberos)); then kdc_complete || fetch_kdc_jars; fi
+if ((kerberos)); then
+  maven_jars --log hdfs-up --dir "$kdc_lib" --pom "$tmpl/minikdc/pom.xml" --stamp "$root/.minikdc-complete" \
+    --what "org.apache.hadoop:hadoop-minikdc:$HADOOP_VERSION" \
+    --need "hadoop-minikdc-$HADOOP_VERSION.jar" || exit 1
+fi
 
 if [[ "${HDFS_JARS_ONLY:-}" == 1 ]]; then
   echo "HADOOP_LIB=$lib"
@@ -407,16 +357,15 @@ dn_pid=$(start datanode org.apache.hadoop.hdfs.server.datanode.DataNode)
 # the watchdog below carry on.
 trap '' PIPE
 
+# shellcheck source=lib/watchdog.sh
+source "$here/lib/watchdog.sh"
 watch_pid=
 old_watch=$(state_get HDFS_WATCHDOG_PID)
-if ((dn_only)) && [[ -n "$old_watch" ]] && tr '\0' ' ' <"/proc/$old_watch/cmdline" 2>/dev/null | grep -qF "$state"; then
+if ((dn_only)) && watchdog_of "$old_watch" "$state"; then
   watch_pid=$old_watch # still watching the instance
 elif [[ -n "${HDFS_OWNER_PID:-}" ]]; then
-  # A watchdog in its own session: when the owner is gone (a test binary that
-  # was killed or timed out, even while this script still waits), it stops
-  # the cluster and removes an owned dir.
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" "$3"' \
-    hdfs-watchdog "$HDFS_OWNER_PID" "$here/hdfs-down.sh" "$state" </dev/null >/dev/null 2>&1 &
+  # It stops the cluster and removes an owned dir.
+  watchdog_start hdfs-watchdog "$HDFS_OWNER_PID" "$here/hdfs-down.sh" "$state"
   watch_pid=$!
 fi
 

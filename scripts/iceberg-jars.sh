@@ -18,47 +18,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 pom="$here/iceberg/pom.xml"
 root="${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/iceberg-$ICEBERG_VERSION"
 lib="$root/lib"
-stamp="$root/.complete"
 
-log() { printf 'iceberg-jars: %s\n' "$*" >&2; }
-
-want=$(sha256sum "$pom" | cut -d' ' -f1)
-complete() { [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -d "$lib" ]]; }
-
-if complete; then
-  echo "$lib"
-  exit 0
-fi
-
-command -v mvn >/dev/null || { log "mvn not found (install Maven 3.8+ and Java 17+)"; exit 1; }
-
-mkdir -p "$root"
-exec 9>"$root/.lock"
-if command -v flock >/dev/null; then flock 9; fi
-if complete; then # another process finished while we waited
-  echo "$lib"
-  exit 0
-fi
-
-rm -f "$stamp"
-tmp=$(mktemp -d "$root/lib.tmp.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-log "resolving org.apache.iceberg:iceberg-core/parquet/data:$ICEBERG_VERSION from Maven Central into $lib ..."
-start=$SECONDS
-mvn -B -q -Dstyle.color=never -f "$pom" \
-  dependency:copy-dependencies -DoutputDirectory="$tmp" >&2
-
-for j in "iceberg-core-$ICEBERG_VERSION.jar" "iceberg-parquet-$ICEBERG_VERSION.jar" \
-         "iceberg-data-$ICEBERG_VERSION.jar"; do
-  [[ -f "$tmp/$j" ]] || { log "missing $j after mvn; not marking the cache complete"; exit 1; }
-done
-ls "$tmp"/hadoop-common-*.jar "$tmp"/parquet-hadoop-*.jar >/dev/null
-
-rm -rf "$lib"
-mv "$tmp" "$lib"
-trap - EXIT
-
-echo "$want" >"$stamp"
-log "done in $((SECONDS - start))s: $(ls "$lib" | wc -l) jars, $(du -sh "$lib" | cut -f1)"
+# shellcheck source=lib/maven-jars.sh
+source "$here/lib/maven-jars.sh"
+maven_jars --log iceberg-jars --dir "$lib" --pom "$pom" --stamp "$root/.complete" \
+  --what "org.apache.iceberg:iceberg-core/parquet/data:$ICEBERG_VERSION" \
+  --need "iceberg-core-$ICEBERG_VERSION.jar" --need "iceberg-parquet-$ICEBERG_VERSION.jar" \
+  --need "iceberg-data-$ICEBERG_VERSION.jar" \
+  --need "hadoop-common-*.jar" --need "parquet-hadoop-*.jar" || exit 1
 echo "$lib"

@@ -19,53 +19,16 @@ pom="$here/kafka/pom.xml"
 root="${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/kafka-$KAFKA_VERSION"
 lib="$root/lib"
 conf="$root/config"
-stamp="$root/.complete"
 
-log() { printf 'kafka-jars: %s\n' "$*" >&2; }
-
-want=$(sha256sum "$pom" | cut -d' ' -f1)
-complete() { [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -d "$lib" ]]; }
-
-if complete; then
-  echo "$lib"
-  exit 0
-fi
-
-command -v mvn >/dev/null || { log "mvn not found (install Maven 3.8+ and Java 17+)"; exit 1; }
-command -v java >/dev/null || log "warning: java not found; the jars are useless without Java 17+"
-
-mkdir -p "$root"
-exec 9>"$root/.lock"
-if command -v flock >/dev/null; then flock 9; fi
-if complete; then # another process finished while we waited
-  echo "$lib"
-  exit 0
-fi
-
-rm -f "$stamp"
-tmp=$(mktemp -d "$root/lib.tmp.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-log "resolving org.apache.kafka:kafka_2.13:$KAFKA_VERSION + kafka-tools:$KAFKA_VERSION from Maven Central into $lib ..."
-start=$SECONDS
-mvn -B -q -Dstyle.color=never -f "$pom" \
-  dependency:copy-dependencies -DoutputDirectory="$tmp" >&2
-
-for j in "kafka_2.13-$KAFKA_VERSION.jar" "kafka-tools-$KAFKA_VERSION.jar" \
-         "kafka-clients-$KAFKA_VERSION.jar" "kafka-server-$KAFKA_VERSION.jar" \
-         "kafka-storage-$KAFKA_VERSION.jar" "kafka-raft-$KAFKA_VERSION.jar"; do
-  [[ -f "$tmp/$j" ]] || { log "missing $j after mvn; not marking the cache complete"; exit 1; }
-done
-ls "$tmp"/log4j-slf4j-impl-*.jar "$tmp"/log4j-core-*.jar "$tmp"/scala-library-*.jar >/dev/null
-
-rm -rf "$lib"
-mv "$tmp" "$lib"
-trap - EXIT
+# shellcheck source=lib/maven-jars.sh
+source "$here/lib/maven-jars.sh"
 
 # A log4j2 configuration logging to stderr; the level is a system property:
 #   java -Dlog4j2.configurationFile="$conf/log4j2.properties" -Dkafka.log.level=WARN ...
-mkdir -p "$conf"
-cat >"$conf/log4j2.properties" <<'PROPS'
+write_config() {
+  command -v java >/dev/null || echo "kafka-jars: warning: java not found; the jars are useless without Java 17+" >&2
+  mkdir -p "$conf"
+  cat >"$conf/log4j2.properties" <<'PROPS'
 # Written by scripts/kafka-jars.sh. Everything to stderr, one line per event.
 status = warn
 appender.stderr.type = Console
@@ -80,7 +43,13 @@ logger.kafka.level = ${sys:kafka.log.level:-INFO}
 logger.apache.name = org.apache.kafka
 logger.apache.level = ${sys:kafka.log.level:-INFO}
 PROPS
+}
 
-echo "$want" >"$stamp"
-log "done in $((SECONDS - start))s: $(ls "$lib" | wc -l) jars, $(du -sh "$lib" | cut -f1)"
+maven_jars --log kafka-jars --dir "$lib" --pom "$pom" --stamp "$root/.complete" \
+  --what "org.apache.kafka:kafka_2.13:$KAFKA_VERSION + kafka-tools:$KAFKA_VERSION" \
+  --need "kafka_2.13-$KAFKA_VERSION.jar" --need "kafka-tools-$KAFKA_VERSION.jar" \
+  --need "kafka-clients-$KAFKA_VERSION.jar" --need "kafka-server-$KAFKA_VERSION.jar" \
+  --need "kafka-storage-$KAFKA_VERSION.jar" --need "kafka-raft-$KAFKA_VERSION.jar" \
+  --need "log4j-slf4j-impl-*.jar" --need "log4j-core-*.jar" --need "scala-library-*.jar" \
+  --then write_config || exit 1
 echo "$lib"

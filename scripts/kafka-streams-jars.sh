@@ -15,23 +15,14 @@
 set -euo pipefail
 
 KAFKA_VERSION=4.4.0
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root="${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/kafka-$KAFKA_VERSION"
 lib="$root/streams-lib"
-jar="kafka-streams-$KAFKA_VERSION.jar"
 
-if [[ -f "$lib/$jar" ]]; then
-  echo "$lib"
-  exit 0
-fi
-command -v mvn >/dev/null || { echo "kafka-streams-jars: mvn not found (install Maven 3.8+)" >&2; exit 1; }
-mkdir -p "$root"
-tmp=$(mktemp -d "$root/streams-lib.tmp.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-mvn -B -q -Dstyle.color=never dependency:copy \
-  -Dartifact="org.apache.kafka:kafka-streams:$KAFKA_VERSION" -DoutputDirectory="$tmp" >&2
-[[ -f "$tmp/$jar" ]] || { echo "kafka-streams-jars: $jar missing after mvn" >&2; exit 1; }
-# The first of concurrent runs wins; the others find the directory in place.
-mv -T "$tmp" "$lib" 2>/dev/null || true
-trap - EXIT
-rm -rf "$tmp"
+# shellcheck source=lib/maven-jars.sh
+source "$here/lib/maven-jars.sh"
+# No stamp: the directory holding the jar is complete (it appears by rename).
+maven_jars --log kafka-streams-jars --dir "$lib" \
+  --artifact "org.apache.kafka:kafka-streams:$KAFKA_VERSION" \
+  --need "kafka-streams-$KAFKA_VERSION.jar" || exit 1
 echo "$lib"

@@ -9,10 +9,9 @@ state=${1:-${YARN_STATE:-}}
 get() { sed -n "s/^$1=//p" "$state" | tail -n 1; }
 dir=$(get YARN_DIR)
 ours() { [[ -n "$1" ]] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "-Dtributary.yarn.dir=$dir "; }
-watch=$(get YARN_WATCHDOG_PID)
-if [[ -n "$watch" && "$watch" != "$$" ]] && tr '\0' ' ' <"/proc/$watch/cmdline" 2>/dev/null | grep -qF "$state"; then
-  kill -TERM "$watch" 2>/dev/null || true
-fi
+# shellcheck source=lib/watchdog.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/watchdog.sh"
+watchdog_stop "$(get YARN_WATCHDOG_PID)" "$state"
 pids=()
 for k in YARN_NM_PID YARN_RM_PID; do
   p=$(get "$k")

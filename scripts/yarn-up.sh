@@ -46,39 +46,18 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 pom="$here/hadoop/yarn/pom.xml"
 root="${TRIBUTARY_CACHE:-$HOME/.cache/tributary}/hadoop-$HADOOP_VERSION"
 lib="$root/yarn-lib"
-stamp="$root/.yarn-complete"
 t0=$(date +%s%N)
 
 log() { printf 'yarn-up: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 elapsed() { echo "$(( ($(date +%s%N) - t0) / 1000000 )) ms"; }
 
-want=$(sha256sum "$pom" | cut -d' ' -f1)
-complete() { [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -d "$lib" ]]; }
-fetch_jars() {
-  command -v mvn >/dev/null || die "mvn not found (install Maven 3.8+ and Java 17+)"
-  mkdir -p "$root"
-  exec 9>"$root/.lock"
-  if command -v flock >/dev/null; then flock 9; fi
-  if ! complete; then
-    rm -f "$stamp"
-    local tmp
-    tmp=$(mktemp -d "$root/yarn-lib.tmp.XXXXXX")
-    log "resolving Hadoop $HADOOP_VERSION's YARN jars from Maven Central into $lib ..."
-    if ! mvn -B -q -Dstyle.color=never -f "$pom" \
-        dependency:copy-dependencies -DoutputDirectory="$tmp" >&2 ||
-       [[ ! -f "$tmp/hadoop-yarn-server-nodemanager-$HADOOP_VERSION.jar" ||
-          ! -f "$tmp/hadoop-yarn-applications-distributedshell-$HADOOP_VERSION.jar" ]]; then
-      rm -rf "$tmp"; exec 9>&-
-      die "mvn could not fetch the YARN jars"
-    fi
-    rm -rf "$lib"
-    mv "$tmp" "$lib"
-    echo "$want" >"$stamp"
-  fi
-  exec 9>&-
-}
-complete || fetch_jars
+# shellcheck source=lib/maven-jars.sh
+source "$here/lib/maven-jars.sh"
+maven_jars --log yarn-up --dir "$lib" --pom "$pom" --stamp "$root/.yarn-complete" \
+  --what "Hadoop $HADOOP_VERSION's YARN jars" \
+  --need "hadoop-yarn-server-nodemanager-$HADOOP_VERSION.jar" \
+  --need "hadoop-yarn-applications-distributedshell-$HADOOP_VERSION.jar" || exit 1
 dshell="$lib/hadoop-yarn-applications-distributedshell-$HADOOP_VERSION.jar"
 if [[ "${YARN_JARS_ONLY:-}" == 1 ]]; then
   echo "YARN_LIB=$lib"
@@ -204,10 +183,11 @@ start() {
 rm_pid=$(start resourcemanager org.apache.hadoop.yarn.server.resourcemanager.ResourceManager)
 nm_pid=$(start nodemanager org.apache.hadoop.yarn.server.nodemanager.NodeManager)
 trap '' PIPE
+# shellcheck source=lib/watchdog.sh
+source "$here/lib/watchdog.sh"
 watch_pid=
 if [[ -n "${YARN_OWNER_PID:-}" ]]; then
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" "$3"' \
-    yarn-watchdog "$YARN_OWNER_PID" "$here/yarn-down.sh" "$state" </dev/null >/dev/null 2>&1 &
+  watchdog_start yarn-watchdog "$YARN_OWNER_PID" "$here/yarn-down.sh" "$state"
   watch_pid=$!
 fi
 app_cp="$conf:$lib/*"

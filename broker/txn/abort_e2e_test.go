@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ import (
 func TestTransactionsAdminAbort(t *testing.T) {
 	t.Parallel()
 	k := testbroker.FindJDK(t)
-	classes := k.Compile(t, filepath.Join(testbroker.RepoRoot(), "broker", "txn", "testdata", "TxnTools.java"))
+	classes := compileTxnJava(t, k, "TxnTools")
 	b := testbroker.Start(t, txnProps...)
 	bin := testbroker.Binary(t)
 	for _, topic := range []string{"hang-t", "hang-k"} {

@@ -20,7 +20,7 @@ import (
 func TestTransactionsJava(t *testing.T) {
 	t.Parallel()
 	k := testbroker.FindJDK(t)
-	classes := k.Compile(t, filepath.Join(testbroker.RepoRoot(), "broker", "txn", "testdata", "TxnFencing.java"))
+	classes := compileTxnJava(t, k, "TxnFencing")
 	b := testbroker.Start(t, txnProps...)
 	createTopic(t, b.Addr(), "jtx", 2)
 
@@ -71,4 +71,13 @@ func TestTransactionsJava(t *testing.T) {
 	if out := tool("describe-producers"); !strings.Contains(out, "CurrentTransactionStartOffset") || !strings.Contains(out, "None") {
 		t.Errorf("kafka-transactions describe-producers shows no producer without an open transaction")
 	}
+}
+
+// compileTxnJava compiles testdata/<name>.java, one of the transactional
+// test programs, with testdata/TxnClients.java, the setup they share, and
+// returns the class directory.
+func compileTxnJava(t *testing.T, k testbroker.JDK, name string) string {
+	t.Helper()
+	dir := filepath.Join(testbroker.RepoRoot(), "broker", "txn", "testdata")
+	return k.Compile(t, filepath.Join(dir, name+".java"), filepath.Join(dir, "TxnClients.java"))
 }

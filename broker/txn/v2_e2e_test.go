@@ -3,7 +3,6 @@ package txn_test
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -331,7 +330,7 @@ func TestTransactionsV2Fallback(t *testing.T) {
 func TestTransactionsV2Java(t *testing.T) {
 	t.Parallel()
 	k := testbroker.FindJDK(t)
-	classes := k.Compile(t, filepath.Join(testbroker.RepoRoot(), "broker", "txn", "testdata", "TxnV2.java"))
+	classes := compileTxnJava(t, k, "TxnV2")
 	run := func(addr string) map[string]string {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -13,7 +13,6 @@ import java.util.List;
  */
 public class TxnTools {
     public static void main(String[] args) throws Exception {
-        org.apache.kafka.common.utils.internals.Exit.setExitProcedure((code, msg) -> { throw new ToolExit(code); });
         List<List<String>> runs = new ArrayList<>();
         runs.add(new ArrayList<>());
         for (String a : Arrays.asList(args).subList(1, args.length)) {
@@ -26,27 +25,8 @@ public class TxnTools {
         for (List<String> run : runs) {
             List<String> argv = new ArrayList<>(List.of("--bootstrap-server", args[0]));
             argv.addAll(run);
-            System.out.println("TOOL " + run.get(0));
-            int code = 0;
-            try {
-                org.apache.kafka.tools.TransactionsCommand.main(argv.toArray(new String[0]));
-            } catch (ToolExit e) {
-                code = e.code;
-            }
-            System.out.flush();
-            System.out.println("EXIT " + code);
+            TxnClients.tool(run.get(0), org.apache.kafka.tools.TransactionsCommand::main, argv.toArray(new String[0]));
         }
-        System.out.flush();
-        Runtime.getRuntime().halt(0);
-    }
-
-    static final class ToolExit extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-        final int code;
-
-        ToolExit(int code) {
-            super("exit " + code);
-            this.code = code;
-        }
+        TxnClients.halt();
     }
 }

@@ -1,5 +1,4 @@
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 
@@ -7,15 +6,9 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.admin.TransactionDescription;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
-import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 
 // Kafka's Java producer with transactions v2 (KIP-890 part 2), the same
 // scenario against Tributary and against Apache Kafka 4.4, printing what a
@@ -25,16 +18,6 @@ import org.apache.kafka.common.serialization.StringSerializer;
 // what read_committed reads.
 // Args: bootstrap topic transactional.id
 public class TxnV2 {
-    static KafkaProducer<String, String> producer(String bootstrap, String id) {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id);
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
-        return new KafkaProducer<>(p);
-    }
-
     static String root(Throwable e) {
         Throwable c = e;
         while (c.getCause() != null && !(c instanceof org.apache.kafka.common.errors.ApiException)) c = c.getCause();
@@ -49,7 +32,7 @@ public class TxnV2 {
             FinalizedVersionRange tv = admin.describeFeatures().featureMetadata().get().finalizedFeatures().get("transaction.version");
             System.out.println("TV " + (tv == null ? 0 : tv.maxVersionLevel()));
 
-            KafkaProducer<String, String> a = producer(bootstrap, id);
+            KafkaProducer<String, String> a = TxnClients.producer(bootstrap, id);
             a.initTransactions();
             int first = admin.describeTransactions(List.of(id)).description(id).get().producerEpoch();
             String[] plan = {"commit", "commit", "abort", "commit"};
@@ -68,7 +51,7 @@ public class TxnV2 {
             a.beginTransaction();
             for (int i = 0; i < 3; i++) a.send(new ProducerRecord<>(topic, "k" + i, "zombie-" + i));
             a.flush();
-            KafkaProducer<String, String> b = producer(bootstrap, id);
+            KafkaProducer<String, String> b = TxnClients.producer(bootstrap, id);
             b.initTransactions();
             b.beginTransaction();
             for (int i = 0; i < 3; i++) b.send(new ProducerRecord<>(topic, "k" + i, "b-" + i));
@@ -89,26 +72,9 @@ public class TxnV2 {
             b.close();
         }
 
-        Properties cp = new Properties();
-        cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        cp.put(ConsumerConfig.GROUP_ID_CONFIG, "txn-v2-check");
-        cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        List<String> got = new ArrayList<>();
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
-            c.subscribe(List.of(topic));
-            long deadline = System.currentTimeMillis() + 30000;
-            while (got.size() < 12 && System.currentTimeMillis() < deadline) {
-                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) got.add(r.value());
-            }
-            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) got.add(r.value());
-        }
-        java.util.Collections.sort(got);
+        List<String> got = TxnClients.readCommitted(bootstrap, topic, "txn-v2-check", 12);
         System.out.println("READ " + String.join(",", got));
         System.out.println("TXN DONE");
-        System.out.flush();
-        Runtime.getRuntime().halt(0);
+        TxnClients.halt();
     }
 }
