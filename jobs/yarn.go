@@ -253,6 +253,9 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		return fmt.Errorf("yarn: staging dir %s: %w", staging, err)
 	}
 	defer fs.Close()
+	if err := checkStagingRoot(fs, staging); err != nil {
+		return err
+	}
 	amJar, err := e.stageAMJar(fs, staging)
 	if err != nil {
 		return err
