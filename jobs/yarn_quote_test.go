@@ -17,7 +17,7 @@ func TestYARNConfigQuoting(t *testing.T) {
 	t.Parallel()
 	p := &loader.Plan{Run: "clicks-1"}
 	e := &yarnExecutor{cfg: YARN{ContainerRetries: 0}, target: "hdfs://nn:8020/lake dir", bootstrap: "b1:9092;touch pwned", hdfsUser: "etl|id"}
-	cmd, err := e.workerCommand(p, 2)
+	cmd, err := e.workerCommand(p, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestYARNConfigQuoting(t *testing.T) {
 	}
 	for _, bad := range []string{"b1:9092$(id)", "b1`id`", `b1"; id; "`, "b1'x", "b1\nid"} {
 		e.bootstrap = bad
-		if _, err := e.workerCommand(p, 2); err == nil || !strings.Contains(err.Error(), "--bootstrap") {
+		if _, err := e.workerCommand(p, 2, nil); err == nil || !strings.Contains(err.Error(), "--bootstrap") {
 			t.Errorf("bootstrap %q: %v, want refused", bad, err)
 		}
 	}
