@@ -24,10 +24,13 @@ package jobs
 //     to its maximum lifetime (HDFS's default 7 days).
 
 import (
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	krb "github.com/jcmturner/gokrb5/v8/client"
@@ -67,7 +70,10 @@ func (e *yarnExecutor) kerberos(fs fsys.FS, rm string) (*yarnSecurity, error) {
 	host := u.Hostname()
 	renewer := e.cfg.ResourceManagerPrincipal
 	if renewer == "" {
-		return nil, fmt.Errorf("yarn: a Kerberized cluster needs yarn.resource_manager_principal (--yarn-resource-manager-principal, the ResourceManager's yarn.resourcemanager.principal, e.g. rm/_HOST@EXAMPLE.COM): it renews the application's HDFS delegation token")
+		renewer = yarnSiteProperty(e.opts.HadoopConfDir, "yarn.resourcemanager.principal")
+	}
+	if renewer == "" {
+		return nil, fmt.Errorf("yarn: a Kerberized cluster needs yarn.resource_manager_principal (--yarn-resource-manager-principal, the ResourceManager's yarn.resourcemanager.principal, e.g. rm/_HOST@EXAMPLE.COM; HADOOP_CONF_DIR's yarn-site.xml has none): it renews the application's HDFS delegation token")
 	}
 	renewer = strings.ReplaceAll(renewer, "_HOST", host)
 	kt, err := fsys.PrincipalKeytab(k.Keytab, principal)
@@ -80,6 +86,37 @@ func (e *yarnExecutor) kerberos(fs fsys.FS, rm string) (*yarnSecurity, error) {
 	}
 	e.spnego = newSPNEGO(cl, e.client, host)
 	return &yarnSecurity{principal: principal, keytab: kt, token: tok}, nil
+}
+
+// yarnSiteProperty is a property of yarn-site.xml in dir, else in
+// $HADOOP_CONF_DIR ("" when there is none).
+func yarnSiteProperty(dir, name string) string {
+	if dir == "" {
+		dir = os.Getenv("HADOOP_CONF_DIR")
+	}
+	if dir == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "yarn-site.xml"))
+	if err != nil {
+		return ""
+	}
+	var conf struct {
+		Property []struct {
+			Name  string `xml:"name"`
+			Value string `xml:"value"`
+		} `xml:"property"`
+	}
+	if xml.Unmarshal(b, &conf) != nil {
+		return ""
+	}
+	v := ""
+	for _, p := range conf.Property {
+		if strings.TrimSpace(p.Name) == name {
+			v = strings.TrimSpace(p.Value)
+		}
+	}
+	return v
 }
 
 func newSPNEGO(cl *krb.Client, hc *http.Client, host string) *spnego.Client {
