@@ -283,7 +283,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	}
 	localized := "tributary"
 	if sec != nil {
-		if err := e.stageKeytab(fs, staging, appDir, sec); err != nil {
+		if err := e.stageKeytab(fs, appDir, sec); err != nil {
 			giveBack()
 			fs.RemoveAll(appDir)
 			return err

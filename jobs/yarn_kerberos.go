@@ -54,6 +54,7 @@ type yarnSecurity struct {
 // dir's HDFS client did not log in with Kerberos. It also makes the REST
 // calls SPNEGO's.
 func (e *yarnExecutor) kerberos(fs fsys.FS, rm string) (*yarnSecurity, error) {
+	e.spnego = nil
 	cl := fsys.KerberosClient(fs)
 	if cl == nil {
 		return nil, nil
@@ -125,7 +126,7 @@ func newSPNEGO(cl *krb.Client, hc *http.Client, host string) *spnego.Client {
 
 // stageKeytab writes the keytab into the application's directory, the
 // user's alone: 0400 in a 0700 directory (stageBinary made it).
-func (e *yarnExecutor) stageKeytab(fs fsys.FS, staging, appDir string, s *yarnSecurity) error {
+func (e *yarnExecutor) stageKeytab(fs fsys.FS, appDir string, s *yarnSecurity) error {
 	name := path.Join(appDir, yarnKeytab)
 	w, err := fs.Create(name)
 	if err != nil {
