@@ -232,7 +232,16 @@ type row struct {
 // with pyarrow, a second Parquet implementation.
 func readLake(t *testing.T, target, topic string) []row {
 	t.Helper()
-	fs := openTarget(t, target)
+	return readLakeWith(t, target, topic, fsys.Options{User: testhdfs.DefaultUser})
+}
+
+// readLakeWith is readLake with the HDFS client's options (Kerberos).
+func readLakeWith(t *testing.T, target, topic string, opts fsys.Options) []row {
+	t.Helper()
+	fs, err := fsys.Open(target, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer fs.Close()
 	dir := t.TempDir()
 	copyTree(t, fs, topic, filepath.Join(dir, topic))

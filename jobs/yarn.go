@@ -69,6 +69,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jcmturner/gokrb5/v8/spnego"
+
 	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/loader"
 )
@@ -80,6 +82,11 @@ const ExecYARN = "yarn"
 type YARN struct {
 	// ResourceManager is the RM's web address, http://host:8088.
 	ResourceManager string `yaml:"resource_manager" json:"resourceManager"`
+	// ResourceManagerPrincipal is the RM's Kerberos principal
+	// (yarn.resourcemanager.principal, _HOST allowed): on a Kerberized
+	// cluster, the renewer of the application's HDFS delegation token
+	// (yarn_kerberos.go).
+	ResourceManagerPrincipal string `yaml:"resource_manager_principal" json:"resourceManagerPrincipal,omitempty"`
 	// User submits the application (?user.name=, simple authentication);
 	// default: the job's HDFS user.
 	User     string `yaml:"user" json:"user,omitempty"`
@@ -195,7 +202,9 @@ type yarnExecutor struct {
 	hdfsUser  string
 	bin       string
 	client    *http.Client
-	log       *slog.Logger
+	// spnego makes the REST calls on a Kerberized cluster (kerberos).
+	spnego *spnego.Client
+	log    *slog.Logger
 	// record publishes the application's state to the run record.
 	record func(Application)
 	// poll is the interval of status requests (default 250 ms).
@@ -225,12 +234,6 @@ func (e *yarnExecutor) staging() string {
 func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism int) error {
 	began := time.Now()
 	n := max(1, min(e.cfg.MaxContainers, len(p.Units)))
-	// Refused before the RM is asked: a value that cannot be quoted must
-	// not leave an application behind.
-	command, err := e.workerCommand(p, n)
-	if err != nil {
-		return err
-	}
 	rm := strings.TrimRight(e.cfg.ResourceManager, "/")
 	if e.client == nil {
 		e.client = &http.Client{Timeout: 30 * time.Second}
@@ -239,7 +242,27 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		e.poll = 250 * time.Millisecond
 	}
 
-	// The RM first: down, it fails the attempt before anything is uploaded.
+	staging := e.staging()
+	fs, err := fsys.Open(staging, e.opts)
+	if err != nil {
+		return fmt.Errorf("yarn: staging dir %s: %w", staging, err)
+	}
+	defer fs.Close()
+	if err := checkStagingRoot(fs, staging); err != nil {
+		return err
+	}
+	sec, err := e.kerberos(fs, rm)
+	if err != nil {
+		return err
+	}
+	// Refused before the RM is asked: a value that cannot be quoted must
+	// not leave an application behind.
+	command, err := e.workerCommand(p, n, sec)
+	if err != nil {
+		return err
+	}
+	// The RM before any upload: down, it fails the attempt with nothing
+	// left behind.
 	var newApp struct {
 		ID string `json:"application-id"`
 	}
@@ -247,12 +270,6 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		return err
 	}
 	appID := newApp.ID
-	staging := e.staging()
-	fs, err := fsys.Open(staging, e.opts)
-	if err != nil {
-		return fmt.Errorf("yarn: staging dir %s: %w", staging, err)
-	}
-	defer fs.Close()
 	amJar, err := e.stageAMJar(fs, staging)
 	if err != nil {
 		return err
@@ -263,6 +280,15 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if err != nil {
 		fs.RemoveAll(appDir)
 		return err
+	}
+	localized := "tributary"
+	if sec != nil {
+		if err := e.stageKeytab(fs, appDir, sec); err != nil {
+			giveBack()
+			fs.RemoveAll(appDir)
+			return err
+		}
+		localized += "," + yarnKeytab
 	}
 	var app Application
 	units := e.unitsDone(p)
@@ -292,7 +318,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	// start is most of the time to the first worker container.
 	am := []string{"{{JAVA_HOME}}/bin/java", fmt.Sprintf("-Xmx%dm", max(64, e.cfg.AMMemoryMB*3/4)),
 		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", yarnAMClass,
-		"--appname", yarnAppName, "--homedir", homeDir(staging), "--localized_files", "tributary",
+		"--appname", yarnAppName, "--homedir", homeDir(staging), "--localized_files", localized,
 		"--container_memory", fmt.Sprint(e.cfg.ContainerMemoryMB), "--container_vcores", fmt.Sprint(e.cfg.ContainerVCores),
 		"--num_containers", fmt.Sprint(n), "--priority", fmt.Sprint(e.cfg.Priority),
 		// The worker command retries the worker itself (workerCommand): a
@@ -327,6 +353,9 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	}
 	if e.cfg.Queue != "" {
 		sub["queue"] = e.cfg.Queue
+	}
+	if sec != nil {
+		sub["am-container-spec"].(map[string]any)["credentials"] = sec.credentials()
 	}
 	body, _ := json.Marshal(sub)
 	submitted := time.Now()
@@ -487,7 +516,7 @@ func (e *yarnExecutor) kill(rm, appID string) {
 // NodeManager relaunches a container whose command failed, but not one
 // that ended by SIGKILL or SIGTERM (exit 137, 143: it takes those for its
 // own kills), so a worker killed under the shell is rerun by the shell.
-func (e *yarnExecutor) workerCommand(p *loader.Plan, n int) (string, error) {
+func (e *yarnExecutor) workerCommand(p *loader.Plan, n int, sec *yarnSecurity) (string, error) {
 	// The index is expanded by the container's launch script, which has
 	// CONTAINER_ID exported; a shell variable set in the command itself
 	// would be expanded there too, before it is set.
@@ -507,6 +536,13 @@ func (e *yarnExecutor) workerCommand(p *loader.Plan, n int) (string, error) {
 			return "", err
 		}
 		args = append(args, f.flag, q)
+	}
+	if sec != nil {
+		krbArgs, err := e.workerKerberosArgs(sec)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, krbArgs...)
 	}
 	tries := make([]string, e.cfg.ContainerRetries+1)
 	for i := range tries {
@@ -644,12 +680,20 @@ func (e *yarnExecutor) call(ctx context.Context, method, u string, body []byte, 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := e.client.Do(req)
+	var resp *http.Response
+	if e.spnego != nil {
+		resp, err = e.spnego.Do(req)
+	} else {
+		resp, err = e.client.Do(req)
+	}
 	if err != nil {
 		return fmt.Errorf("yarn: the ResourceManager at %s does not answer: %w", e.cfg.ResourceManager, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err := e.refused(resp); err != nil {
+		return err
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("yarn: %s %s: %s: %s", method, strings.TrimPrefix(u, e.cfg.ResourceManager), resp.Status, strings.TrimSpace(string(b)))
 	}

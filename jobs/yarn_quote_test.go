@@ -3,6 +3,7 @@ package jobs
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestYARNConfigQuoting(t *testing.T) {
 	t.Parallel()
 	p := &loader.Plan{Run: "clicks-1"}
 	e := &yarnExecutor{cfg: YARN{ContainerRetries: 0}, target: "hdfs://nn:8020/lake dir", bootstrap: "b1:9092;touch pwned", hdfsUser: "etl|id"}
-	cmd, err := e.workerCommand(p, 2)
+	cmd, err := e.workerCommand(p, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +43,27 @@ func TestYARNConfigQuoting(t *testing.T) {
 	}
 	for _, bad := range []string{"b1:9092$(id)", "b1`id`", `b1"; id; "`, "b1'x", "b1\nid"} {
 		e.bootstrap = bad
-		if _, err := e.workerCommand(p, 2); err == nil || !strings.Contains(err.Error(), "--bootstrap") {
+		if _, err := e.workerCommand(p, 2, nil); err == nil || !strings.Contains(err.Error(), "--bootstrap") {
 			t.Errorf("bootstrap %q: %v, want refused", bad, err)
 		}
+	}
+}
+
+// The RM's principal defaults to yarn-site.xml's, as a Hadoop client finds it.
+func TestYARNSiteProperty(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "yarn-site.xml"), []byte(`<?xml version="1.0"?>
+<configuration>
+  <property><name>yarn.resourcemanager.address</name><value>rm:8032</value></property>
+  <property>
+    <name>yarn.resourcemanager.principal</name>
+    <value> rm/_HOST@EXAMPLE.COM </value>
+  </property>
+</configuration>`), 0o644)
+	if got := yarnSiteProperty(dir, "yarn.resourcemanager.principal"); got != "rm/_HOST@EXAMPLE.COM" {
+		t.Fatalf("got %q", got)
+	}
+	if got := yarnSiteProperty(t.TempDir(), "yarn.resourcemanager.principal"); got != "" {
+		t.Fatalf("no yarn-site.xml: got %q", got)
 	}
 }

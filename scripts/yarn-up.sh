@@ -33,6 +33,21 @@
 #   YARN_HEAP          -Xmx of each daemon (default 384m)
 #   YARN_OWNER_PID     stop YARN when this process exits (tests pass their PID)
 #   YARN_JARS_ONLY=1   only fetch the jars, print YARN_LIB=<dir> and exit.
+#   YARN_KERBEROS=1    a Kerberized YARN beside a Kerberized HDFS (below).
+#
+# Kerberized mode (YARN_KERBEROS=1) reuses the MiniKdc and keytab of
+# `HDFS_KERBEROS=1 scripts/hdfs-up.sh` (give its HDFS_CONF_DIR, KRB5_CONFIG
+# and HDFS_KEYTAB): the ResourceManager and NodeManager log in as
+# hdfs/localhost (a production cluster gives them rm/ and nm/ principals of
+# their own; the test KDC's principals are fixed when it starts), their web
+# servers take SPNEGO only (HTTP/localhost), so the REST API must be called
+# as http://localhost:PORT. The HDFS client settings (hdfs-site.xml,
+# hadoop.rpc.protection) are the HDFS instance's. Containers get
+# KRB5_CONFIG and -Djava.security.krb5.conf through
+# yarn.nodemanager.admin-env, HADOOP_CONF_DIR from the NodeManager: what a
+# real node's /etc/krb5.conf and Hadoop install give them. Readiness is read
+# from the NodeManager's log (the REST API wants a ticket). It also prints
+# YARN_RM_PRINCIPAL (the renewer of the applications' HDFS tokens).
 #
 # Besides YARN_RM_HTTP it prints YARN_DIR, YARN_STATE, YARN_RM (the client
 # RPC address), YARN_CONF_DIR (yarn-site.xml + core-site.xml) and
@@ -88,6 +103,18 @@ free_port() {
   done
   die "no free port found"
 }
+krb=${YARN_KERBEROS:-0}
+if ((krb)); then
+  for v in HDFS_CONF_DIR KRB5_CONFIG HDFS_KEYTAB; do
+    [[ -n "${!v:-}" ]] || die "YARN_KERBEROS=1 needs $v (from HDFS_KERBEROS=1 scripts/hdfs-up.sh)"
+  done
+  realm=$(sed -n 's/^ *default_realm *= *//p' "$KRB5_CONFIG" | head -1)
+  [[ -n "$realm" ]] || die "no default_realm in $KRB5_CONFIG"
+  # The HDFS client settings of the Kerberized instance: its RPC
+  # protection, NameNode principal and data transfer protection.
+  cp "$HDFS_CONF_DIR/hdfs-site.xml" "$conf/hdfs-site.xml"
+  rpc_prot=$(grep -o '<name>hadoop.rpc.protection</name><value>[^<]*' "$HDFS_CONF_DIR/core-site.xml" | sed 's/.*<value>//')
+fi
 rm -f "$conf/yarn-site.xml"
 rm_port=$(free_port); sched_port=$(free_port); track_port=$(free_port); admin_port=$(free_port)
 web_port=$(free_port); loc_port=$(free_port); nm_web=$(free_port); nm_port=$(free_port)
@@ -101,11 +128,22 @@ prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1"
   echo '<configuration>'
   prop fs.defaultFS "hdfs://$HDFS_NAMENODE"
   prop hadoop.tmp.dir "$dir/tmp"
-  prop hadoop.security.authentication simple
-  # REST calls name their user with ?user.name= (the yarn executor does).
   prop hadoop.http.filter.initializers org.apache.hadoop.security.AuthenticationFilterInitializer
-  prop hadoop.http.authentication.type simple
-  prop hadoop.http.authentication.simple.anonymous.allowed true
+  if ((krb)); then
+    prop hadoop.security.authentication kerberos
+    prop hadoop.security.auth_to_local DEFAULT
+    prop hadoop.rpc.protection "${rpc_prot:-authentication}"
+    # Every web request, the REST API's included, with SPNEGO.
+    prop hadoop.http.authentication.type kerberos
+    prop hadoop.http.authentication.kerberos.principal "HTTP/localhost@$realm"
+    prop hadoop.http.authentication.kerberos.keytab "$HDFS_KEYTAB"
+    prop hadoop.http.authentication.simple.anonymous.allowed false
+  else
+    prop hadoop.security.authentication simple
+    # REST calls name their user with ?user.name= (the yarn executor does).
+    prop hadoop.http.authentication.type simple
+    prop hadoop.http.authentication.simple.anonymous.allowed true
+  fi
   prop ipc.client.connect.max.retries 2
   prop ipc.client.connect.retry.interval 200
   echo '</configuration>'
@@ -145,6 +183,15 @@ prop() { printf '  <property><name>%s</name><value>%s</value></property>\n' "$1"
   prop yarn.log-aggregation-enable false
   prop yarn.timeline-service.enabled false
   prop yarn.webapp.ui2.enable false
+  if ((krb)); then
+    for d in resourcemanager nodemanager; do
+      prop yarn.$d.principal "hdfs/localhost@$realm"
+      prop yarn.$d.keytab "$HDFS_KEYTAB"
+      prop yarn.$d.webapp.spnego-principal "HTTP/localhost@$realm"
+      prop yarn.$d.webapp.spnego-keytab-file "$HDFS_KEYTAB"
+    done
+    prop yarn.nodemanager.admin-env "MALLOC_ARENA_MAX=4,KRB5_CONFIG=$KRB5_CONFIG,JAVA_TOOL_OPTIONS=-Djava.security.krb5.conf=$KRB5_CONFIG"
+  fi
   echo '</configuration>'
 } >"$conf/yarn-site.xml"
 {
@@ -176,6 +223,11 @@ jflags=(-Xmx"${YARN_HEAP:-384m}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava
         --add-opens=java.base/java.io=ALL-UNNAMED --add-opens=java.base/java.net=ALL-UNNAMED
         --add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED
         --add-opens=java.base/java.util.concurrent=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED)
+if ((krb)); then
+  jflags+=(-Djava.security.krb5.conf="$KRB5_CONFIG")
+  # Containers read the cluster's configuration here, as on a real node.
+  export HADOOP_CONF_DIR=$conf
+fi
 start() {
   setsid java "${jflags[@]}" -Dproc_"$1" -cp "$cp_" "$2" </dev/null >>"$dir/logs/$1.log" 2>&1 &
   echo $!
@@ -206,10 +258,13 @@ YARN_CONF_DIR=$conf
 YARN_APP_CLASSPATH=$app_cp
 YARN_DSHELL_JAR=$dshell
 YARN_NM_HTTP=127.0.0.1:$nm_web
-YARN_RM_HTTP=127.0.0.1:$web_port
+YARN_RM_PRINCIPAL=${realm:+hdfs/localhost@$realm}
+YARN_RM_HTTP=$rm_host:$web_port
 EOS
   mv "$state.tmp" "$state"
 }
+rm_host=127.0.0.1
+((krb)) && rm_host=localhost
 write_state 0
 
 deadline=$((SECONDS + ${YARN_TIMEOUT:-120}))
@@ -217,7 +272,12 @@ ready=0
 while ((SECONDS < deadline)); do
   kill -0 "$rm_pid" 2>/dev/null || { log "the ResourceManager exited"; break; }
   kill -0 "$nm_pid" 2>/dev/null || { log "the NodeManager exited"; break; }
-  if m=$(curl -fsS --max-time 2 "http://127.0.0.1:$web_port/ws/v1/cluster/metrics" 2>/dev/null) &&
+  if ((krb)); then
+    if grep -q "Registered with ResourceManager" "$dir/logs/nodemanager.log" 2>/dev/null &&
+       curl -sS --max-time 2 -o /dev/null "http://127.0.0.1:$web_port/ws/v1/cluster/info" 2>/dev/null; then
+      ready=1; break
+    fi
+  elif m=$(curl -fsS --max-time 2 "http://127.0.0.1:$web_port/ws/v1/cluster/metrics" 2>/dev/null) &&
      grep -q '"activeNodes":[1-9]' <<<"$m"; then
     ready=1; break
   fi
@@ -234,5 +294,5 @@ if ((!ready)); then
 fi
 write_state 1
 log "YARN up in $(elapsed): ResourceManager REST http://127.0.0.1:$web_port, 1 NodeManager ($mem MB, $vcores vcores); logs in $dir/logs"
-grep -E '^(YARN_DIR|YARN_STATE|YARN_RM|YARN_CONF_DIR|YARN_APP_CLASSPATH|YARN_DSHELL_JAR|YARN_NM_HTTP)=' "$state"
-echo "YARN_RM_HTTP=127.0.0.1:$web_port"
+grep -E '^(YARN_DIR|YARN_STATE|YARN_RM|YARN_CONF_DIR|YARN_APP_CLASSPATH|YARN_DSHELL_JAR|YARN_NM_HTTP|YARN_RM_PRINCIPAL)=' "$state"
+echo "YARN_RM_HTTP=$rm_host:$web_port"

@@ -38,6 +38,8 @@ type Cluster struct {
 	Dir          string // the instance directory (logs/, nmlogs/, local/)
 	State        string
 	HDFS         *testhdfs.Cluster
+	// RMPrincipal is the ResourceManager's Kerberos principal (Kerberized).
+	RMPrincipal string
 }
 
 var (
@@ -45,6 +47,9 @@ var (
 	shared  *Cluster
 	failed  error
 	skipped string
+
+	kerberized       *Cluster
+	kerberizedFailed error
 )
 
 // Get returns the process's YARN, starting it (and HDFS) on the first call.
@@ -82,16 +87,64 @@ func Get(t testing.TB) *Cluster {
 	return shared
 }
 
-// Stop stops the shared YARN if this process started one.
+// Kerberized returns the process's Kerberized YARN (scripts/yarn-up.sh
+// with YARN_KERBEROS=1): a ResourceManager and NodeManager that log in to
+// the MiniKdc of testhdfs.Kerberized, take SPNEGO only on their REST API
+// (RM is http://localhost:PORT) and localize from the Kerberized HDFS with
+// the applications' delegation tokens. Started on the first call, shared,
+// stopped by Main or the watchdog; two more JVMs beside the Kerberized
+// HDFS's three, so only the Kerberized YARN tests use it.
+func Kerberized(t testing.TB) *Cluster {
+	t.Helper()
+	h := testhdfs.Kerberized(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if kerberized != nil {
+		return kerberized
+	}
+	if skipped != "" {
+		testbroker.Require(t, false, "YARN", skipped)
+	}
+	if kerberizedFailed != nil {
+		t.Fatalf("the Kerberized YARN did not start earlier in this test process: %v", kerberizedFailed)
+	}
+	if err := hadoopd.FetchJars("yarn-up.sh", "YARN_JARS_ONLY"); err != nil {
+		skipped = fmt.Sprintf("%v (install Maven 3.8+ and Java 17+)", err)
+		testbroker.Require(t, false, "Apache Hadoop's YARN jars", skipped)
+	}
+	k := h.Kerberos
+	up, err := hadoopd.Up("yarn-up.sh", "YARN_OWNER_PID", "HDFS_NAMENODE="+h.NameNode, "YARN_DIR=", "YARN_KERBEROS=1",
+		"HDFS_CONF_DIR="+k.ConfDir, "KRB5_CONFIG="+k.Krb5Conf, "HDFS_KEYTAB="+k.Keytab)
+	if err != nil {
+		kerberizedFailed = err
+		t.Fatal(err)
+	}
+	kv := up.KV
+	if kv["YARN_RM_HTTP"] == "" || kv["YARN_STATE"] == "" || kv["YARN_RM_PRINCIPAL"] == "" {
+		kerberizedFailed = fmt.Errorf("scripts/yarn-up.sh (YARN_KERBEROS=1) printed no YARN_RM_HTTP/YARN_STATE/YARN_RM_PRINCIPAL:\n%s", up.Stdout)
+		t.Fatal(kerberizedFailed)
+	}
+	kerberized = &Cluster{RM: "http://" + kv["YARN_RM_HTTP"], NodeManager: kv["YARN_NM_HTTP"], ConfDir: kv["YARN_CONF_DIR"],
+		AppClassPath: kv["YARN_APP_CLASSPATH"], DShellJar: kv["YARN_DSHELL_JAR"], Dir: kv["YARN_DIR"], State: kv["YARN_STATE"], HDFS: h,
+		RMPrincipal: kv["YARN_RM_PRINCIPAL"]}
+	t.Logf("Kerberized YARN at %s (dir %s): %s", kerberized.RM, kerberized.Dir, up.Took)
+	return kerberized
+}
+
+// Stop stops the YARNs this process started.
 func Stop() error {
 	mu.Lock()
 	defer mu.Unlock()
-	if shared == nil {
-		return nil
+	var errs []error
+	for _, c := range []**Cluster{&shared, &kerberized} {
+		if *c == nil {
+			continue
+		}
+		state := (*c).State
+		*c = nil
+		errs = append(errs, hadoopd.Down("yarn-down.sh", state))
 	}
-	state := shared.State
-	shared = nil
-	return hadoopd.Down("yarn-down.sh", state)
+	return errors.Join(errs...)
 }
 
 // Main runs the package's tests, then stops YARN and HDFS:

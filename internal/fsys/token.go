@@ -1,0 +1,196 @@
+package fsys
+
+// What a Kerberized YARN submission needs from HDFS: an HDFS delegation
+// token for the application (the NodeManagers localize its files with it,
+// the ApplicationMaster reads HDFS with it; the ResourceManager renews it),
+// and the keys the workers log in with.
+//
+// colinmarc/hdfs v2.4.0 has no GetDelegationToken, and its NameNode
+// connection is unexported. The call goes through that connection anyway
+// (reflect on the pinned version's unexported field: one RPC on the
+// already authenticated, already SASL-wrapped connection), with messages
+// whose wire form equals ClientNamenodeProtocol's:
+// GetDelegationTokenRequestProto is {string renewer = 1}, a StringValue;
+// GetDelegationTokenResponseProto is {TokenProto token = 1}, read as the
+// bytes of a BytesValue. TestDelegationToken fails if a new version of
+// the library moves the field.
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strings"
+	"unsafe"
+
+	krb "github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Token is a Hadoop security token (org.apache.hadoop.security.token.Token).
+type Token struct {
+	Identifier, Password []byte
+	Kind, Service        string
+}
+
+// URLString is Token.encodeToUrlString(): the token's Writable form in
+// URL-safe base64, what the ResourceManager's REST API takes in an
+// application's credentials.
+func (t Token) URLString() string {
+	var b bytes.Buffer
+	writeVInt(&b, int64(len(t.Identifier)))
+	b.Write(t.Identifier)
+	writeVInt(&b, int64(len(t.Password)))
+	b.Write(t.Password)
+	for _, s := range []string{t.Kind, t.Service} {
+		writeVInt(&b, int64(len(s)))
+		b.WriteString(s)
+	}
+	return base64.RawURLEncoding.EncodeToString(b.Bytes())
+}
+
+// writeVInt is Hadoop's WritableUtils.writeVLong.
+func writeVInt(b *bytes.Buffer, i int64) {
+	if i >= -112 && i <= 127 {
+		b.WriteByte(byte(i))
+		return
+	}
+	n := int64(-112)
+	if i < 0 {
+		i = ^i
+		n = -120
+	}
+	for tmp := i; tmp != 0; tmp >>= 8 {
+		n--
+	}
+	b.WriteByte(byte(n))
+	if n < -120 {
+		n = -(n + 120)
+	} else {
+		n = -(n + 112)
+	}
+	for idx := n; idx != 0; idx-- {
+		b.WriteByte(byte(i >> ((idx - 1) * 8)))
+	}
+}
+
+// DelegationToken asks the NameNode of f (a Kerberos-authenticated HDFS
+// target) for a delegation token that renewer (a principal, e.g. the
+// ResourceManager's rm/host@REALM) may renew. Its service is the
+// NameNode's ip:port, as Hadoop's clients select tokens by.
+func DelegationToken(f FS, renewer string) (Token, error) {
+	h, ok := f.(*hdfsFS)
+	if !ok {
+		return Token{}, fmt.Errorf("delegation token: %s is not on HDFS", f)
+	}
+	if h.krb == nil {
+		return Token{}, errors.New("delegation token: the NameNode gives them to Kerberos-authenticated clients only")
+	}
+	nn := reflect.ValueOf(h.c).Elem().FieldByName("namenode")
+	if !nn.IsValid() {
+		return Token{}, errors.New("delegation token: this version of github.com/colinmarc/hdfs has no namenode field")
+	}
+	nn = reflect.NewAt(nn.Type(), unsafe.Pointer(nn.UnsafeAddr())).Elem()
+	exec := nn.MethodByName("Execute")
+	if !exec.IsValid() {
+		return Token{}, errors.New("delegation token: this version of github.com/colinmarc/hdfs has no Execute")
+	}
+	req, resp := wrapperspb.String(renewer), &wrapperspb.BytesValue{}
+	out := exec.Call([]reflect.Value{reflect.ValueOf("getDelegationToken"), reflect.ValueOf(proto.Message(req)), reflect.ValueOf(proto.Message(resp))})
+	if err, _ := out[0].Interface().(error); err != nil {
+		return Token{}, fmt.Errorf("delegation token from the NameNode (renewer %s): %w", renewer, err)
+	}
+	t, err := parseTokenProto(resp.Value)
+	if err != nil {
+		return Token{}, err
+	}
+	if len(t.Identifier) == 0 {
+		return Token{}, errors.New("delegation token: the NameNode returned none (are tokens enabled? a NameNode without Kerberos gives none)")
+	}
+	addr, err := net.ResolveTCPAddr("tcp", h.nameNode())
+	if err != nil {
+		return Token{}, fmt.Errorf("delegation token: the NameNode's address: %w", err)
+	}
+	t.Service = addr.String()
+	return t, nil
+}
+
+// nameNode is the address of the NameNode the client talks to.
+func (h *hdfsFS) nameNode() string {
+	if len(h.streams.opts.Addresses) > 0 {
+		return h.streams.opts.Addresses[0]
+	}
+	return ""
+}
+
+// parseTokenProto reads hadoop.common.TokenProto.
+func parseTokenProto(b []byte) (Token, error) {
+	var t Token
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return t, fmt.Errorf("delegation token: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return t, fmt.Errorf("delegation token: %w", protowire.ParseError(n))
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return t, fmt.Errorf("delegation token: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		switch num {
+		case 1:
+			t.Identifier = append([]byte(nil), v...)
+		case 2:
+			t.Password = append([]byte(nil), v...)
+		case 3:
+			t.Kind = string(v)
+		case 4:
+			t.Service = string(v)
+		}
+	}
+	return t, nil
+}
+
+// KerberosClient is the Kerberos login f's HDFS client holds (nil without
+// Kerberos): the yarn executor's SPNEGO to the ResourceManager reuses it.
+func KerberosClient(f FS) *krb.Client {
+	if h, ok := f.(*hdfsFS); ok {
+		return h.krb
+	}
+	return nil
+}
+
+// PrincipalKeytab is the keytab file holding only principal's keys
+// (user[/host]@REALM; without @REALM, any realm): what is shipped to
+// the containers, never the other principals a shared keytab holds.
+func PrincipalKeytab(file, principal string) ([]byte, error) {
+	kt, err := keytab.Load(file)
+	if err != nil {
+		return nil, fmt.Errorf("keytab %s: %w", file, err)
+	}
+	keep := kt.Entries[:0]
+	for _, e := range kt.Entries {
+		name := strings.Join(e.Principal.Components, "/")
+		if name+"@"+e.Principal.Realm == principal || (!strings.Contains(principal, "@") && name == principal) {
+			keep = append(keep, e)
+		}
+	}
+	if len(keep) == 0 {
+		return nil, fmt.Errorf("keytab %s holds no keys of %s", file, principal)
+	}
+	kt.Entries = keep
+	return kt.Marshal()
+}

@@ -1,0 +1,97 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/keytab"
+
+	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/internal/testhdfs"
+	"github.com/tributary-io/tributary/internal/testyarn"
+)
+
+// A submission without Kerberos to a Kerberized ResourceManager is refused
+// before any application exists, with what to give in the error.
+func TestYARNKerberosRefused(t *testing.T) {
+	t.Parallel()
+	y := testyarn.Kerberized(t)
+	// No Kerberos, no application: the RM's answer, in words.
+	e := &yarnExecutor{cfg: YARN{ResourceManager: y.RM}, client: &http.Client{Timeout: 10 * time.Second}, hdfsUser: testhdfs.DefaultUser,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	err := e.call(context.Background(), http.MethodPost, y.RM+"/ws/v1/cluster/apps/new-application", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "wants Kerberos (SPNEGO) and this submission has no Kerberos login") ||
+		!strings.Contains(err.Error(), "401") {
+		t.Fatalf("a submission without Kerberos: %v", err)
+	}
+
+}
+
+// The pieces of a Kerberized submission, against the Kerberized HDFS: the
+// NameNode's delegation token (through colinmarc/hdfs's unexported
+// connection: this fails if a new version of the library moves it), its
+// Writable form, and the keytab cut down to the user's own keys.
+func TestYARNDelegationToken(t *testing.T) {
+	t.Parallel()
+	c := testhdfs.Kerberized(t)
+	k := c.Kerberos
+	fs, err := fsys.Open("hdfs://"+c.NameNode+testhdfs.KerberizedDir(t), fsys.Options{HadoopConfDir: k.ConfDir,
+		Kerberos: fsys.Kerberos{Principal: k.Principal, Keytab: k.Keytab, Krb5Conf: k.Krb5Conf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	tok, err := fsys.DelegationToken(fs, "hdfs/localhost@EXAMPLE.COM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Kind != "HDFS_DELEGATION_TOKEN" || tok.Service != c.NameNode || len(tok.Identifier) == 0 || len(tok.Password) == 0 {
+		t.Fatalf("token: kind %q service %q, %d identifier and %d password bytes", tok.Kind, tok.Service, len(tok.Identifier), len(tok.Password))
+	}
+	// The identifier names the owner and the renewer's short name.
+	for _, want := range []string{"tributary@EXAMPLE.COM", "hdfs"} {
+		if !bytes.Contains(tok.Identifier, []byte(want)) {
+			t.Errorf("the token's identifier %q does not name %q", tok.Identifier, want)
+		}
+	}
+	// Writable: vint lengths (one byte below 128), then the bytes.
+	w, err := base64.RawURLEncoding.DecodeString(tok.URLString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(w[0]) != len(tok.Identifier) || !bytes.Equal(w[1:1+len(tok.Identifier)], tok.Identifier) ||
+		!bytes.HasSuffix(w, append([]byte{byte(len(tok.Service))}, tok.Service...)) {
+		t.Fatalf("token's Writable form %x", w)
+	}
+
+	kt, err := keytab.Load(k.Keytab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fsys.PrincipalKeytab(k.Keytab, k.Principal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := keytab.New()
+	if err := mine.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	if len(mine.Entries) == 0 || len(mine.Entries) >= len(kt.Entries) {
+		t.Fatalf("the shipped keytab has %d of the file's %d entries", len(mine.Entries), len(kt.Entries))
+	}
+	for _, e := range mine.Entries {
+		if e.Principal.String() != k.Principal {
+			t.Errorf("the shipped keytab holds keys of %s", e.Principal)
+		}
+	}
+	if _, err := fsys.PrincipalKeytab(k.Keytab, "mallory@EXAMPLE.COM"); err == nil {
+		t.Error("a keytab cut for a principal it does not hold")
+	}
+}
