@@ -251,9 +251,17 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	// Only the answer's first batch may exceed the budget (KIP-74), as in
 	// Fetch; after it, a batch that does not fit stays for the next fetch.
 	minOne := *budget == maxBytes
+	// The channel first: a produce between reading the high watermark
+	// and taking it must still wake this fetch.
+	hwChanged := part.HWChanged()
 	hw := part.HighWatermark()
 	key := share.Key{Group: groupID, Topic: tp.Topic, Partition: tp.Partition}
-	ranges, e := s.shares.Acquire(key, part.LeaderEpoch(), memberID, maxRec, hw, s.logStartOffset(part))
+	readCommitted := s.shares.ReadCommitted(groupID)
+	upTo := hw
+	if readCommitted {
+		upTo = min(hw, part.LastStableOffset())
+	}
+	ranges, e := s.shares.Acquire(key, part.LeaderEpoch(), memberID, maxRec, upTo, s.logStartOffset(part))
 	if e != nil && e != kerr.NotLeaderForPartition {
 		// The state is not readable yet (__share_group_state is being
 		// created, its partition loads or its leader moves): nothing to
@@ -269,7 +277,7 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		return 0, nil, e
 	}
 	if len(ranges) == 0 {
-		return 0, part.HWChanged(), nil
+		return 0, hwChanged, nil
 	}
 	first, last := ranges[0].First, ranges[0].Last
 	for _, r := range ranges {
@@ -306,6 +314,30 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		// Offsets whose bytes did not fit (or are gone) go back.
 		s.shares.Unacquire(key, memberID, ranges, next)
 		ranges = trimRanges(ranges, next)
+	}
+	if readCommitted && len(records) > 0 && len(ranges) > 0 {
+		aborted, w, err := s.shareAbortedTxns(part, first, next)
+		if w != nil || err != nil {
+			// The remote transaction indexes are on their way (or not
+			// readable): nothing is handed out before they are known.
+			s.shares.Unacquire(key, memberID, ranges, first)
+			if w == nil {
+				retry := make(chan struct{})
+				time.AfterFunc(shareStateRetry, func() { close(retry) })
+				w = retry
+			}
+			return 0, w, nil
+		}
+		if ab := abortedBatches(records, aborted); len(ab) > 0 {
+			var dropped []share.Range
+			ranges, dropped = splitAborted(ranges, ab)
+			s.shares.Archive(key, memberID, dropped)
+			records = withoutBatches(records, ab)
+			if len(ranges) == 0 && wake == nil {
+				// All of it was aborted: look again at once for more.
+				wake = closedChan
+			}
+		}
 	}
 	if len(ranges) == 0 {
 		return 0, wake, nil
@@ -355,6 +387,9 @@ func batchesEnd(b []byte) int64 {
 	}
 	return end
 }
+
+// closedChan is a wake-up that has already happened.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // trimRanges keeps the offsets below end.
 func trimRanges(rs []share.Range, end int64) []share.Range {

@@ -87,6 +87,7 @@ type Manager struct {
 	failed    map[Key]error   // the last write of a key failed
 	wmu       sync.Mutex      // one writer of pending at a time, so a key's writes stay in order
 	earliest  map[string]bool // groups with share.auto.offset.reset=earliest
+	committed map[string]bool // groups with share.isolation.level=read_committed
 	maxGroups int             // 0: MaxGroups (tests lower it)
 	now       func() time.Time
 
@@ -111,18 +112,19 @@ type Store interface {
 func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, logger: logger,
-		groups:   map[string]*group{},
-		parts:    map[Key]*Partition{},
-		sessions: map[sessionKey]*session{},
-		earliest: map[string]bool{},
-		store:    store,
-		epochs:   map[Key]int32{},
-		pending:  map[Key]*Snapshot{},
-		failed:   map[Key]error{},
-		released: make(chan struct{}),
-		now:      time.Now,
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		groups:    map[string]*group{},
+		parts:     map[Key]*Partition{},
+		sessions:  map[sessionKey]*session{},
+		earliest:  map[string]bool{},
+		committed: map[string]bool{},
+		store:     store,
+		epochs:    map[Key]int32{},
+		pending:   map[Key]*Snapshot{},
+		failed:    map[Key]error{},
+		released:  make(chan struct{}),
+		now:       time.Now,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	return m, nil
 }
@@ -207,6 +209,7 @@ func (m *Manager) expire() {
 	}
 	for id := range gone {
 		_, config := m.earliest[id]
+		config = config || m.committed[id]
 		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] && !config {
 			// An empty group with nothing to remember is forgotten, so
 			// that groups joined once do not accumulate.
