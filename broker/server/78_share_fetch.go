@@ -126,7 +126,6 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		released := s.shares.Released()
 		var wake []<-chan struct{}
 		got := 0
 		var budget = maxBytes
@@ -143,15 +142,13 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 				continue
 			}
 			got += n
-			if w != nil {
-				wake = append(wake, w)
-			}
+			wake = append(wake, w...)
 		}
 		if got > 0 || len(wake) == 0 || !time.Now().Before(deadline) || s.closing.Load() {
 			break
 		}
 		done := s.metrics.wait(purgatoryFetch)
-		waitAny(append(wake, released, s.stopping), time.Until(deadline))
+		waitAny(append(wake, s.stopping), time.Until(deadline))
 		done()
 		img = s.ctrl.Image()
 	}
@@ -235,8 +232,10 @@ func (s *Server) shareAck(c *conn, img *cluster.Image, groupID, memberID string,
 
 // shareFetchPartition acquires up to max records of one partition for the
 // member and adds them, with their batches, to the response. It returns
-// how many it acquired and, when none, what to wait on for more.
-func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, memberID string, tp share.TP, maxRec int, budget *int64, maxBytes int64, rb *shareResponse) (int, <-chan struct{}, *kerr.Error) {
+// how many it acquired and, when none, what to wait on for more: this
+// partition's high watermark and its share partition's released records,
+// so that a produce or a release elsewhere does not wake this fetch.
+func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, memberID string, tp share.TP, maxRec int, budget *int64, maxBytes int64, rb *shareResponse) (int, []<-chan struct{}, *kerr.Error) {
 	name, e := s.sharePartitionOf(c, img, tp.Topic, tp.Partition)
 	if e != nil {
 		return 0, nil, e
@@ -251,11 +250,11 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	// Only the answer's first batch may exceed the budget (KIP-74), as in
 	// Fetch; after it, a batch that does not fit stays for the next fetch.
 	minOne := *budget == maxBytes
-	// The channel first: a produce between reading the high watermark
-	// and taking it must still wake this fetch.
-	hwChanged := part.HWChanged()
-	hw := part.HighWatermark()
 	key := share.Key{Group: groupID, Topic: tp.Topic, Partition: tp.Partition}
+	// The channels first: a produce or a release between looking and
+	// waiting must still wake this fetch.
+	idle := []<-chan struct{}{part.HWChanged(), s.shares.Released(key)}
+	hw := part.HighWatermark()
 	readCommitted := s.shares.ReadCommitted(groupID)
 	upTo := hw
 	if readCommitted {
@@ -269,15 +268,13 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		// initializes; the next fetch tries again. An error here would
 		// make the Java consumer drop the partition from its session.
 		s.logger.Debug("share-group state not readable", "group", groupID, "partition", tp.Partition, "err", e)
-		retry := make(chan struct{})
-		time.AfterFunc(shareStateRetry, func() { close(retry) })
-		return 0, retry, nil
+		return 0, []<-chan struct{}{afterRetry()}, nil
 	}
 	if e != nil {
 		return 0, nil, e
 	}
 	if len(ranges) == 0 {
-		return 0, hwChanged, nil
+		return 0, idle, nil
 	}
 	first, last := ranges[0].First, ranges[0].Last
 	for _, r := range ranges {
@@ -322,11 +319,9 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 			// readable): nothing is handed out before they are known.
 			s.shares.Unacquire(key, memberID, ranges, first)
 			if w == nil {
-				retry := make(chan struct{})
-				time.AfterFunc(shareStateRetry, func() { close(retry) })
-				w = retry
+				w = afterRetry()
 			}
-			return 0, w, nil
+			return 0, []<-chan struct{}{w}, nil
 		}
 		if ab := abortedBatches(records, aborted); len(ab) > 0 {
 			var dropped []share.Range
@@ -340,7 +335,10 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		}
 	}
 	if len(ranges) == 0 {
-		return 0, wake, nil
+		if wake == nil {
+			return 0, nil, nil
+		}
+		return 0, []<-chan struct{}{wake}, nil
 	}
 	sp := rb.partition(tp.Topic, tp.Partition)
 	sp.Records = records
@@ -386,6 +384,13 @@ func batchesEnd(b []byte) int64 {
 		b = b[n:]
 	}
 	return end
+}
+
+// afterRetry is closed after shareStateRetry.
+func afterRetry() <-chan struct{} {
+	retry := make(chan struct{})
+	time.AfterFunc(shareStateRetry, func() { close(retry) })
+	return retry
 }
 
 // closedChan is a wake-up that has already happened.
