@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/broker/share"
 	"github.com/tributary-io/tributary/broker/tier"
@@ -27,8 +29,25 @@ const defaultShareMaxRecords = 500
 // Kafka's ShareSessionCache. READ on the group (else the whole request is
 // GROUP_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED
 // per partition).
-func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
+//
+// Record bytes of the local log go to the socket by sendfile, as Fetch's
+// do (files.go): the handler then writes its own answer.
+func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	files := newFileRanges(true, s.sendfile) // ShareFetch is flexible from v0
+	defer files.release()
+	s.shareFetch(c, req, resp, files)
+	if files.empty() {
+		return resp, nil
+	}
+	resp.SetVersion(req.Version)
+	c.applyThrottle(resp)
+	return nil, c.write(resp, files)
+}
+
+// shareFetch fills resp; record bytes sent by sendfile are in files. (It
+// returns resp for its early answers' sake; the caller has it already.)
+func (s *Server) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareFetchResponse, files *fileRanges) (*kmsg.ShareFetchResponse, error) {
 	resp.AcquisitionLockTimeoutMillis = int32(s.shares.Cfg().LockDuration / time.Millisecond)
 	fail := func(e *kerr.Error) (*kmsg.ShareFetchResponse, error) {
 		resp.ErrorCode = e.Code
@@ -136,7 +155,7 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.S
 			// Start from a different partition each time, so that one
 			// busy partition does not starve the others.
 			tp = tps[(i+int(req.ShareSessionEpoch))%len(tps)]
-			n, w, perr := s.shareFetchPartition(c, img, groupID, memberID, tp, maxRecords-got, &budget, maxBytes, rb)
+			n, w, perr := s.shareFetchPartition(c, img, groupID, memberID, tp, maxRecords-got, &budget, maxBytes, rb, files)
 			if perr != nil {
 				rb.partition(tp.Topic, tp.Partition).ErrorCode = perr.Code
 				continue
@@ -235,7 +254,7 @@ func (s *Server) shareAck(c *conn, img *cluster.Image, groupID, memberID string,
 // how many it acquired and, when none, what to wait on for more: this
 // partition's high watermark and its share partition's released records,
 // so that a produce or a release elsewhere does not wake this fetch.
-func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, memberID string, tp share.TP, maxRec int, budget *int64, maxBytes int64, rb *shareResponse) (int, []<-chan struct{}, *kerr.Error) {
+func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, memberID string, tp share.TP, maxRec int, budget *int64, maxBytes int64, rb *shareResponse, files *fileRanges) (int, []<-chan struct{}, *kerr.Error) {
 	name, e := s.sharePartitionOf(c, img, tp.Topic, tp.Partition)
 	if e != nil {
 		return 0, nil, e
@@ -283,9 +302,19 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	// Read whole batches from the first acquired offset until the last is
 	// covered or the byte budget is spent; the first batch always comes.
 	var records []byte
+	var placeholder []byte
 	var wake <-chan struct{}
 	next := first
-	for next <= last {
+	if !readCommitted && (s.tier == nil || first >= part.Log.LogStartOffset()) {
+		// From the local log the bytes can go by sendfile: read_committed
+		// needs them (the aborted batches), remote ones are in memory.
+		if sl, end, ok := shareSlice(part, first, last, *budget, minOne, hw); ok {
+			placeholder = files.add(sl)
+			*budget -= sl.Size
+			next = end
+		}
+	}
+	for next <= last && placeholder == nil {
 		b, w, err := s.shareRead(part, next, min(*budget, 1<<20), minOne && len(records) == 0, hw)
 		if w != nil {
 			// Remote bytes on their way: what is read so far goes now,
@@ -342,6 +371,9 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	}
 	sp := rb.partition(tp.Topic, tp.Partition)
 	sp.Records = records
+	if placeholder != nil {
+		sp.Records = placeholder
+	}
 	n := 0
 	for _, r := range ranges {
 		ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
@@ -384,6 +416,50 @@ func batchesEnd(b []byte) int64 {
 		b = b[n:]
 	}
 	return end
+}
+
+// maxSliceHeaders bounds the batch headers shareSlice reads to find where
+// its whole batches end: past it (many tiny batches) copying the bytes is
+// cheaper than a read per header.
+const maxSliceHeaders = 64
+
+// shareSlice is the local log's file range of whole batches from the one
+// holding first up to the one holding last (fewer when the budget ends
+// first; the first batch always, with minOne), and one past its last
+// offset. ok is false when there is nothing to send that way (the caller
+// then copies): a Slice may end inside a batch, and the acquired offsets
+// past the last whole batch must go back, so the headers are read to find
+// it.
+func shareSlice(part *replica.Partition, first, last, budget int64, minOne bool, hw int64) (sl log.Slice, end int64, ok bool) {
+	sl, err := part.Log.Read(first, log.ReadOptions{MaxBytes: int(min(budget, math.MaxInt32)), MinOneBatch: minOne, UpTo: hw})
+	if err != nil || sl.Size == 0 {
+		sl.Release()
+		return log.Slice{}, 0, false
+	}
+	var h [27]byte // baseOffset, batchLength, ... lastOffsetDelta at 23
+	pos, end := int64(0), int64(-1)
+	for n := 0; pos+int64(len(h)) <= sl.Size && end <= last; n++ {
+		if n == maxSliceHeaders {
+			sl.Release()
+			return log.Slice{}, 0, false
+		}
+		if _, err := sl.File.ReadAt(h[:], sl.Pos+pos); err != nil {
+			sl.Release()
+			return log.Slice{}, 0, false
+		}
+		size := int64(record.LogOverhead) + int64(int32(binary.BigEndian.Uint32(h[8:12])))
+		if size < record.HeaderSize || pos+size > sl.Size {
+			break // a batch the budget cut: it stays for the next fetch
+		}
+		end = int64(binary.BigEndian.Uint64(h[:8])) + int64(int32(binary.BigEndian.Uint32(h[23:27]))) + 1
+		pos += size
+	}
+	if pos == 0 || end <= first {
+		sl.Release()
+		return log.Slice{}, 0, false
+	}
+	sl.Size = pos
+	return sl, end, true
 }
 
 // afterRetry is closed after shareStateRetry.
