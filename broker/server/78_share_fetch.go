@@ -325,12 +325,16 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		if err != nil || len(b) == 0 {
 			break
 		}
-		end := batchesEnd(b)
+		// A read ends where its limit does, possibly inside a batch: only
+		// the whole batches go in, and the next read starts at the cut
+		// one. Appending the cut bytes too put a partial batch in front
+		// of its whole copy, which clients read as corrupt.
+		end, whole := batchesEnd(b)
 		if end <= next {
 			break
 		}
-		records = append(records, b...)
-		*budget -= int64(len(b))
+		records = append(records, b[:whole]...)
+		*budget -= int64(whole)
 		next = end
 		if *budget <= 0 {
 			break
@@ -403,19 +407,21 @@ func (s *Server) shareRead(part *replica.Partition, offset, limit int64, minOne 
 	return b, nil, err
 }
 
-// batchesEnd is one past the last offset of the record batches in b:
-// baseOffset (8 bytes) + batchLength (4) + ... lastOffsetDelta at 23.
-func batchesEnd(b []byte) int64 {
-	end := int64(-1)
-	for len(b) >= 27 {
-		n := int(binary.BigEndian.Uint32(b[8:])) + 12
-		if n > len(b) || n < 27 {
-			break // a partial batch at the end, which clients drop
+// batchesEnd is one past the last offset of the whole record batches in
+// b, and their length in bytes: baseOffset (8 bytes) + batchLength (4)
+// + ... lastOffsetDelta at 23.
+func batchesEnd(b []byte) (end int64, whole int) {
+	end = -1
+	for len(b)-whole >= 27 {
+		h := b[whole:]
+		n := int(binary.BigEndian.Uint32(h[8:])) + 12
+		if n > len(h) || n < 27 {
+			break // a partial batch at the end, cut by the read's limit
 		}
-		end = int64(binary.BigEndian.Uint64(b)) + int64(int32(binary.BigEndian.Uint32(b[23:]))) + 1
-		b = b[n:]
+		end = int64(binary.BigEndian.Uint64(h)) + int64(int32(binary.BigEndian.Uint32(h[23:]))) + 1
+		whole += n
 	}
-	return end
+	return end, whole
 }
 
 // maxSliceHeaders bounds the batch headers shareSlice reads to find where
