@@ -57,6 +57,13 @@ func (s *Server) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.Sha
 	if e != nil {
 		return fail(e)
 	}
+	if req.ShareSessionEpoch != -1 {
+		// Closing a session only releases; anything else may create
+		// share-partition state, for members of the group only.
+		if e := s.shareMember(groupID, memberID); e != nil {
+			return fail(e)
+		}
+	}
 	renew := req.Version >= 2 && req.IsRenewAck
 	if renew && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0) {
 		return fail(kerr.InvalidRequest)
@@ -146,6 +153,7 @@ func (s *Server) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.Sha
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		var wake []<-chan struct{}
+		var watched []shareWatch
 		got := 0
 		var budget = maxBytes
 		for i, tp := range tps {
@@ -155,7 +163,7 @@ func (s *Server) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.Sha
 			// Start from a different partition each time, so that one
 			// busy partition does not starve the others.
 			tp = tps[(i+int(req.ShareSessionEpoch))%len(tps)]
-			n, w, perr := s.shareFetchPartition(c, img, groupID, memberID, tp, maxRecords-got, &budget, maxBytes, rb, files)
+			n, w, perr := s.shareFetchPartition(c, img, groupID, memberID, tp, maxRecords-got, &budget, maxBytes, rb, files, &watched)
 			if perr != nil {
 				rb.partition(tp.Topic, tp.Partition).ErrorCode = perr.Code
 				continue
@@ -164,11 +172,13 @@ func (s *Server) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.Sha
 			wake = append(wake, w...)
 		}
 		if got > 0 || len(wake) == 0 || !time.Now().Before(deadline) || s.closing.Load() {
+			s.unwatch(watched)
 			break
 		}
 		done := s.metrics.wait(purgatoryFetch)
 		waitAny(append(wake, s.stopping), time.Until(deadline))
 		done()
+		s.unwatch(watched)
 		img = s.ctrl.Image()
 	}
 	if req.ShareSessionEpoch == 0 {
@@ -254,7 +264,7 @@ func (s *Server) shareAck(c *conn, img *cluster.Image, groupID, memberID string,
 // how many it acquired and, when none, what to wait on for more: this
 // partition's high watermark and its share partition's released records,
 // so that a produce or a release elsewhere does not wake this fetch.
-func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, memberID string, tp share.TP, maxRec int, budget *int64, maxBytes int64, rb *shareResponse, files *fileRanges) (int, []<-chan struct{}, *kerr.Error) {
+func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, memberID string, tp share.TP, maxRec int, budget *int64, maxBytes int64, rb *shareResponse, files *fileRanges, watched *[]shareWatch) (int, []<-chan struct{}, *kerr.Error) {
 	name, e := s.sharePartitionOf(c, img, tp.Topic, tp.Partition)
 	if e != nil {
 		return 0, nil, e
@@ -272,7 +282,9 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 	key := share.Key{Group: groupID, Topic: tp.Topic, Partition: tp.Partition}
 	// The channels first: a produce or a release between looking and
 	// waiting must still wake this fetch.
-	idle := []<-chan struct{}{part.HWChanged(), s.shares.Released(key)}
+	released := s.shares.Released(key)
+	*watched = append(*watched, shareWatch{key, released})
+	idle := []<-chan struct{}{part.HWChanged(), released}
 	hw := part.HighWatermark()
 	readCommitted := s.shares.ReadCommitted(groupID)
 	upTo := hw
@@ -386,6 +398,19 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		n += int(r.Last - r.First + 1)
 	}
 	return n, nil, nil
+}
+
+// shareWatch is a share partition's wake channel a fetch took, handed
+// back (Manager.Unwatch) once the fetch stops waiting on it.
+type shareWatch struct {
+	key share.Key
+	ch  <-chan struct{}
+}
+
+func (s *Server) unwatch(ws []shareWatch) {
+	for _, w := range ws {
+		s.shares.Unwatch(w.key, w.ch)
+	}
 }
 
 // shareRead reads whole batches from offset: from remote storage below

@@ -83,7 +83,7 @@ type Manager struct {
 	// waiters has, per share partition a fetch waits on, a channel
 	// closed when records of that partition become available again, so
 	// a release wakes only the fetches of its partition.
-	waiters   map[Key]chan struct{}
+	waiters   map[Key]*waiter
 	store     Store         // nil: state is not persisted
 	epochs    map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
 	pending   map[Key]*Snapshot
@@ -124,7 +124,7 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		epochs:    map[Key]int32{},
 		pending:   map[Key]*Snapshot{},
 		failed:    map[Key]error{},
-		waiters:   map[Key]chan struct{}{},
+		waiters:   map[Key]*waiter{},
 		now:       time.Now,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -164,22 +164,24 @@ func (m *Manager) Stop() {
 // Released is closed the next time records of share partition k become
 // available again (an acknowledgement released them, a lock expired, a
 // member left), for fetches waiting for records. A fetch takes it before
-// it looks for records, so that a release in between still wakes it.
+// it looks for records, so that a release in between still wakes it,
+// and hands it back with Unwatch once it no longer waits (wake.go).
 func (m *Manager) Released(k Key) <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ch := m.waiters[k]
-	if ch == nil {
-		ch = make(chan struct{})
-		m.waiters[k] = ch
+	w := m.waiters[k]
+	if w == nil {
+		w = &waiter{ch: make(chan struct{})}
+		m.waiters[k] = w
 	}
-	return ch
+	w.n++
+	return w.ch
 }
 
 // signal wakes the fetches waiting on share partition k. mu must be held.
 func (m *Manager) signal(k Key) {
-	if ch := m.waiters[k]; ch != nil {
-		close(ch)
+	if w := m.waiters[k]; w != nil {
+		close(w.ch)
 		delete(m.waiters, k)
 	}
 }
