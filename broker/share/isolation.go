@@ -10,14 +10,24 @@ package share
 // transaction index) and calls Archive.
 
 // SetReadCommitted sets a group's share.isolation.level: true for
-// read_committed, false for read_uncommitted (the default).
+// read_committed, false for read_uncommitted (the default). A change
+// wakes the group's waiting fetches: one waiting at the last stable
+// offset may have records to take now.
 func (m *Manager) SetReadCommitted(groupID string, on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if on == m.committed[groupID] {
+		return
+	}
 	if on {
 		m.committed[groupID] = true
 	} else {
 		delete(m.committed, groupID)
+	}
+	for k := range m.waiters {
+		if k.Group == groupID {
+			m.signal(k)
+		}
 	}
 }
 

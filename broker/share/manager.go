@@ -782,6 +782,7 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 		}
 	}
 	delete(m.earliest, groupID)
+	delete(m.committed, groupID)
 	return nil
 }
 
