@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/internal/testcluster"
 )
@@ -25,6 +28,13 @@ import (
 // (at-least-once), and the committed offsets survive. TRIBUTARY_TEST_LONG=1
 // (make test-long LONG=cluster) runs 60,000 records through three kills,
 // the killed node restarted each time.
+//
+// That it is the consumer protocol, not franz-go's fallback to the
+// classic one, is checked before and after each kill: ConsumerGroupDescribe
+// (which refuses a classic group) shows the three members with their
+// member epochs, the same members after the move. And no partition is
+// ever owned by two members at once: the members' assign, revoke and
+// lose callbacks record who owns what.
 func TestGroupSurvivesCoordinatorKillKIP848(t *testing.T) {
 	total, kills := 3000, 1
 	if long() {
@@ -53,10 +63,12 @@ func TestGroupSurvivesCoordinatorKillKIP848(t *testing.T) {
 	}
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
+	own := newOwners(t)
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.ClientID(fmt.Sprintf("kip848-%d", i)),
 			kgo.ConsumerGroup(group), kgo.ConsumeTopics("q"), kgo.ServerSideBalancer(),
+			kgo.OnPartitionsAssigned(own.assigned(i)), kgo.OnPartitionsRevoked(own.gone(i)), kgo.OnPartitionsLost(own.gone(i)),
 			kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.RetryTimeout(60*time.Second))
 		if err != nil {
@@ -123,6 +135,7 @@ func TestGroupSurvivesCoordinatorKillKIP848(t *testing.T) {
 		at := int64(total * (k + 1) / (kills + 1))
 		waitFor("before the kill", func() bool { return produced.Load() >= at && int64(consumed()) >= at/2 })
 		coord := coordinatorOf(t, adm, group)
+		members := consumerGroupOf(t, c, group, 0)
 		before := committedOf(t, adm, group)
 		n := consumed()
 		c.Node(coord).Kill()
@@ -131,6 +144,9 @@ func TestGroupSurvivesCoordinatorKillKIP848(t *testing.T) {
 		t.Logf("kill %d: coordinator %d killed; %d records produced, %d consumed, %d committed", k+1, coord, produced.Load(), n, before)
 		waitFor("after the kill", func() bool { n, ok := committedNow(t, c, group); return ok && n > before+100 })
 		t.Logf("kill %d: commits go on %v after it; new coordinator %d", k+1, time.Since(killed).Round(time.Millisecond), coordinatorOf(t, c.Admin(), group))
+		if after := consumerGroupOf(t, c, group, 20*time.Second); after != members {
+			t.Errorf("kill %d: members %s before, %s after the coordinator moved", k+1, members, after)
+		}
 		if k < kills-1 {
 			c.Node(coord).Restart()
 			waitBrokers(t, c.Admin(), 3)
@@ -146,6 +162,7 @@ func TestGroupSurvivesCoordinatorKillKIP848(t *testing.T) {
 	if after, _ := committedNow(t, c, group); after != int64(total) {
 		t.Fatalf("committed offsets sum to %d at the end, want %d", after, total)
 	}
+	own.check()
 	mu.Lock()
 	defer mu.Unlock()
 	dups := 0
@@ -160,6 +177,101 @@ func TestGroupSurvivesCoordinatorKillKIP848(t *testing.T) {
 		t.Errorf("%d records read twice: more than were uncommitted at the kills (%d)", dups, allowed)
 	}
 	t.Logf("read twice: %d (uncommitted at the kills: at most %d)", dups, allowed)
+}
+
+// consumerGroupOf waits up to wait for ConsumerGroupDescribe to show group
+// as a KIP-848 consumer group (a classic one is refused) with three
+// members, each at a positive member epoch, and returns the member ids
+// in order.
+func consumerGroupOf(t *testing.T, c *testcluster.Cluster, group string, wait time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		got := func() string {
+			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...)}, c.ClientOpts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Groups = []string{group}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Groups) != 1 {
+				return fmt.Sprintf("describe: %v", err)
+			}
+			g := resp.Groups[0]
+			if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+				return fmt.Sprintf("describe: %v", err)
+			}
+			var ids []string
+			for _, m := range g.Members {
+				if m.MemberEpoch <= 0 {
+					return fmt.Sprintf("member %s at epoch %d", m.MemberID, m.MemberEpoch)
+				}
+				ids = append(ids, m.MemberID)
+			}
+			if len(ids) != 3 || g.Epoch <= 0 {
+				return fmt.Sprintf("%d members at group epoch %d", len(ids), g.Epoch)
+			}
+			sort.Strings(ids)
+			return "ok " + strings.Join(ids, ",")
+		}()
+		if strings.HasPrefix(got, "ok ") {
+			return strings.TrimPrefix(got, "ok ")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not a consumer-protocol group of 3 members: %s", group, got)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// owners records which member owns each partition, from the members'
+// callbacks, and fails the test when a partition is assigned to a member
+// while another still owns it.
+type owners struct {
+	t   *testing.T
+	mu  sync.Mutex
+	of  map[int32]int
+	bad []string
+}
+
+func newOwners(t *testing.T) *owners { return &owners{t: t, of: map[int32]int{}} }
+
+func (o *owners) assigned(member int) func(context.Context, *kgo.Client, map[string][]int32) {
+	return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, p := range ps["q"] {
+			if prev, ok := o.of[p]; ok && prev != member {
+				o.bad = append(o.bad, fmt.Sprintf("partition %d assigned to member %d while member %d owns it", p, member, prev))
+			}
+			o.of[p] = member
+		}
+	}
+}
+
+func (o *owners) gone(member int) func(context.Context, *kgo.Client, map[string][]int32) {
+	return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, p := range ps["q"] {
+			if o.of[p] == member {
+				delete(o.of, p)
+			}
+		}
+	}
+}
+
+func (o *owners) check() {
+	o.t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, b := range o.bad {
+		o.t.Error(b)
+	}
 }
 
 // committedNow sums group's committed offsets of topic q, if they can be
