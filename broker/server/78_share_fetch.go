@@ -37,6 +37,7 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (kmsg.Re
 	files := newFileRanges(true, s.sendfile) // ShareFetch is flexible from v0
 	defer files.release()
 	s.shareFetch(c, req, resp, files)
+	c.shareFetchQuota(resp, files)
 	if files.empty() {
 		return resp, nil
 	}
@@ -176,7 +177,9 @@ func (s *Server) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.Sha
 			break
 		}
 		done := s.metrics.wait(purgatoryFetch)
+		waitStart := time.Now()
 		waitAny(append(wake, s.stopping), time.Until(deadline))
+		c.waited += time.Since(waitStart) // not work: request_percentage leaves it out
 		done()
 		s.unwatch(watched)
 		img = s.ctrl.Image()
