@@ -70,9 +70,15 @@ func TestGroupSurvivesCoordinatorKill(t *testing.T) {
 // committed sums group g's committed offsets of topic q.
 func committed(t *testing.T, adm *kadm.Client) int64 {
 	t.Helper()
+	return committedOf(t, adm, "g")
+}
+
+// committedOf sums group's committed offsets of topic q.
+func committedOf(t *testing.T, adm *kadm.Client, group string) int64 {
+	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		offs, err := adm.FetchOffsets(ctx, "g")
+		offs, err := adm.FetchOffsets(ctx, group)
 		cancel()
 		if err == nil {
 			var sum int64
@@ -84,7 +90,7 @@ func committed(t *testing.T, adm *kadm.Client) int64 {
 			return sum
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fetching the committed offsets of g: %v", err)
+			t.Fatalf("fetching the committed offsets of %s: %v", group, err)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func (c *conn) withQuotas(req kmsg.Request, h handler, size int) (kmsg.Response,
 			c.mutationsDone(req, resp, before)
 		}
 	}
-	if c.hdr.key != kmsg.Fetch.Int16() { // a fetch records before it answers (fetchQuota)
+	if c.hdr.key != kmsg.Fetch.Int16() && c.hdr.key != kmsg.ShareFetch.Int16() { // a fetch records before it answers (fetchQuota, shareFetchQuota)
 		c.requestQuota(size, time.Since(c.started)-c.waited)
 	}
 	return resp, err

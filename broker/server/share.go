@@ -122,34 +122,45 @@ func (c *conn) closeShareSessions() {
 }
 
 // alterShareGroupConfigs serves IncrementalAlterConfigs on a GROUP
-// resource for the one group config share groups read here,
-// share.auto.offset.reset (latest or earliest). Kafka keeps group configs
-// in the metadata log; Tributary keeps this one with the share-group
-// state of the broker that receives it (docs/broker.md).
+// resource for the group configs share groups read here,
+// share.auto.offset.reset (latest or earliest) and share.isolation.level
+// (read_uncommitted or read_committed). Kafka keeps group configs in the
+// metadata log; Tributary keeps these with the share-group state of the
+// broker that receives them (docs/broker.md).
 func (s *Server) alterShareGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
 	if rr.ResourceName == "" {
 		return apiErrorf(kerr.InvalidRequest, "a group resource needs a group id")
 	}
-	reset := ""
+	allowed := map[string][2]string{
+		"share.auto.offset.reset": {"latest", "earliest"},
+		"share.isolation.level":   {"read_uncommitted", "read_committed"},
+	}
+	set := map[string]string{}
 	for _, cfg := range rr.Configs {
-		if cfg.Name != "share.auto.offset.reset" {
+		values, ok := allowed[cfg.Name]
+		if !ok {
 			return apiErrorf(kerr.InvalidConfig, "Unknown group config name: %s", cfg.Name)
 		}
 		switch cfg.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
-			if v := *cfg.Value; v != "latest" && v != "earliest" {
-				return apiErrorf(kerr.InvalidConfig, "Invalid value %s for configuration share.auto.offset.reset: must be latest or earliest", v)
+			if v := *cfg.Value; v != values[0] && v != values[1] {
+				return apiErrorf(kerr.InvalidConfig, "Invalid value %s for configuration %s: must be %s or %s", v, cfg.Name, values[0], values[1])
 			}
-			reset = *cfg.Value
+			set[cfg.Name] = *cfg.Value
 		case kmsg.IncrementalAlterConfigOpDelete:
-			reset = "latest"
+			set[cfg.Name] = values[0] // the default
 		default:
-			return apiErrorf(kerr.InvalidConfig, "share.auto.offset.reset is not a list: only SET and DELETE apply")
+			return apiErrorf(kerr.InvalidConfig, "%s is not a list: only SET and DELETE apply", cfg.Name)
 		}
 	}
-	if validateOnly || reset == "" {
+	if validateOnly {
 		return nil
 	}
-	s.shares.SetAutoOffsetReset(rr.ResourceName, reset)
+	if v, ok := set["share.auto.offset.reset"]; ok {
+		s.shares.SetAutoOffsetReset(rr.ResourceName, v)
+	}
+	if v, ok := set["share.isolation.level"]; ok {
+		s.shares.SetReadCommitted(rr.ResourceName, v == "read_committed")
+	}
 	return nil
 }

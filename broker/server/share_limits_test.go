@@ -121,7 +121,10 @@ func TestShareSessionBounds(t *testing.T) {
 	t.Parallel()
 	s := startAdminBroker(t, shareProps)
 	id := admCreateTopic(t, s, "bounds", 1, nil)
-	shareJoin(t, s, "bnd", "m0", "bounds")
+	for i := 0; i < maxConnShareSessions; i++ {
+		shareJoin(t, s, "bnd", fmt.Sprint("m", i), "bounds")
+	}
+	shareJoin(t, s, "bnd", "extra", "bounds")
 	group := "bnd"
 	conn := admClient(t, s).Broker(1)
 	fetch := func(member string, epoch int32, topics ...[16]byte) *kmsg.ShareFetchResponse {

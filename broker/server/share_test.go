@@ -196,6 +196,8 @@ func TestShareGroupBadInput(t *testing.T) {
 	time.Sleep(4300 * time.Millisecond)
 	// m1 stays a member (6 s session) for the zombie check and describe.
 	admWantCode(t, "m1 heartbeat", hb("m1", j.MemberEpoch, nil).ErrorCode, nil, nil)
+	// Only members may fetch (review M1): m2 joins first.
+	admWantCode(t, "m2 joins", hb("m2", 0, []string{"bad-share"}).ErrorCode, nil, nil)
 	m1Conn := sessionConn
 	member = "m2"
 	sessionConn = admClient(t, s).Broker(1)
@@ -214,7 +216,7 @@ func TestShareGroupBadInput(t *testing.T) {
 	d := kmsg.NewPtrShareGroupDescribeRequest()
 	d.GroupIDs = []string{"bad", "nobody"}
 	dr := admSend[*kmsg.ShareGroupDescribeResponse](t, s, d, 1)
-	if g := dr.Groups[0]; g.ErrorCode != 0 || g.GroupState != "Stable" || len(g.Members) != 1 || g.Members[0].MemberID != "m1" {
+	if g := dr.Groups[0]; g.ErrorCode != 0 || g.GroupState != "Stable" || len(g.Members) != 2 {
 		t.Errorf("describe bad: %+v", g)
 	}
 	admWantCode(t, "describe of an unknown group", dr.Groups[1].ErrorCode, nil, kerr.GroupIDNotFound)

@@ -85,7 +85,7 @@ func TestUnacquireWakesOnlyOnReturn(t *testing.T) {
 	}
 	k := Key{Group: "g", Topic: [16]byte{1}}
 	got, _ := m.Acquire(k, 0, "a", 2, 10, 0)
-	w := m.Released()
+	w := m.Released(k)
 	m.Unacquire(k, "b", got, 0) // b holds nothing
 	select {
 	case <-w:

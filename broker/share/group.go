@@ -13,10 +13,8 @@ import (
 // Membership of share groups (KIP-932's ShareGroupHeartbeat). A share
 // group has no rebalance and no revocation: any number of members may
 // read the same partition, so a member's assignment is given at once. The
-// assignor gives every member every partition of the topics it subscribes
-// to (see docs/broker.md: Kafka's SimpleAssignor spreads partitions when
-// members outnumber nothing; with every member on every partition no
-// record waits for a member that is not reading).
+// assignor is Kafka's `simple` one (assign.go), recomputed whenever the
+// group epoch moves.
 
 // TopicMeta is what the assignor needs of a topic.
 type TopicMeta struct {
@@ -29,6 +27,7 @@ type member struct {
 	rack                     *string
 	epoch, prevEpoch         int32
 	topics                   []string // sorted
+	assigned                 map[[16]byte][]int32
 	lastSeen                 time.Time
 }
 
@@ -68,6 +67,7 @@ func (g *group) refresh(topics map[string]TopicMeta, changed bool) {
 	if changed || len(shape) != len(g.shape) || !sameShape(shape, g.shape) {
 		g.epoch++
 		g.shape = shape
+		g.assign()
 	}
 }
 
@@ -80,19 +80,18 @@ func sameShape(a, b map[string]TopicMeta) bool {
 	return true
 }
 
-// assignment is every partition of the member's topics that exist.
+// assignment is the member's share of its topics' partitions (assign.go),
+// topic by topic in the order of its subscription.
 func (g *group) assignment(m *member) []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition {
 	out := []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{}
 	for _, t := range m.topics {
 		tm, ok := g.shape[t]
-		if !ok {
+		if !ok || len(m.assigned[tm.ID]) == 0 {
 			continue
 		}
 		tp := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
 		tp.TopicID = tm.ID
-		for p := int32(0); p < tm.Partitions; p++ {
-			tp.Partitions = append(tp.Partitions, p)
-		}
+		tp.Partitions = slices.Clone(m.assigned[tm.ID])
 		out = append(out, tp)
 	}
 	return out

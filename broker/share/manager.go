@@ -76,17 +76,21 @@ type Manager struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu        sync.Mutex
-	groups    map[string]*group
-	parts     map[Key]*Partition
-	sessions  map[sessionKey]*session
-	released  chan struct{} // closed (and replaced) when records become available
+	mu       sync.Mutex
+	groups   map[string]*group
+	parts    map[Key]*Partition
+	sessions map[sessionKey]*session
+	// waiters has, per share partition a fetch waits on, a channel
+	// closed when records of that partition become available again, so
+	// a release wakes only the fetches of its partition.
+	waiters   map[Key]*waiter
 	store     Store         // nil: state is not persisted
 	epochs    map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
 	pending   map[Key]*Snapshot
 	failed    map[Key]error   // the last write of a key failed
 	wmu       sync.Mutex      // one writer of pending at a time, so a key's writes stay in order
 	earliest  map[string]bool // groups with share.auto.offset.reset=earliest
+	committed map[string]bool // groups with share.isolation.level=read_committed
 	maxGroups int             // 0: MaxGroups (tests lower it)
 	now       func() time.Time
 
@@ -111,18 +115,19 @@ type Store interface {
 func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, logger: logger,
-		groups:   map[string]*group{},
-		parts:    map[Key]*Partition{},
-		sessions: map[sessionKey]*session{},
-		earliest: map[string]bool{},
-		store:    store,
-		epochs:   map[Key]int32{},
-		pending:  map[Key]*Snapshot{},
-		failed:   map[Key]error{},
-		released: make(chan struct{}),
-		now:      time.Now,
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		groups:    map[string]*group{},
+		parts:     map[Key]*Partition{},
+		sessions:  map[sessionKey]*session{},
+		earliest:  map[string]bool{},
+		committed: map[string]bool{},
+		store:     store,
+		epochs:    map[Key]int32{},
+		pending:   map[Key]*Snapshot{},
+		failed:    map[Key]error{},
+		waiters:   map[Key]*waiter{},
+		now:       time.Now,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	return m, nil
 }
@@ -156,19 +161,29 @@ func (m *Manager) Stop() {
 	<-m.done
 }
 
-// Released is closed the next time records become available again (an
-// acknowledgement released them, a lock expired, a member left), for
-// fetches waiting for records.
-func (m *Manager) Released() <-chan struct{} {
+// Released is closed the next time records of share partition k become
+// available again (an acknowledgement released them, a lock expired, a
+// member left), for fetches waiting for records. A fetch takes it before
+// it looks for records, so that a release in between still wakes it,
+// and hands it back with Unwatch once it no longer waits (wake.go).
+func (m *Manager) Released(k Key) <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.released
+	w := m.waiters[k]
+	if w == nil {
+		w = &waiter{ch: make(chan struct{})}
+		m.waiters[k] = w
+	}
+	w.n++
+	return w.ch
 }
 
-// signal wakes the waiting fetches. mu must be held.
-func (m *Manager) signal() {
-	close(m.released)
-	m.released = make(chan struct{})
+// signal wakes the fetches waiting on share partition k. mu must be held.
+func (m *Manager) signal(k Key) {
+	if w := m.waiters[k]; w != nil {
+		close(w.ch)
+		delete(m.waiters, k)
+	}
 }
 
 func (m *Manager) expire() {
@@ -176,7 +191,6 @@ func (m *Manager) expire() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	released := false
 	// Members whose session ran out, by group, are released in the same
 	// one pass over the share partitions that expires locks, so a tick
 	// costs O(groups + partitions) however many members leave (review M3).
@@ -197,24 +211,23 @@ func (m *Manager) expire() {
 		if withParts != nil {
 			withParts[k.Group] = true
 		}
+		released := false
 		for _, id := range gone[k.Group] {
 			released = p.ReleaseMember(id, m.cfg.DeliveryLimit) || released
 		}
-		if p.Expire(now.UnixNano(), m.cfg.DeliveryLimit) {
-			released = true
+		if p.Expire(now.UnixNano(), m.cfg.DeliveryLimit) || released {
+			m.signal(k)
 		}
 		m.persist(k, p)
 	}
 	for id := range gone {
 		_, config := m.earliest[id]
+		config = config || m.committed[id]
 		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] && !config {
 			// An empty group with nothing to remember is forgotten, so
 			// that groups joined once do not accumulate.
 			delete(m.groups, id)
 		}
-	}
-	if released {
-		m.signal()
 	}
 }
 
@@ -223,18 +236,17 @@ func (m *Manager) expire() {
 // bound (Kafka bounds them only by the request size).
 const maxSessionPartitions = 10000
 
-// releaseMember releases what member holds in the group's partitions and
-// forgets its share session. mu must be held.
-func (m *Manager) releaseMember(groupID, member string) bool {
+// releaseMember releases what member holds in the group's partitions,
+// waking the fetches waiting on those, and forgets its share session. mu
+// must be held.
+func (m *Manager) releaseMember(groupID, member string) {
 	delete(m.sessions, sessionKey{groupID, member})
-	released := false
 	for k, p := range m.parts {
 		if k.Group == groupID && p.ReleaseMember(member, m.cfg.DeliveryLimit) {
-			released = true
+			m.signal(k)
 		}
 		m.persist(k, p)
 	}
-	return released
 }
 
 // persist queues the partition's state for the store when it changed;
@@ -289,7 +301,7 @@ func (m *Manager) flush() {
 		if h, ok := txs[k]; ok {
 			h.t.done, h.t.err = true, err
 			if h.p.settle(h.t, err == nil) {
-				m.signal()
+				m.signal(k)
 			}
 		}
 		switch {
@@ -414,8 +426,8 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 		// deleted.
 		m.groups[g.id] = g
 	}
-	if left != "" && m.releaseMember(g.id, left) {
-		m.signal()
+	if left != "" {
+		m.releaseMember(g.id, left)
 	}
 	return resp
 }
@@ -514,9 +526,7 @@ func (m *Manager) CloseSession(groupID, member string) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.releaseMember(groupID, member) {
-		m.signal()
-	}
+	m.releaseMember(groupID, member)
 }
 
 // CloseSessionOf closes member's share session if owner still owns it
@@ -525,8 +535,8 @@ func (m *Manager) CloseSessionOf(groupID, member string, owner any) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s := m.sessions[sessionKey{groupID, member}]; s != nil && s.owner == owner && m.releaseMember(groupID, member) {
-		m.signal()
+	if s := m.sessions[sessionKey{groupID, member}]; s != nil && s.owner == owner {
+		m.releaseMember(groupID, member)
 	}
 }
 
@@ -562,7 +572,7 @@ func (m *Manager) Acquire(k Key, epoch int32, member string, maxRecords int, hw,
 	p := m.partition(k, hw, logStart)
 	now := m.now().UnixNano()
 	if p.Expire(now, m.cfg.DeliveryLimit) {
-		m.signal()
+		m.signal(k)
 	}
 	out := p.Acquire(member, maxRecords, hw, m.cfg.MaxRecordLocks, now, int64(m.cfg.LockDuration))
 	m.persist(k, p)
@@ -577,7 +587,7 @@ func (m *Manager) Unacquire(k Key, member string, ranges []Range, from int64) {
 	defer m.mu.Unlock()
 	// Waiting fetches wake only when records did come back (review L2).
 	if p := m.parts[k]; p != nil && p.Unacquire(member, ranges, from) {
-		m.signal()
+		m.signal(k)
 	}
 }
 
@@ -639,7 +649,7 @@ func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) (*txn, *
 	}
 	m.persist(k, p)
 	if released {
-		m.signal()
+		m.signal(k)
 	}
 	return t, err
 }
@@ -772,12 +782,14 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 		}
 	}
 	delete(m.earliest, groupID)
+	delete(m.committed, groupID)
 	return nil
 }
 
 // drop forgets one share partition, in the store too (a tombstone).
 // mu must be held.
 func (m *Manager) drop(k Key) {
+	m.signal(k)
 	delete(m.parts, k)
 	delete(m.epochs, k)
 	if m.store != nil {
