@@ -13,6 +13,10 @@ func (s *Server) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (*km
 			// A share group (broker/share): empty, with its share state.
 			if code := s.groups.Status(g); code != nil {
 				rg.ErrorCode = code.Code
+			} else if code := s.shares.AdminGroup(g, false); code != nil {
+				rg.ErrorCode = code.Code
+			} else if code := s.deleteShareGroupState(g); code != nil {
+				rg.ErrorCode = code.Code
 			} else if code := s.shares.DeleteGroup(g); code != nil {
 				rg.ErrorCode = code.Code
 			}

@@ -372,6 +372,13 @@ func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot) *kerr.
 			st.mu.Unlock()
 			return kerr.FencedLeaderEpoch
 		}
+		// An administrator's reset (InitializeShareGroupState) moved the
+		// state epoch on: a leader still holding the state from before
+		// is fenced, as Kafka's ShareCoordinatorShard fences it.
+		if had && s.StateEpoch < cur.StateEpoch {
+			st.mu.Unlock()
+			return kerr.FencedStateEpoch
+		}
 		if had && s.LeaderEpoch < 0 {
 			s.LeaderEpoch = cur.LeaderEpoch
 		}

@@ -83,6 +83,8 @@ type Manager struct {
 	released  chan struct{} // closed (and replaced) when records become available
 	store     Store         // nil: state is not persisted
 	epochs    map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
+	states    map[Key]int32 // the state epoch each share partition was loaded at (bumped by an administrator's reset)
+	verify    map[Key]bool  // loaded share partitions to check against the store's state epoch at their next use
 	pending   map[Key]*Snapshot
 	failed    map[Key]error   // the last write of a key failed
 	wmu       sync.Mutex      // one writer of pending at a time, so a key's writes stay in order
@@ -117,6 +119,8 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		earliest: map[string]bool{},
 		store:    store,
 		epochs:   map[Key]int32{},
+		states:   map[Key]int32{},
+		verify:   map[Key]bool{},
 		pending:  map[Key]*Snapshot{},
 		failed:   map[Key]error{},
 		released: make(chan struct{}),
@@ -247,7 +251,7 @@ func (m *Manager) persist(k Key, p *Partition) {
 	if !ok {
 		epoch = -1 // an administrator's change, not a leader's: not fenced
 	}
-	m.pending[k] = &Snapshot{LeaderEpoch: epoch, StartOffset: p.StartOffset(), Batches: p.Batches()}
+	m.pending[k] = &Snapshot{StateEpoch: m.states[k], LeaderEpoch: epoch, StartOffset: p.StartOffset(), Batches: p.Batches()}
 }
 
 // flush writes the queued states, without mu, and returns once they are
@@ -295,10 +299,11 @@ func (m *Manager) flush() {
 		switch {
 		case err == nil:
 			delete(m.failed, k)
-		case errors.Is(err, kerr.FencedLeaderEpoch):
+		case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.FencedStateEpoch):
+			// A newer leader, or an administrator's reset (a new state
+			// epoch), owns the state now: the next use reloads it.
 			m.failed[k] = err
-			delete(m.parts, k)
-			delete(m.epochs, k)
+			m.forget(k)
 		default:
 			m.failed[k] = err
 			if p := m.parts[k]; p != nil && s != nil {
@@ -350,8 +355,9 @@ func (m *Manager) writeErr(k Key) *kerr.Error {
 func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 	m.mu.Lock()
 	e, ok := m.epochs[k]
+	check := m.verify[k]
 	m.mu.Unlock()
-	if ok && e == epoch || m.store == nil {
+	if ok && e == epoch && !check || m.store == nil {
 		return nil
 	}
 	// Our own queued writes of k land first: a reload must see them.
@@ -366,7 +372,14 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.epochs[k]; ok && e == epoch {
+	if check && m.verify[k] {
+		delete(m.verify, k)
+		if e, ok := m.epochs[k]; ok && e == epoch && found == (m.parts[k] != nil) && (!found || s.StateEpoch == m.states[k]) {
+			// Still the state this copy was loaded from: keep the
+			// copy, which holds the acquisitions not yet written.
+			return nil
+		}
+	} else if e, ok := m.epochs[k]; ok && e == epoch {
 		return nil // loaded meanwhile
 	}
 	delete(m.pending, k)
@@ -374,8 +387,10 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 	if found {
 		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfg.MaxRecordLocks)
 		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
+		m.states[k] = s.StateEpoch
 	} else {
 		delete(m.parts, k)
+		delete(m.states, k)
 	}
 	m.epochs[k] = epoch
 	return nil
@@ -480,6 +495,15 @@ func (m *Manager) Session(owner any, groupID, member string, epoch int32, add, f
 		}
 		s = &session{owner: owner, parts: map[TP]struct{}{}}
 		m.sessions[k] = s
+		// A new session is where a member (re)starts reading: check
+		// that what is held here was not reset or deleted by an
+		// administrator on another broker meanwhile (the group was empty
+		// then, so no write of ours fenced it yet).
+		for _, tp := range add {
+			if sk := (Key{groupID, tp.Topic, tp.Partition}); m.parts[sk] != nil {
+				m.verify[sk] = true
+			}
+		}
 	case s == nil:
 		return nil, kerr.ShareSessionNotFound
 	case epoch == -1:
@@ -644,27 +668,6 @@ func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) (*txn, *
 	return t, err
 }
 
-// Offsets is one share partition's start offset, for describing and
-// altering share-group offsets.
-type Offsets struct {
-	Key
-	StartOffset int64
-	InFlight    int
-}
-
-// PartitionStates lists the share partitions of a group here.
-func (m *Manager) PartitionStates(groupID string) []Offsets {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []Offsets
-	for k, p := range m.parts {
-		if k.Group == groupID {
-			out = append(out, Offsets{Key: k, StartOffset: p.StartOffset(), InFlight: p.InFlight()})
-		}
-	}
-	return out
-}
-
 // LoadedPartitions says how many share partitions are held (metrics, tests).
 func (m *Manager) LoadedPartitions() int {
 	m.mu.Lock()
@@ -703,53 +706,43 @@ func (m *Manager) Members(groupID string) int {
 	return -1
 }
 
-// AlterOffsets moves the SPSO of share partitions of an empty group (an
-// administrator's reset): what was in flight is forgotten, delivery
-// starts at offset. An unknown group is created empty, as Kafka does.
-func (m *Manager) AlterOffsets(groupID string, offsets map[Key]int64) *kerr.Error {
-	defer m.flush()
+// AdminGroup is the group check of the administrators' offset calls,
+// on the group's coordinator: the share group must be empty
+// (NON_EMPTY_GROUP); an unknown one is GROUP_ID_NOT_FOUND, or with create
+// is created empty, as Kafka's AlterShareGroupOffsets does. The offsets
+// themselves are in the store, wherever the state partitions are led
+// (broker/server/90_share_group_offsets.go).
+func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
-	if g != nil && len(g.members) > 0 {
+	switch {
+	case g != nil && len(g.members) > 0:
 		return kerr.NonEmptyGroup
+	case g != nil:
+		return nil
+	case !create:
+		return kerr.GroupIDNotFound
 	}
-	if g == nil {
-		if _, full := m.tooManyGroups(); full {
-			return errGroupCount
-		}
-		m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+	if _, full := m.tooManyGroups(); full {
+		return errGroupCount
 	}
-	for k, off := range offsets {
-		p := m.parts[k]
-		if p == nil {
-			p = NewPartition(off)
-			m.parts[k] = p
-		}
-		p.Reset(off)
-		m.persist(k, p)
-	}
+	m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
 	return nil
 }
 
-// DeleteOffsets forgets the share partitions of an empty group's topics.
-func (m *Manager) DeleteOffsets(groupID string, topics map[[16]byte]bool) *kerr.Error {
-	defer m.flush()
+// Forget drops this broker's copies of share partitions whose state an
+// administrator reset or deleted in the store: their next use reads it.
+// (Copies on other brokers notice at their next share session, or are
+// fenced by the new state epoch at their next write.)
+func (m *Manager) Forget(keys []Key) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	g := m.groups[groupID]
-	if g == nil {
-		return kerr.GroupIDNotFound
+	for _, k := range keys {
+		delete(m.pending, k)
+		delete(m.failed, k)
+		m.forget(k)
 	}
-	if len(g.members) > 0 {
-		return kerr.NonEmptyGroup
-	}
-	for k := range m.parts {
-		if k.Group == groupID && topics[k.Topic] {
-			m.drop(k)
-		}
-	}
-	return nil
 }
 
 // DeleteGroup deletes an empty share group with its share partitions and
@@ -778,9 +771,17 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 // drop forgets one share partition, in the store too (a tombstone).
 // mu must be held.
 func (m *Manager) drop(k Key) {
-	delete(m.parts, k)
-	delete(m.epochs, k)
+	m.forget(k)
 	if m.store != nil {
 		m.pending[k] = nil
 	}
+}
+
+// forget drops this broker's copy of a share partition; the next use
+// reads the store again. mu must be held.
+func (m *Manager) forget(k Key) {
+	delete(m.parts, k)
+	delete(m.epochs, k)
+	delete(m.states, k)
+	delete(m.verify, k)
 }

@@ -1,0 +1,189 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/internal/testbroker"
+	"github.com/tributary-io/tributary/internal/testcluster"
+)
+
+// TestShareGroupOffsetsCluster: on 3 nodes, with a 6-partition topic whose
+// partitions (and whose share-state partitions) are led by different
+// brokers, the administrators' share-group offset calls see and change
+// every partition, not only those whose state the group's coordinator
+// holds: franz-go's kadm resets an unused group to offset 0 and a share
+// consumer then reads all 60 records; kafka-share-groups.sh and
+// `tributary share-group describe` show all 6 partitions finished (lag 0);
+// a reset to the earliest offset by kafka-share-groups.sh makes the
+// partitions' leaders (which still hold the old state in memory)
+// deliver all 60 records again; DeleteShareGroupOffsets leaves no state.
+func TestShareGroupOffsetsCluster(t *testing.T) {
+	k := javaSetup(t)
+	jvm := startToolJVM(t, k)
+	c := testcluster.Start(t, 3, "group.initial.rebalance.delay.ms=0")
+	c.Controller(15 * time.Second)
+	bs := c.Bootstrap()
+	const topic, group, parts, per = "adm-q", "adm-share", 6, 10
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	for {
+		if bl, err := adm.ListBrokers(ctx); err == nil && len(bl) == 3 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("3 brokers not registered")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := adm.CreateTopic(ctx, parts, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	leaders := c.Leaders(topic, 15*time.Second)
+	distinct := map[int32]bool{}
+	for _, l := range leaders {
+		distinct[l] = true
+	}
+	t.Logf("leaders of %s: %v", topic, leaders)
+	if len(distinct) < 2 {
+		t.Fatalf("all partitions led by one broker (%v): the test needs several", leaders)
+	}
+
+	pr, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bs, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	for p := int32(0); p < parts; p++ {
+		for i := 0; i < per; i++ {
+			if err := pr.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// An unused group reset to 0 (kadm): created empty, its state
+	// initialized at every partition's share coordinator.
+	zero := kadm.Offsets{}
+	for p := int32(0); p < parts; p++ {
+		zero.Add(kadm.Offset{Topic: topic, Partition: p, At: 0})
+	}
+	ar, err := adm.AlterShareGroupOffsets(ctx, group, zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < parts; p++ {
+		if e, ok := ar.Lookup(topic, p); !ok || e != nil {
+			t.Fatalf("AlterShareGroupOffsets %s-%d: answered %v, error %v", topic, p, ok, e)
+		}
+	}
+	describe := func(wantStart, wantLag int64) {
+		t.Helper()
+		ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := ds[group]
+		if d.Err != nil {
+			t.Fatalf("DescribeShareGroupOffsets: %v", d.Err)
+		}
+		for p := int32(0); p < parts; p++ {
+			o, ok := d.Offsets.Lookup(topic, p)
+			if !ok || o.Err != nil || o.StartOffset != wantStart || o.Lag != wantLag {
+				t.Errorf("%s-%d (leader %d): %+v (listed %v), want start offset %d lag %d", topic, p, leaders[p], o, ok, wantStart, wantLag)
+			}
+		}
+	}
+	describe(0, per)
+
+	consumeAll := func(round string) {
+		t.Helper()
+		sc, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bs, ",")...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		rctx, rcancel := context.WithTimeout(ctx, 45*time.Second)
+		defer rcancel()
+		for len(got) < parts*per && rctx.Err() == nil {
+			fs := sc.PollRecords(rctx, 100)
+			fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)]++ })
+			sc.MarkAcks(kgo.AckAccept)
+		}
+		if err := sc.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sc.Close()
+		if len(got) != parts*per {
+			t.Fatalf("%s: %d of %d records delivered", round, len(got), parts*per)
+		}
+		for v, n := range got {
+			if n != 1 {
+				t.Errorf("%s: %s delivered %d times", round, v, n)
+			}
+		}
+	}
+	consumeAll("after the reset to 0")
+	describe(per, 0)
+
+	tool := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, err := jvm.runTool(toolTimeout, "", shareGroupCommandClass, append([]string{"--bootstrap-server", bs}, args...)...)
+		t.Logf("kafka-share-groups.sh %s:\n%s%s", strings.Join(args, " "), stdout, stderr)
+		if err != nil {
+			t.Fatalf("kafka-share-groups.sh %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+		}
+		return stdout
+	}
+	lags := func(want string) {
+		t.Helper()
+		rows := groupsToolTable(tool("--describe", "--group", group))
+		if len(rows) != parts {
+			t.Errorf("--describe shows %d partitions, want %d: %v", len(rows), parts, rows)
+		}
+		for _, r := range rows {
+			if r["LAG"] != want {
+				t.Errorf("--describe row %v, want lag %s", r, want)
+			}
+		}
+	}
+	lags("0")
+	out, err := exec.Command(testbroker.Binary(t), "share-group", "describe", group, "--bootstrap", bs).CombinedOutput()
+	t.Logf("tributary share-group describe:\n%s", out)
+	if err != nil {
+		t.Fatalf("tributary share-group describe: %v", err)
+	}
+	if n := strings.Count(string(out), topic+" "); n != parts {
+		t.Errorf("tributary share-group describe lists %d partitions of %s, want %d", n, topic, parts)
+	}
+
+	tool("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+	lags(fmt.Sprint(per))
+	// The leaders hold the finished state in memory: the reset must
+	// reach them (a new state epoch, checked when a share session opens).
+	consumeAll("after the reset to the earliest offset")
+	describe(per, 0)
+
+	dr, err := adm.DeleteShareGroupOffsets(ctx, group, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := dr.Lookup(topic); !ok || e != nil {
+		t.Fatalf("DeleteShareGroupOffsets: answered %v, error %v", ok, e)
+	}
+	ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ds[group].Offsets[topic]); n != 0 {
+		t.Errorf("after DeleteShareGroupOffsets %d partitions still have state: %v", n, ds[group].Offsets)
+	}
+}
