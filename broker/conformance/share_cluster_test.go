@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testbroker"
@@ -76,7 +78,16 @@ func TestShareGroupOffsetsCluster(t *testing.T) {
 	for p := int32(0); p < parts; p++ {
 		zero.Add(kadm.Offset{Topic: topic, Partition: p, At: 0})
 	}
-	ar, err := adm.AlterShareGroupOffsets(ctx, group, zero)
+	// The group coordinator may still be loading __consumer_offsets just
+	// after start-up (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
+	var ar kadm.AlterShareGroupOffsetsResponses
+	for {
+		ar, err = adm.AlterShareGroupOffsets(ctx, group, zero)
+		if !errors.Is(err, kerr.NotCoordinator) && !errors.Is(err, kerr.CoordinatorLoadInProgress) && !errors.Is(err, kerr.CoordinatorNotAvailable) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
