@@ -32,6 +32,8 @@ type Record struct {
 	Acl *AclRecord `json:"acl,omitempty"`
 	// FeatureLevel finalizes a feature's level (features.go).
 	FeatureLevel *FeatureLevelRecord `json:"feature_level,omitempty"`
+	// GroupConfig sets or removes a group config (group_configs.go).
+	GroupConfig *GroupConfigRecord `json:"group_config,omitempty"`
 }
 
 // BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
@@ -164,6 +166,8 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		} else {
 			n.BrokerConfigs[bc.Broker] = m
 		}
+	case r.GroupConfig != nil:
+		n.applyGroupConfig(r.GroupConfig)
 	case r.Scram != nil:
 		if err := n.applyScram(r.Scram); err != nil {
 			return nil, err

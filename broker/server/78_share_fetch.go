@@ -29,7 +29,7 @@ const defaultShareMaxRecords = 500
 // per partition).
 func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	resp.AcquisitionLockTimeoutMillis = int32(s.shares.Cfg().LockDuration / time.Millisecond)
+	resp.AcquisitionLockTimeoutMillis = s.lockMillis(req.GroupID)
 	fail := func(e *kerr.Error) (*kmsg.ShareFetchResponse, error) {
 		resp.ErrorCode = e.Code
 		return resp, nil

@@ -1,8 +1,7 @@
 package server
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"time"
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/share"
@@ -18,10 +17,14 @@ func (s *Server) startShares() error {
 		return err
 	}
 	s.shares = m
+	m.SetGroupSettings(s.groupSettings(s.ctrl.Image().GroupConfigs))
 	m.Start()
 	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
 		if prev == nil || next == nil {
 			return
+		}
+		if !sameGroupConfigs(prev.GroupConfigs, next.GroupConfigs) {
+			m.SetGroupSettings(s.groupSettings(next.GroupConfigs))
 		}
 		// Only a topic seen in one image and gone from the next was
 		// deleted: an image not yet caught up must not drop state.
@@ -121,35 +124,12 @@ func (c *conn) closeShareSessions() {
 	}
 }
 
-// alterShareGroupConfigs serves IncrementalAlterConfigs on a GROUP
-// resource for the one group config share groups read here,
-// share.auto.offset.reset (latest or earliest). Kafka keeps group configs
-// in the metadata log; Tributary keeps this one with the share-group
-// state of the broker that receives it (docs/broker.md).
-func (s *Server) alterShareGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	if rr.ResourceName == "" {
-		return apiErrorf(kerr.InvalidRequest, "a group resource needs a group id")
+// lockMillis is the group's record lock duration, which ShareFetch and
+// ShareAcknowledge tell the client (share.record.lock.duration.ms).
+func (s *Server) lockMillis(group *string) int32 {
+	g := ""
+	if group != nil {
+		g = *group
 	}
-	reset := ""
-	for _, cfg := range rr.Configs {
-		if cfg.Name != "share.auto.offset.reset" {
-			return apiErrorf(kerr.InvalidConfig, "Unknown group config name: %s", cfg.Name)
-		}
-		switch cfg.Op {
-		case kmsg.IncrementalAlterConfigOpSet:
-			if v := *cfg.Value; v != "latest" && v != "earliest" {
-				return apiErrorf(kerr.InvalidConfig, "Invalid value %s for configuration share.auto.offset.reset: must be latest or earliest", v)
-			}
-			reset = *cfg.Value
-		case kmsg.IncrementalAlterConfigOpDelete:
-			reset = "latest"
-		default:
-			return apiErrorf(kerr.InvalidConfig, "share.auto.offset.reset is not a list: only SET and DELETE apply")
-		}
-	}
-	if validateOnly || reset == "" {
-		return nil
-	}
-	s.shares.SetAutoOffsetReset(rr.ResourceName, reset)
-	return nil
+	return int32(s.shares.LockDuration(g) / time.Millisecond)
 }

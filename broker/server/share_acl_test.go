@@ -146,4 +146,18 @@ func TestShareGroupAuthorization(t *testing.T) {
 	icr.Configs = append(icr.Configs, icc)
 	ic.Resources = append(ic.Resources, icr)
 	admWantCode(t, "alice (no ALTER_CONFIGS) sets a share group config", s.send(t, "alice", ic).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, nil, kerr.GroupAuthorizationFailed)
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "sha"}}
+	admWantCode(t, "alice (no DESCRIBE_CONFIGS) describes a share group's configs", s.send(t, "alice", dc).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode, nil, kerr.GroupAuthorizationFailed)
+
+	// The share coordinator's persister RPCs the group coordinator sends
+	// for the admin calls: brokers (or CLUSTER_ACTION) only.
+	sum := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	sum.GroupID = "sha"
+	sum.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 0, LeaderEpoch: -1}}}}
+	admWantCode(t, "bob reads a share-state summary", s.send(t, "bob", sum).(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0].ErrorCode, nil, kerr.ClusterAuthorizationFailed)
+	ini := kmsg.NewPtrInitializeShareGroupStateRequest()
+	ini.GroupID = "sha"
+	ini.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0, StateEpoch: 99}}}}
+	admWantCode(t, "bob initializes share state", s.send(t, "bob", ini).(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode, nil, kerr.ClusterAuthorizationFailed)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +27,9 @@ type Config struct {
 	// first reads it: "latest" (Kafka's default for share.auto.offset.reset)
 	// or "earliest".
 	AutoOffsetReset string
+	// IsolationLevel is share.isolation.level: read_uncommitted (Kafka's
+	// default) or read_committed.
+	IsolationLevel string
 }
 
 // ConfigFrom reads the broker's group.share.* settings.
@@ -40,8 +44,35 @@ func ConfigFrom(b *config.Broker) Config {
 		MaxSize:           int(b.Int("group.share.max.size")),
 		MaxSessions:       int(b.Int("group.share.max.share.sessions")),
 		AutoOffsetReset:   "latest",
+		IsolationLevel:    "read_uncommitted",
 	}
 }
+
+// SetGroupSettings replaces the group configs in force (groups not in s
+// use the broker's): called when the metadata log's group configs change.
+func (m *Manager) SetGroupSettings(s map[string]config.GroupSettings) {
+	m.settings.Store(&s)
+}
+
+// cfgFor is the configuration group works with: the broker's, with the
+// group's own configs over it.
+func (m *Manager) cfgFor(group string) Config {
+	c := m.cfg
+	if p := m.settings.Load(); p != nil {
+		if s, ok := (*p)[group]; ok {
+			c.LockDuration, c.DeliveryLimit, c.MaxRecordLocks = s.ShareLockDuration, s.ShareDeliveryLimit, s.ShareMaxRecordLocks
+			c.SessionTimeout, c.HeartbeatInterval = s.ShareSessionTimeout, s.ShareHeartbeatInterval
+			c.AutoOffsetReset, c.IsolationLevel = s.ShareAutoOffsetReset, s.ShareIsolationLevel
+		}
+	}
+	return c
+}
+
+// LockDuration is a group's record lock duration (share.record.lock.duration.ms).
+func (m *Manager) LockDuration(group string) time.Duration { return m.cfgFor(group).LockDuration }
+
+// IsolationLevel is a group's share.isolation.level.
+func (m *Manager) IsolationLevel(group string) string { return m.cfgFor(group).IsolationLevel }
 
 // Key names one share partition.
 type Key struct {
@@ -76,20 +107,23 @@ type Manager struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu        sync.Mutex
-	groups    map[string]*group
-	parts     map[Key]*Partition
-	sessions  map[sessionKey]*session
-	released  chan struct{} // closed (and replaced) when records become available
-	store     Store         // nil: state is not persisted
-	epochs    map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
-	states    map[Key]int32 // the state epoch each share partition was loaded at (bumped by an administrator's reset)
-	verify    map[Key]bool  // loaded share partitions to check against the store's state epoch at their next use
-	pending   map[Key]*Snapshot
-	failed    map[Key]error   // the last write of a key failed
-	wmu       sync.Mutex      // one writer of pending at a time, so a key's writes stay in order
-	earliest  map[string]bool // groups with share.auto.offset.reset=earliest
-	maxGroups int             // 0: MaxGroups (tests lower it)
+	mu       sync.Mutex
+	groups   map[string]*group
+	parts    map[Key]*Partition
+	sessions map[sessionKey]*session
+	released chan struct{} // closed (and replaced) when records become available
+	store    Store         // nil: state is not persisted
+	epochs   map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
+	states   map[Key]int32 // the state epoch each share partition was loaded at (bumped by an administrator's reset)
+	verify   map[Key]bool  // loaded share partitions to check against the store's state epoch at their next use
+	pending  map[Key]*Snapshot
+	failed   map[Key]error // the last write of a key failed
+	wmu      sync.Mutex    // one writer of pending at a time, so a key's writes stay in order
+	// settings are the group configs of the groups that set some
+	// (broker/config's GroupSettings, from the metadata log); the others
+	// use cfg.
+	settings  atomic.Pointer[map[string]config.GroupSettings]
+	maxGroups int // 0: MaxGroups (tests lower it)
 	now       func() time.Time
 
 	stop chan struct{}
@@ -116,7 +150,6 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		groups:   map[string]*group{},
 		parts:    map[Key]*Partition{},
 		sessions: map[sessionKey]*session{},
-		earliest: map[string]bool{},
 		store:    store,
 		epochs:   map[Key]int32{},
 		states:   map[Key]int32{},
@@ -186,7 +219,7 @@ func (m *Manager) expire() {
 	// costs O(groups + partitions) however many members leave (review M3).
 	gone := map[string][]string{}
 	for _, g := range m.groups {
-		if ids := g.expire(now, m.cfg.SessionTimeout, g.shape); len(ids) > 0 {
+		if ids := g.expire(now, m.cfgFor(g.id).SessionTimeout, g.shape); len(ids) > 0 {
 			gone[g.id] = ids
 			for _, id := range ids {
 				delete(m.sessions, sessionKey{g.id, id})
@@ -201,17 +234,17 @@ func (m *Manager) expire() {
 		if withParts != nil {
 			withParts[k.Group] = true
 		}
+		limit := m.cfgFor(k.Group).DeliveryLimit
 		for _, id := range gone[k.Group] {
-			released = p.ReleaseMember(id, m.cfg.DeliveryLimit) || released
+			released = p.ReleaseMember(id, limit) || released
 		}
-		if p.Expire(now.UnixNano(), m.cfg.DeliveryLimit) {
+		if p.Expire(now.UnixNano(), limit) {
 			released = true
 		}
 		m.persist(k, p)
 	}
 	for id := range gone {
-		_, config := m.earliest[id]
-		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] && !config {
+		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] {
 			// An empty group with nothing to remember is forgotten, so
 			// that groups joined once do not accumulate.
 			delete(m.groups, id)
@@ -232,8 +265,9 @@ const maxSessionPartitions = 10000
 func (m *Manager) releaseMember(groupID, member string) bool {
 	delete(m.sessions, sessionKey{groupID, member})
 	released := false
+	limit := m.cfgFor(groupID).DeliveryLimit
 	for k, p := range m.parts {
-		if k.Group == groupID && p.ReleaseMember(member, m.cfg.DeliveryLimit) {
+		if k.Group == groupID && p.ReleaseMember(member, limit) {
 			released = true
 		}
 		m.persist(k, p)
@@ -385,7 +419,7 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 	delete(m.pending, k)
 	delete(m.failed, k)
 	if found {
-		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfg.MaxRecordLocks)
+		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfgFor(k.Group).MaxRecordLocks)
 		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
 		m.states[k] = s.StateEpoch
 	} else {
@@ -422,7 +456,7 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 		}
 		g = &group{id: req.GroupID, members: map[string]*member{}}
 	}
-	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfg.HeartbeatInterval)
+	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfgFor(req.GroupID).HeartbeatInterval)
 	if resp.ErrorCode == 0 {
 		// A group exists from its first member on, and stays (empty) as
 		// long as the broker runs, as Kafka's share groups do until
@@ -560,7 +594,7 @@ func (m *Manager) partition(k Key, hw, logStart int64) *Partition {
 	p := m.parts[k]
 	if p == nil {
 		start := hw
-		if e, ok := m.earliest[k.Group]; ok && e || !ok && m.cfg.AutoOffsetReset == "earliest" {
+		if m.cfgFor(k.Group).AutoOffsetReset == "earliest" {
 			start = logStart
 		}
 		p = NewPartition(start)
@@ -585,10 +619,11 @@ func (m *Manager) Acquire(k Key, epoch int32, member string, maxRecords int, hw,
 	m.mu.Lock()
 	p := m.partition(k, hw, logStart)
 	now := m.now().UnixNano()
-	if p.Expire(now, m.cfg.DeliveryLimit) {
+	cfg := m.cfgFor(k.Group)
+	if p.Expire(now, cfg.DeliveryLimit) {
 		m.signal()
 	}
-	out := p.Acquire(member, maxRecords, hw, m.cfg.MaxRecordLocks, now, int64(m.cfg.LockDuration))
+	out := p.Acquire(member, maxRecords, hw, cfg.MaxRecordLocks, now, int64(cfg.LockDuration))
 	m.persist(k, p)
 	m.mu.Unlock()
 	return out, nil
@@ -657,7 +692,7 @@ func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) (*txn, *
 		t = p.open
 	}
 	now := m.now().UnixNano()
-	released, err := p.ackBatches(member, batches, m.cfg.DeliveryLimit, now, int64(m.cfg.LockDuration), t)
+	released, err := p.ackBatches(member, batches, m.cfgFor(k.Group).DeliveryLimit, now, int64(m.cfgFor(k.Group).LockDuration), t)
 	if err != nil || !p.holds(t) {
 		t = nil // nothing of this request waits for the write (refused, or renewals only)
 	}
@@ -677,14 +712,6 @@ func (m *Manager) LoadedPartitions() int {
 
 // Cfg is the manager's configuration.
 func (m *Manager) Cfg() Config { return m.cfg }
-
-// SetAutoOffsetReset sets a group's share.auto.offset.reset (latest or
-// earliest), used for the share partitions it starts reading from now on.
-func (m *Manager) SetAutoOffsetReset(groupID, reset string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.earliest[groupID] = reset == "earliest"
-}
 
 // StartOffset is a share partition's SPSO here, if it has one.
 func (m *Manager) StartOffset(k Key) (int64, bool) {
@@ -764,7 +791,6 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 			m.drop(k)
 		}
 	}
-	delete(m.earliest, groupID)
 	return nil
 }
 
