@@ -17,7 +17,7 @@ import (
 	"github.com/tributary-io/tributary/internal/testcluster"
 )
 
-// TestShareGroupOffsetsCluster: on 3 nodes, with a 6-partition topic whose
+// TestShareGroupAdminCluster: on 3 nodes, with a 6-partition topic whose
 // partitions (and whose share-state partitions) are led by different
 // brokers, the administrators' share-group offset calls see and change
 // every partition, not only those whose state the group's coordinator
@@ -27,11 +27,22 @@ import (
 // a reset to the earliest offset by kafka-share-groups.sh makes the
 // partitions' leaders (which still hold the old state in memory)
 // deliver all 60 records again; DeleteShareGroupOffsets leaves no state.
-func TestShareGroupOffsetsCluster(t *testing.T) {
+//
+// Then TestGroupConfigsCluster's part runs on the same cluster (one
+// cluster and one JVM for both, to keep make test short).
+func TestShareGroupAdminCluster(t *testing.T) {
 	k := javaSetup(t)
 	jvm := startToolJVM(t, k)
 	c := testcluster.Start(t, 3, "group.initial.rebalance.delay.ms=0")
 	c.Controller(15 * time.Second)
+	shareGroupOffsetsCluster(t, c, jvm)
+	if !t.Failed() {
+		groupConfigsCluster(t, c, jvm)
+	}
+}
+
+// shareGroupOffsetsCluster is TestShareGroupAdminCluster's offsets part.
+func shareGroupOffsetsCluster(t *testing.T, c *testcluster.Cluster, jvm *toolJVM) {
 	bs := c.Bootstrap()
 	const topic, group, parts, per = "adm-q", "adm-share", 6, 10
 	adm := c.Admin()

@@ -13,7 +13,9 @@ import (
 	"github.com/tributary-io/tributary/internal/testcluster"
 )
 
-// TestGroupConfigsCluster: group configs are in the metadata log. On 3
+// groupConfigsCluster is TestShareGroupAdminCluster's group-config part
+// (run after its offsets part, on the same cluster): group configs are in
+// the metadata log. On 3
 // nodes, kafka-configs.sh --entity-type groups sets a share group's
 // share.auto.offset.reset=earliest and share.heartbeat.interval.ms; every
 // broker describes them (GROUP_CONFIG); after a kill -9 of the group's
@@ -21,11 +23,7 @@ import (
 // interval and a share consumer starts at the earliest offset (records
 // produced before it joined); the killed broker, restarted, describes them
 // too. Bad values are INVALID_CONFIG naming the value.
-func TestGroupConfigsCluster(t *testing.T) {
-	k := javaSetup(t)
-	jvm := startToolJVM(t, k)
-	c := testcluster.Start(t, 3, "group.initial.rebalance.delay.ms=0")
-	c.Controller(15 * time.Second)
+func groupConfigsCluster(t *testing.T, c *testcluster.Cluster, jvm *toolJVM) {
 	bs := c.Bootstrap()
 	const topic, group = "gc-q", "gc-share"
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
