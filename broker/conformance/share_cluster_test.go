@@ -27,6 +27,7 @@ import (
 // a reset to the earliest offset by kafka-share-groups.sh makes the
 // partitions' leaders (which still hold the old state in memory)
 // deliver all 60 records again; DeleteShareGroupOffsets leaves no state.
+// The lag of partitions of a 1-replica topic comes from their leaders.
 //
 // Then TestGroupConfigsCluster's part runs on the same cluster (one
 // cluster and one JVM for both, to keep make test short).
@@ -126,6 +127,38 @@ func shareGroupOffsetsCluster(t *testing.T, c *testcluster.Cluster, jvm *toolJVM
 	}
 	describe(0, per)
 
+	// A topic with one replica per partition, on each broker: the lag of
+	// a partition the coordinator has no replica of comes from its leader.
+	const r1 = "adm-r1"
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, r1); err != nil {
+		t.Fatal(err)
+	}
+	r1Leaders := c.Leaders(r1, 15*time.Second)
+	r1Offsets := kadm.Offsets{}
+	for p := int32(0); p < 3; p++ {
+		for i := 0; i < 4; i++ {
+			if err := pr.ProduceSync(ctx, &kgo.Record{Topic: r1, Partition: p, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r1Offsets.Add(kadm.Offset{Topic: r1, Partition: p, At: 1})
+	}
+	if _, err := adm.AlterShareGroupOffsets(ctx, group, r1Offsets); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 3; p++ {
+		if o, ok := ds[group].Offsets.Lookup(r1, p); !ok || o.StartOffset != 1 || o.Lag != 3 {
+			t.Errorf("%s-%d (its only replica on %d): %+v (listed %v), want start offset 1 lag 3", r1, p, r1Leaders[p], o, ok)
+		}
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, group, r1); err != nil {
+		t.Fatal(err)
+	}
+
 	consumeAll := func(round string) {
 		t.Helper()
 		sc, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bs, ",")...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
@@ -201,11 +234,11 @@ func shareGroupOffsetsCluster(t *testing.T, c *testcluster.Cluster, jvm *toolJVM
 	if e, ok := dr.Lookup(topic); !ok || e != nil {
 		t.Fatalf("DeleteShareGroupOffsets: answered %v, error %v", ok, e)
 	}
-	ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+	ds, err = adm.DescribeShareGroupOffsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(ds[group].Offsets[topic]); n != 0 {
+	if n := len(ds[group].Offsets[topic]) + len(ds[group].Offsets[r1]); n != 0 {
 		t.Errorf("after DeleteShareGroupOffsets %d partitions still have state: %v", n, ds[group].Offsets)
 	}
 }

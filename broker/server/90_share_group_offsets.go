@@ -2,6 +2,7 @@ package server
 
 import (
 	"sort"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,6 +64,7 @@ func (s *Server) handleDescribeShareGroupOffsets(c *conn, req *kmsg.DescribeShar
 			}
 		}
 		found, errs := s.shareState.Summaries(rg.GroupID, keys)
+		hws := s.highWatermarks(img, found)
 		for _, rt := range topics {
 			t := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 			t.Topic = rt.Topic
@@ -86,10 +88,10 @@ func (s *Server) handleDescribeShareGroupOffsets(c *conn, req *kmsg.DescribeShar
 					sp.ErrorMessage = strPtr(errs[k].Message)
 				case has:
 					sp.StartOffset, sp.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
-					if part, e := s.hostedPartition(rt.Topic, p); e == nil {
+					if hw, ok := hws[k]; ok {
 						// Kafka's lag (KIP-1226): what is left between the
 						// start offset and the end, less what is finished.
-						sp.Lag = max(part.HighWatermark()-sum.StartOffset-int64(sum.Complete), 0)
+						sp.Lag = max(hw-sum.StartOffset-int64(sum.Complete), 0)
 					}
 				case all:
 					continue // no state: not one of the group's partitions
@@ -103,6 +105,65 @@ func (s *Server) handleDescribeShareGroupOffsets(c *conn, req *kmsg.DescribeShar
 		resp.Groups = append(resp.Groups, g)
 	}
 	return resp, nil
+}
+
+// highWatermarks are the high watermarks of the partitions of keys: this
+// broker's replica's, else the leader's, asked with one ListOffsets per
+// leader (a partition whose leader does not answer is left out: its lag
+// is unknown).
+func (s *Server) highWatermarks(img *cluster.Image, keys map[share.Key]shareSummary) map[share.Key]int64 {
+	out := map[share.Key]int64{}
+	remote := map[int32][]share.Key{}
+	for k := range keys {
+		t, ok := img.ByID[cluster.TopicID(k.Topic)]
+		if !ok || int(k.Partition) >= len(t.Partitions) {
+			continue
+		}
+		if part, e := s.hostedPartition(t.Name, k.Partition); e == nil {
+			out[k] = part.HighWatermark()
+		} else if l := t.Partitions[k.Partition].Leader; l >= 0 && l != s.nodeID {
+			remote[l] = append(remote[l], k)
+		}
+	}
+	var mu sync.Mutex
+	eachCoordinator(remote, func(leader int32, ks []share.Key) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(4)
+		req.ReplicaID = -1
+		byName := map[string][]int32{}
+		for _, k := range ks {
+			name := img.ByID[cluster.TopicID(k.Topic)].Name
+			byName[name] = append(byName[name], k.Partition)
+		}
+		for name, ps := range byName {
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = name
+			for _, p := range ps {
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		r, err := s.shareState.remote(leader, req)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rt := range r.(*kmsg.ListOffsetsResponse).Topics {
+			t, ok := img.Topics[rt.Topic]
+			if !ok {
+				continue
+			}
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode == 0 && rp.Offset >= 0 {
+					out[share.Key{Group: ks[0].Group, Topic: [16]byte(t.ID), Partition: rp.Partition}] = rp.Offset
+				}
+			}
+		}
+	})
+	return out
 }
 
 // describableTopics is every partition of the topics (not internal) the
