@@ -26,7 +26,9 @@ import (
 // `tributary share-group describe` show all 6 partitions finished (lag 0);
 // a reset to the earliest offset by kafka-share-groups.sh makes the
 // partitions' leaders (which still hold the old state in memory)
-// deliver all 60 records again; DeleteShareGroupOffsets leaves no state.
+// deliver all 60 records again; `tributary share-group reset-offsets`
+// moves every partition to offset 5; DeleteShareGroupOffsets leaves no
+// state.
 // The lag of partitions of a 1-replica topic comes from their leaders.
 //
 // Then TestGroupConfigsCluster's part runs on the same cluster (one
@@ -226,6 +228,12 @@ func shareGroupOffsetsCluster(t *testing.T, c *testcluster.Cluster, jvm *toolJVM
 	// reach them (a new state epoch, checked when a share session opens).
 	consumeAll("after the reset to the earliest offset")
 	describe(per, 0)
+	out, err = exec.Command(testbroker.Binary(t), "share-group", "reset-offsets", group, "--topic", topic, "--to-offset", "5", "--execute", "--bootstrap", bs).CombinedOutput()
+	t.Logf("tributary share-group reset-offsets --to-offset 5:\n%s", out)
+	if err != nil {
+		t.Fatalf("tributary share-group reset-offsets: %v", err)
+	}
+	describe(5, per-5)
 
 	dr, err := adm.DeleteShareGroupOffsets(ctx, group, topic)
 	if err != nil {
