@@ -120,6 +120,21 @@ func TestShareGroupIDsKeepTheirType(t *testing.T) {
 		}
 		want("OffsetCommit naming a share group (generation "+strconv.Itoa(int(gen))+")", r.Topics[0].Partitions[0].ErrorCode, kerr.GroupIDNotFound)
 	}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "typed-share", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: topic, TopicID: topicID, Partitions: []int32{0}}}}}
+	if r, err := of.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	} else if len(r.Groups) != 1 {
+		t.Fatalf("OffsetFetch answer %+v", r)
+	} else {
+		// Kafka 4.4 answers an administrator's fetch (no member) as for
+		// a group without commits.
+		g := r.Groups[0]
+		want("OffsetFetch naming a share group", g.ErrorCode, noError)
+		if len(g.Topics) != 1 || len(g.Topics[0].Partitions) != 1 || g.Topics[0].Partitions[0].Offset != -1 || g.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Errorf("OffsetFetch naming a share group: %+v, want offset -1 without an error", g.Topics)
+		}
+	}
 	chb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	chb.Group, chb.MemberID, chb.MemberEpoch, chb.RebalanceTimeoutMillis = "typed-share", "c-member-0000000001", 0, 10000
 	chb.Topics, chb.SubscribedTopicNames = []kmsg.ConsumerGroupHeartbeatRequestTopic{}, []string{topic}
