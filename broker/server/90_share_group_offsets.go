@@ -63,7 +63,7 @@ func (s *Server) handleDescribeShareGroupOffsets(c *conn, req *kmsg.DescribeShar
 				}
 			}
 		}
-		found, errs := s.shareState.Summaries(rg.GroupID, keys)
+		found, _, errs := s.shareState.Summaries(rg.GroupID, keys)
 		hws := s.highWatermarks(img, found)
 		for _, rt := range topics {
 			t := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
@@ -255,11 +255,13 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 			}
 		}
 	}
-	found, errs := s.shareState.Summaries(req.GroupID, keys)
+	found, next, errs := s.shareState.Summaries(req.GroupID, keys)
 	inits := map[share.Key]shareInit{}
 	for _, k := range keys {
 		if errs[k] == nil {
-			inits[k] = shareInit{Epoch: found[k].StateEpoch + 1, Start: offsets[k]}
+			// Past the stored state's epoch, or past every epoch a
+			// deleted state had: a leader's older copy is fenced.
+			inits[k] = shareInit{Epoch: max(found[k].StateEpoch, next[k]) + 1, Start: offsets[k]}
 		}
 	}
 	for k, e := range s.shareState.Initialize(req.GroupID, inits) {
@@ -344,7 +346,7 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 // group being deleted, at the share coordinators (Kafka's DeleteGroups
 // deletes it through its persister too).
 func (s *Server) deleteShareGroupState(group string) *kerr.Error {
-	found, errs := s.shareState.Summaries(group, shareGroupKeys(s.ctrl.Image(), group))
+	found, _, errs := s.shareState.Summaries(group, shareGroupKeys(s.ctrl.Image(), group))
 	for _, e := range errs {
 		return e
 	}

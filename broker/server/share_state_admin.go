@@ -144,21 +144,27 @@ func (st *shareState) retrying(keys []share.Key, op func(keys []share.Key) map[s
 }
 
 // Summaries reads the state of keys (all of one group): found ones are in
-// the first map, failures in the second; a key in neither has no state.
-func (st *shareState) Summaries(group string, keys []share.Key) (map[share.Key]shareSummary, map[share.Key]*kerr.Error) {
-	found := map[share.Key]shareSummary{}
-	errs := st.retrying(keys, func(keys []share.Key) map[share.Key]*kerr.Error {
-		f, errs := st.summariesOnce(group, keys)
+// the first map, failures in the last; a key in neither has no state.
+// next holds, for keys without state whose state was deleted, the state
+// epoch a new state must start at: a reset after a delete never reuses
+// one of the deleted state's epochs (review M2).
+func (st *shareState) Summaries(group string, keys []share.Key) (found map[share.Key]shareSummary, next map[share.Key]int32, errs map[share.Key]*kerr.Error) {
+	found, next = map[share.Key]shareSummary{}, map[share.Key]int32{}
+	errs = st.retrying(keys, func(keys []share.Key) map[share.Key]*kerr.Error {
+		f, n, errs := st.summariesOnce(group, keys)
 		for k, s := range f {
 			found[k] = s
 		}
+		for k, e := range n {
+			next[k] = e
+		}
 		return errs
 	})
-	return found, errs
+	return found, next, errs
 }
 
-func (st *shareState) summariesOnce(group string, keys []share.Key) (map[share.Key]shareSummary, map[share.Key]*kerr.Error) {
-	found, errs := map[share.Key]shareSummary{}, map[share.Key]*kerr.Error{}
+func (st *shareState) summariesOnce(group string, keys []share.Key) (map[share.Key]shareSummary, map[share.Key]int32, map[share.Key]*kerr.Error) {
+	found, next, errs := map[share.Key]shareSummary{}, map[share.Key]int32{}, map[share.Key]*kerr.Error{}
 	var mu sync.Mutex
 	eachCoordinator(st.byCoordinator(keys, false, errs), func(leader int32, keys []share.Key) {
 		if leader == st.s.nodeID {
@@ -178,6 +184,8 @@ func (st *shareState) summariesOnce(group string, keys []share.Key) (map[share.K
 					errs[k] = asKerr(err)
 				case ok:
 					found[k] = summaryOf(s)
+				case s.StateEpoch > 0:
+					next[k] = s.StateEpoch
 				}
 				mu.Unlock()
 			}
@@ -216,6 +224,8 @@ func (st *shareState) summariesOnce(group string, keys []share.Key) (map[share.K
 					errs[k] = asKerr(kerr.ErrorForCode(rp.ErrorCode))
 				case rp.StartOffset >= 0: // -1: no state, as between our brokers for ReadShareGroupState
 					found[k] = shareSummary{StateEpoch: rp.StateEpoch, LeaderEpoch: rp.LeaderEpoch, StartOffset: rp.StartOffset, Complete: rp.DeliveryCompleteCount}
+				case rp.StateEpoch > 0: // deleted: the epoch a new state starts at
+					next[k] = rp.StateEpoch
 				}
 			}
 		}
@@ -225,7 +235,7 @@ func (st *shareState) summariesOnce(group string, keys []share.Key) (map[share.K
 			}
 		}
 	})
-	return found, errs
+	return found, next, errs
 }
 
 // shareInit is an administrator's new start for a share partition: its
@@ -306,27 +316,18 @@ func (st *shareState) initializeOnce(group string, keys []share.Key, inits map[s
 }
 
 // initLocal serves an initialization at this share coordinator: an epoch
-// not past the stored one is FENCED_STATE_EPOCH (another reset came
-// first), as Kafka's share coordinator refuses it.
+// older than the stored one is FENCED_STATE_EPOCH (another reset came
+// first), as Kafka's share coordinator refuses it; an equal one is a retry
+// of this reset, whose first attempt may have landed (review M3).
 func (st *shareState) initLocal(k share.Key, in shareInit) *kerr.Error {
+	if in.Start < 0 {
+		return kerr.InvalidRequest
+	}
 	p, e := st.localPartition(k)
 	if e != nil {
 		return e
 	}
-	st.mu.Lock()
-	if e := st.status(p); e != nil {
-		st.mu.Unlock()
-		return e
-	}
-	cur, had := st.loaded[p][k]
-	st.mu.Unlock()
-	if had && in.Epoch <= cur.StateEpoch || in.Start < 0 {
-		if in.Start < 0 {
-			return kerr.InvalidRequest
-		}
-		return kerr.FencedStateEpoch
-	}
-	return st.writeLocal(p, k, &share.Snapshot{StateEpoch: in.Epoch, LeaderEpoch: -1, StartOffset: in.Start})
+	return st.writeLocal(p, k, &share.Snapshot{StateEpoch: in.Epoch, LeaderEpoch: -1, StartOffset: in.Start}, true)
 }
 
 // Delete deletes the state of keys (all of one group) and returns the
@@ -343,7 +344,7 @@ func (st *shareState) deleteOnce(group string, keys []share.Key) map[share.Key]*
 			for _, k := range keys {
 				p, e := st.localPartition(k)
 				if e == nil {
-					e = st.writeLocal(p, k, nil)
+					e = st.writeLocal(p, k, nil, false)
 				}
 				mu.Lock()
 				if e != nil {
@@ -412,6 +413,8 @@ func (s *Server) handleReadShareGroupStateSummary(c *conn, req *kmsg.ReadShareGr
 				rp.ErrorCode = code
 			} else if snap, found, err := s.shareState.readLocal(sp, k); err != nil {
 				rp.ErrorCode = asKerr(err).Code
+			} else if !found && snap.StateEpoch > 0 {
+				rp.StateEpoch = snap.StateEpoch // deleted: the epoch a new state starts at
 			} else if found {
 				sum := summaryOf(snap)
 				rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset, rp.DeliveryCompleteCount = sum.StateEpoch, sum.LeaderEpoch, sum.StartOffset, sum.Complete

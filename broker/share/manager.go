@@ -116,6 +116,7 @@ type Manager struct {
 	epochs   map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
 	states   map[Key]int32 // the state epoch each share partition was loaded at (bumped by an administrator's reset)
 	verify   map[Key]bool  // loaded share partitions to check against the store's state epoch at their next use
+	fresh    map[Key]bool  // share partitions begun here with no state in the store: their writes may create it
 	pending  map[Key]*Snapshot
 	failed   map[Key]error // the last write of a key failed
 	wmu      sync.Mutex    // one writer of pending at a time, so a key's writes stay in order
@@ -154,6 +155,7 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		epochs:   map[Key]int32{},
 		states:   map[Key]int32{},
 		verify:   map[Key]bool{},
+		fresh:    map[Key]bool{},
 		pending:  map[Key]*Snapshot{},
 		failed:   map[Key]error{},
 		released: make(chan struct{}),
@@ -285,7 +287,7 @@ func (m *Manager) persist(k Key, p *Partition) {
 	if !ok {
 		epoch = -1 // an administrator's change, not a leader's: not fenced
 	}
-	m.pending[k] = &Snapshot{StateEpoch: m.states[k], LeaderEpoch: epoch, StartOffset: p.StartOffset(), Batches: p.Batches()}
+	m.pending[k] = &Snapshot{StateEpoch: m.states[k], LeaderEpoch: epoch, StartOffset: p.StartOffset(), Batches: p.Batches(), Create: m.fresh[k]}
 }
 
 // flush writes the queued states, without mu, and returns once they are
@@ -333,9 +335,10 @@ func (m *Manager) flush() {
 		switch {
 		case err == nil:
 			delete(m.failed, k)
-		case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.FencedStateEpoch):
+		case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.FencedStateEpoch), errors.Is(err, kerr.InvalidRequest):
 			// A newer leader, or an administrator's reset (a new state
-			// epoch), owns the state now: the next use reloads it.
+			// epoch) or delete (INVALID_REQUEST: no state to write to),
+			// owns the state now: the next use reloads it.
 			m.failed[k] = err
 			m.forget(k)
 		default:
@@ -362,9 +365,12 @@ func persisterErr(err error) *kerr.Error {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		switch ke {
-		case kerr.FencedLeaderEpoch:
+		case kerr.FencedLeaderEpoch, kerr.FencedStateEpoch, kerr.InvalidRequest:
+			// Kafka maps both fences to NOT_LEADER_OR_FOLLOWER, which
+			// clients retry; a write refused for want of state (deleted
+			// by an administrator) is a fence here too.
 			return kerr.NotLeaderForPartition
-		case kerr.GroupIDNotFound, kerr.UnknownTopicOrPartition, kerr.FencedStateEpoch:
+		case kerr.GroupIDNotFound, kerr.UnknownTopicOrPartition:
 			return ke
 		}
 	}
@@ -422,9 +428,10 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfgFor(k.Group).MaxRecordLocks)
 		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
 		m.states[k] = s.StateEpoch
+		delete(m.fresh, k)
 	} else {
 		delete(m.parts, k)
-		delete(m.states, k)
+		m.states[k] = s.StateEpoch // past a deleted state's epochs
 	}
 	m.epochs[k] = epoch
 	return nil
@@ -600,6 +607,7 @@ func (m *Manager) partition(k Key, hw, logStart int64) *Partition {
 		p = NewPartition(start)
 		p.dirty = true
 		m.parts[k] = p
+		m.fresh[k] = true
 	}
 	p.Advance(logStart)
 	return p
@@ -810,4 +818,5 @@ func (m *Manager) forget(k Key) {
 	delete(m.epochs, k)
 	delete(m.states, k)
 	delete(m.verify, k)
+	delete(m.fresh, k)
 }
