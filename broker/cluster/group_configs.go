@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"maps"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,9 +22,30 @@ type GroupConfigRecord struct {
 	Value *string `json:"value"`
 }
 
+// MaxGroupConfigGroups bounds the groups that have configs, and
+// MaxGroupConfigIDLength their ids: anyone allowed ALTER_CONFIGS on a
+// prefix of group ids (or any client without an authorizer) could
+// otherwise fill every node's metadata with configs of groups that need
+// not exist (review M5). Kafka 4.4 has neither bound.
+const (
+	MaxGroupConfigGroups   = 10000
+	MaxGroupConfigIDLength = 255
+)
+
+// maxGroupConfigGroups is MaxGroupConfigGroups; tests lower it.
+var maxGroupConfigGroups = MaxGroupConfigGroups
+
 // applyGroupConfig applies r, copying the maps it changes.
 func (n *Image) applyGroupConfig(r *GroupConfigRecord) {
 	n.GroupConfigs = maps.Clone(n.GroupConfigs)
+	n.setGroupConfig(r)
+}
+
+// setGroupConfig applies r to n.GroupConfigs, which must be n's own
+// (applyAll copies it once for a run of group config records, so that
+// replaying a snapshot is linear in its groups, not quadratic), copying
+// the group's map.
+func (n *Image) setGroupConfig(r *GroupConfigRecord) {
 	if n.GroupConfigs == nil {
 		n.GroupConfigs = map[string]map[string]string{}
 	}
@@ -73,8 +95,14 @@ func (c *Controller) AlterGroupConfigs(group string, changes []ConfigChange, val
 	if group == "" {
 		return errorf(kerr.InvalidRequest, "a group resource needs a group id")
 	}
+	if len(group) > MaxGroupConfigIDLength {
+		return errorf(kerr.InvalidRequest, "group id of %d bytes: group configs are kept for group ids of at most %d bytes", len(group), MaxGroupConfigIDLength)
+	}
 	return c.decide(validateOnly, func(img *Image) ([]Record, error) {
 		cur := img.GroupConfigs[group]
+		if cur == nil && len(img.GroupConfigs) >= maxGroupConfigGroups && slices.ContainsFunc(changes, func(ch ConfigChange) bool { return ch.Value != nil }) {
+			return nil, errorf(kerr.PolicyViolation, "%d groups have configs, the most this cluster keeps (%d): delete another group's configs first", len(img.GroupConfigs), maxGroupConfigGroups)
+		}
 		next := maps.Clone(cur)
 		if next == nil {
 			next = map[string]string{}

@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -48,5 +51,63 @@ func TestGroupConfigsInMetadataLog(t *testing.T) {
 	}
 	if _, ok := c.Image().GroupConfigs["g"]; ok {
 		t.Fatalf("after the delete: %v", c.Image().GroupConfigs)
+	}
+}
+
+// TestGroupConfigBounds: group configs are kept for at most
+// maxGroupConfigGroups groups, with ids of at most MaxGroupConfigIDLength
+// bytes; past either the change is refused naming the bound, and a group
+// that has configs may still change or drop them (review M5).
+func TestGroupConfigBounds(t *testing.T) {
+	defer func(n int) { maxGroupConfigGroups = n }(maxGroupConfigGroups)
+	maxGroupConfigGroups = 2
+	c := openTest(t, t.TempDir())
+	defer c.Close()
+	ok := func(map[string]string) error { return nil }
+	v := "earliest"
+	set := []ConfigChange{{Name: "share.auto.offset.reset", Value: &v}}
+	err := c.AlterGroupConfigs(strings.Repeat("g", MaxGroupConfigIDLength+1), set, ok, false)
+	if e, isErr := IsError(err); !isErr || e.Code != kerr.InvalidRequest || !strings.Contains(err.Error(), "at most 255 bytes") {
+		t.Fatalf("a group id past the bound: %v, want INVALID_REQUEST naming 255", err)
+	}
+	for _, g := range []string{"a", "b"} {
+		if err := c.AlterGroupConfigs(g, set, ok, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = c.AlterGroupConfigs("c", set, ok, false)
+	if e, isErr := IsError(err); !isErr || e.Code != kerr.PolicyViolation || !strings.Contains(err.Error(), "(2)") {
+		t.Fatalf("a third group: %v, want POLICY_VIOLATION naming the bound 2", err)
+	}
+	if err := c.AlterGroupConfigs("a", []ConfigChange{{Name: "share.auto.offset.reset"}}, ok, false); err != nil {
+		t.Fatalf("dropping a group's configs at the bound: %v", err)
+	}
+	if err := c.AlterGroupConfigs("c", set, ok, false); err != nil {
+		t.Fatalf("a group after another's configs were dropped: %v", err)
+	}
+}
+
+// TestGroupConfigReplayLinear: restoring a snapshot of 100,000 groups'
+// configs (as fsm.Restore applies it) takes well under a second; it was
+// quadratic, 6.5 s for 20,000 (review M5).
+func TestGroupConfigReplayLinear(t *testing.T) {
+	const n = 100000
+	rs := make([]Record, 0, n)
+	v := "earliest"
+	for i := range n {
+		rs = append(rs, Record{GroupConfig: &GroupConfigRecord{Group: fmt.Sprintf("g-%07d", i), Name: "share.auto.offset.reset", Value: &v}})
+	}
+	base := emptyImage("x")
+	start := time.Now()
+	img, err := base.applyAll(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if len(img.GroupConfigs) != n || img.Offset != base.Offset+n || len(base.GroupConfigs) != 0 {
+		t.Fatalf("groups %d offset %d (base groups %d), want %d and %d", len(img.GroupConfigs), img.Offset, len(base.GroupConfigs), n, base.Offset+n)
+	}
+	if took > 10*time.Second { // 0.1 s, 1.3 s under -race, on a loaded 2-core machine; quadratic was minutes
+		t.Fatalf("replaying %d group configs took %v", n, took)
 	}
 }
