@@ -99,6 +99,9 @@ func (c *Controller) AlterGroupConfigs(group string, changes []ConfigChange, val
 		return errorf(kerr.InvalidRequest, "group id of %d bytes: group configs are kept for group ids of at most %d bytes", len(group), MaxGroupConfigIDLength)
 	}
 	return c.decide(validateOnly, func(img *Image) ([]Record, error) {
+		if l := img.FeatureLevel(GroupVersion); l < 1 {
+			return nil, errorf(kerr.UnsupportedVersion, "group configs need feature %s at level 1 or more, and this cluster has %d: once every node runs this version, finalize it with `kafka-features.sh upgrade --feature %s=1`", GroupVersion, l, GroupVersion)
+		}
 		cur := img.GroupConfigs[group]
 		if cur == nil && len(img.GroupConfigs) >= maxGroupConfigGroups && slices.ContainsFunc(changes, func(ch ConfigChange) bool { return ch.Value != nil }) {
 			return nil, errorf(kerr.PolicyViolation, "%d groups have configs, the most this cluster keeps (%d): delete another group's configs first", len(img.GroupConfigs), maxGroupConfigGroups)

@@ -3,11 +3,14 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/config"
 )
 
 // TestGroupConfigsInMetadataLog: a group config set through the controller
@@ -109,5 +112,54 @@ func TestGroupConfigReplayLinear(t *testing.T) {
 	}
 	if took > 10*time.Second { // 0.1 s, 1.3 s under -race, on a loaded 2-core machine; quadratic was minutes
 		t.Fatalf("replaying %d group configs took %v", n, took)
+	}
+}
+
+// TestGroupConfigsNeedGroupVersion: a cluster upgraded from a version
+// without group configs (metadata with brokers and no group.version) runs
+// group.version 0 and refuses them, naming the feature to finalize, so
+// that no older node meets a GroupConfig record it cannot read; after
+// `kafka-features.sh upgrade --feature group.version=1` they are kept. A
+// new cluster starts at 1 (review M6).
+func TestGroupConfigsNeedGroupVersion(t *testing.T) {
+	ok := func(map[string]string) error { return nil }
+	v := "earliest"
+	set := []ConfigChange{{Name: "share.auto.offset.reset", Value: &v}}
+	c := openTest(t, t.TempDir())
+	if l := c.Image().FeatureLevel(GroupVersion); l != 1 {
+		t.Errorf("a new cluster's group.version %d, want 1", l)
+	}
+	if err := c.AlterGroupConfigs("g", set, ok, false); err != nil {
+		t.Errorf("a new cluster: %v", err)
+	}
+	c.Close()
+
+	dir := t.TempDir()
+	ml, _, err := openMetaLog(filepath.Join(dir, MetadataLogFile), emptyImage("test-cluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := Broker{ID: 1, Listeners: []config.Listener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}}
+	if err := ml.append([]Record{{RegisterBroker: &reg}}); err != nil {
+		t.Fatal(err)
+	}
+	ml.close()
+	c = openTest(t, dir)
+	defer c.Close()
+	err = c.AlterGroupConfigs("g", set, ok, false)
+	if e, isErr := IsError(err); !isErr || e.Code != kerr.UnsupportedVersion || !strings.Contains(err.Error(), "--feature group.version=1") {
+		t.Fatalf("an upgraded cluster at group.version 0: %v, want UNSUPPORTED_VERSION naming the upgrade", err)
+	}
+	if len(c.Image().GroupConfigs) != 0 {
+		t.Fatalf("a refused change was kept: %v", c.Image().GroupConfigs)
+	}
+	if err := c.UpdateFeature(FeatureUpdate{Name: GroupVersion, Level: 1, UpgradeType: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AlterGroupConfigs("g", set, ok, false); err != nil {
+		t.Fatalf("after the upgrade: %v", err)
+	}
+	if err := c.UpdateFeature(FeatureUpdate{Name: GroupVersion, Level: 0, UpgradeType: 2}, false); err == nil {
+		t.Fatal("a safe downgrade of group.version was allowed: older nodes would meet the records")
 	}
 }
