@@ -225,6 +225,7 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
+	defer s.shares.AdminDone(req.GroupID)
 	img := s.ctrl.Image()
 	offsets := map[share.Key]int64{}
 	keys := []share.Key{}
@@ -308,6 +309,7 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
+	defer s.shares.AdminDone(req.GroupID)
 	img := s.ctrl.Image()
 	var keys []share.Key
 	for _, rt := range req.Topics {

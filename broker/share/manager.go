@@ -111,12 +111,13 @@ type Manager struct {
 	groups   map[string]*group
 	parts    map[Key]*Partition
 	sessions map[sessionKey]*session
-	released chan struct{} // closed (and replaced) when records become available
-	store    Store         // nil: state is not persisted
-	epochs   map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
-	states   map[Key]int32 // the state epoch each share partition was loaded at (bumped by an administrator's reset)
-	verify   map[Key]bool  // loaded share partitions to check against the store's state epoch at their next use
-	fresh    map[Key]bool  // share partitions begun here with no state in the store: their writes may create it
+	released chan struct{}   // closed (and replaced) when records become available
+	store    Store           // nil: state is not persisted
+	epochs   map[Key]int32   // the topic partition's leader epoch each share partition was loaded in
+	states   map[Key]int32   // the state epoch each share partition was loaded at (bumped by an administrator's reset)
+	verify   map[Key]bool    // loaded share partitions to check against the store's state epoch at their next use
+	fresh    map[Key]bool    // share partitions begun here with no state in the store: their writes may create it
+	busy     map[string]bool // groups an administrator's offset call is changing (AdminGroup to AdminDone)
 	pending  map[Key]*Snapshot
 	failed   map[Key]error // the last write of a key failed
 	wmu      sync.Mutex    // one writer of pending at a time, so a key's writes stay in order
@@ -156,6 +157,7 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		states:   map[Key]int32{},
 		verify:   map[Key]bool{},
 		fresh:    map[Key]bool{},
+		busy:     map[string]bool{},
 		pending:  map[Key]*Snapshot{},
 		failed:   map[Key]error{},
 		released: make(chan struct{}),
@@ -445,6 +447,16 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[req.GroupID]
+	if m.busy[req.GroupID] {
+		// An administrator is resetting or deleting the group's state:
+		// no member joins (and gets partitions) until that ends, as
+		// Kafka's assignor holds back partitions being initialized or
+		// deleted. The client retries.
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		msg := "Group " + req.GroupID + " is being changed by an administrator."
+		resp.ErrorCode, resp.ErrorMessage = kerr.CoordinatorLoadInProgress.Code, &msg
+		return resp
+	}
 	if g == nil {
 		if isOther || req.MemberEpoch != 0 {
 			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
@@ -746,24 +758,37 @@ func (m *Manager) Members(groupID string) int {
 // (NON_EMPTY_GROUP); an unknown one is GROUP_ID_NOT_FOUND, or with create
 // is created empty, as Kafka's AlterShareGroupOffsets does. The offsets
 // themselves are in the store, wherever the state partitions are led
-// (broker/server/90_share_group_offsets.go).
+// (broker/server/90_share_group_offsets.go). On success the group is
+// busy until AdminDone: no member joins it meanwhile, and another
+// administrator's call is COORDINATOR_LOAD_IN_PROGRESS (retried by
+// clients), so the group stays empty for the whole call (review M4).
 func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
 	switch {
+	case m.busy[groupID]:
+		return kerr.CoordinatorLoadInProgress
 	case g != nil && len(g.members) > 0:
 		return kerr.NonEmptyGroup
 	case g != nil:
-		return nil
 	case !create:
 		return kerr.GroupIDNotFound
+	default:
+		if _, full := m.tooManyGroups(); full {
+			return errGroupCount
+		}
+		m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
 	}
-	if _, full := m.tooManyGroups(); full {
-		return errGroupCount
-	}
-	m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+	m.busy[groupID] = true
 	return nil
+}
+
+// AdminDone ends the administrator's call AdminGroup allowed.
+func (m *Manager) AdminDone(groupID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.busy, groupID)
 }
 
 // Forget drops this broker's copies of share partitions whose state an
