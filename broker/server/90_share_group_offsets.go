@@ -241,12 +241,11 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 			case !exists || p.Partition < 0 || int(p.Partition) >= len(meta.Partitions):
 				bad[k] = kerr.UnknownTopicOrPartition.Code
 			default:
+				// Stored as given, as Kafka's group coordinator stores it
+				// (its tool bounds it on the client side): the same answer
+				// whichever broker hosts the partition (review L4). Below
+				// the log start, the leader starts at the log start.
 				off := p.StartOffset
-				if part, e := s.hostedPartition(rt.Topic, p.Partition); e == nil {
-					// Kafka keeps the offset within the log: below the log
-					// start is the log start, past the end the end.
-					off = min(max(off, s.logStartOffset(part)), part.HighWatermark())
-				}
 				if off < 0 {
 					bad[k] = kerr.InvalidRequest.Code
 					break
