@@ -135,11 +135,15 @@ type Manager struct {
 // Store keeps share-partition state durably: broker/server's
 // __share_group_state. Both calls may wait for I/O.
 type Store interface {
-	// Read returns k's state; found is false when it has none.
+	// Read returns k's state; found is false when it has none, and then
+	// s.StateEpoch is the state epoch a new state starts at (past a
+	// deleted state's).
 	Read(k Key) (s Snapshot, found bool, err error)
 	// Write replaces k's state (nil deletes it) and returns once it is
 	// committed; a write older than the stored leader epoch is refused
-	// with FENCED_LEADER_EPOCH.
+	// with FENCED_LEADER_EPOCH, one older than the stored state epoch
+	// with FENCED_STATE_EPOCH, and one to a key without state, unless
+	// s.Create, with INVALID_REQUEST.
 	Write(k Key, s *Snapshot) error
 }
 
