@@ -11,9 +11,10 @@ import (
 // broker must agree on before clients may use it. Kafka 4.x finalizes
 // them when the cluster is formatted and changes them with UpdateFeatures
 // (`kafka-features.sh upgrade|downgrade`); a broker tells clients the
-// finalized levels in ApiVersions. The only one served is
-// transaction.version: at 2 (KIP-890 part 2) clients bump the producer
-// epoch at every EndTxn and leave adding partitions to the leaders.
+// finalized levels in ApiVersions. Two are served: transaction.version
+// (at 2, KIP-890 part 2, clients bump the producer epoch at every EndTxn
+// and leave adding partitions to the leaders) and group.version (at 1,
+// group configs are kept in the metadata log; see GroupVersion).
 //
 // A new cluster's first metadata finalizes every feature at its default
 // (bootstrapFeatures), as Kafka's format does. A cluster whose metadata
@@ -25,6 +26,15 @@ import (
 
 // TransactionVersion is the name of the transactions feature.
 const TransactionVersion = "transaction.version"
+
+// GroupVersion is the name of the groups feature (Kafka's group.version).
+// At 1, group configs (IncrementalAlterConfigs on a GROUP resource) are
+// written to the metadata log as GroupConfig records; below it they are
+// refused, so that a node of an older version, which cannot read the
+// record, never meets one during a rolling upgrade (review M6). A new
+// cluster starts at 1, as Kafka 4.4's format does; an upgraded one stays
+// at 0 until `kafka-features.sh upgrade --feature group.version=1`.
+const GroupVersion = "group.version"
 
 // SupportedFeature is a feature this version can run, and its levels.
 type SupportedFeature struct {
@@ -40,6 +50,9 @@ var SupportedFeatures = []SupportedFeature{
 	// from 2 is safe: v2 transactions already written complete as they
 	// are, and clients see the new level at their next ApiVersions.
 	{Name: TransactionVersion, Min: 0, Max: 2, Default: 2, DowngradeSafe: true},
+	// A downgrade to 0 leaves the GroupConfig records an older node
+	// cannot read: only the unsafe type does it.
+	{Name: GroupVersion, Min: 0, Max: 1, Default: 1},
 }
 
 func supportedFeature(name string) (SupportedFeature, bool) {

@@ -103,6 +103,7 @@ func (img *Image) records() []Record {
 	rs = append(rs, img.clientQuotaRecords()...)
 	rs = append(rs, img.aclRecords()...)
 	rs = append(rs, img.featureRecords()...)
+	rs = append(rs, img.groupConfigRecords()...)
 	return rs
 }
 

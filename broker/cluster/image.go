@@ -144,6 +144,9 @@ type Image struct {
 	// Features are the finalized feature levels set by records (a feature
 	// not here is at its default, features.go); replaced on change.
 	Features map[string]int16 `json:",omitempty"`
+	// GroupConfigs are the group configs (KIP-848, KIP-932) by group id
+	// (group_configs.go); never modified in place.
+	GroupConfigs map[string]map[string]string `json:",omitempty"`
 }
 
 // DynamicConfigs are the cluster-wide and the per-broker dynamic configs

@@ -32,6 +32,8 @@ type Record struct {
 	Acl *AclRecord `json:"acl,omitempty"`
 	// FeatureLevel finalizes a feature's level (features.go).
 	FeatureLevel *FeatureLevelRecord `json:"feature_level,omitempty"`
+	// GroupConfig sets or removes a group config (group_configs.go).
+	GroupConfig *GroupConfigRecord `json:"group_config,omitempty"`
 }
 
 // BrokerConfigRecord sets (Value non-nil) or removes one dynamic broker
@@ -70,11 +72,25 @@ type RemoveTopicRecord struct {
 // applyAll returns the image after rs.
 func (img *Image) applyAll(rs []Record) (*Image, error) {
 	next := img
-	for _, r := range rs {
+	for i := 0; i < len(rs); {
+		if rs[i].GroupConfig != nil {
+			// A run of group configs (a snapshot holds them together)
+			// copies the image and its group map once, not per record:
+			// replay stays linear in the number of groups (review M5).
+			n := next.clone()
+			n.GroupConfigs = maps.Clone(n.GroupConfigs)
+			for ; i < len(rs) && rs[i].GroupConfig != nil; i++ {
+				n.setGroupConfig(rs[i].GroupConfig)
+				n.Offset++
+			}
+			next = n
+			continue
+		}
 		var err error
-		if next, err = next.Apply(r); err != nil {
+		if next, err = next.Apply(rs[i]); err != nil {
 			return nil, err
 		}
+		i++
 	}
 	return next, nil
 }
@@ -164,6 +180,8 @@ func (img *Image) Apply(r Record) (*Image, error) {
 		} else {
 			n.BrokerConfigs[bc.Broker] = m
 		}
+	case r.GroupConfig != nil:
+		n.applyGroupConfig(r.GroupConfig)
 	case r.Scram != nil:
 		if err := n.applyScram(r.Scram); err != nil {
 			return nil, err

@@ -606,7 +606,7 @@ func diffSingleNode(t *testing.T, d *differ) {
 	repl.differs = "Tributary reports no fetch times for the quorum leader itself (-1)"
 	d.step(t, repl)
 	d.step(t, diffStep{tool: "FeatureCommand", class: "org.apache.kafka.tools.FeatureCommand", args: append(append([]string{}, bs...), "describe"),
-		differs: "Tributary serves and finalizes transaction.version only (at 2, as Kafka 4.4 does); Kafka also lists metadata.version, kraft.version, group.version and its other features"})
+		differs: "Tributary serves and finalizes transaction.version (at 2) and group.version (at 1), as Kafka 4.4 does; Kafka also lists metadata.version, kraft.version and its other features"})
 	// ClusterTool in the JVM of Kafka's in-process broker makes its
 	// metadata loader fail fatally: it runs in the JVM without brokers.
 	for _, cmd := range []string{"cluster-id", "list-endpoints"} {

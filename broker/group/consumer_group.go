@@ -728,7 +728,8 @@ func (gs *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest, topics map[str
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.MemberID = &m.ID
 	resp.MemberEpoch = m.Epoch
-	resp.HeartbeatIntervalMillis = int32(gs.cfg.Consumer.HeartbeatInterval.Milliseconds())
+	_, hb := gs.consumerTimeouts(g.ID)
+	resp.HeartbeatIntervalMillis = int32(hb.Milliseconds())
 	// The assignment goes out when it changed, on a (re)join, and when
 	// what the member reports owning is not what it is given: a client
 	// that missed a response learns it again.
@@ -967,7 +968,7 @@ func (gs *Groups) TickConsumer(now time.Time) {
 		var out []Record
 		for _, id := range cg.memberIDs() {
 			m := cg.members[id]
-			expired := !now.Before(m.lastSeen.Add(gs.sessionTimeout(m)))
+			expired := !now.Before(m.lastSeen.Add(gs.sessionTimeout(g.ID, m)))
 			stuck := m.State == memberUnrevoked && m.Epoch != -2 && !now.Before(m.revokeDeadline)
 			if expired || stuck || m.classicLate(now) {
 				out = append(out, gs.removeConsumerMember(g, m, now)...)

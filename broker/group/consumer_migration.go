@@ -626,12 +626,13 @@ func (m *cMember) classicLate(now time.Time) bool {
 	return c != nil && (!c.joinBy.IsZero() && !now.Before(c.joinBy) || !c.syncBy.IsZero() && !now.Before(c.syncBy))
 }
 
-// sessionTimeout is how long m may go without a heartbeat.
-func (gs *Groups) sessionTimeout(m *cMember) time.Duration {
+// sessionTimeout is how long m, of group, may go without a heartbeat.
+func (gs *Groups) sessionTimeout(group string, m *cMember) time.Duration {
 	if m.Classic != nil {
 		return m.Classic.SessionTimeout
 	}
-	return gs.cfg.Consumer.SessionTimeout
+	s, _ := gs.consumerTimeouts(group)
+	return s
 }
 
 // topicsNow is the cluster's topics for the classic requests of a

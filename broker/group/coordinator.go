@@ -82,6 +82,14 @@ func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replic
 		gs: NewGroups(cfg), loaded: map[int32]bool{}, loading: map[int32]bool{}, inflight: map[int32]*inflight{},
 		stop: make(chan struct{})}
 	c.gs.Topics = c.topicsView // called by Groups with c.mu held
+	c.gs.GroupTimeouts = func(group string) (time.Duration, time.Duration, bool) {
+		vs := c.ctrl.Image().GroupConfigs[group]
+		if vs == nil {
+			return 0, 0, false
+		}
+		st := bcfg.GroupSettingsOf(vs)
+		return st.ConsumerSessionTimeout, st.ConsumerHeartbeatInterval, true
+	}
 	return c
 }
 

@@ -180,6 +180,22 @@ type Groups struct {
 	// consumer groups (their requests carry topic names); nil in tests
 	// that have no topics. The coordinator calls it with its mu held.
 	Topics func() map[string]TopicMeta
+	// GroupTimeouts is a consumer group's own consumer.session.timeout.ms
+	// and consumer.heartbeat.interval.ms (group configs, from the metadata
+	// log); ok false: the group sets none and cfg.Consumer applies. Nil
+	// in tests.
+	GroupTimeouts func(group string) (session, heartbeat time.Duration, ok bool)
+}
+
+// consumerTimeouts are the session timeout and heartbeat interval of a
+// consumer group's members.
+func (gs *Groups) consumerTimeouts(group string) (session, heartbeat time.Duration) {
+	if gs.GroupTimeouts != nil {
+		if s, h, ok := gs.GroupTimeouts(group); ok {
+			return s, h
+		}
+	}
+	return gs.cfg.Consumer.SessionTimeout, gs.cfg.Consumer.HeartbeatInterval
 }
 
 // NewGroups is an empty state machine.

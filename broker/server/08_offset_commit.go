@@ -6,6 +6,9 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // __consumer_offsets. Partitions that do not exist are
 // UNKNOWN_TOPIC_OR_PARTITION and are not committed.
 func (s *Server) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+	if s.isShareGroup(req.Group) {
+		return commitToShareGroup(req), nil
+	}
 	img := s.ctrl.Image()
 	known := func(topic string, p int32) bool {
 		t := img.Topics[topic]

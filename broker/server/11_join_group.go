@@ -12,6 +12,9 @@ import (
 // (every known member rejoined, or the rebalance timeout passed); the
 // connection is muted meanwhile, as Kafka mutes it.
 func (s *Server) handleJoinGroup(c *conn, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, error) {
+	if s.isShareGroup(req.Group) {
+		return joinShareGroup(req), nil
+	}
 	defer s.metrics.wait(purgatoryRebalance)()
 	return s.groups.Join(group.JoinRequest{JoinGroupRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}, s.stopping), nil
 }

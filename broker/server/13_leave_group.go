@@ -5,6 +5,9 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // handleLeaveGroup removes members: one (v0-v2) or a batch (v3+, KIP-345),
 // each with its own error.
 func (s *Server) handleLeaveGroup(c *conn, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, error) {
+	if s.isShareGroup(req.Group) {
+		return leaveShareGroup(req), nil
+	}
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	members := req.Members
 	if req.Version < 3 {

@@ -77,6 +77,8 @@ func (s *Server) describeResource(img *cluster.Image, rr kmsg.DescribeConfigsReq
 			return nil, err
 		}
 		return s.brokerConfigEntries(), nil
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return s.groupConfigEntries(img, rr.ResourceName)
 	default:
 		return nil, apiErrorf(kerr.InvalidRequest, "resource type %s (%d) is not supported", rr.ResourceType, int8(rr.ResourceType))
 	}

@@ -11,10 +11,19 @@ func (s *Server) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (*km
 		rg.Group = g
 		if s.shares.Has(g) {
 			// A share group (broker/share): empty, with its share state.
+			// The group stays empty from the check to the delete: no
+			// member joins while its state is deleted.
 			if code := s.groups.Status(g); code != nil {
 				rg.ErrorCode = code.Code
-			} else if code := s.shares.DeleteGroup(g); code != nil {
+			} else if code := s.shares.AdminGroup(g, false); code != nil {
 				rg.ErrorCode = code.Code
+			} else {
+				if code := s.deleteShareGroupState(g); code != nil {
+					rg.ErrorCode = code.Code
+				} else if code := s.shares.DeleteGroup(g); code != nil {
+					rg.ErrorCode = code.Code
+				}
+				s.shares.AdminDone(g)
 			}
 		} else if code := s.groups.DeleteGroup(g); code != nil {
 			rg.ErrorCode = code.Code

@@ -87,7 +87,7 @@ func (s *Server) incrementalAlterConfigs(c *conn, rr kmsg.IncrementalAlterConfig
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return apiErrorf(kerr.InvalidRequest, "changing log levels (BROKER_LOGGER) is not supported")
 	case kmsg.ConfigResourceTypeGroupConfig:
-		return s.alterShareGroupConfigs(rr, validateOnly)
+		return s.alterGroupConfigs(rr, validateOnly)
 	default:
 		return apiErrorf(kerr.InvalidRequest, "unknown resource type %d", int8(rr.ResourceType))
 	}

@@ -49,7 +49,7 @@ func (s *Server) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (kmsg.Re
 // shareFetch fills resp; record bytes sent by sendfile are in files. (It
 // returns resp for its early answers' sake; the caller has it already.)
 func (s *Server) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareFetchResponse, files *fileRanges) (*kmsg.ShareFetchResponse, error) {
-	resp.AcquisitionLockTimeoutMillis = int32(s.shares.Cfg().LockDuration / time.Millisecond)
+	resp.AcquisitionLockTimeoutMillis = s.lockMillis(req.GroupID)
 	fail := func(e *kerr.Error) (*kmsg.ShareFetchResponse, error) {
 		resp.ErrorCode = e.Code
 		return resp, nil

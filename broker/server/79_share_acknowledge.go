@@ -1,8 +1,6 @@
 package server
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,7 +14,7 @@ import (
 func (s *Server) handleShareAcknowledge(c *conn, req *kmsg.ShareAcknowledgeRequest) (*kmsg.ShareAcknowledgeResponse, error) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	if req.Version >= 2 {
-		resp.AcquisitionLockTimeoutMillis = int32(s.shares.Cfg().LockDuration / time.Millisecond)
+		resp.AcquisitionLockTimeoutMillis = s.lockMillis(req.GroupID)
 	}
 	fail := func(e *kerr.Error) (*kmsg.ShareAcknowledgeResponse, error) {
 		resp.ErrorCode = e.Code

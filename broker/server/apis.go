@@ -90,6 +90,10 @@ func (s *Server) handlers() map[int16]handler {
 		kmsg.ReadShareGroupState.Int16():   {min: 0, max: 0, fn: typed(s.handleReadShareGroupState)},
 		kmsg.WriteShareGroupState.Int16():  {min: 0, max: 1, fn: typed(s.handleWriteShareGroupState)},
 		kmsg.DeleteShareGroupState.Int16(): {min: 0, max: 0, fn: typed(s.handleDeleteShareGroupState)},
+		// The group coordinator's to the share coordinators, for the
+		// share-group offsets administrators read and reset.
+		kmsg.InitializeShareGroupState.Int16():  {min: 0, max: 0, fn: typed(s.handleInitializeShareGroupState)},
+		kmsg.ReadShareGroupStateSummary.Int16(): {min: 0, max: 1, fn: typed(s.handleReadShareGroupStateSummary)},
 
 		// Topic and config administration.
 		kmsg.DeleteTopics.Int16():            {min: 1, max: 6, fn: typed(s.handleDeleteTopics)},

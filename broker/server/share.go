@@ -1,8 +1,7 @@
 package server
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"time"
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/share"
@@ -18,10 +17,14 @@ func (s *Server) startShares() error {
 		return err
 	}
 	s.shares = m
+	m.SetGroupSettings(s.groupSettings(s.ctrl.Image().GroupConfigs))
 	m.Start()
 	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
 		if prev == nil || next == nil {
 			return
+		}
+		if !sameGroupConfigs(prev.GroupConfigs, next.GroupConfigs) {
+			m.SetGroupSettings(s.groupSettings(next.GroupConfigs))
 		}
 		// Only a topic seen in one image and gone from the next was
 		// deleted: an image not yet caught up must not drop state.
@@ -121,46 +124,12 @@ func (c *conn) closeShareSessions() {
 	}
 }
 
-// alterShareGroupConfigs serves IncrementalAlterConfigs on a GROUP
-// resource for the group configs share groups read here,
-// share.auto.offset.reset (latest or earliest) and share.isolation.level
-// (read_uncommitted or read_committed). Kafka keeps group configs in the
-// metadata log; Tributary keeps these with the share-group state of the
-// broker that receives them (docs/broker.md).
-func (s *Server) alterShareGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	if rr.ResourceName == "" {
-		return apiErrorf(kerr.InvalidRequest, "a group resource needs a group id")
+// lockMillis is the group's record lock duration, which ShareFetch and
+// ShareAcknowledge tell the client (share.record.lock.duration.ms).
+func (s *Server) lockMillis(group *string) int32 {
+	g := ""
+	if group != nil {
+		g = *group
 	}
-	allowed := map[string][2]string{
-		"share.auto.offset.reset": {"latest", "earliest"},
-		"share.isolation.level":   {"read_uncommitted", "read_committed"},
-	}
-	set := map[string]string{}
-	for _, cfg := range rr.Configs {
-		values, ok := allowed[cfg.Name]
-		if !ok {
-			return apiErrorf(kerr.InvalidConfig, "Unknown group config name: %s", cfg.Name)
-		}
-		switch cfg.Op {
-		case kmsg.IncrementalAlterConfigOpSet:
-			if v := *cfg.Value; v != values[0] && v != values[1] {
-				return apiErrorf(kerr.InvalidConfig, "Invalid value %s for configuration %s: must be %s or %s", v, cfg.Name, values[0], values[1])
-			}
-			set[cfg.Name] = *cfg.Value
-		case kmsg.IncrementalAlterConfigOpDelete:
-			set[cfg.Name] = values[0] // the default
-		default:
-			return apiErrorf(kerr.InvalidConfig, "%s is not a list: only SET and DELETE apply", cfg.Name)
-		}
-	}
-	if validateOnly {
-		return nil
-	}
-	if v, ok := set["share.auto.offset.reset"]; ok {
-		s.shares.SetAutoOffsetReset(rr.ResourceName, v)
-	}
-	if v, ok := set["share.isolation.level"]; ok {
-		s.shares.SetReadCommitted(rr.ResourceName, v == "read_committed")
-	}
-	return nil
+	return int32(s.shares.LockDuration(g) / time.Millisecond)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/replica"
 	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
@@ -55,7 +56,10 @@ func TestShareGroupAuthorization(t *testing.T) {
 		typ  kmsg.ACLResourceType
 		name string
 		op   kmsg.ACLOperation
-	}{{kmsg.ACLResourceTypeGroup, "sha", kmsg.ACLOperationRead}, {kmsg.ACLResourceTypeTopic, "sha-ok", kmsg.ACLOperationRead}, {kmsg.ACLResourceTypeTopic, "sha-secret", kmsg.ACLOperationDescribe}} {
+	}{{kmsg.ACLResourceTypeGroup, "sha", kmsg.ACLOperationRead}, {kmsg.ACLResourceTypeTopic, "sha-ok", kmsg.ACLOperationRead}, {kmsg.ACLResourceTypeTopic, "sha-secret", kmsg.ACLOperationDescribe},
+		// CLUSTER_ACTION: alice may send the share coordinator's
+		// persister RPCs, as a Kafka broker's principal may.
+		{kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLOperationClusterAction}} {
 		c := kmsg.NewCreateACLsRequestCreation()
 		c.ResourceType, c.ResourceName, c.ResourcePatternType = a.typ, a.name, kmsg.ACLResourcePatternTypeLiteral
 		c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", a.op, kmsg.ACLPermissionTypeAllow
@@ -146,4 +150,38 @@ func TestShareGroupAuthorization(t *testing.T) {
 	icr.Configs = append(icr.Configs, icc)
 	ic.Resources = append(ic.Resources, icr)
 	admWantCode(t, "alice (no ALTER_CONFIGS) sets a share group config", s.send(t, "alice", ic).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, nil, kerr.GroupAuthorizationFailed)
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "sha"}}
+	admWantCode(t, "alice (no DESCRIBE_CONFIGS) describes a share group's configs", s.send(t, "alice", dc).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode, nil, kerr.GroupAuthorizationFailed)
+
+	// The share coordinator's persister RPCs the group coordinator sends
+	// for the admin calls: brokers (or CLUSTER_ACTION) only.
+	sum := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	sum.GroupID = "sha"
+	sum.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 0, LeaderEpoch: -1}}}}
+	admWantCode(t, "bob reads a share-state summary", s.send(t, "bob", sum).(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0].ErrorCode, nil, kerr.ClusterAuthorizationFailed)
+	ini := kmsg.NewPtrInitializeShareGroupStateRequest()
+	ini.GroupID = "sha"
+	ini.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0, StateEpoch: 99}}}}
+	admWantCode(t, "bob initializes share state", s.send(t, "bob", ini).(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode, nil, kerr.ClusterAuthorizationFailed)
+	// A wrong cluster secret is no secret.
+	ini.UnknownTags.Set(replica.SecretTag, []byte("not-the-secret"))
+	admWantCode(t, "bob initializes share state with a wrong secret", s.send(t, "bob", ini).(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode, nil, kerr.ClusterAuthorizationFailed)
+	sum.UnknownTags.Set(replica.SecretTag, []byte("not-the-secret"))
+	admWantCode(t, "bob reads a share-state summary with a wrong secret", s.send(t, "bob", sum).(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0].ErrorCode, nil, kerr.ClusterAuthorizationFailed)
+	// alice holds CLUSTER_ACTION: her initialization and summary read are
+	// served (after the state topic is there and loaded).
+	ini.UnknownTags, sum.UnknownTags = kmsg.Tags{}, kmsg.Tags{}
+	var code int16
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code = s.send(t, "alice", ini).(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode
+		if code == 0 || !retriable(asKerr(kerr.ErrorForCode(code))) || time.Now().After(deadline) {
+			break
+		}
+	}
+	admWantCode(t, "alice (CLUSTER_ACTION) initializes share state", code, nil, nil)
+	sr := s.send(t, "alice", sum).(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0]
+	if sr.ErrorCode != 0 || sr.StateEpoch != 99 || sr.StartOffset != 0 {
+		t.Errorf("alice (CLUSTER_ACTION) reads the summary: %v epoch %d start %d, want epoch 99 start 0", kerr.ErrorForCode(sr.ErrorCode), sr.StateEpoch, sr.StartOffset)
+	}
 }

@@ -44,6 +44,10 @@ const shareStateTopic = "__share_group_state"
 // call, as Kafka's share.coordinator.write.timeout.ms does.
 const shareStateTimeout = 5 * time.Second
 
+// shareCreateTag is the tagged field of a WriteShareGroupState partition
+// between Tributary's brokers that carries share.Snapshot's Create.
+const shareCreateTag = 0x7473
+
 type shareState struct {
 	s *Server
 
@@ -321,7 +325,7 @@ func (st *shareState) Write(k share.Key, s *share.Snapshot) error {
 		return err
 	}
 	if leader == st.s.nodeID {
-		if e := st.writeLocal(p, k, s); e != nil {
+		if e := st.writeLocal(p, k, s, false); e != nil {
 			return e
 		}
 		return nil
@@ -348,12 +352,34 @@ func (st *shareState) readLocal(p int32, k share.Key) (share.Snapshot, bool, err
 		return share.Snapshot{}, false, e
 	}
 	s, ok := st.loaded[p][k]
+	if ok && deleted(s) {
+		// Deleted: no state, but the epoch a new one must start at.
+		return share.Snapshot{StateEpoch: s.StateEpoch, LeaderEpoch: s.LeaderEpoch}, false, nil
+	}
 	return s, ok, nil
 }
 
+// deleted says s is the marker a delete leaves (see writeLocal).
+func deleted(s share.Snapshot) bool { return s.StartOffset < 0 }
+
+// errUninitialized refuses a write to a key without state (Kafka's
+// WRITE_UNINITIALIZED_SHARE_PARTITION, sent as INVALID_REQUEST).
+var errUninitialized = kerr.InvalidRequest
+
 // writeLocal appends k's new state to state partition p led here and
-// waits for the ISR.
-func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot) *kerr.Error {
+// waits for the ISR. s nil deletes k's state; init says s is an
+// administrator's InitializeShareGroupState. The fences are checked here,
+// under mu, so that two writers cannot both pass them (review M3).
+//
+// Only an initialization, or a partition leader's write flagged Create
+// (its share partition began at share.auto.offset.reset, with nothing in
+// the store), may give a key without state one: any other write to it is
+// refused with INVALID_REQUEST, as Kafka's share coordinator refuses a
+// write to an uninitialized share partition (review M1). A delete leaves a
+// marker (start offset -1) holding the next state epoch, never a
+// tombstone, so that a state epoch is never used twice for a key: a
+// leader's copy from before the delete stays fenced (review M2).
+func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot, init bool) *kerr.Error {
 	part, e := st.s.leaderPartition(shareStateTopic, p)
 	if e != nil {
 		return kerr.NotCoordinator
@@ -365,6 +391,7 @@ func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot) *kerr.
 	}
 	states := st.loaded[p]
 	cur, had := states[k]
+	gone := had && deleted(cur)
 	var value []byte
 	now := time.Now().UnixMilli()
 	if s != nil {
@@ -372,17 +399,32 @@ func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot) *kerr.
 			st.mu.Unlock()
 			return kerr.FencedLeaderEpoch
 		}
+		if (!had || gone) && !init && !s.Create {
+			st.mu.Unlock()
+			return errUninitialized
+		}
+		// An administrator's reset (InitializeShareGroupState) moved the
+		// state epoch on: a leader still holding the state from before
+		// is fenced, as Kafka's ShareCoordinatorShard fences it. An
+		// equal epoch is a retry of the same reset, or the same leader.
+		if had && s.StateEpoch < cur.StateEpoch {
+			st.mu.Unlock()
+			return kerr.FencedStateEpoch
+		}
 		if had && s.LeaderEpoch < 0 {
 			s.LeaderEpoch = cur.LeaderEpoch
 		}
 		s.SnapshotEpoch, s.Created, s.Written = 0, now, now
-		if had {
+		if had && !gone {
 			s.SnapshotEpoch, s.Created = cur.SnapshotEpoch+1, cur.Created
 		}
 		value = share.SnapshotValue(*s)
-	} else if !had {
+	} else if !had || gone {
 		st.mu.Unlock()
 		return nil
+	} else {
+		s = &share.Snapshot{SnapshotEpoch: cur.SnapshotEpoch + 1, StateEpoch: cur.StateEpoch + 1, LeaderEpoch: cur.LeaderEpoch, StartOffset: -1, Created: now, Written: now}
+		value = share.SnapshotValue(*s)
 	}
 	opts := record.DefaultBuildOptions()
 	opts.BaseTimestamp = now
@@ -402,11 +444,9 @@ func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot) *kerr.
 		}
 		return kerr.CoordinatorNotAvailable
 	}
-	if s != nil {
-		states[k] = *s
-	} else {
-		delete(states, k)
-	}
+	stored := *s
+	stored.Create = false
+	states[k] = stored
 	st.mu.Unlock()
 	if st.uncommitted.Load() {
 		return kerr.CoordinatorNotAvailable
@@ -487,7 +527,9 @@ func (st *shareState) readRemote(leader int32, k share.Key) (share.Snapshot, boo
 		return share.Snapshot{}, false, err
 	}
 	if sp.StartOffset < 0 {
-		return share.Snapshot{}, false, nil // no state: Tributary's convention between its brokers
+		// No state, Tributary's convention between its brokers; the state
+		// epoch is the one a new state must start at (see writeLocal).
+		return share.Snapshot{StateEpoch: max(sp.StateEpoch, 0)}, false, nil
 	}
 	s := share.Snapshot{StateEpoch: sp.StateEpoch, StartOffset: sp.StartOffset}
 	for _, b := range sp.StateBatches {
@@ -526,6 +568,9 @@ func (st *shareState) writeRemote(leader int32, k share.Key, s *share.Snapshot) 
 	rt.TopicID = k.Topic
 	rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 	rp.Partition, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = k.Partition, s.StateEpoch, s.LeaderEpoch, s.StartOffset
+	if s.Create {
+		rp.UnknownTags.Set(shareCreateTag, []byte{1})
+	}
 	for _, b := range s.Batches {
 		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
 		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.First, b.Last, int8(b.State), b.Count
@@ -595,7 +640,9 @@ func (s *Server) handleReadShareGroupState(c *conn, req *kmsg.ReadShareGroupStat
 					if errors.As(err, &ke) {
 						rp.ErrorCode = ke.Code
 					}
-				} else if found {
+				} else if !found {
+					rp.StateEpoch = snap.StateEpoch
+				} else {
 					rp.StateEpoch, rp.StartOffset = snap.StateEpoch, snap.StartOffset
 					for _, b := range snap.Batches {
 						sb := kmsg.NewReadShareGroupStateResponseTopicPartitionStateBatch()
@@ -632,7 +679,12 @@ func (s *Server) handleWriteShareGroupState(c *conn, req *kmsg.WriteShareGroupSt
 				for _, b := range p.StateBatches {
 					snap.Batches = append(snap.Batches, share.Batch{First: b.FirstOffset, Last: b.LastOffset, State: share.State(b.DeliveryState), Count: b.DeliveryCount})
 				}
-				if e := s.shareState.writeLocal(sp, k, &snap); e != nil {
+				p.UnknownTags.Each(func(key uint32, _ []byte) {
+					if key == shareCreateTag {
+						snap.Create = true
+					}
+				})
+				if e := s.shareState.writeLocal(sp, k, &snap, false); e != nil {
 					rp.ErrorCode = e.Code
 				}
 			}
@@ -658,7 +710,7 @@ func (s *Server) handleDeleteShareGroupState(c *conn, req *kmsg.DeleteShareGroup
 			case code != 0:
 				rp.ErrorCode = code
 			default:
-				if e := s.shareState.writeLocal(sp, k, nil); e != nil {
+				if e := s.shareState.writeLocal(sp, k, nil, false); e != nil {
 					rp.ErrorCode = e.Code
 				}
 			}

@@ -68,8 +68,8 @@ func TestGroupBound(t *testing.T) {
 	if code := join("g3", "a"); code != kerr.GroupMaxSizeReached.Code {
 		t.Errorf("a third group: %v, want GROUP_MAX_SIZE_REACHED", kerr.ErrorForCode(code))
 	}
-	if err := m.AlterOffsets("g4", nil); err != kerr.GroupMaxSizeReached {
-		t.Errorf("a third group by AlterOffsets: %v, want GROUP_MAX_SIZE_REACHED", err)
+	if err := m.AdminGroup("g4", true); err != kerr.GroupMaxSizeReached {
+		t.Errorf("a third group by AdminGroup: %v, want GROUP_MAX_SIZE_REACHED", err)
 	}
 	if join("g1", "b") != 0 {
 		t.Error("a member joining an existing group was refused")

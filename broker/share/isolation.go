@@ -9,33 +9,11 @@ package share
 // ShareFetch handler finds the aborted batches (it reads the log and its
 // transaction index) and calls Archive.
 
-// SetReadCommitted sets a group's share.isolation.level: true for
-// read_committed, false for read_uncommitted (the default). A change
-// wakes the group's waiting fetches: one waiting at the last stable
-// offset may have records to take now.
-func (m *Manager) SetReadCommitted(groupID string, on bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if on == m.committed[groupID] {
-		return
-	}
-	if on {
-		m.committed[groupID] = true
-	} else {
-		delete(m.committed, groupID)
-	}
-	for k := range m.waiters {
-		if k.Group == groupID {
-			m.signal(k)
-		}
-	}
-}
-
-// ReadCommitted reports whether the group reads read_committed.
+// ReadCommitted reports whether the group reads read_committed: its
+// share.isolation.level, a group config of the metadata log
+// (SetGroupSettings, whose change wakes the group's waiting fetches).
 func (m *Manager) ReadCommitted(groupID string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.committed[groupID]
+	return m.cfgFor(groupID).IsolationLevel == "read_committed"
 }
 
 // Archive archives the offsets of ranges that member holds: records of

@@ -4,20 +4,26 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/broker/config"
 )
 
-// TestIsolationLevelLifecycle: share.isolation.level goes with its group
-// (a group recreated under the same id reads read_uncommitted again, as
-// its share.auto.offset.reset goes back to the default), and changing it
-// wakes the group's waiting fetches, not another group's (review L2).
-func TestIsolationLevelLifecycle(t *testing.T) {
-	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Minute}, nil, slog.Default())
+// TestIsolationLevelChangeWakes: share.isolation.level comes from the
+// group configs of the metadata log, and changing it wakes the group's
+// waiting fetches, not another group's (review L2): one waiting at the
+// last stable offset may have records to take now.
+func TestIsolationLevelChangeWakes(t *testing.T) {
+	m, err := NewManager(Config{MaxSize: 200, SessionTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, MaxSessions: 20, DeliveryLimit: 5, MaxRecordLocks: 20, LockDuration: time.Minute, IsolationLevel: "read_uncommitted"}, nil, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := Key{Group: "g", Topic: [16]byte{1}}
 	other := Key{Group: "h", Topic: [16]byte{1}}
-	m.SetReadCommitted("g", true)
+	committed := config.GroupSettings{ShareIsolationLevel: "read_committed"}
+	m.SetGroupSettings(map[string]config.GroupSettings{"g": committed})
+	if !m.ReadCommitted("g") || m.ReadCommitted("h") {
+		t.Fatalf("read_committed: g %v, h %v; want true, false", m.ReadCommitted("g"), m.ReadCommitted("h"))
+	}
 	w, wo := m.Released(k), m.Released(other)
 	closed := func(ch <-chan struct{}) bool {
 		select {
@@ -27,18 +33,11 @@ func TestIsolationLevelLifecycle(t *testing.T) {
 			return false
 		}
 	}
-	m.SetReadCommitted("g", false)
+	m.SetGroupSettings(map[string]config.GroupSettings{})
 	if !closed(w) || closed(wo) {
-		t.Fatalf("switching g to read_uncommitted woke g's fetch: %v, h's: %v; want true, false", closed(w), closed(wo))
-	}
-	m.SetReadCommitted("g", true)
-	m.mu.Lock()
-	m.groups["g"] = &group{id: "g", members: map[string]*member{}}
-	m.mu.Unlock()
-	if e := m.DeleteGroup("g"); e != nil {
-		t.Fatal(e)
+		t.Fatalf("switching g back to read_uncommitted woke g's fetch: %v, h's: %v; want true, false", closed(w), closed(wo))
 	}
 	if m.ReadCommitted("g") {
-		t.Fatal("a deleted group's share.isolation.level stayed read_committed")
+		t.Fatal("g still reads read_committed once its config is gone")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +27,9 @@ type Config struct {
 	// first reads it: "latest" (Kafka's default for share.auto.offset.reset)
 	// or "earliest".
 	AutoOffsetReset string
+	// IsolationLevel is share.isolation.level: read_uncommitted (Kafka's
+	// default) or read_committed.
+	IsolationLevel string
 }
 
 // ConfigFrom reads the broker's group.share.* settings.
@@ -40,8 +44,51 @@ func ConfigFrom(b *config.Broker) Config {
 		MaxSize:           int(b.Int("group.share.max.size")),
 		MaxSessions:       int(b.Int("group.share.max.share.sessions")),
 		AutoOffsetReset:   "latest",
+		IsolationLevel:    "read_uncommitted",
 	}
 }
+
+// SetGroupSettings replaces the group configs in force (groups not in s
+// use the broker's): called when the metadata log's group configs change.
+//
+// A group whose settings changed has its waiting fetches woken: one
+// waiting at the last stable offset may have records to take under
+// read_uncommitted.
+func (m *Manager) SetGroupSettings(s map[string]config.GroupSettings) {
+	old := m.settings.Swap(&s)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.waiters {
+		var was config.GroupSettings
+		had := false
+		if old != nil {
+			was, had = (*old)[k.Group]
+		}
+		if now, has := s[k.Group]; has != had || now != was {
+			m.signal(k)
+		}
+	}
+}
+
+// cfgFor is the configuration group works with: the broker's, with the
+// group's own configs over it.
+func (m *Manager) cfgFor(group string) Config {
+	c := m.cfg
+	if p := m.settings.Load(); p != nil {
+		if s, ok := (*p)[group]; ok {
+			c.LockDuration, c.DeliveryLimit, c.MaxRecordLocks = s.ShareLockDuration, s.ShareDeliveryLimit, s.ShareMaxRecordLocks
+			c.SessionTimeout, c.HeartbeatInterval = s.ShareSessionTimeout, s.ShareHeartbeatInterval
+			c.AutoOffsetReset, c.IsolationLevel = s.ShareAutoOffsetReset, s.ShareIsolationLevel
+		}
+	}
+	return c
+}
+
+// LockDuration is a group's record lock duration (share.record.lock.duration.ms).
+func (m *Manager) LockDuration(group string) time.Duration { return m.cfgFor(group).LockDuration }
+
+// IsolationLevel is a group's share.isolation.level.
+func (m *Manager) IsolationLevel(group string) string { return m.cfgFor(group).IsolationLevel }
 
 // Key names one share partition.
 type Key struct {
@@ -83,15 +130,21 @@ type Manager struct {
 	// waiters has, per share partition a fetch waits on, a channel
 	// closed when records of that partition become available again, so
 	// a release wakes only the fetches of its partition.
-	waiters   map[Key]*waiter
-	store     Store         // nil: state is not persisted
-	epochs    map[Key]int32 // the topic partition's leader epoch each share partition was loaded in
-	pending   map[Key]*Snapshot
-	failed    map[Key]error   // the last write of a key failed
-	wmu       sync.Mutex      // one writer of pending at a time, so a key's writes stay in order
-	earliest  map[string]bool // groups with share.auto.offset.reset=earliest
-	committed map[string]bool // groups with share.isolation.level=read_committed
-	maxGroups int             // 0: MaxGroups (tests lower it)
+	waiters map[Key]*waiter
+	store   Store           // nil: state is not persisted
+	epochs  map[Key]int32   // the topic partition's leader epoch each share partition was loaded in
+	states  map[Key]int32   // the state epoch each share partition was loaded at (bumped by an administrator's reset)
+	verify  map[Key]bool    // loaded share partitions to check against the store's state epoch at their next use
+	fresh   map[Key]bool    // share partitions begun here with no state in the store: their writes may create it
+	busy    map[string]bool // groups an administrator's offset call is changing (AdminGroup to AdminDone)
+	pending map[Key]*Snapshot
+	failed  map[Key]error // the last write of a key failed
+	wmu     sync.Mutex    // one writer of pending at a time, so a key's writes stay in order
+	// settings are the group configs of the groups that set some
+	// (broker/config's GroupSettings, from the metadata log); the others
+	// use cfg.
+	settings  atomic.Pointer[map[string]config.GroupSettings]
+	maxGroups int // 0: MaxGroups (tests lower it)
 	now       func() time.Time
 
 	stop chan struct{}
@@ -101,11 +154,15 @@ type Manager struct {
 // Store keeps share-partition state durably: broker/server's
 // __share_group_state. Both calls may wait for I/O.
 type Store interface {
-	// Read returns k's state; found is false when it has none.
+	// Read returns k's state; found is false when it has none, and then
+	// s.StateEpoch is the state epoch a new state starts at (past a
+	// deleted state's).
 	Read(k Key) (s Snapshot, found bool, err error)
 	// Write replaces k's state (nil deletes it) and returns once it is
 	// committed; a write older than the stored leader epoch is refused
-	// with FENCED_LEADER_EPOCH.
+	// with FENCED_LEADER_EPOCH, one older than the stored state epoch
+	// with FENCED_STATE_EPOCH, and one to a key without state, unless
+	// s.Create, with INVALID_REQUEST.
 	Write(k Key, s *Snapshot) error
 }
 
@@ -115,19 +172,21 @@ type Store interface {
 func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, logger: logger,
-		groups:    map[string]*group{},
-		parts:     map[Key]*Partition{},
-		sessions:  map[sessionKey]*session{},
-		earliest:  map[string]bool{},
-		committed: map[string]bool{},
-		store:     store,
-		epochs:    map[Key]int32{},
-		pending:   map[Key]*Snapshot{},
-		failed:    map[Key]error{},
-		waiters:   map[Key]*waiter{},
-		now:       time.Now,
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		groups:   map[string]*group{},
+		parts:    map[Key]*Partition{},
+		sessions: map[sessionKey]*session{},
+		store:    store,
+		epochs:   map[Key]int32{},
+		states:   map[Key]int32{},
+		verify:   map[Key]bool{},
+		fresh:    map[Key]bool{},
+		busy:     map[string]bool{},
+		pending:  map[Key]*Snapshot{},
+		failed:   map[Key]error{},
+		waiters:  map[Key]*waiter{},
+		now:      time.Now,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	return m, nil
 }
@@ -196,7 +255,7 @@ func (m *Manager) expire() {
 	// costs O(groups + partitions) however many members leave (review M3).
 	gone := map[string][]string{}
 	for _, g := range m.groups {
-		if ids := g.expire(now, m.cfg.SessionTimeout, g.shape); len(ids) > 0 {
+		if ids := g.expire(now, m.cfgFor(g.id).SessionTimeout, g.shape); len(ids) > 0 {
 			gone[g.id] = ids
 			for _, id := range ids {
 				delete(m.sessions, sessionKey{g.id, id})
@@ -212,18 +271,17 @@ func (m *Manager) expire() {
 			withParts[k.Group] = true
 		}
 		released := false
+		limit := m.cfgFor(k.Group).DeliveryLimit
 		for _, id := range gone[k.Group] {
-			released = p.ReleaseMember(id, m.cfg.DeliveryLimit) || released
+			released = p.ReleaseMember(id, limit) || released
 		}
-		if p.Expire(now.UnixNano(), m.cfg.DeliveryLimit) || released {
+		if p.Expire(now.UnixNano(), limit) || released {
 			m.signal(k)
 		}
 		m.persist(k, p)
 	}
 	for id := range gone {
-		_, config := m.earliest[id]
-		config = config || m.committed[id]
-		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] && !config {
+		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] {
 			// An empty group with nothing to remember is forgotten, so
 			// that groups joined once do not accumulate.
 			delete(m.groups, id)
@@ -241,8 +299,9 @@ const maxSessionPartitions = 10000
 // must be held.
 func (m *Manager) releaseMember(groupID, member string) {
 	delete(m.sessions, sessionKey{groupID, member})
+	limit := m.cfgFor(groupID).DeliveryLimit
 	for k, p := range m.parts {
-		if k.Group == groupID && p.ReleaseMember(member, m.cfg.DeliveryLimit) {
+		if k.Group == groupID && p.ReleaseMember(member, limit) {
 			m.signal(k)
 		}
 		m.persist(k, p)
@@ -259,7 +318,7 @@ func (m *Manager) persist(k Key, p *Partition) {
 	if !ok {
 		epoch = -1 // an administrator's change, not a leader's: not fenced
 	}
-	m.pending[k] = &Snapshot{LeaderEpoch: epoch, StartOffset: p.StartOffset(), Batches: p.Batches()}
+	m.pending[k] = &Snapshot{StateEpoch: m.states[k], LeaderEpoch: epoch, StartOffset: p.StartOffset(), Batches: p.Batches(), Create: m.fresh[k]}
 }
 
 // flush writes the queued states, without mu, and returns once they are
@@ -307,10 +366,12 @@ func (m *Manager) flush() {
 		switch {
 		case err == nil:
 			delete(m.failed, k)
-		case errors.Is(err, kerr.FencedLeaderEpoch):
+		case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.FencedStateEpoch), errors.Is(err, kerr.InvalidRequest):
+			// A newer leader, or an administrator's reset (a new state
+			// epoch) or delete (INVALID_REQUEST: no state to write to),
+			// owns the state now: the next use reloads it.
 			m.failed[k] = err
-			delete(m.parts, k)
-			delete(m.epochs, k)
+			m.forget(k)
 		default:
 			m.failed[k] = err
 			if p := m.parts[k]; p != nil && s != nil {
@@ -335,9 +396,12 @@ func persisterErr(err error) *kerr.Error {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		switch ke {
-		case kerr.FencedLeaderEpoch:
+		case kerr.FencedLeaderEpoch, kerr.FencedStateEpoch, kerr.InvalidRequest:
+			// Kafka maps both fences to NOT_LEADER_OR_FOLLOWER, which
+			// clients retry; a write refused for want of state (deleted
+			// by an administrator) is a fence here too.
 			return kerr.NotLeaderForPartition
-		case kerr.GroupIDNotFound, kerr.UnknownTopicOrPartition, kerr.FencedStateEpoch:
+		case kerr.GroupIDNotFound, kerr.UnknownTopicOrPartition:
 			return ke
 		}
 	}
@@ -362,8 +426,9 @@ func (m *Manager) writeErr(k Key) *kerr.Error {
 func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 	m.mu.Lock()
 	e, ok := m.epochs[k]
+	check := m.verify[k]
 	m.mu.Unlock()
-	if ok && e == epoch || m.store == nil {
+	if ok && e == epoch && !check || m.store == nil {
 		return nil
 	}
 	// Our own queued writes of k land first: a reload must see them.
@@ -378,16 +443,26 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.epochs[k]; ok && e == epoch {
+	if check && m.verify[k] {
+		delete(m.verify, k)
+		if e, ok := m.epochs[k]; ok && e == epoch && found == (m.parts[k] != nil) && (!found || s.StateEpoch == m.states[k]) {
+			// Still the state this copy was loaded from: keep the
+			// copy, which holds the acquisitions not yet written.
+			return nil
+		}
+	} else if e, ok := m.epochs[k]; ok && e == epoch {
 		return nil // loaded meanwhile
 	}
 	delete(m.pending, k)
 	delete(m.failed, k)
 	if found {
-		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfg.MaxRecordLocks)
+		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfgFor(k.Group).MaxRecordLocks)
 		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
+		m.states[k] = s.StateEpoch
+		delete(m.fresh, k)
 	} else {
 		delete(m.parts, k)
+		m.states[k] = s.StateEpoch // past a deleted state's epochs
 	}
 	m.epochs[k] = epoch
 	return nil
@@ -401,6 +476,16 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[req.GroupID]
+	if m.busy[req.GroupID] {
+		// An administrator is resetting or deleting the group's state:
+		// no member joins (and gets partitions) until that ends, as
+		// Kafka's assignor holds back partitions being initialized or
+		// deleted. The client retries.
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		msg := "Group " + req.GroupID + " is being changed by an administrator."
+		resp.ErrorCode, resp.ErrorMessage = kerr.CoordinatorLoadInProgress.Code, &msg
+		return resp
+	}
 	if g == nil {
 		if isOther || req.MemberEpoch != 0 {
 			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
@@ -419,7 +504,7 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 		}
 		g = &group{id: req.GroupID, members: map[string]*member{}}
 	}
-	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfg.HeartbeatInterval)
+	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfgFor(req.GroupID).HeartbeatInterval)
 	if resp.ErrorCode == 0 {
 		// A group exists from its first member on, and stays (empty) as
 		// long as the broker runs, as Kafka's share groups do until
@@ -492,6 +577,15 @@ func (m *Manager) Session(owner any, groupID, member string, epoch int32, add, f
 		}
 		s = &session{owner: owner, parts: map[TP]struct{}{}}
 		m.sessions[k] = s
+		// A new session is where a member (re)starts reading: check
+		// that what is held here was not reset or deleted by an
+		// administrator on another broker meanwhile (the group was empty
+		// then, so no write of ours fenced it yet).
+		for _, tp := range add {
+			if sk := (Key{groupID, tp.Topic, tp.Partition}); m.parts[sk] != nil {
+				m.verify[sk] = true
+			}
+		}
 	case s == nil:
 		return nil, kerr.ShareSessionNotFound
 	case epoch == -1:
@@ -546,12 +640,13 @@ func (m *Manager) partition(k Key, hw, logStart int64) *Partition {
 	p := m.parts[k]
 	if p == nil {
 		start := hw
-		if e, ok := m.earliest[k.Group]; ok && e || !ok && m.cfg.AutoOffsetReset == "earliest" {
+		if m.cfgFor(k.Group).AutoOffsetReset == "earliest" {
 			start = logStart
 		}
 		p = NewPartition(start)
 		p.dirty = true
 		m.parts[k] = p
+		m.fresh[k] = true
 	}
 	p.Advance(logStart)
 	return p
@@ -571,10 +666,11 @@ func (m *Manager) Acquire(k Key, epoch int32, member string, maxRecords int, hw,
 	m.mu.Lock()
 	p := m.partition(k, hw, logStart)
 	now := m.now().UnixNano()
-	if p.Expire(now, m.cfg.DeliveryLimit) {
+	cfg := m.cfgFor(k.Group)
+	if p.Expire(now, cfg.DeliveryLimit) {
 		m.signal(k)
 	}
-	out := p.Acquire(member, maxRecords, hw, m.cfg.MaxRecordLocks, now, int64(m.cfg.LockDuration))
+	out := p.Acquire(member, maxRecords, hw, cfg.MaxRecordLocks, now, int64(cfg.LockDuration))
 	m.persist(k, p)
 	m.mu.Unlock()
 	return out, nil
@@ -643,7 +739,7 @@ func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) (*txn, *
 		t = p.open
 	}
 	now := m.now().UnixNano()
-	released, err := p.ackBatches(member, batches, m.cfg.DeliveryLimit, now, int64(m.cfg.LockDuration), t)
+	released, err := p.ackBatches(member, batches, m.cfgFor(k.Group).DeliveryLimit, now, int64(m.cfgFor(k.Group).LockDuration), t)
 	if err != nil || !p.holds(t) {
 		t = nil // nothing of this request waits for the write (refused, or renewals only)
 	}
@@ -652,27 +748,6 @@ func (m *Manager) acknowledge(k Key, member string, batches []AckBatch) (*txn, *
 		m.signal(k)
 	}
 	return t, err
-}
-
-// Offsets is one share partition's start offset, for describing and
-// altering share-group offsets.
-type Offsets struct {
-	Key
-	StartOffset int64
-	InFlight    int
-}
-
-// PartitionStates lists the share partitions of a group here.
-func (m *Manager) PartitionStates(groupID string) []Offsets {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []Offsets
-	for k, p := range m.parts {
-		if k.Group == groupID {
-			out = append(out, Offsets{Key: k, StartOffset: p.StartOffset(), InFlight: p.InFlight()})
-		}
-	}
-	return out
 }
 
 // LoadedPartitions says how many share partitions are held (metrics, tests).
@@ -684,14 +759,6 @@ func (m *Manager) LoadedPartitions() int {
 
 // Cfg is the manager's configuration.
 func (m *Manager) Cfg() Config { return m.cfg }
-
-// SetAutoOffsetReset sets a group's share.auto.offset.reset (latest or
-// earliest), used for the share partitions it starts reading from now on.
-func (m *Manager) SetAutoOffsetReset(groupID, reset string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.earliest[groupID] = reset == "earliest"
-}
 
 // StartOffset is a share partition's SPSO here, if it has one.
 func (m *Manager) StartOffset(k Key) (int64, bool) {
@@ -713,53 +780,56 @@ func (m *Manager) Members(groupID string) int {
 	return -1
 }
 
-// AlterOffsets moves the SPSO of share partitions of an empty group (an
-// administrator's reset): what was in flight is forgotten, delivery
-// starts at offset. An unknown group is created empty, as Kafka does.
-func (m *Manager) AlterOffsets(groupID string, offsets map[Key]int64) *kerr.Error {
-	defer m.flush()
+// AdminGroup is the group check of the administrators' offset calls,
+// on the group's coordinator: the share group must be empty
+// (NON_EMPTY_GROUP); an unknown one is GROUP_ID_NOT_FOUND, or with create
+// is created empty, as Kafka's AlterShareGroupOffsets does. The offsets
+// themselves are in the store, wherever the state partitions are led
+// (broker/server/90_share_group_offsets.go). On success the group is
+// busy until AdminDone: no member joins it meanwhile, and another
+// administrator's call is COORDINATOR_LOAD_IN_PROGRESS (retried by
+// clients), so the group stays empty for the whole call (review M4).
+func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
-	if g != nil && len(g.members) > 0 {
+	switch {
+	case m.busy[groupID]:
+		return kerr.CoordinatorLoadInProgress
+	case g != nil && len(g.members) > 0:
 		return kerr.NonEmptyGroup
-	}
-	if g == nil {
+	case g != nil:
+	case !create:
+		return kerr.GroupIDNotFound
+	default:
 		if _, full := m.tooManyGroups(); full {
 			return errGroupCount
 		}
 		m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
 	}
-	for k, off := range offsets {
-		p := m.parts[k]
-		if p == nil {
-			p = NewPartition(off)
-			m.parts[k] = p
-		}
-		p.Reset(off)
-		m.persist(k, p)
-	}
+	m.busy[groupID] = true
 	return nil
 }
 
-// DeleteOffsets forgets the share partitions of an empty group's topics.
-func (m *Manager) DeleteOffsets(groupID string, topics map[[16]byte]bool) *kerr.Error {
-	defer m.flush()
+// AdminDone ends the administrator's call AdminGroup allowed.
+func (m *Manager) AdminDone(groupID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	g := m.groups[groupID]
-	if g == nil {
-		return kerr.GroupIDNotFound
+	delete(m.busy, groupID)
+}
+
+// Forget drops this broker's copies of share partitions whose state an
+// administrator reset or deleted in the store: their next use reads it.
+// (Copies on other brokers notice at their next share session, or are
+// fenced by the new state epoch at their next write.)
+func (m *Manager) Forget(keys []Key) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		delete(m.pending, k)
+		delete(m.failed, k)
+		m.forget(k)
 	}
-	if len(g.members) > 0 {
-		return kerr.NonEmptyGroup
-	}
-	for k := range m.parts {
-		if k.Group == groupID && topics[k.Topic] {
-			m.drop(k)
-		}
-	}
-	return nil
 }
 
 // DeleteGroup deletes an empty share group with its share partitions and
@@ -781,8 +851,6 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 			m.drop(k)
 		}
 	}
-	delete(m.earliest, groupID)
-	delete(m.committed, groupID)
 	return nil
 }
 
@@ -790,9 +858,18 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 // mu must be held.
 func (m *Manager) drop(k Key) {
 	m.signal(k)
-	delete(m.parts, k)
-	delete(m.epochs, k)
+	m.forget(k)
 	if m.store != nil {
 		m.pending[k] = nil
 	}
+}
+
+// forget drops this broker's copy of a share partition; the next use
+// reads the store again. mu must be held.
+func (m *Manager) forget(k Key) {
+	delete(m.parts, k)
+	delete(m.epochs, k)
+	delete(m.states, k)
+	delete(m.verify, k)
+	delete(m.fresh, k)
 }

@@ -41,6 +41,12 @@ type Snapshot struct {
 	Created       int64 // ms
 	Written       int64 // ms
 	Batches       []Batch
+	// Create, not persisted, marks a partition leader's write of a share
+	// partition it began from nothing (share.auto.offset.reset): the
+	// store may create the key's state for it; any other write to a key
+	// without state is refused, as Kafka refuses a write to an
+	// uninitialized share partition.
+	Create bool
 }
 
 // StateKey is the record key of a share partition's state.
