@@ -644,6 +644,30 @@ func (l *Log) ResetTo(offset int64) (err error) {
 	return l.epochs.truncateFromEnd(0)
 }
 
+// ResetWithEpochs empties the log, starts it again at offset and makes
+// epochs its leader-epoch cache: a follower rebuilding its state from
+// remote storage (KIP-405), whose log starts where its leader's local log
+// does while the epochs of the remote range below stay known. Every entry
+// must start at or below offset.
+func (l *Log) ResetWithEpochs(offset int64, epochs []EpochEntry) error {
+	for _, e := range epochs {
+		if e.StartOffset > offset {
+			return fmt.Errorf("broker/log: reset %s to %d: leader epoch %d starts past it at %d", l.tp, offset, e.Epoch, e.StartOffset)
+		}
+	}
+	if empty := l.start.Load() == l.end.Load(); !empty || offset != l.end.Load() {
+		if err := l.ResetTo(offset); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.epochs.replace(epochs)
+}
+
 // DeleteRecordsBefore moves the log start offset to offset (DeleteRecords)
 // and deletes the segments wholly before it.
 func (l *Log) DeleteRecordsBefore(offset int64) error {

@@ -40,6 +40,10 @@ type Transport struct {
 	// Dial connects to a leader, authenticating as the inter-broker
 	// listener asks (nil: kwire.Dial, PLAINTEXT).
 	Dial func(ctx context.Context, addr, clientID string) (*kwire.Conn, error)
+	// RemoteState reads from remote storage the state of a tiered
+	// partition below the leader's local log start, localStart (tiered.go);
+	// nil when this broker has no remote storage.
+	RemoteState func(p *Partition, localStart int64) (RemoteState, error)
 }
 
 // fetcher copies the partitions this broker follows from one leader: one
@@ -273,7 +277,18 @@ func (f *fetcher) truncate(ps []*Partition, parts map[*Partition]fetchState, sec
 func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, error) {
 	tr := f.m.transport
 	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
+	// v14 (topic ids from v13) is the version whose answer to a fetch
+	// below a tiered leader's local log start is OFFSET_MOVED_TO_TIERED_
+	// STORAGE: this follower then rebuilds its state from remote storage
+	// rather than copy the remote range. A partition whose topic id is not
+	// known here yet keeps the round at v12, by name.
+	req.SetVersion(14)
+	for p, st := range parts {
+		if st.truncated && p.TopicID == (cluster.TopicID{}) {
+			req.SetVersion(12)
+		}
+	}
+	byID := req.Version >= 13
 	req.ReplicaID = f.m.nodeID
 	req.MaxWaitMillis = int32(tr.MaxWait.Milliseconds())
 	req.MinBytes, req.MaxBytes = 1, 64<<20
@@ -281,7 +296,9 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 	req.UnknownTags.Set(SecretTag, []byte(secret))
 	topics := kwire.NewTopics(&req.Topics, func(name string) kmsg.FetchRequestTopic {
 		t := kmsg.NewFetchRequestTopic()
-		t.Topic = name
+		if !byID {
+			t.Topic = name
+		}
 		return t
 	})
 	asked := byTP{}
@@ -301,6 +318,9 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 			throttled[p] = true
 		}
 		rt := topics.Slot(p.TP.Topic)
+		if byID {
+			rt.TopicID = p.TopicID
+		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = p.TP.Partition, st.epoch
 		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.Log.LogEndOffset(), p.Log.LogStartOffset(), tr.MaxBytes
@@ -333,9 +353,19 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 		return false, fmt.Errorf("leader %d refused the fetch: %w", f.leader, kerr.ErrorForCode(r.ErrorCode))
 	}
 	progressed := time.Since(start) >= tr.MaxWait/2
+	names := map[[16]byte]string{}
+	if byID {
+		for p := range parts {
+			names[p.TopicID] = p.TP.Topic
+		}
+	}
 	for _, rt := range r.Topics {
+		name := rt.Topic
+		if byID {
+			name = names[rt.TopicID]
+		}
 		for _, rp := range rt.Partitions {
-			p, ok := asked.get(rt.Topic, rp.Partition)
+			p, ok := asked.get(name, rp.Partition)
 			if !ok {
 				continue
 			}
@@ -345,6 +375,14 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 			}
 			switch rp.ErrorCode {
 			case 0:
+			case kerr.OffsetMovedToTieredStorage.Code:
+				if err := f.buildFromRemote(p, epoch, secret); err != nil {
+					// Retried at the next round, after the idle backoff.
+					f.m.logger.Warn("replica fetch: rebuilding from remote storage failed", "partition", p.TP.String(), "leader", f.leader, "err", err)
+				} else {
+					progressed = true
+				}
+				continue
 			case kerr.OffsetOutOfRange.Code:
 				if p.Log.LogEndOffset() < rp.LogStartOffset {
 					if err := p.ResetTo(rp.LogStartOffset); err != nil {
@@ -398,4 +436,53 @@ func wholeBatches(data []byte) []byte {
 		rest = r
 	}
 	return data[:n]
+}
+
+// buildFromRemote starts a tiered partition's log at its leader's local log
+// start, with the state of the remote range below it read from remote
+// storage (tiered.go), after the leader answered OFFSET_MOVED_TO_TIERED_STORAGE.
+func (f *fetcher) buildFromRemote(p *Partition, epoch int32, secret string) error {
+	tr := f.m.transport
+	if tr.RemoteState == nil {
+		return errors.New("the leader's log starts in remote storage, and this broker has none (remote.log.storage.system.enable)")
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(8) // EARLIEST_LOCAL (-4) is v8's
+	req.ReplicaID = f.m.nodeID
+	req.UnknownTags.Set(SecretTag, []byte(secret))
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = p.TP.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p.TP.Partition, epoch, -4
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := f.conn.RoundTrip(req, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	localStart := int64(-1)
+	for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, lp := range t.Partitions {
+			if t.Topic != p.TP.Topic || lp.Partition != p.TP.Partition {
+				continue
+			}
+			if lp.ErrorCode != 0 {
+				return fmt.Errorf("the leader's local log start: %w", kerr.ErrorForCode(lp.ErrorCode))
+			}
+			localStart = lp.Offset
+		}
+	}
+	if localStart <= 0 {
+		return fmt.Errorf("the leader answered local log start %d", localStart)
+	}
+	st, err := tr.RemoteState(p, localStart)
+	if err != nil {
+		return err
+	}
+	if !f.current(p, epoch) {
+		return nil
+	}
+	f.m.logger.Info("replica fetch: the leader's log starts in remote storage; rebuilding from it",
+		"partition", p.TP.String(), "leader", f.leader, "leader_local_log_start", localStart, "offset", st.Next, "log_end_offset_was", p.Log.LogEndOffset())
+	return p.RebuildFromRemote(st)
 }

@@ -32,6 +32,13 @@ func (s *Server) replicaTransport() replica.Transport {
 		MaxWait:  time.Duration(s.cfg.Int("replica.fetch.wait.max.ms")) * time.Millisecond,
 		MaxBytes: int32(s.cfg.Int("replica.fetch.max.bytes")),
 		Dial:     s.dialReplica,
+		RemoteState: func(p *replica.Partition, localStart int64) (replica.RemoteState, error) {
+			if s.tier == nil {
+				return replica.RemoteState{}, errors.New("broker/server: remote.log.storage.system.enable is off on this broker")
+			}
+			st, err := s.tier.AuxState(p.TP, p.TopicID.String(), localStart)
+			return replica.RemoteState{Next: st.Next, Epochs: st.Epochs, Snapshot: st.Snapshot}, err
+		},
 	}
 }
 

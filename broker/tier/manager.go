@@ -59,6 +59,11 @@ type Target struct {
 	// the manager only reads its remote metadata, so that local
 	// retention on this disk removes what is remote (follow.go).
 	Follower bool
+	// ProducerSnapshot is the producer state as of offset next, the end of
+	// a segment being uploaded (ok false when the log cannot rebuild it):
+	// the .snapshot a follower starting there takes as its own. nil
+	// uploads the newest snapshot at or below next, as it is.
+	ProducerSnapshot func(next int64) (data []byte, ok bool, err error)
 }
 
 // Manager uploads closed segments, applies total retention to remote

@@ -157,7 +157,15 @@ func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.Clo
 	ck := epochCheckpoint(epochs)
 	files = append(files, upFile{suffixEpochs, bytes.NewReader(ck), int64(len(ck))})
 	dir := t.Log.Dir()
-	if snap, ok := snapshotFor(dir, seg.Next); ok {
+	if t.ProducerSnapshot != nil {
+		data, ok, err := t.ProducerSnapshot(seg.Next)
+		if err != nil {
+			return meta, fmt.Errorf("producer state of %s at %d: %w", t.TP, seg.Next, err)
+		}
+		if ok {
+			files = append(files, upFile{suffixSnapshot, bytes.NewReader(data), int64(len(data))})
+		}
+	} else if snap, ok := snapshotFor(dir, seg.Next); ok {
 		// Read whole now: the partition may replace its snapshots.
 		if data, err := os.ReadFile(snap); err == nil {
 			files = append(files, upFile{suffixSnapshot, bytes.NewReader(data), int64(len(data))})
