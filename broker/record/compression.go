@@ -25,6 +25,15 @@ func Decompress(c Codec, src []byte) ([]byte, error) {
 	return decompress(c, src, MaxDecompressedSize)
 }
 
+// DecompressWithin is Decompress bounded by limit (at most
+// MaxDecompressedSize): a batch whose records decompress to more is refused
+// with CORRUPT_MESSAGE before more than limit bytes are held, whatever its
+// codec. For batches read back from storage that no request has checked
+// (remote segments), bounded by what the topic takes (DecompressLimit).
+func DecompressWithin(c Codec, src []byte, limit int) ([]byte, error) {
+	return decompress(c, src, min(max(limit, 0), MaxDecompressedSize))
+}
+
 // Compress appends src compressed with c to dst, in the framing the Java
 // client reads (every other client reads it too).
 func Compress(c Codec, dst, src []byte) ([]byte, error) {
@@ -173,8 +182,13 @@ var (
 // decodeZstd relies on the decoder's own bound: DecodeAll refuses a frame
 // whose declared size passes MaxDecompressedSize before allocating, stops a
 // frame that outgrows it while decoding, and never preallocates more than
-// the input could expand to.
+// the input could expand to. A lower limit streams through a decoder of
+// its own bounded by it (and by zstdMaxWindow of history), so that no more
+// than limit is ever held.
 func decodeZstd(src []byte, limit int) ([]byte, error) {
+	if limit < MaxDecompressedSize {
+		return decodeZstdStream(src, limit)
+	}
 	dec, err := zstdDecoder()
 	if err != nil {
 		return nil, errorf(kerr.UnknownServerError, "zstd: %v", err)
@@ -187,4 +201,33 @@ func decodeZstd(src []byte, limit int) ([]byte, error) {
 		return nil, corrupt(CodecZstd, err)
 	}
 	return out, nil
+}
+
+func decodeZstdStream(src []byte, limit int) ([]byte, error) {
+	d, err := zstd.NewReader(bytes.NewReader(src),
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(zstdMaxWindow),
+		zstd.WithDecoderMaxMemory(uint64(limit)),
+	)
+	if err != nil {
+		return nil, zstdErr(err, limit)
+	}
+	defer d.Close()
+	out := bytes.NewBuffer(make([]byte, 0, min(4*len(src)+512, limit)))
+	n, err := out.ReadFrom(io.LimitReader(d, int64(limit)+1))
+	switch {
+	case err != nil:
+		return nil, zstdErr(err, limit)
+	case n > int64(limit):
+		return nil, tooLarge(CodecZstd, limit)
+	}
+	return out.Bytes(), nil
+}
+
+func zstdErr(err error, limit int) error {
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return tooLarge(CodecZstd, limit)
+	}
+	return corrupt(CodecZstd, err)
 }

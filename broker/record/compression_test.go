@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -227,5 +228,35 @@ func TestLZ4FrameAsJava(t *testing.T) {
 	}
 	if got := out[:6]; !bytes.Equal(got, []byte{0x04, 0x22, 0x4d, 0x18, 0x60, 0x40}) {
 		t.Fatalf("frame header % x", got)
+	}
+}
+
+// DecompressWithin holds at most about its limit, whatever the batch
+// claims: zstd, whose shared decoder checks a lower limit only once it has
+// decoded (up to MaxDecompressedSize), streams through a bounded decoder
+// instead (remote segments, internal/remotelog).
+func TestDecompressWithinAllocates(t *testing.T) {
+	src, err := Compress(CodecZstd, nil, make([]byte, 32<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range allCodecs[1:] {
+		src := src
+		if c != CodecZstd {
+			if src, err = Compress(c, nil, make([]byte, 32<<20)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := DecompressWithin(c, src, 1<<20)
+		runtime.ReadMemStats(&after)
+		wantCode(t, err, kerr.CorruptMessage)
+		// The bound, doubled as the buffer grows, plus a zstd window
+		// (8 MiB at most) or a codec's block buffers.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+			t.Errorf("%s: refusing 32 MiB at a 1 MiB limit allocated %d bytes", c, alloc)
+		}
 	}
 }

@@ -184,7 +184,7 @@ func lastOffset(data []byte) int64 {
 // LATEST_TIERED (-5) with the last remote offset, and a timestamp that a
 // remote segment below the local log start holds from remote storage; ok
 // is false for the others, which the local log answers.
-func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) bool {
+func (s *Server) listOffsetTier(p *replica.Partition, ts int64, wait time.Duration, sp *kmsg.ListOffsetsResponseTopicPartition) bool {
 	switch ts {
 	case earliestTimestamp:
 		sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), s.logStartOffset(p)
@@ -206,6 +206,26 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOff
 			}
 		}
 		return true
+	case earliestPendingUploadTimestamp:
+		// KIP-1023 (UnifiedLog.fetchEarliestPendingUploadOffset): one
+		// past the last remote offset, at least the log start; with
+		// nothing uploaded, the log start if nothing was ever tiered
+		// (local start = log start), else -1 (not known yet); -1 for a
+		// partition that is not tiered.
+		sp.Offset, sp.LeaderEpoch = -1, -1
+		if s.tier == nil || !p.Log.Config().RemoteStorage {
+			return true
+		}
+		end, err := s.tier.UploadedEnd(p.TP)
+		switch {
+		case err != nil:
+			sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(err)
+		case end > 0:
+			sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), max(end, s.logStartOffset(p))
+		case s.logStartOffset(p) == p.Log.LogStartOffset():
+			sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), p.Log.LogStartOffset()
+		}
+		return true
 	}
 	if ts < 0 || s.tier == nil {
 		return false
@@ -213,7 +233,7 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOff
 	// By timestamp: the remote segments below the local log start
 	// answer first, as they hold the older records; the local log
 	// answers when none of them has a record as recent as ts.
-	o, t, ok, err := s.tier.OffsetForTimestamp(p.TP, ts, p.Log.LogStartOffset())
+	o, t, ok, err := s.tier.OffsetForTimestampWithin(p.TP, ts, p.Log.LogStartOffset(), wait)
 	switch {
 	case err != nil:
 		sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(err)
