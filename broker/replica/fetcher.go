@@ -59,6 +59,20 @@ type fetcher struct {
 	changed chan struct{} // a partition was added: stop waiting
 	stop    chan struct{}
 	conn    *kwire.Conn
+
+	// builds are the rebuilds from remote storage under way (tiered.go),
+	// read from HDFS off this goroutine so that a slow or hung NameNode
+	// never holds up the other partitions of this leader; only run's
+	// goroutine uses the map.
+	builds map[*Partition]*remoteBuild
+}
+
+// remoteBuild is one partition's read of its state from remote storage.
+type remoteBuild struct {
+	epoch int32
+	done  chan struct{} // closed once st and err are set
+	st    RemoteState
+	err   error
 }
 
 // fetchState is a followed partition's progress under one leader epoch.
@@ -69,7 +83,7 @@ type fetchState struct {
 
 func newFetcher(m *Manager, leader int32) *fetcher {
 	f := &fetcher{m: m, leader: leader, parts: map[*Partition]*fetchState{},
-		changed: make(chan struct{}, 1), stop: make(chan struct{})}
+		changed: make(chan struct{}, 1), stop: make(chan struct{}), builds: map[*Partition]*remoteBuild{}}
 	go f.run()
 	return f
 }
@@ -376,10 +390,11 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 			switch rp.ErrorCode {
 			case 0:
 			case kerr.OffsetMovedToTieredStorage.Code:
-				if err := f.buildFromRemote(p, epoch, secret); err != nil {
+				switch done, err := f.buildFromRemote(p, epoch, secret); {
+				case err != nil:
 					// Retried at the next round, after the idle backoff.
 					f.m.logger.Warn("replica fetch: rebuilding from remote storage failed", "partition", p.TP.String(), "leader", f.leader, "err", err)
-				} else {
+				case done:
 					progressed = true
 				}
 				continue
@@ -441,13 +456,52 @@ func wholeBatches(data []byte) []byte {
 // buildFromRemote starts a tiered partition's log at its leader's local log
 // start, with the state of the remote range below it read from remote
 // storage (tiered.go), after the leader answered OFFSET_MOVED_TO_TIERED_STORAGE.
-func (f *fetcher) buildFromRemote(p *Partition, epoch int32, secret string) error {
+// The remote read runs on its own goroutine: done is false while it is
+// under way, and a later round (the leader answers the same) applies it.
+func (f *fetcher) buildFromRemote(p *Partition, epoch int32, secret string) (done bool, err error) {
 	tr := f.m.transport
 	if tr.RemoteState == nil {
-		return errors.New("the leader's log starts in remote storage, and this broker has none (remote.log.storage.system.enable)")
+		return false, errors.New("the leader's log starts in remote storage, and this broker has none (remote.log.storage.system.enable)")
 	}
+	b := f.builds[p]
+	if b == nil || b.epoch != epoch {
+		localStart, err := f.leaderLocalStart(p, epoch, secret)
+		if err != nil {
+			return false, err
+		}
+		b = &remoteBuild{epoch: epoch, done: make(chan struct{})}
+		f.builds[p] = b
+		go func() {
+			b.st, b.err = tr.RemoteState(p, localStart)
+			close(b.done)
+			select {
+			case f.changed <- struct{}{}:
+			default:
+			}
+		}()
+		f.m.logger.Info("replica fetch: the leader's log starts in remote storage; rebuilding from it",
+			"partition", p.TP.String(), "leader", f.leader, "leader_local_log_start", localStart, "log_end_offset", p.Log.LogEndOffset())
+	}
+	select {
+	case <-b.done:
+	default:
+		return false, nil
+	}
+	delete(f.builds, p)
+	if b.err != nil {
+		return false, b.err
+	}
+	if !f.current(p, epoch) {
+		return false, nil
+	}
+	return true, p.RebuildFromRemote(b.st)
+}
+
+// leaderLocalStart asks the leader its local log start (ListOffsets v8,
+// EARLIEST_LOCAL), as Kafka's fetchEarliestLocalOffset.
+func (f *fetcher) leaderLocalStart(p *Partition, epoch int32, secret string) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.SetVersion(8) // EARLIEST_LOCAL (-4) is v8's
+	req.SetVersion(8)
 	req.ReplicaID = f.m.nodeID
 	req.UnknownTags.Set(SecretTag, []byte(secret))
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -458,31 +512,21 @@ func (f *fetcher) buildFromRemote(p *Partition, epoch int32, secret string) erro
 	req.Topics = append(req.Topics, rt)
 	resp, err := f.conn.RoundTrip(req, 10*time.Second)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	localStart := int64(-1)
 	for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
 		for _, lp := range t.Partitions {
 			if t.Topic != p.TP.Topic || lp.Partition != p.TP.Partition {
 				continue
 			}
 			if lp.ErrorCode != 0 {
-				return fmt.Errorf("the leader's local log start: %w", kerr.ErrorForCode(lp.ErrorCode))
+				return 0, fmt.Errorf("the leader's local log start: %w", kerr.ErrorForCode(lp.ErrorCode))
 			}
-			localStart = lp.Offset
+			if lp.Offset <= 0 {
+				return 0, fmt.Errorf("the leader answered local log start %d", lp.Offset)
+			}
+			return lp.Offset, nil
 		}
 	}
-	if localStart <= 0 {
-		return fmt.Errorf("the leader answered local log start %d", localStart)
-	}
-	st, err := tr.RemoteState(p, localStart)
-	if err != nil {
-		return err
-	}
-	if !f.current(p, epoch) {
-		return nil
-	}
-	f.m.logger.Info("replica fetch: the leader's log starts in remote storage; rebuilding from it",
-		"partition", p.TP.String(), "leader", f.leader, "leader_local_log_start", localStart, "offset", st.Next, "log_end_offset_was", p.Log.LogEndOffset())
-	return p.RebuildFromRemote(st)
+	return 0, errors.New("the leader did not answer for its local log start")
 }
