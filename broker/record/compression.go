@@ -184,7 +184,7 @@ var (
 // frame that outgrows it while decoding, and never preallocates more than
 // the input could expand to. A lower limit streams through a decoder of
 // its own bounded by it (and by zstdMaxWindow of history), so that no more
-// than limit is ever held.
+// than limit plus one window is ever held.
 func decodeZstd(src []byte, limit int) ([]byte, error) {
 	if limit < MaxDecompressedSize {
 		return decodeZstdStream(src, limit)
@@ -203,12 +203,23 @@ func decodeZstd(src []byte, limit int) ([]byte, error) {
 	return out, nil
 }
 
+// decodeZstdStream bounds what it holds by the output it reads (limit+1)
+// plus one window, not by the decoder's max memory: in streaming mode
+// klauspost caps the frame's window by that memory too, and a Java
+// producer's frames (streaming, no content size, a 2 MiB window) would be
+// refused at any limit below the window. The window is bounded as the
+// produce path bounds it (check.go), and a frame that declares a size past
+// limit is refused before anything is decoded.
 func decodeZstdStream(src []byte, limit int) ([]byte, error) {
+	var h zstd.Header
+	if h.Decode(src) == nil && h.HasFCS && h.FrameContentSize > uint64(limit) {
+		return nil, tooLarge(CodecZstd, limit)
+	}
 	d, err := zstd.NewReader(bytes.NewReader(src),
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderLowmem(true),
 		zstd.WithDecoderMaxWindow(zstdMaxWindow),
-		zstd.WithDecoderMaxMemory(uint64(limit)),
+		zstd.WithDecoderMaxMemory(MaxDecompressedSize),
 	)
 	if err != nil {
 		return nil, zstdErr(err, limit)
