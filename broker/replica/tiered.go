@@ -1,12 +1,17 @@
 package replica
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/producer"
 	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // Followers of tiered partitions (KIP-405). A follower whose log ends
@@ -83,6 +88,15 @@ func (p *Partition) ProducerSnapshotAt(next int64) (data []byte, ok bool, err er
 // leader epochs and producer state of the remote range below it (Kafka's
 // TierStateMachine.buildRemoteLogAuxState): as if this replica had copied
 // the history and local retention had then removed it.
+//
+// The steps (empty the log, install the epochs, replace the producer
+// snapshots) are not one write, and a crash between them would leave the
+// wiped log's producers or no epochs under a log that starts at Next:
+// the leader's local start is then at or below it, so it never answers
+// OFFSET_MOVED_TO_TIERED_STORAGE again and nothing repairs them. So the
+// whole state goes first to a marker file (rebuildPendingFile), and a
+// partition that opens with one finishes the rebuild (resumeRebuild)
+// before it loads its producers: every crash ends as the rebuild does.
 func (p *Partition) RebuildFromRemote(st RemoteState) error {
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
@@ -96,17 +110,16 @@ func (p *Partition) RebuildFromRemote(st RemoteState) error {
 			return fmt.Errorf("broker/replica: %s: remote producer snapshot: %w", p.TP, err)
 		}
 	}
-	if err := p.Log.ResetWithEpochs(st.Next, st.Epochs); err != nil {
+	data, err := json.Marshal(st)
+	if err != nil {
 		return err
 	}
-	// The old snapshots describe a log that is gone.
-	if err := p.snaps.DeleteAbove(-1); err != nil {
-		return err
+	marker := filepath.Join(p.Log.Dir(), rebuildPendingFile)
+	if err := atomicfile.WriteFile(marker, data); err != nil {
+		return fmt.Errorf("broker/replica: %s: %w", p.TP, err)
 	}
-	if st.Snapshot != nil {
-		if err := p.snaps.Write(st.Next, st.Snapshot); err != nil {
-			return err
-		}
+	if err := p.applyRebuild(st, marker); err != nil {
+		return err
 	}
 	if err := p.rebuildProducers(); err != nil {
 		return err
@@ -117,4 +130,71 @@ func (p *Partition) RebuildFromRemote(st RemoteState) error {
 	p.logger.Info("log state rebuilt from remote storage", "offset", st.Next, "leader_epochs", len(st.Epochs),
 		"producers", p.producers.Len())
 	return nil
+}
+
+// rebuildPendingFile holds, in a partition's directory, the RemoteState
+// (JSON) of a rebuild that has not finished writing.
+const rebuildPendingFile = "remote-rebuild.pending"
+
+// rebuildFault, set by tests, fails a rebuild after the named step, as a
+// crash there would stop it.
+var rebuildFault func(step string) error
+
+// applyRebuild writes st to the log and the snapshots, then removes the
+// marker. Each step may be done again: a log already empty at st.Next is
+// not emptied twice.
+func (p *Partition) applyRebuild(st RemoteState, marker string) error {
+	fault := func(step string) error {
+		if rebuildFault != nil {
+			return rebuildFault(step)
+		}
+		return nil
+	}
+	if err := fault("marker"); err != nil {
+		return err
+	}
+	if err := p.Log.ResetWithEpochs(st.Next, st.Epochs); err != nil {
+		return err
+	}
+	if err := fault("log"); err != nil {
+		return err
+	}
+	// The old snapshots describe a log that is gone.
+	if err := p.snaps.DeleteAbove(-1); err != nil {
+		return err
+	}
+	if err := fault("old snapshots"); err != nil {
+		return err
+	}
+	if st.Snapshot != nil {
+		if err := p.snaps.Write(st.Next, st.Snapshot); err != nil {
+			return err
+		}
+	}
+	if err := fault("snapshot"); err != nil {
+		return err
+	}
+	if err := os.Remove(marker); err != nil {
+		return fmt.Errorf("broker/replica: %s: %w", p.TP, err)
+	}
+	return atomicfile.SyncDir(p.Log.Dir())
+}
+
+// resumeRebuild finishes a rebuild a crash interrupted, when the
+// partition's directory holds its marker. p is not yet shared.
+func (p *Partition) resumeRebuild() error {
+	marker := filepath.Join(p.Log.Dir(), rebuildPendingFile)
+	data, err := os.ReadFile(marker)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("broker/replica: %s: %w", p.TP, err)
+	}
+	var st RemoteState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("broker/replica: %s: %s: %w", p.TP, rebuildPendingFile, err)
+	}
+	p.logger.Warn("finishing a rebuild from remote storage a crash interrupted", "offset", st.Next)
+	return p.applyRebuild(st, marker)
 }

@@ -1,6 +1,10 @@
 package replica
 
 import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -88,5 +92,94 @@ func TestRebuildFromRemote(t *testing.T) {
 	}
 	if got, want := dumpProducers(g), "producer 1 epoch 0 last-timestamp 1700000000000: [seq 3-5 offsets 3-5 ts 1700000000000]\n"; got != want {
 		t.Fatalf("producers at %d:\n%s\nwant:\n%s", mid, got, want)
+	}
+}
+
+// tieredDir opens a log dir whose logs are tiered (remote.storage.enable),
+// whose leader epochs below the log start survive a restart.
+func tieredDir(t *testing.T, root string) *log.Dir {
+	t.Helper()
+	cfg := log.DefaultDirConfig(root)
+	cfg.CheckpointInterval, cfg.RetentionCheckInterval, cfg.FlushCheckInterval = 0, 0, 0
+	cfg.CleanerEnable = false
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.Defaults.RemoteStorage = true
+	d, err := log.OpenDir(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Log(testTP); !ok {
+		if _, err := d.Create(testTP, cfg.Defaults); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// TestRebuildFromRemoteCrash: a follower killed at any step of a rebuild
+// from remote storage opens with the rebuilt state (the log empty at Next,
+// the remote epochs and producers), never the wiped log's producers under
+// a log that starts at Next, which nothing would repair: the leader's
+// local start is then at or below Next and never asks for another rebuild.
+func TestRebuildFromRemoteCrash(t *testing.T) {
+	ld := testDir(t, t.TempDir())
+	defer ld.Close()
+	lp := testPartition(t, ld)
+	mustProduce(t, lp, 1, 0, 0, 3)
+	mustProduce(t, lp, 2, 3, 0, 2)
+	next := lp.Log.LogEndOffset()
+	data, ok, err := lp.ProducerSnapshotAt(next)
+	if err != nil || !ok {
+		t.Fatalf("ProducerSnapshotAt(%d): %v %v", next, ok, err)
+	}
+	want := "producer 1 epoch 0 last-timestamp 1700000000000: [seq 0-2 offsets 0-2 ts 1700000000000]\n" +
+		"producer 2 epoch 3 last-timestamp 1700000000000: [seq 0-1 offsets 3-4 ts 1700000000000]\n"
+	epochs := []log.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 3, StartOffset: 3}}
+	st := RemoteState{Next: next, Epochs: epochs, Snapshot: data}
+
+	for _, step := range []string{"marker", "log", "old snapshots", "snapshot"} {
+		t.Run(step, func(t *testing.T) {
+			root := t.TempDir()
+			fd := tieredDir(t, root)
+			f := testPartition(t, fd)
+			mustProduce(t, f, 9, 0, 0, 2) // the stale log the rebuild wipes
+			if err := f.MaintainProducers(0); err != nil {
+				t.Fatal(err)
+			}
+			if got := snapshotOffsets(t, f); len(got) == 0 {
+				t.Fatal("no snapshot of the stale log")
+			}
+			crash := errors.New("crash")
+			rebuildFault = func(s string) error {
+				if s == step {
+					return crash
+				}
+				return nil
+			}
+			err := f.RebuildFromRemote(st)
+			rebuildFault = nil
+			if !errors.Is(err, crash) {
+				t.Fatalf("rebuild: %v, want the crash after %q", err, step)
+			}
+			crashed := crashCopy(t, root)
+			f.Close()
+			fd.Close()
+
+			rd := tieredDir(t, crashed)
+			defer rd.Close()
+			r := testPartition(t, rd)
+			if s, e := r.Log.LogStartOffset(), r.Log.LogEndOffset(); s != next || e != next {
+				t.Fatalf("restarted: log [%d, %d), want [%d, %d)", s, e, next, next)
+			}
+			if got := r.Log.LeaderEpochs(); !slices.Equal(got, epochs) {
+				t.Fatalf("restarted: leader epochs %v, want %v", got, epochs)
+			}
+			if got := dumpProducers(r); got != want {
+				t.Fatalf("restarted: producers\n%s\nwant\n%s", got, want)
+			}
+			if _, err := os.Stat(filepath.Join(r.Log.Dir(), rebuildPendingFile)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the marker is left: %v", err)
+			}
+		})
 	}
 }
