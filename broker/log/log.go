@@ -611,7 +611,10 @@ func (l *Log) TruncateTo(offset int64) (err error) {
 // whose log ends before its leader's starts (Kafka's
 // truncateFullyAndStartAt): nothing it has is worth keeping. An empty log
 // (its start at its end) may also move back, to the batch holding its
-// leader's log start.
+// leader's log start. A log may move back below its start too: a follower
+// told to truncate below it (a log started from remote storage whose new
+// leader's history diverges earlier) keeps nothing either. What it may not
+// do is reset into the records it holds.
 func (l *Log) ResetTo(offset int64) (err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -620,7 +623,7 @@ func (l *Log) ResetTo(offset int64) (err error) {
 	}
 	defer func() { err = l.health.noteIO(err) }()
 	end := l.end.Load()
-	if offset == end || offset < end && l.start.Load() != end {
+	if start := l.start.Load(); offset == end || offset < end && offset >= start && start != end {
 		return fmt.Errorf("broker/log: reset %s to %d: the log holds [%d, %d)", l.tp, offset, l.start.Load(), end)
 	}
 	// The old files go first: moving back, one of them may bear the new

@@ -279,7 +279,10 @@ func (f *fetcher) truncate(ps []*Partition, parts map[*Partition]fetchState, sec
 				continue
 			}
 			if err := p.TruncateTo(p.divergence(rp.LeaderEpoch, rp.EndOffset)); err != nil {
-				return fmt.Errorf("truncating %s: %w", p.TP, err)
+				// Left untruncated, so unfetched, and tried again
+				// next round: the leader's other partitions go on.
+				p.logger.Warn("truncating to the leader's log", "error", err)
+				continue
 			}
 			f.markTruncated(p, epoch)
 		}

@@ -183,3 +183,77 @@ func TestRebuildFromRemoteCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncateBelowRebuiltStart: a follower rebuilt from remote storage at
+// Next whose new leader's history diverges below Next (an unclean
+// election, remote metadata that disagrees with the new leader) is emptied
+// there as Kafka's truncateTo does, rather than fail the truncation, which
+// stalled every partition fetched from that leader.
+func TestTruncateBelowRebuiltStart(t *testing.T) {
+	ld := testDir(t, t.TempDir())
+	defer ld.Close()
+	lp := testPartition(t, ld)
+	mustProduce(t, lp, 1, 0, 0, 3)
+	mustProduce(t, lp, 2, 3, 0, 2)
+	next := lp.Log.LogEndOffset()
+	data, _, err := lp.ProducerSnapshotAt(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, local := range []int{0, 2} { // records fetched after the rebuild
+		fd := tieredDir(t, t.TempDir())
+		f := testPartition(t, fd)
+		epochs := []log.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 3, StartOffset: 3}}
+		if err := f.RebuildFromRemote(RemoteState{Next: next, Epochs: epochs, Snapshot: data}); err != nil {
+			t.Fatal(err)
+		}
+		if local > 0 {
+			mustProduce(t, f, 1, 0, 3, local)
+		}
+		// The new leader ends epoch 3 at 4, below Next.
+		to := f.divergence(3, 4)
+		if to != 4 {
+			t.Fatalf("divergence %d, want 4", to)
+		}
+		if err := f.TruncateTo(to); err != nil {
+			t.Fatalf("%d local records: truncating below the log start: %v", local, err)
+		}
+		if s, e, hw := f.Log.LogStartOffset(), f.Log.LogEndOffset(), f.HighWatermark(); s != 4 || e != 4 || hw != 4 {
+			t.Fatalf("after the truncation: start %d end %d hw %d, want 4", s, e, hw)
+		}
+		if got := f.Log.LeaderEpochs(); len(got) != 0 {
+			t.Fatalf("leader epochs %v kept", got)
+		}
+		if got := dumpProducers(f); got != "" {
+			t.Fatalf("producers of a log that holds none of their batches:\n%s", got)
+		}
+		if got := snapshotOffsets(t, f); len(got) != 0 {
+			t.Fatalf("snapshots %v kept", got)
+		}
+		f.Close()
+		fd.Close()
+	}
+}
+
+// TestResetToDropsProducers: a log emptied at the leader's log start keeps
+// no producer of the log it held (Kafka's truncateFullyAndStartAt deletes
+// every snapshot); the newest snapshot below the new start was loaded as
+// its state.
+func TestResetToDropsProducers(t *testing.T) {
+	d := testDir(t, t.TempDir())
+	defer d.Close()
+	p := testPartition(t, d)
+	mustProduce(t, p, 9, 0, 0, 2)
+	if err := p.MaintainProducers(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ResetTo(100); err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpProducers(p); got != "" {
+		t.Fatalf("producers after ResetTo(100):\n%s", got)
+	}
+	if got := snapshotOffsets(t, p); len(got) != 0 {
+		t.Fatalf("snapshots %v kept", got)
+	}
+}
