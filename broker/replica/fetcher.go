@@ -79,6 +79,10 @@ type remoteBuild struct {
 type fetchState struct {
 	epoch     int32
 	truncated bool // the log was truncated to where it agrees with this leader's
+	// copyRemote: remote storage has no state this replica may start
+	// from (ErrNoRemoteState), so it copies the remote range through a
+	// fetch of v12, which the leader serves from remote storage.
+	copyRemote bool
 }
 
 func newFetcher(m *Manager, leader int32) *fetcher {
@@ -134,6 +138,14 @@ func (f *fetcher) markTruncated(p *Partition, epoch int32) {
 	defer f.mu.Unlock()
 	if st, ok := f.parts[p]; ok && st.epoch == epoch {
 		st.truncated = true
+	}
+}
+
+func (f *fetcher) markCopyRemote(p *Partition, epoch int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.parts[p]; ok && st.epoch == epoch {
+		st.copyRemote = true
 	}
 }
 
@@ -298,11 +310,18 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 	// below a tiered leader's local log start is OFFSET_MOVED_TO_TIERED_
 	// STORAGE: this follower then rebuilds its state from remote storage
 	// rather than copy the remote range. A partition whose topic id is not
-	// known here yet keeps the round at v12, by name.
+	// known here yet keeps the round at v12, by name, as does one that
+	// must copy the remote range (no remote storage on this broker, or no
+	// state in it to start from): the leader serves it that range.
 	req.SetVersion(14)
 	for p, st := range parts {
-		if st.truncated && p.TopicID == (cluster.TopicID{}) {
+		if st.truncated && (p.TopicID == (cluster.TopicID{}) || st.copyRemote || tr.RemoteState == nil) {
 			req.SetVersion(12)
+		}
+	}
+	for p := range f.builds {
+		if _, ok := parts[p]; !ok && f.buildDone(p) {
+			delete(f.builds, p) // no longer followed here
 		}
 	}
 	byID := req.Version >= 13
@@ -464,9 +483,16 @@ func wholeBatches(data []byte) []byte {
 func (f *fetcher) buildFromRemote(p *Partition, epoch int32, secret string) (done bool, err error) {
 	tr := f.m.transport
 	if tr.RemoteState == nil {
-		return false, errors.New("the leader's log starts in remote storage, and this broker has none (remote.log.storage.system.enable)")
+		// Fetched at v12 from now on (only a v14 fetch is answered so).
+		f.markCopyRemote(p, epoch)
+		return false, errors.New("the leader's log starts in remote storage, and this broker has none (remote.log.storage.system.enable): copying it")
 	}
 	b := f.builds[p]
+	if b != nil && b.epoch != epoch && !f.buildDone(p) {
+		// An older epoch's read still runs (a hung NameNode): one at a
+		// time per partition, rather than one more per epoch change.
+		return false, nil
+	}
 	if b == nil || b.epoch != epoch {
 		localStart, err := f.leaderLocalStart(p, epoch, secret)
 		if err != nil {
@@ -491,6 +517,12 @@ func (f *fetcher) buildFromRemote(p *Partition, epoch int32, secret string) (don
 		return false, nil
 	}
 	delete(f.builds, p)
+	if errors.Is(b.err, ErrNoRemoteState) {
+		f.markCopyRemote(p, epoch)
+		f.m.logger.Warn("replica fetch: remote storage has no state to start from; copying the remote range from the leader",
+			"partition", p.TP.String(), "leader", f.leader, "err", b.err)
+		return true, nil
+	}
 	if b.err != nil {
 		return false, b.err
 	}
@@ -498,6 +530,16 @@ func (f *fetcher) buildFromRemote(p *Partition, epoch int32, secret string) (don
 		return false, nil
 	}
 	return true, p.RebuildFromRemote(b.st)
+}
+
+// buildDone reports whether p's read from remote storage has finished.
+func (f *fetcher) buildDone(p *Partition) bool {
+	select {
+	case <-f.builds[p].done:
+		return true
+	default:
+		return false
+	}
 }
 
 // leaderLocalStart asks the leader its local log start (ListOffsets v8,

@@ -34,6 +34,11 @@ type RemoteState struct {
 	Snapshot []byte
 }
 
+// ErrNoRemoteState is the error of a Transport.RemoteState that found no
+// state to start from in remote storage (a remote segment without an exact
+// producer snapshot): the follower copies the remote range instead.
+var ErrNoRemoteState = errors.New("broker/replica: no state to start from in remote storage")
+
 // errStopScan ends a header scan at the offset asked for.
 var errStopScan = errors.New("stop")
 

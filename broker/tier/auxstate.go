@@ -3,6 +3,7 @@ package tier
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
 // The follower's side of KIP-405 (broker/replica's tiered.go): a replica
@@ -24,6 +26,11 @@ const (
 	maxEpochCheckpoint = 4 << 20
 	maxSnapshot        = 256 << 20
 )
+
+// ErrNoProducerState: the remote segment a follower would start after
+// carries no exact producer snapshot (uploaded by older code, or when the
+// state at its end could not be computed).
+var ErrNoProducerState = errors.New("broker/tier: no exact producer state in remote storage")
 
 // AuxState is what a follower starting at Next needs of the remote range
 // below it: the leader epochs as of Next, and the producer snapshot at
@@ -65,6 +72,13 @@ func (m *Manager) AuxState(tp log.TopicPartition, topicID string, localStart int
 	if !ok {
 		return AuxState{}, fmt.Errorf("%w: %s: no remote segment holds offset %d (remote [%d, %d))",
 			ErrUnavailable, tp, localStart-1, man.LogStartOffset, man.UploadedEnd())
+	}
+	if seg.ProducerState != remotelog.ProducerStateExact {
+		// Kafka requires the snapshot of every remote segment. Starting
+		// without it would leave this follower with none of the remote
+		// range's producers, so it copies that range instead.
+		return AuxState{}, fmt.Errorf("%w: %s: the remote segment [%d, %d] has no exact producer snapshot",
+			ErrNoProducerState, tp, seg.BaseOffset, seg.EndOffset)
 	}
 	r := &segReader{m: m, fs: fs, dir: dir, seg: seg}
 	st := AuxState{Next: seg.EndOffset + 1}

@@ -2,6 +2,7 @@ package tier_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,4 +132,51 @@ func firstBase(t *testing.T, dir string, offset int64) int64 {
 		}
 	}
 	return best
+}
+
+// TestAuxStateNeedsExactSnapshot: a remote segment uploaded without the
+// producer state at its end (it could not be computed, or older code
+// uploaded it) is no state to start a follower from: AuxState refuses it
+// with ErrNoProducerState, on which the follower copies the remote range,
+// rather than answer it as a state with no producers.
+func TestAuxStateNeedsExactSnapshot(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"not computed", "older upload"} {
+		cfg := log.DefaultConfig()
+		cfg.SegmentBytes = 4096
+		cfg.RemoteStorage = true
+		cfg.LocalRetentionBytes = 8192
+		cfg.FileDeleteDelayMs = 0
+		l, err := log.Open(filepath.Join(t.TempDir(), "t-0"), cfg, log.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		opts := record.DefaultBuildOptions()
+		opts.BaseTimestamp = time.Now().UnixMilli()
+		for i := range 60 {
+			b, err := record.Build(opts, record.NewRecords(record.KV{Value: bytes.Repeat([]byte{byte(i)}, 200)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.AppendAsLeader(b, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := tier.New(tier.Config{URI: "file://" + t.TempDir()})
+		defer m.Close()
+		target := tier.Target{TP: l.TopicPartition(), TopicID: "id", Log: l, Bound: l.LogEndOffset(), LeaderEpoch: 0}
+		if name == "not computed" {
+			target.ProducerSnapshot = func(int64) ([]byte, bool, error) { return nil, false, nil }
+		}
+		m.Pass([]tier.Target{target}, nil)
+		localStart := l.LogStartOffset()
+		if localStart == 0 {
+			t.Fatalf("%s: nothing uploaded and trimmed", name)
+		}
+		st, err := m.AuxState(l.TopicPartition(), "id", localStart)
+		if !errors.Is(err, tier.ErrNoProducerState) {
+			t.Fatalf("%s: AuxState: %+v, %v; want ErrNoProducerState", name, st, err)
+		}
+	}
 }

@@ -164,6 +164,7 @@ func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.Clo
 		}
 		if ok {
 			files = append(files, upFile{suffixSnapshot, bytes.NewReader(data), int64(len(data))})
+			meta.ProducerState = remotelog.ProducerStateExact
 		}
 	} else if snap, ok := snapshotFor(dir, seg.Next); ok {
 		// Read whole now: the partition may replace its snapshots.
