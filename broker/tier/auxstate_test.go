@@ -95,6 +95,22 @@ func TestAuxState(t *testing.T) {
 	}
 
 	dir := filepath.Join(root, remotelog.Dir(l.TopicPartition().Topic, "id", 0))
+	// What a reader of the segments needs of the upload: the snapshot is
+	// exact, and the topic's max.message.bytes bounds decompression.
+	data, err := os.ReadFile(filepath.Join(dir, remotelog.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := remotelog.ParseManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range man.Segments {
+		if s.ProducerState != remotelog.ProducerStateExact || s.MaxMessageBytes != cfg.MaxMessageBytes {
+			t.Fatalf("segment [%d, %d]: producer state %q, max.message.bytes %d; want exact, %d",
+				s.BaseOffset, s.EndOffset, s.ProducerState, s.MaxMessageBytes, cfg.MaxMessageBytes)
+		}
+	}
 	ck := filepath.Join(dir, remotelog.SegmentFileName(firstBase(t, dir, localStart), remotelog.SuffixEpochs))
 	good, err := os.ReadFile(ck)
 	if err != nil {

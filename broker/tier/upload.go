@@ -139,7 +139,8 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 // segment is not registered yet.
 func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.ClosedSegment) (SegmentMetadata, error) {
 	meta := SegmentMetadata{ID: remotelog.NewSegmentID(), BaseOffset: seg.Base, EndOffset: seg.Next - 1, MaxTimestamp: seg.MaxTimestamp,
-		Size: seg.Size, BrokerID: m.cfg.NodeID, LeaderEpoch: t.LeaderEpoch, State: CopySegmentFinished, Files: map[string]int64{}}
+		Size: seg.Size, BrokerID: m.cfg.NodeID, LeaderEpoch: t.LeaderEpoch, State: CopySegmentFinished, Files: map[string]int64{},
+		MaxMessageBytes: t.Log.Config().MaxMessageBytes}
 	epochs := epochsUpTo(t.Log.LeaderEpochs(), seg.Next)
 	for _, e := range epochs {
 		if e.StartOffset >= seg.Base {

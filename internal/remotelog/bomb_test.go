@@ -64,3 +64,21 @@ func TestDecompressionBombRefused(t *testing.T) {
 		t.Fatalf("a batch within the bound: %d records, %v", n, err)
 	}
 }
+
+// TestReadHonoursTopicMaxMessageBytes: a batch the broker took under a
+// topic's max.message.bytes of 8 MiB (6 MiB of zeros, compressed far more
+// than 256 to 1) reads back when the segment's metadata records that
+// limit, as the uploader writes it; with the default it is refused.
+func TestReadHonoursTopicMaxMessageBytes(t *testing.T) {
+	value := strings.Repeat("\x00", 3<<20) // a value and a header as large
+	raw := batch(t, 0, -1, false, false, false, kgo.GzipCompression(), value)
+	p, man := oneSegment(t, raw, 0, int64(len(raw)))
+	if _, _, err := readValues(p, man, 0, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("at the default max.message.bytes: %v, want refused", err)
+	}
+	man.Segments[0].MaxMessageBytes = 8 << 20
+	got, next, err := readValues(p, man, 0, 1)
+	if err != nil || len(got) != 1 || next != 1 {
+		t.Fatalf("at max.message.bytes 8 MiB: %d values, next %d, %v", len(got), next, err)
+	}
+}

@@ -59,6 +59,11 @@ type SegmentMetadata struct {
 	// follower may start from (KIP-405). Older uploads, and one whose
 	// state could not be computed, say nothing.
 	ProducerState string `json:"producer_state,omitempty"`
+	// MaxMessageBytes is the topic's max.message.bytes when the segment
+	// was uploaded (0: not recorded, Kafka's default is assumed): the
+	// floor of what a batch may decompress to when read back, as it was
+	// when the broker took it (BatchReader).
+	MaxMessageBytes int `json:"max_message_bytes,omitempty"`
 }
 
 // ProducerStateExact is SegmentMetadata.ProducerState for an exact snapshot.

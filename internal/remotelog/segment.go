@@ -108,7 +108,9 @@ type BatchReader struct {
 // a segment in HDFS is only as trusted as everyone who can write there,
 // and a few kilobytes of gzip or zstd can claim gigabytes. (franz-go's
 // decompressor, used before, allowed 2 GiB.) The same bytes produced
-// through a broker always fit.
+// through a broker fit when MaxMessageBytes is the topic's, as the
+// segment's metadata records it, and the topic's was not lowered between
+// the produce and the upload.
 func NewBatchReader(r io.Reader) *BatchReader {
 	return &BatchReader{r: bufio.NewReaderSize(r, 1<<20)}
 }
