@@ -211,7 +211,11 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, wait time.Durati
 		// past the last remote offset, at least the log start; with
 		// nothing uploaded, the log start if nothing was ever tiered
 		// (local start = log start), else -1 (not known yet); -1 for a
-		// partition that is not tiered.
+		// partition that is not tiered. Before the tier manager has
+		// loaded the remote metadata (a restart, a new leader) the log
+		// start counting remote storage is not known either: -1, as
+		// Kafka answers after a restart, never the local start, which
+		// may lie far below what is still to upload.
 		sp.Offset, sp.LeaderEpoch = -1, -1
 		if s.tier == nil || !p.Log.Config().RemoteStorage {
 			return true
@@ -222,6 +226,7 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, wait time.Durati
 			sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(err)
 		case end > 0:
 			sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), max(end, s.logStartOffset(p))
+		case !s.tier.Loaded(p.TP):
 		case s.logStartOffset(p) == p.Log.LogStartOffset():
 			sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), p.Log.LogStartOffset()
 		}

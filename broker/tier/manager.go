@@ -572,6 +572,13 @@ func (m *Manager) Seen(tp log.TopicPartition) bool {
 	return m.lookup(tp) != nil
 }
 
+// Loaded is whether the partition's remote metadata is loaded: until then
+// "nothing uploaded" is not known (a restart, a leader just elected).
+func (m *Manager) Loaded(tp log.TopicPartition) bool {
+	p := m.lookup(tp)
+	return p != nil && p.manifest.Load() != nil
+}
+
 // RemoteSize is the bytes of a partition's remote segments.
 func (m *Manager) RemoteSize(tp log.TopicPartition) int64 {
 	if p := m.lookup(tp); p != nil {
