@@ -52,12 +52,15 @@ func (p *Partition) AppendFetched(batches []byte, leaderHW, leaderStart int64) e
 }
 
 // followHW sets a follower's high watermark from its leader's: what the
-// leader committed, of what this replica has.
+// leader committed, of what this replica has, and never below its own log
+// start, as Kafka clamps it: a log started from remote storage may start
+// past a new leader's high watermark for a moment, and a consumer reading
+// from this replica must not see a high watermark below the log start.
 func (p *Partition) followHW(leaderHW int64) {
 	if leaderHW < 0 {
 		return
 	}
-	hw := min(leaderHW, p.Log.LogEndOffset())
+	hw := max(min(leaderHW, p.Log.LogEndOffset()), p.Log.LogStartOffset())
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
 	if hw != p.hw.Load() {

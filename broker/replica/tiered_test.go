@@ -257,3 +257,19 @@ func TestResetToDropsProducers(t *testing.T) {
 		t.Fatalf("snapshots %v kept", got)
 	}
 }
+
+// TestRebuiltHighWatermarkNotBelowStart: a follower rebuilt at Next whose
+// new leader's high watermark is still below Next (the uploads were an
+// older leader's) keeps its high watermark at its log start.
+func TestRebuiltHighWatermarkNotBelowStart(t *testing.T) {
+	d := tieredDir(t, t.TempDir())
+	defer d.Close()
+	f := testPartition(t, d)
+	if err := f.RebuildFromRemote(RemoteState{Next: 5, Epochs: []log.EpochEntry{{Epoch: 0, StartOffset: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.followHW(2)
+	if hw, start := f.HighWatermark(), f.Log.LogStartOffset(); hw != start {
+		t.Fatalf("high watermark %d, below the log start %d", hw, start)
+	}
+}
