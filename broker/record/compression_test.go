@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -328,4 +329,46 @@ func TestDecompressWithinJavaZstd(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 20<<20 {
 		t.Errorf("refusing a 32 MiB streaming frame at a 1 MiB limit allocated %d bytes", alloc)
 	}
+}
+
+// The bounded zstd decoders are pooled: goroutines decoding at once, some
+// frames refused midway, each get their own batch back whole.
+func TestDecompressWithinZstdPooled(t *testing.T) {
+	java, err := os.ReadFile("testdata/java-zstd-10k.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Decompress(CodecZstd, java)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := bytes.Repeat([]byte("other batch "), 2000)
+	otherZ, err := Compress(CodecZstd, nil, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				switch (g + i) % 3 {
+				case 0:
+					if got, err := DecompressWithin(CodecZstd, java, 1<<20); err != nil || !bytes.Equal(got, want) {
+						t.Errorf("java frame: %d bytes, %v", len(got), err)
+					}
+				case 1:
+					if got, err := DecompressWithin(CodecZstd, otherZ, 1<<20); err != nil || !bytes.Equal(got, other) {
+						t.Errorf("other frame: %d bytes, %v", len(got), err)
+					}
+				default:
+					if _, err := DecompressWithin(CodecZstd, java, 4<<10); err == nil {
+						t.Errorf("a 10 KiB frame taken at a 4 KiB limit")
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
