@@ -142,3 +142,18 @@ func (c *epochCache) snapshot() []EpochEntry {
 	defer c.mu.Unlock()
 	return append([]EpochEntry(nil), c.entries...)
 }
+
+// replace makes entries the cache, for a follower that rebuilt its state
+// from remote storage: the epochs of the remote range, which its log no
+// longer holds, are what OffsetForLeaderEpoch answers for it as leader.
+func (c *epochCache) replace(entries []EpochEntry) error {
+	for i, e := range entries {
+		if e.Epoch < 0 || e.StartOffset < 0 || i > 0 && (e.Epoch <= entries[i-1].Epoch || e.StartOffset <= entries[i-1].StartOffset) {
+			return fmt.Errorf("broker/log: leader epochs out of order at entry %d: %v", i, entries)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = append([]EpochEntry(nil), entries...)
+	return c.persistLocked()
+}

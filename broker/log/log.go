@@ -611,7 +611,10 @@ func (l *Log) TruncateTo(offset int64) (err error) {
 // whose log ends before its leader's starts (Kafka's
 // truncateFullyAndStartAt): nothing it has is worth keeping. An empty log
 // (its start at its end) may also move back, to the batch holding its
-// leader's log start.
+// leader's log start. A log may move back below its start too: a follower
+// told to truncate below it (a log started from remote storage whose new
+// leader's history diverges earlier) keeps nothing either. What it may not
+// do is reset into the records it holds.
 func (l *Log) ResetTo(offset int64) (err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -620,7 +623,7 @@ func (l *Log) ResetTo(offset int64) (err error) {
 	}
 	defer func() { err = l.health.noteIO(err) }()
 	end := l.end.Load()
-	if offset == end || offset < end && l.start.Load() != end {
+	if start := l.start.Load(); offset == end || offset < end && offset >= start && start != end {
 		return fmt.Errorf("broker/log: reset %s to %d: the log holds [%d, %d)", l.tp, offset, l.start.Load(), end)
 	}
 	// The old files go first: moving back, one of them may bear the new
@@ -642,6 +645,30 @@ func (l *Log) ResetTo(offset int64) (err error) {
 	l.recoveryPoint.Store(offset)
 	l.wakeLocked()
 	return l.epochs.truncateFromEnd(0)
+}
+
+// ResetWithEpochs empties the log, starts it again at offset and makes
+// epochs its leader-epoch cache: a follower rebuilding its state from
+// remote storage (KIP-405), whose log starts where its leader's local log
+// does while the epochs of the remote range below stay known. Every entry
+// must start at or below offset.
+func (l *Log) ResetWithEpochs(offset int64, epochs []EpochEntry) error {
+	for _, e := range epochs {
+		if e.StartOffset > offset {
+			return fmt.Errorf("broker/log: reset %s to %d: leader epoch %d starts past it at %d", l.tp, offset, e.Epoch, e.StartOffset)
+		}
+	}
+	if empty := l.start.Load() == l.end.Load(); !empty || offset != l.end.Load() {
+		if err := l.ResetTo(offset); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.epochs.replace(epochs)
 }
 
 // DeleteRecordsBefore moves the log start offset to offset (DeleteRecords)

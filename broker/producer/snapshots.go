@@ -76,6 +76,9 @@ func (s *Snapshots) Latest() (int64, bool) {
 
 func (s *Snapshots) path(offset int64) string { return filepath.Join(s.dir, SnapshotFileName(offset)) }
 
+// Path is the file of the snapshot at offset.
+func (s *Snapshots) Path(offset int64) string { return s.path(offset) }
+
 // Load is how a partition's producer state starts: from the newest usable
 // snapshot at or below the log end, with the offset from which the log's
 // batches must be replayed into it (Kafka's

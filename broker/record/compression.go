@@ -25,6 +25,15 @@ func Decompress(c Codec, src []byte) ([]byte, error) {
 	return decompress(c, src, MaxDecompressedSize)
 }
 
+// DecompressWithin is Decompress bounded by limit (at most
+// MaxDecompressedSize): a batch whose records decompress to more is refused
+// with CORRUPT_MESSAGE before more than limit bytes are held, whatever its
+// codec. For batches read back from storage that no request has checked
+// (remote segments), bounded by what the topic takes (DecompressLimit).
+func DecompressWithin(c Codec, src []byte, limit int) ([]byte, error) {
+	return decompress(c, src, min(max(limit, 0), MaxDecompressedSize))
+}
+
 // Compress appends src compressed with c to dst, in the framing the Java
 // client reads (every other client reads it too).
 func Compress(c Codec, dst, src []byte) ([]byte, error) {
@@ -173,8 +182,13 @@ var (
 // decodeZstd relies on the decoder's own bound: DecodeAll refuses a frame
 // whose declared size passes MaxDecompressedSize before allocating, stops a
 // frame that outgrows it while decoding, and never preallocates more than
-// the input could expand to.
+// the input could expand to. A lower limit streams through a decoder of
+// its own bounded by it (and by zstdMaxWindow of history), so that no more
+// than limit plus one window is ever held.
 func decodeZstd(src []byte, limit int) ([]byte, error) {
+	if limit < MaxDecompressedSize {
+		return decodeZstdStream(src, limit)
+	}
 	dec, err := zstdDecoder()
 	if err != nil {
 		return nil, errorf(kerr.UnknownServerError, "zstd: %v", err)
@@ -187,4 +201,68 @@ func decodeZstd(src []byte, limit int) ([]byte, error) {
 		return nil, corrupt(CodecZstd, err)
 	}
 	return out, nil
+}
+
+// decodeZstdStream bounds what it holds by the output it reads (limit+1)
+// plus one window, not by the decoder's max memory: in streaming mode
+// klauspost caps the frame's window by that memory too, and a Java
+// producer's frames (streaming, no content size, a 2 MiB window) would be
+// refused at any limit below the window. The window is bounded as the
+// produce path bounds it (check.go), and a frame that declares a size past
+// limit is refused before anything is decoded.
+func decodeZstdStream(src []byte, limit int) ([]byte, error) {
+	var h zstd.Header
+	if h.Decode(src) == nil && h.HasFCS && h.FrameContentSize > uint64(limit) {
+		return nil, tooLarge(CodecZstd, limit)
+	}
+	d, err := zstdStream(src)
+	if err != nil {
+		return nil, zstdErr(err, limit)
+	}
+	defer func() {
+		_ = d.Reset(nil) // drop src
+		zstdStreams.Put(d)
+	}()
+	out := bytes.NewBuffer(make([]byte, 0, min(4*len(src)+512, limit)))
+	n, err := out.ReadFrom(io.LimitReader(d, int64(limit)+1))
+	switch {
+	case err != nil:
+		return nil, zstdErr(err, limit)
+	case n > int64(limit):
+		return nil, tooLarge(CodecZstd, limit)
+	}
+	return out.Bytes(), nil
+}
+
+// zstdStreams are the stream decoders of decodeZstdStream, reused: one
+// per batch cost three times the CPU and six times the allocation of the
+// shared DecodeAll (review of the follower path, L2). With a concurrency
+// of 1 a stream decoder runs no goroutine, so one dropped by the pool
+// needs no Close.
+var zstdStreams sync.Pool
+
+// zstdStream is a stream decoder reading src. src goes in as a
+// *bytes.Reader, never a *bytes.Buffer: klauspost decodes a Buffer whole
+// (DecodeAll, bounded only by the max memory, MaxDecompressedSize)
+// rather than as a stream bounded by what is read from it.
+func zstdStream(src []byte) (*zstd.Decoder, error) {
+	if d, ok := zstdStreams.Get().(*zstd.Decoder); ok {
+		if err := d.Reset(bytes.NewReader(src)); err == nil {
+			return d, nil
+		}
+		d.Close()
+	}
+	return zstd.NewReader(bytes.NewReader(src),
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(zstdMaxWindow),
+		zstd.WithDecoderMaxMemory(MaxDecompressedSize),
+	)
+}
+
+func zstdErr(err error, limit int) error {
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return tooLarge(CodecZstd, limit)
+	}
+	return corrupt(CodecZstd, err)
 }

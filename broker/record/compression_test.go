@@ -3,11 +3,15 @@ package record
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -228,4 +232,143 @@ func TestLZ4FrameAsJava(t *testing.T) {
 	if got := out[:6]; !bytes.Equal(got, []byte{0x04, 0x22, 0x4d, 0x18, 0x60, 0x40}) {
 		t.Fatalf("frame header % x", got)
 	}
+}
+
+// DecompressWithin holds at most about its limit, whatever the batch
+// claims: zstd, whose shared decoder checks a lower limit only once it has
+// decoded (up to MaxDecompressedSize), streams through a bounded decoder
+// instead (remote segments, internal/remotelog).
+func TestDecompressWithinAllocates(t *testing.T) {
+	src, err := Compress(CodecZstd, nil, make([]byte, 32<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range allCodecs[1:] {
+		src := src
+		if c != CodecZstd {
+			if src, err = Compress(c, nil, make([]byte, 32<<20)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := DecompressWithin(c, src, 1<<20)
+		runtime.ReadMemStats(&after)
+		wantCode(t, err, kerr.CorruptMessage)
+		// The bound, doubled as the buffer grows, plus a zstd window
+		// (8 MiB at most) or a codec's block buffers.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+			t.Errorf("%s: refusing 32 MiB at a 1 MiB limit allocated %d bytes", c, alloc)
+		}
+	}
+}
+
+// The frames Kafka's Java producer writes stream: no content size, and a
+// 2 MiB window (header 28 b5 2f fd 00 58). The fixture is the records
+// section of a 10 KiB batch as Kafka 4.4's Compression.zstd() wrote it; a
+// bounded decode at a producer batch's limit (~1 MiB) must take it, where
+// a decoder whose memory cap is the limit refuses the window outright.
+func TestDecompressWithinJavaZstd(t *testing.T) {
+	src, err := os.ReadFile("testdata/java-zstd-10k.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(src[:6], []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58}) {
+		t.Fatalf("fixture header % x, want a streaming frame with a 2 MiB window", src[:6])
+	}
+	want, err := Decompress(CodecZstd, src)
+	if err != nil || len(want) != 10<<10 {
+		t.Fatalf("Decompress: %d bytes, %v", len(want), err)
+	}
+	for _, limit := range []int{DecompressLimit(len(src), 0), 10 << 10} {
+		got, err := DecompressWithin(CodecZstd, src, limit)
+		if err != nil {
+			t.Fatalf("limit %d: a Java producer's zstd batch is refused: %v", limit, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("limit %d: decoded %d bytes, not the batch's", limit, len(got))
+		}
+	}
+	// One byte short of the batch it is still refused, as too large.
+	_, err = DecompressWithin(CodecZstd, src, 10<<10-1)
+	wantCode(t, err, kerr.CorruptMessage)
+
+	// A bomb of the same shape (streaming, no content size, an 8 MiB
+	// window) is still stopped at the limit, holding at most the limit
+	// and one window, not the 32 MiB it expands to.
+	var bomb bytes.Buffer
+	enc, err := zstd.NewWriter(&bomb, zstd.WithWindowSize(8<<20), zstd.WithSingleSegment(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 1<<20)
+	for i := 0; i < 32; i++ {
+		if _, err := enc.Write(zeros); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			_ = enc.Flush() // the header goes out before the size is known
+		}
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var h zstd.Header
+	if err := h.Decode(bomb.Bytes()); err != nil || h.HasFCS {
+		t.Fatalf("bomb header %+v, %v: want no content size", h, err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = DecompressWithin(CodecZstd, bomb.Bytes(), 1<<20)
+	runtime.ReadMemStats(&after)
+	wantCode(t, err, kerr.CorruptMessage)
+	// The output buffer as it doubles to the limit, plus the decoder's
+	// history (the window and a block or two past it): measured 17 MB.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 20<<20 {
+		t.Errorf("refusing a 32 MiB streaming frame at a 1 MiB limit allocated %d bytes", alloc)
+	}
+}
+
+// The bounded zstd decoders are pooled: goroutines decoding at once, some
+// frames refused midway, each get their own batch back whole.
+func TestDecompressWithinZstdPooled(t *testing.T) {
+	java, err := os.ReadFile("testdata/java-zstd-10k.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Decompress(CodecZstd, java)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := bytes.Repeat([]byte("other batch "), 2000)
+	otherZ, err := Compress(CodecZstd, nil, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				switch (g + i) % 3 {
+				case 0:
+					if got, err := DecompressWithin(CodecZstd, java, 1<<20); err != nil || !bytes.Equal(got, want) {
+						t.Errorf("java frame: %d bytes, %v", len(got), err)
+					}
+				case 1:
+					if got, err := DecompressWithin(CodecZstd, otherZ, 1<<20); err != nil || !bytes.Equal(got, other) {
+						t.Errorf("other frame: %d bytes, %v", len(got), err)
+					}
+				default:
+					if _, err := DecompressWithin(CodecZstd, java, 4<<10); err == nil {
+						t.Errorf("a 10 KiB frame taken at a 4 KiB limit")
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -30,6 +30,13 @@ const minRecordSize = 7
 // Keys and values alias b, or the decompressed buffer; copy them to keep
 // them past b's lifetime. DecodeRecords does not check the CRC: Validate does.
 func (b Batch) DecodeRecords() ([]kmsg.Record, error) {
+	return b.DecodeRecordsWithin(MaxDecompressedSize)
+}
+
+// DecodeRecordsWithin is DecodeRecords with the decompressed records
+// bounded by limit (DecompressWithin): for batches read back from storage
+// rather than checked on their way in.
+func (b Batch) DecodeRecordsWithin(limit int) ([]kmsg.Record, error) {
 	if len(b) < HeaderSize {
 		return nil, errorf(kerr.CorruptMessage, "batch of %d bytes is shorter than the %d-byte header", len(b), HeaderSize)
 	}
@@ -46,7 +53,7 @@ func (b Batch) DecodeRecords() ([]kmsg.Record, error) {
 	}
 	if c := b.Codec(); c != CodecNone {
 		var err error
-		if raw, err = Decompress(c, raw); err != nil {
+		if raw, err = DecompressWithin(c, raw, limit); err != nil {
 			return nil, err
 		}
 	}

@@ -40,6 +40,10 @@ type Transport struct {
 	// Dial connects to a leader, authenticating as the inter-broker
 	// listener asks (nil: kwire.Dial, PLAINTEXT).
 	Dial func(ctx context.Context, addr, clientID string) (*kwire.Conn, error)
+	// RemoteState reads from remote storage the state of a tiered
+	// partition below the leader's local log start, localStart (tiered.go);
+	// nil when this broker has no remote storage.
+	RemoteState func(p *Partition, localStart int64) (RemoteState, error)
 }
 
 // fetcher copies the partitions this broker follows from one leader: one
@@ -55,17 +59,35 @@ type fetcher struct {
 	changed chan struct{} // a partition was added: stop waiting
 	stop    chan struct{}
 	conn    *kwire.Conn
+
+	// builds are the rebuilds from remote storage under way (tiered.go),
+	// read from HDFS off this goroutine so that a slow or hung NameNode
+	// never holds up the other partitions of this leader; only run's
+	// goroutine uses the map.
+	builds map[*Partition]*remoteBuild
+}
+
+// remoteBuild is one partition's read of its state from remote storage.
+type remoteBuild struct {
+	epoch int32
+	done  chan struct{} // closed once st and err are set
+	st    RemoteState
+	err   error
 }
 
 // fetchState is a followed partition's progress under one leader epoch.
 type fetchState struct {
 	epoch     int32
 	truncated bool // the log was truncated to where it agrees with this leader's
+	// copyRemote: remote storage has no state this replica may start
+	// from (ErrNoRemoteState), so it copies the remote range through a
+	// fetch of v12, which the leader serves from remote storage.
+	copyRemote bool
 }
 
 func newFetcher(m *Manager, leader int32) *fetcher {
 	f := &fetcher{m: m, leader: leader, parts: map[*Partition]*fetchState{},
-		changed: make(chan struct{}, 1), stop: make(chan struct{})}
+		changed: make(chan struct{}, 1), stop: make(chan struct{}), builds: map[*Partition]*remoteBuild{}}
 	go f.run()
 	return f
 }
@@ -116,6 +138,14 @@ func (f *fetcher) markTruncated(p *Partition, epoch int32) {
 	defer f.mu.Unlock()
 	if st, ok := f.parts[p]; ok && st.epoch == epoch {
 		st.truncated = true
+	}
+}
+
+func (f *fetcher) markCopyRemote(p *Partition, epoch int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.parts[p]; ok && st.epoch == epoch {
+		st.copyRemote = true
 	}
 }
 
@@ -261,7 +291,10 @@ func (f *fetcher) truncate(ps []*Partition, parts map[*Partition]fetchState, sec
 				continue
 			}
 			if err := p.TruncateTo(p.divergence(rp.LeaderEpoch, rp.EndOffset)); err != nil {
-				return fmt.Errorf("truncating %s: %w", p.TP, err)
+				// Left untruncated, so unfetched, and tried again
+				// next round: the leader's other partitions go on.
+				p.logger.Warn("truncating to the leader's log", "error", err)
+				continue
 			}
 			f.markTruncated(p, epoch)
 		}
@@ -273,7 +306,25 @@ func (f *fetcher) truncate(ps []*Partition, parts map[*Partition]fetchState, sec
 func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, error) {
 	tr := f.m.transport
 	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
+	// v14 (topic ids from v13) is the version whose answer to a fetch
+	// below a tiered leader's local log start is OFFSET_MOVED_TO_TIERED_
+	// STORAGE: this follower then rebuilds its state from remote storage
+	// rather than copy the remote range. A partition whose topic id is not
+	// known here yet keeps the round at v12, by name, as does one that
+	// must copy the remote range (no remote storage on this broker, or no
+	// state in it to start from): the leader serves it that range.
+	req.SetVersion(14)
+	for p, st := range parts {
+		if st.truncated && (p.TopicID == (cluster.TopicID{}) || st.copyRemote || tr.RemoteState == nil) {
+			req.SetVersion(12)
+		}
+	}
+	for p := range f.builds {
+		if _, ok := parts[p]; !ok && f.buildDone(p) {
+			delete(f.builds, p) // no longer followed here
+		}
+	}
+	byID := req.Version >= 13
 	req.ReplicaID = f.m.nodeID
 	req.MaxWaitMillis = int32(tr.MaxWait.Milliseconds())
 	req.MinBytes, req.MaxBytes = 1, 64<<20
@@ -281,7 +332,9 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 	req.UnknownTags.Set(SecretTag, []byte(secret))
 	topics := kwire.NewTopics(&req.Topics, func(name string) kmsg.FetchRequestTopic {
 		t := kmsg.NewFetchRequestTopic()
-		t.Topic = name
+		if !byID {
+			t.Topic = name
+		}
 		return t
 	})
 	asked := byTP{}
@@ -301,6 +354,9 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 			throttled[p] = true
 		}
 		rt := topics.Slot(p.TP.Topic)
+		if byID {
+			rt.TopicID = p.TopicID
+		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = p.TP.Partition, st.epoch
 		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.Log.LogEndOffset(), p.Log.LogStartOffset(), tr.MaxBytes
@@ -333,9 +389,19 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 		return false, fmt.Errorf("leader %d refused the fetch: %w", f.leader, kerr.ErrorForCode(r.ErrorCode))
 	}
 	progressed := time.Since(start) >= tr.MaxWait/2
+	names := map[[16]byte]string{}
+	if byID {
+		for p := range parts {
+			names[p.TopicID] = p.TP.Topic
+		}
+	}
 	for _, rt := range r.Topics {
+		name := rt.Topic
+		if byID {
+			name = names[rt.TopicID]
+		}
 		for _, rp := range rt.Partitions {
-			p, ok := asked.get(rt.Topic, rp.Partition)
+			p, ok := asked.get(name, rp.Partition)
 			if !ok {
 				continue
 			}
@@ -345,6 +411,15 @@ func (f *fetcher) fetch(parts map[*Partition]fetchState, secret string) (bool, e
 			}
 			switch rp.ErrorCode {
 			case 0:
+			case kerr.OffsetMovedToTieredStorage.Code:
+				switch done, err := f.buildFromRemote(p, epoch, secret); {
+				case err != nil:
+					// Retried at the next round, after the idle backoff.
+					f.m.logger.Warn("replica fetch: rebuilding from remote storage failed", "partition", p.TP.String(), "leader", f.leader, "err", err)
+				case done:
+					progressed = true
+				}
+				continue
 			case kerr.OffsetOutOfRange.Code:
 				if p.Log.LogEndOffset() < rp.LogStartOffset {
 					if err := p.ResetTo(rp.LogStartOffset); err != nil {
@@ -398,4 +473,105 @@ func wholeBatches(data []byte) []byte {
 		rest = r
 	}
 	return data[:n]
+}
+
+// buildFromRemote starts a tiered partition's log at its leader's local log
+// start, with the state of the remote range below it read from remote
+// storage (tiered.go), after the leader answered OFFSET_MOVED_TO_TIERED_STORAGE.
+// The remote read runs on its own goroutine: done is false while it is
+// under way, and a later round (the leader answers the same) applies it.
+func (f *fetcher) buildFromRemote(p *Partition, epoch int32, secret string) (done bool, err error) {
+	tr := f.m.transport
+	if tr.RemoteState == nil {
+		// Fetched at v12 from now on (only a v14 fetch is answered so).
+		f.markCopyRemote(p, epoch)
+		return false, errors.New("the leader's log starts in remote storage, and this broker has none (remote.log.storage.system.enable): copying it")
+	}
+	b := f.builds[p]
+	if b != nil && b.epoch != epoch && !f.buildDone(p) {
+		// An older epoch's read still runs (a hung NameNode): one at a
+		// time per partition, rather than one more per epoch change.
+		return false, nil
+	}
+	if b == nil || b.epoch != epoch {
+		localStart, err := f.leaderLocalStart(p, epoch, secret)
+		if err != nil {
+			return false, err
+		}
+		b = &remoteBuild{epoch: epoch, done: make(chan struct{})}
+		f.builds[p] = b
+		go func() {
+			b.st, b.err = tr.RemoteState(p, localStart)
+			close(b.done)
+			select {
+			case f.changed <- struct{}{}:
+			default:
+			}
+		}()
+		f.m.logger.Info("replica fetch: the leader's log starts in remote storage; rebuilding from it",
+			"partition", p.TP.String(), "leader", f.leader, "leader_local_log_start", localStart, "log_end_offset", p.Log.LogEndOffset())
+	}
+	select {
+	case <-b.done:
+	default:
+		return false, nil
+	}
+	delete(f.builds, p)
+	if errors.Is(b.err, ErrNoRemoteState) {
+		f.markCopyRemote(p, epoch)
+		f.m.logger.Warn("replica fetch: remote storage has no state to start from; copying the remote range from the leader",
+			"partition", p.TP.String(), "leader", f.leader, "err", b.err)
+		return true, nil
+	}
+	if b.err != nil {
+		return false, b.err
+	}
+	if !f.current(p, epoch) {
+		return false, nil
+	}
+	return true, p.RebuildFromRemote(b.st)
+}
+
+// buildDone reports whether p's read from remote storage has finished.
+func (f *fetcher) buildDone(p *Partition) bool {
+	select {
+	case <-f.builds[p].done:
+		return true
+	default:
+		return false
+	}
+}
+
+// leaderLocalStart asks the leader its local log start (ListOffsets v8,
+// EARLIEST_LOCAL), as Kafka's fetchEarliestLocalOffset.
+func (f *fetcher) leaderLocalStart(p *Partition, epoch int32, secret string) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(8)
+	req.ReplicaID = f.m.nodeID
+	req.UnknownTags.Set(SecretTag, []byte(secret))
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = p.TP.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p.TP.Partition, epoch, -4
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := f.conn.RoundTrip(req, 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, lp := range t.Partitions {
+			if t.Topic != p.TP.Topic || lp.Partition != p.TP.Partition {
+				continue
+			}
+			if lp.ErrorCode != 0 {
+				return 0, fmt.Errorf("the leader's local log start: %w", kerr.ErrorForCode(lp.ErrorCode))
+			}
+			if lp.Offset <= 0 {
+				return 0, fmt.Errorf("the leader answered local log start %d", lp.Offset)
+			}
+			return lp.Offset, nil
+		}
+	}
+	return 0, errors.New("the leader did not answer for its local log start")
 }

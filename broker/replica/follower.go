@@ -52,12 +52,15 @@ func (p *Partition) AppendFetched(batches []byte, leaderHW, leaderStart int64) e
 }
 
 // followHW sets a follower's high watermark from its leader's: what the
-// leader committed, of what this replica has.
+// leader committed, of what this replica has, and never below its own log
+// start, as Kafka clamps it: a log started from remote storage may start
+// past a new leader's high watermark for a moment, and a consumer reading
+// from this replica must not see a high watermark below the log start.
 func (p *Partition) followHW(leaderHW int64) {
 	if leaderHW < 0 {
 		return
 	}
-	hw := min(leaderHW, p.Log.LogEndOffset())
+	hw := max(min(leaderHW, p.Log.LogEndOffset()), p.Log.LogStartOffset())
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
 	if hw != p.hw.Load() {
@@ -68,6 +71,11 @@ func (p *Partition) followHW(leaderHW int64) {
 
 // TruncateTo removes the log's records from offset on, where it diverged
 // from the new leader's, and rebuilds the producer state without them.
+// Below the log start (a log started from remote storage, whose new
+// leader's history diverges before it) the log is emptied and starts at
+// offset, with no producers and no epochs, as Kafka's UnifiedLog.truncateTo
+// does: the next fetch finds where the leader's log is and rebuilds or
+// copies from there.
 func (p *Partition) TruncateTo(offset int64) error {
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
@@ -75,6 +83,9 @@ func (p *Partition) TruncateTo(offset int64) error {
 	defer p.appendMu.Unlock()
 	if offset >= p.Log.LogEndOffset() {
 		return nil
+	}
+	if start := p.Log.LogStartOffset(); offset < start {
+		return p.resetLocked(offset, "truncated below the log start")
 	}
 	before := p.Log.LogEndOffset()
 	if err := p.Log.TruncateTo(offset); err != nil {
@@ -102,6 +113,18 @@ func (p *Partition) ResetTo(offset int64) error {
 	defer p.snapMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	return p.resetLocked(offset, "log emptied and restarted")
+}
+
+// resetLocked empties the log at offset. The producer snapshots go first
+// (Kafka's truncateFullyAndStartAt deletes them all): the newest at or
+// below offset would otherwise be loaded as the state of a log that holds
+// none of its batches. snapMu and appendMu must be held.
+func (p *Partition) resetLocked(offset int64, msg string) error {
+	if err := p.snaps.DeleteAbove(-1); err != nil {
+		return err
+	}
+	before := p.Log.LogEndOffset()
 	if err := p.Log.ResetTo(offset); err != nil {
 		return err
 	}
@@ -111,7 +134,7 @@ func (p *Partition) ResetTo(offset int64) error {
 	p.stateMu.Lock()
 	p.hw.Store(offset)
 	p.stateMu.Unlock()
-	p.logger.Info("log emptied and restarted", "offset", offset)
+	p.logger.Info(msg, "offset", offset, "log_end_offset_was", before)
 	return nil
 }
 

@@ -93,6 +93,14 @@ func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self in
 	}
 	p := &Partition{TP: tp, TopicID: id, Log: l, self: self, now: time.Now, logger: logger.With("partition", tp.String()),
 		hwWake: make(chan struct{})}
+	snaps, err := producer.OpenSnapshots(l.Dir(), p.logger)
+	if err != nil {
+		return nil, err
+	}
+	p.snaps = snaps
+	if err := p.resumeRebuild(); err != nil { // tiered.go
+		return nil, err
+	}
 	// Without a replica the log end is committed. With replicas, what the
 	// others have is unknown until they fetch (as leader) or the leader
 	// says (as follower): start from the last run's high watermark (savedHW,
@@ -102,11 +110,6 @@ func newPartition(tp log.TopicPartition, id cluster.TopicID, l *log.Log, self in
 	} else {
 		p.hw.Store(min(max(savedHW, l.LogStartOffset()), l.LogEndOffset()))
 	}
-	snaps, err := producer.OpenSnapshots(l.Dir(), p.logger)
-	if err != nil {
-		return nil, err
-	}
-	p.snaps = snaps
 	if err := p.rebuildProducers(); err != nil {
 		return nil, err
 	}

@@ -188,6 +188,14 @@ func (s *Server) fetchOnce(c *conn, req *kmsg.FetchRequest) fetchResult {
 						break
 					}
 				}
+				if replicaID >= 0 && req.Version >= 14 && s.movedToTiered(part, rp.FetchOffset) {
+					// KIP-405: a follower below the local log start
+					// rebuilds its state from remote storage and fetches
+					// from here on; it is not served the remote range.
+					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = part.HighWatermark(), part.LastStableOffset(), s.logStartOffset(part)
+					sp.ErrorCode = kerr.OffsetMovedToTieredStorage.Code
+					break
+				}
 				n, err := s.readPartition(part, rp, &sp, maxBytes-res.bytes, res.bytes == 0, res.files, upTo, req.IsolationLevel == 1)
 				if wake, ok := remoteWait(err); ok {
 					res.wake, err = append(res.wake, wake), nil

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -14,6 +16,8 @@ const (
 	maxTimestamp           = -3
 	earliestLocalTimestamp = -4
 	latestTieredTimestamp  = -5
+	// KIP-1023 (v11): the first offset not yet in remote storage.
+	earliestPendingUploadTimestamp = -6
 )
 
 func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
@@ -30,7 +34,7 @@ func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg
 				sp.ErrorCode = perr.Code
 			} else if code := checkLeaderEpoch(part, rp.CurrentLeaderEpoch); code != nil {
 				sp.ErrorCode = code.Code
-			} else if !s.listOffsetTier(part, rp.Timestamp, &sp) {
+			} else if !s.listOffsetTier(part, rp.Timestamp, listOffsetsWait(req), &sp) {
 				sp.ErrorCode = listOffset(part, rp.Timestamp, &sp, req.IsolationLevel == 1)
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -38,6 +42,16 @@ func (s *Server) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (*kmsg
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// listOffsetsWait is how long a ListOffsets waits for remote storage:
+// v10's TimeoutMs (KIP-1075) when set, never more than the tier manager's
+// own bound (0: that bound).
+func listOffsetsWait(req *kmsg.ListOffsetsRequest) time.Duration {
+	if req.Version >= 10 && req.TimeoutMillis > 0 {
+		return time.Duration(req.TimeoutMillis) * time.Millisecond
+	}
+	return 0
 }
 
 func listOffset(p *replica.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition, readCommitted bool) int16 {

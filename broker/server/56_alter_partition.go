@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/broker/replica"
+	"github.com/tributary-io/tributary/broker/tier"
 )
 
 // Replication between brokers: the transport the partition manager uses
@@ -19,7 +21,7 @@ import (
 // replica id comes from a broker.
 
 func (s *Server) replicaTransport() replica.Transport {
-	return replica.Transport{
+	tr := replica.Transport{
 		Addr: func(id int32) (string, error) {
 			b, ok := s.ctrl.Image().Brokers[id]
 			if !ok {
@@ -33,6 +35,18 @@ func (s *Server) replicaTransport() replica.Transport {
 		MaxBytes: int32(s.cfg.Int("replica.fetch.max.bytes")),
 		Dial:     s.dialReplica,
 	}
+	// Without remote storage here the follower fetches as before KIP-405
+	// (v12), and its leader serves it the remote range.
+	if s.tier != nil {
+		tr.RemoteState = func(p *replica.Partition, localStart int64) (replica.RemoteState, error) {
+			st, err := s.tier.AuxState(p.TP, p.TopicID.String(), localStart)
+			if errors.Is(err, tier.ErrNoProducerState) {
+				err = fmt.Errorf("%w: %v", replica.ErrNoRemoteState, err)
+			}
+			return replica.RemoteState{Next: st.Next, Epochs: st.Epochs, Snapshot: st.Snapshot}, err
+		}
+	}
+	return tr
 }
 
 // alterISR commits an ISR change through the active controller, counting

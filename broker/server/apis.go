@@ -40,7 +40,7 @@ func (s *Server) handlers() map[int16]handler {
 	return map[int16]handler{
 		kmsg.Produce.Int16():              {min: 3, max: 12, listFromZero: true, fn: typed(s.handleProduce)},
 		kmsg.Fetch.Int16():                {min: 4, max: 16, fn: typed(s.handleFetch)},
-		kmsg.ListOffsets.Int16():          {min: 1, max: 8, fn: typed(s.handleListOffsets)},
+		kmsg.ListOffsets.Int16():          {min: 1, max: 11, fn: typed(s.handleListOffsets)},
 		kmsg.Metadata.Int16():             {min: 0, max: 12, fn: typed(s.handleMetadata)},
 		kmsg.ApiVersions.Int16():          {min: 0, max: 4, fn: typed(s.handleApiVersions)},
 		kmsg.CreateTopics.Int16():         {min: 2, max: 7, fn: typed(s.handleCreateTopics)},

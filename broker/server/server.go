@@ -276,6 +276,7 @@ func (s *Server) Start() error {
 		s.metadataCaughtUp.Store(true)
 	}
 	s.pids = &producerIDs{ctrl: s.ctrl}
+	s.newTier()
 	s.parts = replica.NewManager(s.cfg, s.dirs, s.logger)
 	s.failedDirs.parts.Store(s.parts)
 	if s.ctrl.Quorum() {

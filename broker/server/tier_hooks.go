@@ -22,19 +22,13 @@ import (
 // is on (config's cross checks made sure rsm.config.storage.uri is set).
 // The store is opened by the manager, and reopened while it is not
 // reachable: a broker starts whether HDFS is up or not.
+//
+// The manager itself is made earlier (newTier), before the replica
+// fetchers start and the listeners serve: both read s.tier.
 func (s *Server) startTier() {
-	if !s.cfg.Bool("remote.log.storage.system.enable") {
+	if s.tier == nil {
 		return
 	}
-	uri := s.cfg.String("rsm.config.storage.uri")
-	s.tier = tier.New(tier.Config{
-		URI:        uri,
-		User:       s.cfg.String("rsm.config.storage.hdfs.user"),
-		NodeID:     s.nodeID,
-		Interval:   time.Duration(s.cfg.Int("remote.log.manager.task.interval.ms")) * time.Millisecond,
-		CacheBytes: s.cfg.Int("rsm.config.fetch.chunk.cache.size"),
-		Logger:     s.logger,
-	})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -47,6 +41,22 @@ func (s *Server) startTier() {
 			return false
 		})
 	}()
+}
+
+// newTier makes the tier manager when remote.log.storage.system.enable is
+// on; startTier runs it.
+func (s *Server) newTier() {
+	if !s.cfg.Bool("remote.log.storage.system.enable") {
+		return
+	}
+	s.tier = tier.New(tier.Config{
+		URI:        s.cfg.String("rsm.config.storage.uri"),
+		User:       s.cfg.String("rsm.config.storage.hdfs.user"),
+		NodeID:     s.nodeID,
+		Interval:   time.Duration(s.cfg.Int("remote.log.manager.task.interval.ms")) * time.Millisecond,
+		CacheBytes: s.cfg.Int("rsm.config.fetch.chunk.cache.size"),
+		Logger:     s.logger,
+	})
 }
 
 // tierTargets are the partitions of tiered topics this broker holds: the
@@ -65,7 +75,7 @@ func (s *Server) tierTargets() []tier.Target {
 		}
 		out = append(out, tier.Target{TP: p.TP, TopicID: cluster.TopicID(t.ID).String(), Log: p.Log,
 			LeaderEpoch: p.LeaderEpoch(), Bound: min(p.LastStableOffset(), p.HighWatermark()),
-			Follower: t.Partitions[p.TP.Partition].Leader != s.nodeID})
+			Follower: t.Partitions[p.TP.Partition].Leader != s.nodeID, ProducerSnapshot: p.ProducerSnapshotAt})
 	}
 	return out
 }
@@ -80,6 +90,17 @@ func (s *Server) logStartOffset(p *replica.Partition) int64 {
 		}
 	}
 	return local
+}
+
+// movedToTiered is whether a replica fetch at offset asks for what only
+// remote storage holds (Kafka's OffsetMovedToTieredStorageException): below
+// the local log start, at or above the remote one.
+func (s *Server) movedToTiered(p *replica.Partition, offset int64) bool {
+	if s.tier == nil || !p.Log.Config().RemoteStorage || offset >= p.Log.LogStartOffset() {
+		return false
+	}
+	start, ok := s.tier.LogStart(p.TP)
+	return ok && offset >= start
 }
 
 // remotePending is a remote read whose bytes are on their way: the fetch
@@ -163,7 +184,7 @@ func lastOffset(data []byte) int64 {
 // LATEST_TIERED (-5) with the last remote offset, and a timestamp that a
 // remote segment below the local log start holds from remote storage; ok
 // is false for the others, which the local log answers.
-func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) bool {
+func (s *Server) listOffsetTier(p *replica.Partition, ts int64, wait time.Duration, sp *kmsg.ListOffsetsResponseTopicPartition) bool {
 	switch ts {
 	case earliestTimestamp:
 		sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), s.logStartOffset(p)
@@ -185,6 +206,31 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOff
 			}
 		}
 		return true
+	case earliestPendingUploadTimestamp:
+		// KIP-1023 (UnifiedLog.fetchEarliestPendingUploadOffset): one
+		// past the last remote offset, at least the log start; with
+		// nothing uploaded, the log start if nothing was ever tiered
+		// (local start = log start), else -1 (not known yet); -1 for a
+		// partition that is not tiered. Before the tier manager has
+		// loaded the remote metadata (a restart, a new leader) the log
+		// start counting remote storage is not known either: -1, as
+		// Kafka answers after a restart, never the local start, which
+		// may lie far below what is still to upload.
+		sp.Offset, sp.LeaderEpoch = -1, -1
+		if s.tier == nil || !p.Log.Config().RemoteStorage {
+			return true
+		}
+		end, err := s.tier.UploadedEnd(p.TP)
+		switch {
+		case err != nil:
+			sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(err)
+		case end > 0:
+			sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), max(end, s.logStartOffset(p))
+		case !s.tier.Loaded(p.TP):
+		case s.logStartOffset(p) == p.Log.LogStartOffset():
+			sp.LeaderEpoch, sp.Offset = p.LeaderEpoch(), p.Log.LogStartOffset()
+		}
+		return true
 	}
 	if ts < 0 || s.tier == nil {
 		return false
@@ -192,7 +238,7 @@ func (s *Server) listOffsetTier(p *replica.Partition, ts int64, sp *kmsg.ListOff
 	// By timestamp: the remote segments below the local log start
 	// answer first, as they hold the older records; the local log
 	// answers when none of them has a record as recent as ts.
-	o, t, ok, err := s.tier.OffsetForTimestamp(p.TP, ts, p.Log.LogStartOffset())
+	o, t, ok, err := s.tier.OffsetForTimestampWithin(p.TP, ts, p.Log.LogStartOffset(), wait)
 	switch {
 	case err != nil:
 		sp.LeaderEpoch, sp.ErrorCode = p.LeaderEpoch(), kafkaCode(err)

@@ -249,6 +249,37 @@ func checkEarliest(t *testing.T, ctx context.Context, adm *kadm.Client, topic st
 }
 
 // localLogs are the base offsets of a partition's local segments.
+// localLogsIfAny are the base offsets of the segments that hold records
+// in a directory that may not exist yet (a restarted replica opens an
+// empty one at 0 before it knows where its leader's log is).
+func localLogsIfAny(dir string) []int64 {
+	ents, _ := os.ReadDir(dir)
+	var out []int64
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil || fi.Size() == 0 {
+			continue
+		}
+		if base, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			b, _ := strconv.ParseInt(base, 10, 64)
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// dirBytes is the size of the regular files in dir (a partition's).
+func dirBytes(dir string) int64 {
+	ents, _ := os.ReadDir(dir)
+	var n int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
 func localLogs(t *testing.T, dataDir, part string) []int64 {
 	t.Helper()
 	ents, err := os.ReadDir(filepath.Join(dataDir, part))
@@ -378,9 +409,14 @@ func checkInOrder(t *testing.T, who string, values []int, acked map[int]bool, mu
 
 // TestTieredFollowerWipedRejoins (issue 26): a follower of a tiered
 // partition loses its data (kill -9, its partition directory removed) and
-// rejoins. It catches up, the offsets only HDFS holds included, returns to
-// the ISR, applies local retention as a follower, and once it leads,
-// consumers read every record from offset 0 through it.
+// rejoins. By KIP-405's path: the leader answers its fetch from offset 0
+// with OFFSET_MOVED_TO_TIERED_STORAGE, and the follower rebuilds its leader
+// epochs and producer state from the remote segment below the leader's
+// local log start and fetches from there, never the remote records (its
+// log never starts at 0, and its disk never holds more than the recent
+// segments). It returns to the ISR, applies local retention as a
+// follower, and once it leads, consumers read every record from offset 0
+// through it (HDFS below its local start).
 func TestTieredFollowerWipedRejoins(t *testing.T) {
 	t.Parallel()
 	hd := testhdfs.Get(t)
@@ -444,10 +480,24 @@ func TestTieredFollowerWipedRejoins(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceN(n, n/2)
+	leaderLocalStart := localLogs(t, c.Node(leader).DataDir(), topic+"-0")[0]
 	c.Node(follower).Restart()
-	t.Logf("follower %d wiped and restarted; leader %d", follower, leader)
+	t.Logf("follower %d wiped and restarted; leader %d, its local log from %d", follower, leader, leaderLocalStart)
 	hw := highWatermark(t, ctx, adm, topic)
+	// Sampled while it catches up: the lowest segment the follower ever
+	// has and the most its partition directory holds.
+	partDir := filepath.Join(c.Node(follower).DataDir(), topic+"-0")
+	lowest, peak := int64(-1), int64(0)
+	sample := func() {
+		for _, b := range localLogsIfAny(partDir) {
+			if lowest < 0 || b < lowest {
+				lowest = b
+			}
+		}
+		peak = max(peak, dirBytes(partDir))
+	}
 	waitFor(t, ctx, "the wiped follower back in the ISR", func() bool {
+		sample()
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			return false
@@ -460,9 +510,23 @@ func TestTieredFollowerWipedRejoins(t *testing.T) {
 		return false
 	})
 	waitFor(t, ctx, "the wiped follower to keep only the recent segments", func() bool {
+		sample()
 		segs := localLogs(t, c.Node(follower).DataDir(), topic+"-0")
 		return len(segs) > 0 && len(segs) <= 2*32768/16384+3
 	})
+	// Through the leader, the follower would have copied the history from
+	// offset 0 (some 300 kB here) before trimming it.
+	if !strings.Contains(c.Node(follower).Log(), "log state rebuilt from remote storage") {
+		t.Errorf("the follower did not rebuild its state from remote storage (KIP-405's path)")
+	}
+	if lowest < leaderLocalStart/2 || lowest == 0 {
+		t.Errorf("the follower's log started at %d; it should start near the leader's local log start %d, not copy the remote range", lowest, leaderLocalStart)
+	}
+	total := int64(n+n/2) * 100
+	if peak > total/2 {
+		t.Errorf("the follower's partition directory held up to %d bytes while catching up; the topic holds %d, local retention 32768", peak, total)
+	}
+	t.Logf("follower: lowest local offset %d (leader's local start %d), peak directory size %d bytes of %d produced", lowest, leaderLocalStart, peak, total)
 
 	// The follower leads (made the preferred replica and elected), and
 	// serves everything from offset 0: HDFS below its local start.

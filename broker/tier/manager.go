@@ -59,6 +59,11 @@ type Target struct {
 	// the manager only reads its remote metadata, so that local
 	// retention on this disk removes what is remote (follow.go).
 	Follower bool
+	// ProducerSnapshot is the producer state as of offset next, the end of
+	// a segment being uploaded (ok false when the log cannot rebuild it):
+	// the .snapshot a follower starting there takes as its own. nil
+	// uploads the newest snapshot at or below next, as it is.
+	ProducerSnapshot func(next int64) (data []byte, ok bool, err error)
 }
 
 // Manager uploads closed segments, applies total retention to remote
@@ -565,6 +570,13 @@ func (m *Manager) UploadedEnd(tp log.TopicPartition) (int64, error) {
 // started: until then it knows nothing of its remote segments.
 func (m *Manager) Seen(tp log.TopicPartition) bool {
 	return m.lookup(tp) != nil
+}
+
+// Loaded is whether the partition's remote metadata is loaded: until then
+// "nothing uploaded" is not known (a restart, a leader just elected).
+func (m *Manager) Loaded(tp log.TopicPartition) bool {
+	p := m.lookup(tp)
+	return p != nil && p.manifest.Load() != nil
 }
 
 // RemoteSize is the bytes of a partition's remote segments.

@@ -119,8 +119,14 @@ func TestTieredStorageHDFS(t *testing.T) {
 		if o, _ := res.Lookup(topic, 0); err != nil || o.Offset != int64(n) {
 			t.Errorf("ListOffsets after the last record: %d %v, want the end %d", o.Offset, err, n)
 		}
-		if got := listOffset(t, ctx, adm, -5); got < man.UploadedEnd()-1 || got >= int64(n) {
-			t.Errorf("ListOffsets LATEST_TIERED = %d, want at least %d, the last remote offset seen", got, man.UploadedEnd()-1)
+		tiered := listOffset(t, ctx, adm, -5)
+		if tiered < man.UploadedEnd()-1 || tiered >= int64(n) {
+			t.Errorf("ListOffsets LATEST_TIERED = %d, want at least %d, the last remote offset seen", tiered, man.UploadedEnd()-1)
+		}
+		// v11 (KIP-1023): one past the last remote offset; uploads may
+		// have moved on between the two requests, never back.
+		if got := listOffset(t, ctx, adm, -6); got <= tiered || got > int64(n) {
+			t.Errorf("ListOffsets EARLIEST_PENDING_UPLOAD = %d, want past LATEST_TIERED %d, at most the end %d", got, tiered, n)
 		}
 	})
 
@@ -308,8 +314,8 @@ func listOffset(t *testing.T, ctx context.Context, adm *kadm.Client, ts int64) i
 		res, err = adm.ListStartOffsets(ctx, topic)
 	case -4:
 		res, err = adm.ListLocalLogStartOffsets(ctx, topic)
-	case -5:
-		res, err = adm.ListOffsetsAfterMilli(ctx, -5, topic)
+	case -5, -6:
+		res, err = adm.ListOffsetsAfterMilli(ctx, ts, topic)
 	}
 	if err == nil {
 		err = res.Error()

@@ -40,6 +40,16 @@ const timeIndexEntry = 12
 // later offset and the caller would skip the remote records silently
 // (review 3).
 func (m *Manager) OffsetForTimestamp(tp log.TopicPartition, ts, below int64) (offset, timestamp int64, ok bool, err error) {
+	return m.OffsetForTimestampWithin(tp, ts, below, listOffsetsTimeout)
+}
+
+// OffsetForTimestampWithin is OffsetForTimestamp waiting at most timeout
+// (capped at listOffsetsTimeout) for remote storage: ListOffsets v10's
+// TimeoutMs (KIP-1075).
+func (m *Manager) OffsetForTimestampWithin(tp log.TopicPartition, ts, below int64, timeout time.Duration) (offset, timestamp int64, ok bool, err error) {
+	if timeout <= 0 || timeout > listOffsetsTimeout {
+		timeout = listOffsetsTimeout
+	}
 	p := m.lookup(tp)
 	if p == nil {
 		return 0, 0, false, nil
@@ -55,7 +65,7 @@ func (m *Manager) OffsetForTimestamp(tp log.TopicPartition, ts, below int64) (of
 	if err != nil {
 		return 0, 0, false, err
 	}
-	deadline := time.Now().Add(listOffsetsTimeout)
+	deadline := time.Now().Add(timeout)
 	i := sort.Search(len(man.Segments), func(i int) bool { return man.Segments[i].EndOffset >= man.LogStartOffset })
 	// Timestamps need not grow with offsets (CreateTime from several
 	// producers): a segment whose maximum reaches ts may hold no such
@@ -84,7 +94,7 @@ func (m *Manager) segmentOffsetForTimestamp(fs fsys.FS, p *partition, man *Manif
 		case <-w:
 			return nil
 		case <-t.C:
-			return fmt.Errorf("%w: remote storage did not answer within %v", ErrUnavailable, listOffsetsTimeout)
+			return fmt.Errorf("%w: remote storage did not answer in time", ErrUnavailable)
 		}
 	}
 	from := max(seg.BaseOffset, man.LogStartOffset)
@@ -145,9 +155,17 @@ func (m *Manager) segmentOffsetForTimestamp(fs fsys.FS, p *partition, man *Manif
 			if b.LogAppendTime() {
 				return max(b.BaseOffset(), man.LogStartOffset), b.MaxTimestamp(), true, nil
 			}
-			recs, err := b.DecodeRecords()
+			// Bounded as a producer's batch is (remote bytes are
+			// only as trusted as HDFS's writers), not by the 256 MiB
+			// that DecodeRecords allows: refused past the bound,
+			// never held.
+			maxBytes := 0
+			if l := p.log.Load(); l != nil {
+				maxBytes = l.Config().MaxMessageBytes
+			}
+			recs, err := b.DecodeRecordsWithin(record.DecompressLimit(len(b), maxBytes))
 			if err != nil {
-				return 0, 0, false, err
+				return 0, 0, false, fmt.Errorf("the remote segment %d of %s, batch at offset %d: %w", seg.BaseOffset, p.tp, b.BaseOffset(), err)
 			}
 			for i := range recs {
 				if o, t := b.RecordOffset(&recs[i]), b.RecordTimestamp(&recs[i]); t >= ts && o >= man.LogStartOffset {

@@ -139,7 +139,8 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 // segment is not registered yet.
 func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.ClosedSegment) (SegmentMetadata, error) {
 	meta := SegmentMetadata{ID: remotelog.NewSegmentID(), BaseOffset: seg.Base, EndOffset: seg.Next - 1, MaxTimestamp: seg.MaxTimestamp,
-		Size: seg.Size, BrokerID: m.cfg.NodeID, LeaderEpoch: t.LeaderEpoch, State: CopySegmentFinished, Files: map[string]int64{}}
+		Size: seg.Size, BrokerID: m.cfg.NodeID, LeaderEpoch: t.LeaderEpoch, State: CopySegmentFinished, Files: map[string]int64{},
+		MaxMessageBytes: t.Log.Config().MaxMessageBytes}
 	epochs := epochsUpTo(t.Log.LeaderEpochs(), seg.Next)
 	for _, e := range epochs {
 		if e.StartOffset >= seg.Base {
@@ -157,7 +158,16 @@ func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.Clo
 	ck := epochCheckpoint(epochs)
 	files = append(files, upFile{suffixEpochs, bytes.NewReader(ck), int64(len(ck))})
 	dir := t.Log.Dir()
-	if snap, ok := snapshotFor(dir, seg.Next); ok {
+	if t.ProducerSnapshot != nil {
+		data, ok, err := t.ProducerSnapshot(seg.Next)
+		if err != nil {
+			return meta, fmt.Errorf("producer state of %s at %d: %w", t.TP, seg.Next, err)
+		}
+		if ok {
+			files = append(files, upFile{suffixSnapshot, bytes.NewReader(data), int64(len(data))})
+			meta.ProducerState = remotelog.ProducerStateExact
+		}
+	} else if snap, ok := snapshotFor(dir, seg.Next); ok {
 		// Read whole now: the partition may replace its snapshots.
 		if data, err := os.ReadFile(snap); err == nil {
 			files = append(files, upFile{suffixSnapshot, bytes.NewReader(data), int64(len(data))})

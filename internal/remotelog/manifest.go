@@ -54,7 +54,20 @@ type SegmentMetadata struct {
 	// Files are the segment's remote files by suffix, with their sizes:
 	// what a reader or a check expects to find.
 	Files map[string]int64 `json:"files"`
+	// ProducerState is ProducerStateExact when the segment's .snapshot is
+	// the producer state exactly at its end, as Kafka's always is: what a
+	// follower may start from (KIP-405). Older uploads, and one whose
+	// state could not be computed, say nothing.
+	ProducerState string `json:"producer_state,omitempty"`
+	// MaxMessageBytes is the topic's max.message.bytes when the segment
+	// was uploaded (0: not recorded, Kafka's default is assumed): the
+	// floor of what a batch may decompress to when read back, as it was
+	// when the broker took it (BatchReader).
+	MaxMessageBytes int `json:"max_message_bytes,omitempty"`
 }
+
+// ProducerStateExact is SegmentMetadata.ProducerState for an exact snapshot.
+const ProducerStateExact = "exact"
 
 // Manifest is a partition's remote log metadata.
 //

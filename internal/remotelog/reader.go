@@ -235,6 +235,7 @@ func (r *committedReader) segmentFrom(s SegmentMetadata, name string, pos int64)
 		}
 	}
 	br := NewBatchReader(io.LimitReader(src, s.Size-pos))
+	br.MaxMessageBytes = s.MaxMessageBytes
 	first := true
 	for {
 		b, err := br.Next()

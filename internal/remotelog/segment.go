@@ -9,8 +9,9 @@ import (
 	"io"
 	"sort"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/record"
 )
 
 // A segment's .log is a sequence of record batches (magic v2), each
@@ -93,13 +94,25 @@ func (b *Batch) Size() int64 {
 type BatchReader struct {
 	r   *bufio.Reader
 	pos int64
-	dec kgo.Decompressor
+	// MaxMessageBytes is the topic's max.message.bytes (0: Kafka's
+	// default), the floor of what one batch may decompress to.
+	MaxMessageBytes int
 }
 
 // NewBatchReader reads batches from r, positioned at a batch boundary
 // (the start of a segment or a position from its offset index).
+//
+// A compressed batch decompresses within the bound the broker puts on a
+// producer's (record.DecompressLimit: max.message.bytes, or 256 times the
+// batch, at most 256 MiB), refused as corrupt past it before more is held:
+// a segment in HDFS is only as trusted as everyone who can write there,
+// and a few kilobytes of gzip or zstd can claim gigabytes. (franz-go's
+// decompressor, used before, allowed 2 GiB.) The same bytes produced
+// through a broker fit when MaxMessageBytes is the topic's, as the
+// segment's metadata records it, and the topic's was not lowered between
+// the produce and the upload.
 func NewBatchReader(r io.Reader) *BatchReader {
-	return &BatchReader{r: bufio.NewReaderSize(r, 1<<20), dec: kgo.DefaultDecompressor()}
+	return &BatchReader{r: bufio.NewReaderSize(r, 1<<20)}
 }
 
 // Next is the next batch, io.EOF at the end of the segment.
@@ -142,7 +155,8 @@ func (br *BatchReader) decode(raw []byte) (*Batch, error) {
 	recs := kb.Records
 	if c := kb.Attributes & attrCodecMask; c != 0 && len(recs) > 0 {
 		var err error
-		if recs, err = br.dec.Decompress(recs, kgo.CompressionCodecType(c)); err != nil {
+		limit := record.DecompressLimit(len(raw), br.MaxMessageBytes)
+		if recs, err = record.DecompressWithin(record.Codec(c), recs, limit); err != nil {
 			return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, kb.FirstOffset, err)
 		}
 	}
