@@ -191,6 +191,9 @@ type Application struct {
 	// BinaryReused: the tributary binary was already on HDFS (a copy an
 	// earlier application gave back), not uploaded for this one.
 	BinaryReused bool `json:"binaryReused,omitempty"`
+	// BinaryReturned: the binary went back to the cache for the next
+	// application before this one's AM deleted its directory.
+	BinaryReturned bool `json:"binaryReturned,omitempty"`
 }
 
 // yarnExecutor submits a plan's units as one DistributedShell application.
@@ -366,13 +369,19 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		BinaryReused: reused}
 	e.record(app)
 	e.log.Info("YARN application submitted", "run", p.Run, "application", appID, "containers", n, "units", len(p.Units))
-	err = e.follow(ctx, rm, &app, func() {
+	workers := &localizedWorkers{want: n, done: map[string]bool{}}
+	err = e.follow(ctx, rm, &app, func(cs []yarnContainer) {
 		// DistributedShell's AM deletes its application's directory when
-		// it ends, binary and all: the binary goes back to the cache as
-		// soon as every unit has a result (no container needs it then),
-		// which is before the last container exits, so before the AM ends.
-		if units.all() {
-			giveBack()
+		// it ends, binary and all: the binary goes back to the cache once
+		// no container needs it (yarn_localized.go).
+		if app.BinaryReturned {
+			return
+		}
+		if e.workersLocalized(ctx, rm, cs, workers) || units.all() {
+			if giveBack() {
+				app.BinaryReturned = true
+				e.record(app)
+			}
 		}
 	})
 	units.last = time.Time{}
@@ -387,7 +396,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 }
 
 // follow polls the application to its end.
-func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, running func()) error {
+func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, running func([]yarnContainer)) error {
 	seen := map[string]bool{}
 	last := ""
 	var lostSince time.Time
@@ -444,8 +453,8 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, 
 			e.log.Info("YARN worker containers running", "application", app.ID, "after", app.FirstContainer.Sub(app.Submitted))
 		}
 		if a.State == "RUNNING" {
-			running()
-			for _, c := range e.containers(ctx, rm, app.ID) {
+			cs := e.containers(ctx, rm, app.ID)
+			for _, c := range cs {
 				if !seen[c.ID] {
 					seen[c.ID] = true
 					app.ContainerIDs = append(app.ContainerIDs, c.ID)
@@ -454,6 +463,7 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, 
 					}
 				}
 			}
+			running(cs)
 		}
 		switch a.State {
 		case "FINISHED", "FAILED", "KILLED":
@@ -499,6 +509,9 @@ func (e *yarnExecutor) containers(ctx context.Context, rm, appID string) []yarnC
 type yarnContainer struct {
 	ID     string `json:"containerId"`
 	LogURL string `json:"logUrl"`
+	// NodeHTTPAddress is its NodeManager's web address (with the scheme,
+	// from RM 2.8 on).
+	NodeHTTPAddress string `json:"nodeHttpAddress"`
 }
 
 // kill asks the RM to kill the application; best effort, with its own

@@ -78,6 +78,9 @@ func (f *executorFlags) hook(w io.Writer, lf *loadFlags, l *loader.Loader) (stop
 			if a.BinaryReused {
 				line += " (binary already on HDFS)"
 			}
+			if a.BinaryReturned {
+				line += " (binary kept on HDFS for the next run)"
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if line != last {
