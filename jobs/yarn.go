@@ -616,9 +616,13 @@ func (e *yarnExecutor) stageAMJar(fs fsys.FS, staging string) (yarnResource, err
 	}
 	rel := path.Join("lib", filepath.Base(e.cfg.AMJar))
 	if r, err := describe(fs, staging, rel); err == nil {
-		st, serr := os.Stat(e.cfg.AMJar)
-		if serr == nil && st.Size() == r.Size {
+		// The AM runs as the user with the application's tokens: a jar
+		// of the right size is reused only if the user wrote it and it
+		// holds the local bytes (yarn_binary.go's checkCopy, for the jar).
+		if err := e.checkAMJar(fs, rel, r.Size); err == nil {
 			return r, nil
+		} else {
+			e.log.Warn("uploading the ApplicationMaster's jar again", "file", staging+"/"+rel, "err", err)
 		}
 	}
 	r, err := e.upload(fs, staging, rel, func() (io.ReadCloser, error) { return os.Open(e.cfg.AMJar) })
@@ -626,6 +630,49 @@ func (e *yarnExecutor) stageAMJar(fs fsys.FS, staging string) (yarnResource, err
 		return r, fmt.Errorf("yarn: uploading the ApplicationMaster's jar %s: %w", e.cfg.AMJar, err)
 	}
 	return r, nil
+}
+
+// checkAMJar checks the AM's jar on HDFS against the local one: the user
+// owns it and nobody else can write it, same size, same HDFS checksum.
+func (e *yarnExecutor) checkAMJar(fs fsys.FS, rel string, size int64) error {
+	me, err := fsys.User(fs)
+	if err != nil {
+		return err
+	}
+	owner, perm, err := fsys.Owner(fs, rel)
+	if err != nil {
+		return err
+	}
+	if owner != me || perm&0o022 != 0 {
+		return fmt.Errorf("owner %s, mode %v: want %s's, not group- or other-writable", owner, perm, me)
+	}
+	st, err := os.Stat(e.cfg.AMJar)
+	if err != nil {
+		return err
+	}
+	if st.Size() != size {
+		return fmt.Errorf("%d bytes, the local jar has %d", size, st.Size())
+	}
+	sum, blockSize, err := fsys.Checksum(fs, rel)
+	if errors.Is(err, fsys.ErrNoChecksum) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(e.cfg.AMJar)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	want, err := fsys.LocalChecksum(f, blockSize)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(sum, want) {
+		return fmt.Errorf("HDFS checksum %x, the local jar's is %x", sum, want)
+	}
+	return nil
 }
 
 // upload writes a file into staging (a temporary name, then a rename, so
