@@ -87,6 +87,10 @@ type YARN struct {
 	// cluster, the renewer of the application's HDFS delegation token
 	// (yarn_kerberos.go).
 	ResourceManagerPrincipal string `yaml:"resource_manager_principal" json:"resourceManagerPrincipal,omitempty"`
+	// AllowInsecureHTTP lets a Kerberized submission use an http://
+	// ResourceManager: the application's HDFS delegation token and the
+	// SPNEGO tickets then cross the network in clear (yarn_kerberos.go).
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allowInsecureHttp,omitempty"`
 	// User submits the application (?user.name=, simple authentication);
 	// default: the job's HDFS user.
 	User     string `yaml:"user" json:"user,omitempty"`

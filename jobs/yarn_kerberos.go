@@ -64,6 +64,12 @@ func (e *yarnExecutor) kerberos(fs fsys.FS, rm string) (*yarnSecurity, error) {
 	if k.Keytab == "" {
 		return nil, fmt.Errorf("yarn: on a Kerberized cluster the containers log in to HDFS with a keytab, and %s logged in from a ticket cache: give hdfs.kerberos.keytab (--hdfs-kerberos-keytab) with %s's keys", principal, principal)
 	}
+	if err := checkRMScheme(rm, e.cfg.AllowInsecureHTTP); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(rm, "http://") {
+		e.log.Warn("submitting to a Kerberized ResourceManager over http://: the HDFS delegation token and the Kerberos tickets cross the network in clear (yarn.allow_insecure_http)", "resource_manager", rm)
+	}
 	u, err := url.Parse(rm)
 	if err != nil {
 		return nil, err
@@ -196,4 +202,21 @@ func (e *yarnExecutor) refused(resp *http.Response) error {
 		return fmt.Errorf("yarn: the ResourceManager at %s refused our Kerberos credentials (%s): is HTTP/<its host> its SPNEGO principal, and is the user allowed to submit?", e.cfg.ResourceManager, resp.Status)
 	}
 	return nil
+}
+
+// checkRMScheme refuses a Kerberized submission to an http://
+// ResourceManager unless allowed: the submission's body carries the
+// application's HDFS delegation token (the user's HDFS identity for the
+// whole run, and with it the keytab in staging), and the Authorization
+// header a replayable SPNEGO ticket.
+func checkRMScheme(rm string, allowHTTP bool) error {
+	u, err := url.Parse(rm)
+	if err != nil {
+		return err
+	}
+	if u.Scheme == "https" || allowHTTP {
+		return nil
+	}
+	return fmt.Errorf("yarn: the ResourceManager %s is plain http and this cluster is Kerberized: the application's HDFS delegation token and the Kerberos tickets would cross the network in clear; "+
+		"give its https:// address (yarn.http.policy=HTTPS_ONLY on the cluster), or set yarn.allow_insecure_http: true (--yarn-allow-insecure-http) on a network you trust", rm)
 }

@@ -95,3 +95,26 @@ func TestYARNDelegationToken(t *testing.T) {
 		t.Error("a keytab cut for a principal it does not hold")
 	}
 }
+
+// Review H2: a Kerberized submission sends the HDFS delegation token in
+// its body; over http:// it is refused unless explicitly allowed, with
+// the URL and the way out in the error.
+func TestYARNKerberosRefusesPlainHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		rm    string
+		allow bool
+		ok    bool
+	}{
+		{"http://rm.example.com:8088", false, false},
+		{"http://rm.example.com:8088", true, true},
+		{"https://rm.example.com:8090", false, true},
+	} {
+		err := checkRMScheme(tc.rm, tc.allow)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s (allowed %v): %v", tc.rm, tc.allow, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), tc.rm) || !strings.Contains(err.Error(), "yarn.allow_insecure_http") || !strings.Contains(err.Error(), "HTTPS_ONLY")) {
+			t.Errorf("the error does not name the URL and the ways out: %v", err)
+		}
+	}
+}
