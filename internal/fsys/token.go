@@ -21,14 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
 	"strings"
-	"unsafe"
 
 	krb "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -91,18 +88,8 @@ func DelegationToken(f FS, renewer string) (Token, error) {
 	if h.krb == nil {
 		return Token{}, errors.New("delegation token: the NameNode gives them to Kerberos-authenticated clients only")
 	}
-	nn := reflect.ValueOf(h.c).Elem().FieldByName("namenode")
-	if !nn.IsValid() {
-		return Token{}, errors.New("delegation token: this version of github.com/colinmarc/hdfs has no namenode field")
-	}
-	nn = reflect.NewAt(nn.Type(), unsafe.Pointer(nn.UnsafeAddr())).Elem()
-	exec := nn.MethodByName("Execute")
-	if !exec.IsValid() {
-		return Token{}, errors.New("delegation token: this version of github.com/colinmarc/hdfs has no Execute")
-	}
 	req, resp := wrapperspb.String(renewer), &wrapperspb.BytesValue{}
-	out := exec.Call([]reflect.Value{reflect.ValueOf("getDelegationToken"), reflect.ValueOf(proto.Message(req)), reflect.ValueOf(proto.Message(resp))})
-	if err, _ := out[0].Interface().(error); err != nil {
+	if err := namenodeExecute(h.c, "getDelegationToken", req, resp); err != nil {
 		return Token{}, fmt.Errorf("delegation token from the NameNode (renewer %s): %w", renewer, err)
 	}
 	t, err := parseTokenProto(resp.Value)
