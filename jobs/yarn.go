@@ -69,8 +69,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jcmturner/gokrb5/v8/spnego"
-
 	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/loader"
 )
@@ -209,8 +207,10 @@ type yarnExecutor struct {
 	hdfsUser  string
 	bin       string
 	client    *http.Client
-	// spnego makes the REST calls on a Kerberized cluster (kerberos).
-	spnego *spnego.Client
+	// authorize sets a REST call's SPNEGO header on a Kerberized cluster
+	// (kerberos); nil without Kerberos. krbHTTP sends those calls.
+	authorize func(*http.Request) error
+	krbHTTP   *http.Client
 	log    *slog.Logger
 	// record publishes the application's state to the run record.
 	record func(Application)
@@ -745,8 +745,8 @@ func (e *yarnExecutor) call(ctx context.Context, method, u string, body []byte, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	var resp *http.Response
-	if e.spnego != nil {
-		resp, err = e.spnego.Do(req)
+	if e.authorize != nil {
+		resp, err = e.sendKerberized(req)
 	} else {
 		resp, err = e.client.Do(req)
 	}
