@@ -211,7 +211,7 @@ type yarnExecutor struct {
 	// (kerberos); nil without Kerberos. krbHTTP sends those calls.
 	authorize func(*http.Request) error
 	krbHTTP   *http.Client
-	log    *slog.Logger
+	log       *slog.Logger
 	// record publishes the application's state to the run record.
 	record func(Application)
 	// poll is the interval of status requests (default 250 ms).
@@ -262,6 +262,18 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if err != nil {
 		return err
 	}
+	posted := false
+	if sec != nil {
+		// The RM cancels the token of an application it ran
+		// (cancel-tokens-when-complete); one never submitted is ours to.
+		defer func() {
+			if !posted {
+				if err := fsys.CancelDelegationToken(fs, sec.token); err != nil {
+					e.log.Warn("cancelling the unused HDFS delegation token", "err", err)
+				}
+			}
+		}()
+	}
 	// Refused before the RM is asked: a value that cannot be quoted must
 	// not leave an application behind.
 	command, err := e.workerCommand(p, n, sec)
@@ -290,11 +302,6 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	}
 	localized := "tributary"
 	if sec != nil {
-		if err := e.stageKeytab(fs, appDir, sec); err != nil {
-			giveBack()
-			fs.RemoveAll(appDir)
-			return err
-		}
 		localized += "," + yarnKeytab
 	}
 	var app Application
@@ -315,6 +322,12 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	})
 	if err != nil {
 		return fmt.Errorf("yarn: uploading the worker command: %w", err)
+	}
+	if sec != nil {
+		// Last before the submission (the defer above removes it).
+		if err := e.stageKeytab(fs, appDir, sec); err != nil {
+			return err
+		}
 	}
 
 	cp := e.cfg.ClassPath
@@ -346,7 +359,9 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		"application-type": "TRIBUTARY",
 		"priority":         e.cfg.Priority,
 		"max-app-attempts": 2,
-		"resource":         map[string]int{"memory": e.cfg.AMMemoryMB, "vCores": 1},
+		// The RM's default, said: it cancels the HDFS token at the end.
+		"cancel-tokens-when-complete": true,
+		"resource":                    map[string]int{"memory": e.cfg.AMMemoryMB, "vCores": 1},
 		"am-container-spec": map[string]any{
 			"local-resources": map[string]any{"entry": []entry{
 				{"AppMaster.jar", amJar},
@@ -369,6 +384,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if err := e.call(ctx, http.MethodPost, rm+"/ws/v1/cluster/apps", body, nil); err != nil {
 		return err
 	}
+	posted = true
 	app = Application{ID: appID, State: "SUBMITTED", Containers: n, Started: began.UTC(), Submitted: submitted.UTC(), Queue: e.cfg.Queue,
 		BinaryReused: reused}
 	e.record(app)

@@ -154,16 +154,14 @@ func (e *yarnExecutor) sendKerberized(req *http.Request) (*http.Response, error)
 }
 
 // stageKeytab writes the keytab into the application's directory, the
-// user's alone: 0400 in a 0700 directory (stageBinary made it).
+// user's alone: created 0400 (never readable by others, not even for the
+// moment between a create and a chmod) in a 0700 directory (stageBinary
+// made it). It is the last file staged before the submission, so a
+// submitter killed on the way leaves it behind as rarely as can be.
 func (e *yarnExecutor) stageKeytab(fs fsys.FS, appDir string, s *yarnSecurity) error {
 	name := path.Join(appDir, yarnKeytab)
-	w, err := fs.Create(name)
+	w, err := fsys.CreateMode(fs, name, 0o400)
 	if err != nil {
-		return fmt.Errorf("yarn: staging the keytab: %w", err)
-	}
-	if err := fsys.Chmod(fs, name, 0o400); err != nil {
-		w.Close()
-		fs.RemoveAll(name)
 		return fmt.Errorf("yarn: staging the keytab: %w", err)
 	}
 	if _, err := w.Write(s.keytab); err != nil {

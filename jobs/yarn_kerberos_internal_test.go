@@ -73,6 +73,15 @@ func TestYARNDelegationToken(t *testing.T) {
 		t.Fatalf("token's Writable form %x", w)
 	}
 
+	// Review M4: a token no application took is cancelled; a second
+	// cancel finds it gone, so the first one did cancel it.
+	if err := fsys.CancelDelegationToken(fs, tok); err != nil {
+		t.Fatalf("cancelling the token: %v", err)
+	}
+	if err := fsys.CancelDelegationToken(fs, tok); err == nil {
+		t.Fatal("a cancelled token was cancelled again")
+	}
+
 	kt, err := keytab.Load(k.Keytab)
 	if err != nil {
 		t.Fatal(err)

@@ -172,6 +172,39 @@ func TestYARNStagingRootOwners(t *testing.T) {
 		}
 	}
 
+	// Review L1: the keytab is 0400 from its creation on, before a byte is
+	// written, and nobody else can read it (this HDFS enforces permissions).
+	w, err := fsys.CreateMode(fs, "keytabs/k", 0o400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, perm, err := fsys.Owner(fs, "keytabs/k"); err != nil || owner != me2 || perm != 0o400 {
+		t.Fatalf("a keytab just created: owner %s, mode %v (%v), want %s, 0400", owner, perm, err, me2)
+	}
+	w.Write([]byte("keys"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fs.ReadFile("keytabs/k"); err != nil || string(got) != "keys" {
+		t.Fatalf("the keytab reads back %q (%v)", got, err)
+	}
+	mal, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{c.NameNode}, User: "mallory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mal.Close()
+	if _, err := mal.ReadFile(base + "/keytabs/k"); err == nil || !strings.Contains(err.Error(), "AccessControlException") {
+		t.Fatalf("mallory reading the keytab: %v, want permission denied", err)
+	}
+	e0 := &yarnExecutor{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	fsys.MkdirAll(fs, "app", 0o700)
+	if err := e0.stageKeytab(fs, "app", &yarnSecurity{keytab: []byte("keys")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, perm, err := fsys.Owner(fs, "app/"+yarnKeytab); err != nil || perm != 0o400 {
+		t.Fatalf("the staged keytab: mode %v (%v)", perm, err)
+	}
+
 	// The AM's jar: reused only if the user wrote it and it holds the
 	// local bytes; a same-size jar of other bytes or another owner is not.
 	jar := filepath.Join(t.TempDir(), "dshell.jar")
