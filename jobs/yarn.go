@@ -289,6 +289,8 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		return err
 	}
 	appID := newApp.ID
+	// The RM answers: a good moment to clear what killed submitters left.
+	e.sweep(ctx, fs, rm)
 	amJar, err := e.stageAMJar(fs, staging)
 	if err != nil {
 		return err
