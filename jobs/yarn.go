@@ -69,8 +69,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jcmturner/gokrb5/v8/spnego"
-
 	"github.com/tributary-io/tributary/internal/fsys"
 	"github.com/tributary-io/tributary/loader"
 )
@@ -87,6 +85,10 @@ type YARN struct {
 	// cluster, the renewer of the application's HDFS delegation token
 	// (yarn_kerberos.go).
 	ResourceManagerPrincipal string `yaml:"resource_manager_principal" json:"resourceManagerPrincipal,omitempty"`
+	// AllowInsecureHTTP lets a Kerberized submission use an http://
+	// ResourceManager: the application's HDFS delegation token and the
+	// SPNEGO tickets then cross the network in clear (yarn_kerberos.go).
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http" json:"allowInsecureHttp,omitempty"`
 	// User submits the application (?user.name=, simple authentication);
 	// default: the job's HDFS user.
 	User     string `yaml:"user" json:"user,omitempty"`
@@ -191,6 +193,9 @@ type Application struct {
 	// BinaryReused: the tributary binary was already on HDFS (a copy an
 	// earlier application gave back), not uploaded for this one.
 	BinaryReused bool `json:"binaryReused,omitempty"`
+	// BinaryReturned: the binary went back to the cache for the next
+	// application before this one's AM deleted its directory.
+	BinaryReturned bool `json:"binaryReturned,omitempty"`
 }
 
 // yarnExecutor submits a plan's units as one DistributedShell application.
@@ -202,9 +207,11 @@ type yarnExecutor struct {
 	hdfsUser  string
 	bin       string
 	client    *http.Client
-	// spnego makes the REST calls on a Kerberized cluster (kerberos).
-	spnego *spnego.Client
-	log    *slog.Logger
+	// authorize sets a REST call's SPNEGO header on a Kerberized cluster
+	// (kerberos); nil without Kerberos. krbHTTP sends those calls.
+	authorize func(*http.Request) error
+	krbHTTP   *http.Client
+	log       *slog.Logger
 	// record publishes the application's state to the run record.
 	record func(Application)
 	// poll is the interval of status requests (default 250 ms).
@@ -255,6 +262,18 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if err != nil {
 		return err
 	}
+	posted := false
+	if sec != nil {
+		// The RM cancels the token of an application it ran
+		// (cancel-tokens-when-complete); one never submitted is ours to.
+		defer func() {
+			if !posted {
+				if err := fsys.CancelDelegationToken(fs, sec.token); err != nil {
+					e.log.Warn("cancelling the unused HDFS delegation token", "err", err)
+				}
+			}
+		}()
+	}
 	// Refused before the RM is asked: a value that cannot be quoted must
 	// not leave an application behind.
 	command, err := e.workerCommand(p, n, sec)
@@ -270,6 +289,8 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		return err
 	}
 	appID := newApp.ID
+	// The RM answers: a good moment to clear what killed submitters left.
+	e.sweep(ctx, fs, rm)
 	amJar, err := e.stageAMJar(fs, staging)
 	if err != nil {
 		return err
@@ -283,11 +304,6 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	}
 	localized := "tributary"
 	if sec != nil {
-		if err := e.stageKeytab(fs, appDir, sec); err != nil {
-			giveBack()
-			fs.RemoveAll(appDir)
-			return err
-		}
 		localized += "," + yarnKeytab
 	}
 	var app Application
@@ -308,6 +324,12 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	})
 	if err != nil {
 		return fmt.Errorf("yarn: uploading the worker command: %w", err)
+	}
+	if sec != nil {
+		// Last before the submission (the defer above removes it).
+		if err := e.stageKeytab(fs, appDir, sec); err != nil {
+			return err
+		}
 	}
 
 	cp := e.cfg.ClassPath
@@ -339,7 +361,9 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 		"application-type": "TRIBUTARY",
 		"priority":         e.cfg.Priority,
 		"max-app-attempts": 2,
-		"resource":         map[string]int{"memory": e.cfg.AMMemoryMB, "vCores": 1},
+		// The RM's default, said: it cancels the HDFS token at the end.
+		"cancel-tokens-when-complete": true,
+		"resource":                    map[string]int{"memory": e.cfg.AMMemoryMB, "vCores": 1},
 		"am-container-spec": map[string]any{
 			"local-resources": map[string]any{"entry": []entry{
 				{"AppMaster.jar", amJar},
@@ -362,17 +386,24 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 	if err := e.call(ctx, http.MethodPost, rm+"/ws/v1/cluster/apps", body, nil); err != nil {
 		return err
 	}
+	posted = true
 	app = Application{ID: appID, State: "SUBMITTED", Containers: n, Started: began.UTC(), Submitted: submitted.UTC(), Queue: e.cfg.Queue,
 		BinaryReused: reused}
 	e.record(app)
 	e.log.Info("YARN application submitted", "run", p.Run, "application", appID, "containers", n, "units", len(p.Units))
-	err = e.follow(ctx, rm, &app, func() {
+	workers := &localizedWorkers{want: n, done: map[string]bool{}}
+	err = e.follow(ctx, rm, &app, func(cs []yarnContainer) {
 		// DistributedShell's AM deletes its application's directory when
-		// it ends, binary and all: the binary goes back to the cache as
-		// soon as every unit has a result (no container needs it then),
-		// which is before the last container exits, so before the AM ends.
-		if units.all() {
-			giveBack()
+		// it ends, binary and all: the binary goes back to the cache once
+		// no container needs it (yarn_localized.go).
+		if app.BinaryReturned {
+			return
+		}
+		if e.workersLocalized(ctx, rm, cs, workers) || units.all() {
+			if giveBack() {
+				app.BinaryReturned = true
+				e.record(app)
+			}
 		}
 	})
 	units.last = time.Time{}
@@ -387,7 +418,7 @@ func (e *yarnExecutor) execute(ctx context.Context, p *loader.Plan, parallelism 
 }
 
 // follow polls the application to its end.
-func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, running func()) error {
+func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, running func([]yarnContainer)) error {
 	seen := map[string]bool{}
 	last := ""
 	var lostSince time.Time
@@ -444,8 +475,8 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, 
 			e.log.Info("YARN worker containers running", "application", app.ID, "after", app.FirstContainer.Sub(app.Submitted))
 		}
 		if a.State == "RUNNING" {
-			running()
-			for _, c := range e.containers(ctx, rm, app.ID) {
+			cs := e.containers(ctx, rm, app.ID)
+			for _, c := range cs {
 				if !seen[c.ID] {
 					seen[c.ID] = true
 					app.ContainerIDs = append(app.ContainerIDs, c.ID)
@@ -454,6 +485,7 @@ func (e *yarnExecutor) follow(ctx context.Context, rm string, app *Application, 
 					}
 				}
 			}
+			running(cs)
 		}
 		switch a.State {
 		case "FINISHED", "FAILED", "KILLED":
@@ -499,6 +531,9 @@ func (e *yarnExecutor) containers(ctx context.Context, rm, appID string) []yarnC
 type yarnContainer struct {
 	ID     string `json:"containerId"`
 	LogURL string `json:"logUrl"`
+	// NodeHTTPAddress is its NodeManager's web address (with the scheme,
+	// from RM 2.8 on).
+	NodeHTTPAddress string `json:"nodeHttpAddress"`
 }
 
 // kill asks the RM to kill the application; best effort, with its own
@@ -603,9 +638,13 @@ func (e *yarnExecutor) stageAMJar(fs fsys.FS, staging string) (yarnResource, err
 	}
 	rel := path.Join("lib", filepath.Base(e.cfg.AMJar))
 	if r, err := describe(fs, staging, rel); err == nil {
-		st, serr := os.Stat(e.cfg.AMJar)
-		if serr == nil && st.Size() == r.Size {
+		// The AM runs as the user with the application's tokens: a jar
+		// of the right size is reused only if the user wrote it and it
+		// holds the local bytes (yarn_binary.go's checkCopy, for the jar).
+		if err := e.checkAMJar(fs, rel, r.Size); err == nil {
 			return r, nil
+		} else {
+			e.log.Warn("uploading the ApplicationMaster's jar again", "file", staging+"/"+rel, "err", err)
 		}
 	}
 	r, err := e.upload(fs, staging, rel, func() (io.ReadCloser, error) { return os.Open(e.cfg.AMJar) })
@@ -613,6 +652,49 @@ func (e *yarnExecutor) stageAMJar(fs fsys.FS, staging string) (yarnResource, err
 		return r, fmt.Errorf("yarn: uploading the ApplicationMaster's jar %s: %w", e.cfg.AMJar, err)
 	}
 	return r, nil
+}
+
+// checkAMJar checks the AM's jar on HDFS against the local one: the user
+// owns it and nobody else can write it, same size, same HDFS checksum.
+func (e *yarnExecutor) checkAMJar(fs fsys.FS, rel string, size int64) error {
+	me, err := fsys.User(fs)
+	if err != nil {
+		return err
+	}
+	owner, perm, err := fsys.Owner(fs, rel)
+	if err != nil {
+		return err
+	}
+	if owner != me || perm&0o022 != 0 {
+		return fmt.Errorf("owner %s, mode %v: want %s's, not group- or other-writable", owner, perm, me)
+	}
+	st, err := os.Stat(e.cfg.AMJar)
+	if err != nil {
+		return err
+	}
+	if st.Size() != size {
+		return fmt.Errorf("%d bytes, the local jar has %d", size, st.Size())
+	}
+	sum, blockSize, err := fsys.Checksum(fs, rel)
+	if errors.Is(err, fsys.ErrNoChecksum) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(e.cfg.AMJar)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	want, err := fsys.LocalChecksum(f, blockSize)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(sum, want) {
+		return fmt.Errorf("HDFS checksum %x, the local jar's is %x", sum, want)
+	}
+	return nil
 }
 
 // upload writes a file into staging (a temporary name, then a rename, so
@@ -681,8 +763,8 @@ func (e *yarnExecutor) call(ctx context.Context, method, u string, body []byte, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	var resp *http.Response
-	if e.spnego != nil {
-		resp, err = e.spnego.Do(req)
+	if e.authorize != nil {
+		resp, err = e.sendKerberized(req)
 	} else {
 		resp, err = e.client.Do(req)
 	}

@@ -118,9 +118,11 @@ func (b *localBinary) checksum(file string, blockSize int64) ([]byte, error) {
 
 // stageBinary puts the binary at dst (relative to the staging dir) for
 // application appID: a cached copy if there is a good one, else a fresh
-// upload. giveBack moves it into the cache; call it once the application
-// has ended (its containers localize the file until then).
-func (e *yarnExecutor) stageBinary(fs fsys.FS, staging, dst, appID string) (reused bool, giveBack func(), err error) {
+// upload. giveBack moves it into the cache, once no container of the
+// application needs it any more (every worker container is past its
+// localization, or every unit has a result), and reports whether the cache
+// has it; later calls report the first one's result.
+func (e *yarnExecutor) stageBinary(fs fsys.FS, staging, dst, appID string) (reused bool, giveBack func() bool, err error) {
 	file := e.binary()
 	info, err := binaryInfo(file)
 	if err != nil {
@@ -143,7 +145,8 @@ func (e *yarnExecutor) stageBinary(fs fsys.FS, staging, dst, appID string) (reus
 		return false, nil, fmt.Errorf("yarn: %s/%s: %w", staging, appDir, err)
 	}
 	var once sync.Once
-	giveBack = func() {
+	kept := false
+	giveBack = func() bool {
 		once.Do(func() {
 			if !cache {
 				fs.RemoveAll(dst)
@@ -152,12 +155,16 @@ func (e *yarnExecutor) stageBinary(fs fsys.FS, staging, dst, appID string) (reus
 			err := fs.RenameNoReplace(dst, path.Join(dir, appID))
 			switch {
 			case fsys.IsNotExist(err):
-				// The AM ended first and deleted it; the next application uploads.
-				e.log.Debug("the tributary binary was deleted with the application's directory", "dir", staging+"/"+dir)
+				// The AM ended first and deleted it: the next application
+				// uploads 100 MB again, worth saying.
+				e.log.Info("the tributary binary was deleted with the application's directory before it was given back; the next application uploads it", "dir", staging+"/"+dir)
 			case err != nil:
 				e.log.Warn("keeping the tributary binary for the next application", "dir", staging+"/"+dir, "err", err)
+			default:
+				kept = true
 			}
 		})
+		return kept
 	}
 	var ents []iofs.FileInfo
 	if cache {

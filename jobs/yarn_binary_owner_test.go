@@ -68,7 +68,7 @@ func TestYARNBinaryReusePlanted(t *testing.T) {
 		}
 	}
 	n := 0
-	stage := func(wantReused bool) func() {
+	stage := func(wantReused bool) func() bool {
 		t.Helper()
 		n++
 		app := "application_5_" + string(rune('a'+n))

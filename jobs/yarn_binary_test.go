@@ -35,7 +35,7 @@ func TestYARNBinaryReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &yarnExecutor{cfg: YARN{Binary: bin}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	stage := func(app string, wantReused bool) func() {
+	stage := func(app string, wantReused bool) func() bool {
 		t.Helper()
 		dst := path.Join("tributary", app, "tributary")
 		reused, giveBack, err := e.stageBinary(fs, staging, dst, app)

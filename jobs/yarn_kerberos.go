@@ -33,7 +33,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	krb "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/jcmturner/gokrb5/v8/spnego"
 
 	"github.com/tributary-io/tributary/internal/fsys"
@@ -54,7 +53,7 @@ type yarnSecurity struct {
 // dir's HDFS client did not log in with Kerberos. It also makes the REST
 // calls SPNEGO's.
 func (e *yarnExecutor) kerberos(fs fsys.FS, rm string) (*yarnSecurity, error) {
-	e.spnego = nil
+	e.authorize, e.krbHTTP = nil, nil
 	cl := fsys.KerberosClient(fs)
 	if cl == nil {
 		return nil, nil
@@ -63,6 +62,12 @@ func (e *yarnExecutor) kerberos(fs fsys.FS, rm string) (*yarnSecurity, error) {
 	principal := cl.Credentials.CName().PrincipalNameString() + "@" + cl.Credentials.Domain()
 	if k.Keytab == "" {
 		return nil, fmt.Errorf("yarn: on a Kerberized cluster the containers log in to HDFS with a keytab, and %s logged in from a ticket cache: give hdfs.kerberos.keytab (--hdfs-kerberos-keytab) with %s's keys", principal, principal)
+	}
+	if err := checkRMScheme(rm, e.cfg.AllowInsecureHTTP); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(rm, "http://") {
+		e.log.Warn("submitting to a Kerberized ResourceManager over http://: the HDFS delegation token and the Kerberos tickets cross the network in clear (yarn.allow_insecure_http)", "resource_manager", rm)
 	}
 	u, err := url.Parse(rm)
 	if err != nil {
@@ -85,7 +90,9 @@ func (e *yarnExecutor) kerberos(fs fsys.FS, rm string) (*yarnSecurity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("yarn: %w", err)
 	}
-	e.spnego = newSPNEGO(cl, e.client, host)
+	e.authorize = func(req *http.Request) error {
+		return spnego.SetSPNEGOHeader(cl, req, "HTTP/"+req.URL.Hostname())
+	}
 	return &yarnSecurity{principal: principal, keytab: kt, token: tok}, nil
 }
 
@@ -120,21 +127,41 @@ func yarnSiteProperty(dir, name string) string {
 	return v
 }
 
-func newSPNEGO(cl *krb.Client, hc *http.Client, host string) *spnego.Client {
-	return spnego.NewClient(cl, hc, "HTTP/"+host)
+// sendKerberized sends one Kerberized REST call: a Negotiate header made
+// for this request's host, one try, no redirect followed (not gokrb5's
+// spnego.Client: it follows a redirect with the body, delegation token
+// included, and a ticket made for the first host, retries a 401 without
+// bound, and changes the http.Client it is given). A 3xx is an error
+// naming where it pointed; a 401 or 403 is the RM's refusal (refused).
+func (e *yarnExecutor) sendKerberized(req *http.Request) (*http.Response, error) {
+	if e.krbHTTP == nil {
+		e.krbHTTP = &http.Client{Timeout: e.client.Timeout, Transport: e.client.Transport,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	if err := e.authorize(req); err != nil {
+		return nil, fmt.Errorf("a Kerberos ticket for HTTP/%s: %w", req.URL.Hostname(), err)
+	}
+	resp, err := e.krbHTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 3 {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s %s answered %s to %q: not followed with Kerberos credentials (give the active ResourceManager's address)",
+			req.Method, req.URL.Redacted(), resp.Status, resp.Header.Get("Location"))
+	}
+	return resp, nil
 }
 
 // stageKeytab writes the keytab into the application's directory, the
-// user's alone: 0400 in a 0700 directory (stageBinary made it).
+// user's alone: created 0400 (never readable by others, not even for the
+// moment between a create and a chmod) in a 0700 directory (stageBinary
+// made it). It is the last file staged before the submission, so a
+// submitter killed on the way leaves it behind as rarely as can be.
 func (e *yarnExecutor) stageKeytab(fs fsys.FS, appDir string, s *yarnSecurity) error {
 	name := path.Join(appDir, yarnKeytab)
-	w, err := fs.Create(name)
+	w, err := fsys.CreateMode(fs, name, 0o400)
 	if err != nil {
-		return fmt.Errorf("yarn: staging the keytab: %w", err)
-	}
-	if err := fsys.Chmod(fs, name, 0o400); err != nil {
-		w.Close()
-		fs.RemoveAll(name)
 		return fmt.Errorf("yarn: staging the keytab: %w", err)
 	}
 	if _, err := w.Write(s.keytab); err != nil {
@@ -187,13 +214,30 @@ func (e *yarnExecutor) refused(resp *http.Response) error {
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		return nil
 	}
-	if e.spnego == nil && strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Negotiate") {
+	if e.authorize == nil && strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Negotiate") {
 		return fmt.Errorf("yarn: the ResourceManager at %s wants Kerberos (SPNEGO) and this submission has no Kerberos login: "+
 			"give --hdfs-kerberos-principal and --hdfs-kerberos-keytab (hdfs.kerberos.*), or a HADOOP_CONF_DIR with hadoop.security.authentication=kerberos (%s)",
 			e.cfg.ResourceManager, resp.Status)
 	}
-	if e.spnego != nil {
+	if e.authorize != nil {
 		return fmt.Errorf("yarn: the ResourceManager at %s refused our Kerberos credentials (%s): is HTTP/<its host> its SPNEGO principal, and is the user allowed to submit?", e.cfg.ResourceManager, resp.Status)
 	}
 	return nil
+}
+
+// checkRMScheme refuses a Kerberized submission to an http://
+// ResourceManager unless allowed: the submission's body carries the
+// application's HDFS delegation token (the user's HDFS identity for the
+// whole run, and with it the keytab in staging), and the Authorization
+// header a replayable SPNEGO ticket.
+func checkRMScheme(rm string, allowHTTP bool) error {
+	u, err := url.Parse(rm)
+	if err != nil {
+		return err
+	}
+	if u.Scheme == "https" || allowHTTP {
+		return nil
+	}
+	return fmt.Errorf("yarn: the ResourceManager %s is plain http and this cluster is Kerberized: the application's HDFS delegation token and the Kerberos tickets would cross the network in clear; "+
+		"give its https:// address (yarn.http.policy=HTTPS_ONLY on the cluster), or set yarn.allow_insecure_http: true (--yarn-allow-insecure-http) on a network you trust", rm)
 }

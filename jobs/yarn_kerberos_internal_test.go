@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +73,15 @@ func TestYARNDelegationToken(t *testing.T) {
 		t.Fatalf("token's Writable form %x", w)
 	}
 
+	// Review M4: a token no application took is cancelled; a second
+	// cancel finds it gone, so the first one did cancel it.
+	if err := fsys.CancelDelegationToken(fs, tok); err != nil {
+		t.Fatalf("cancelling the token: %v", err)
+	}
+	if err := fsys.CancelDelegationToken(fs, tok); err == nil {
+		t.Fatal("a cancelled token was cancelled again")
+	}
+
 	kt, err := keytab.Load(k.Keytab)
 	if err != nil {
 		t.Fatal(err)
@@ -93,5 +104,82 @@ func TestYARNDelegationToken(t *testing.T) {
 	}
 	if _, err := fsys.PrincipalKeytab(k.Keytab, "mallory@EXAMPLE.COM"); err == nil {
 		t.Error("a keytab cut for a principal it does not hold")
+	}
+}
+
+// Review H2: a Kerberized submission sends the HDFS delegation token in
+// its body; over http:// it is refused unless explicitly allowed, with
+// the URL and the way out in the error.
+func TestYARNKerberosRefusesPlainHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		rm    string
+		allow bool
+		ok    bool
+	}{
+		{"http://rm.example.com:8088", false, false},
+		{"http://rm.example.com:8088", true, true},
+		{"https://rm.example.com:8090", false, true},
+	} {
+		err := checkRMScheme(tc.rm, tc.allow)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s (allowed %v): %v", tc.rm, tc.allow, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), tc.rm) || !strings.Contains(err.Error(), "yarn.allow_insecure_http") || !strings.Contains(err.Error(), "HTTPS_ONLY")) {
+			t.Errorf("the error does not name the URL and the ways out: %v", err)
+		}
+	}
+}
+
+// Review M1: a Kerberized REST call sends its ticket once, to the host it
+// was made for. A redirect is not followed (the body carries the
+// delegation token; the ticket is for the first host): the second server
+// sees nothing, and the error names where it pointed. A server that keeps
+// answering 401 Negotiate is asked once and the answer is the refusal.
+// The executor's own http.Client is left as it was.
+func TestYARNKerberosNoRedirectNoLoop(t *testing.T) {
+	t.Parallel()
+	var other, loops atomic.Int32
+	second := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { other.Add(1) }))
+	defer second.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, second.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	loop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		loops.Add(1)
+		w.Header().Set("WWW-Authenticate", "Negotiate")
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer loop.Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	var hosts []string
+	e := &yarnExecutor{cfg: YARN{ResourceManager: redirect.URL}, client: client, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		authorize: func(r *http.Request) error {
+			hosts = append(hosts, r.URL.Host)
+			r.Header.Set("Authorization", "Negotiate ticket-for-"+r.URL.Host)
+			return nil
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := e.call(ctx, http.MethodPost, redirect.URL+"/ws/v1/cluster/apps", []byte(`{"credentials":"token"}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "307") || !strings.Contains(err.Error(), second.URL) || !strings.Contains(err.Error(), "not followed") {
+		t.Errorf("a redirect: %v", err)
+	}
+	if n := other.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests", n)
+	}
+	e.cfg.ResourceManager = loop.URL
+	err = e.call(ctx, http.MethodGet, loop.URL+"/ws/v1/cluster/apps/application_1_0001", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "refused our Kerberos credentials") {
+		t.Errorf("a server answering 401 Negotiate: %v", err)
+	}
+	if n := loops.Load(); n != 1 {
+		t.Errorf("a server answering 401 Negotiate was asked %d times, want 1", n)
+	}
+	if len(hosts) != 2 || hosts[0] != strings.TrimPrefix(redirect.URL, "http://") || hosts[1] != strings.TrimPrefix(loop.URL, "http://") {
+		t.Errorf("tickets made for %v", hosts)
+	}
+	if client.CheckRedirect != nil || client.Jar != nil {
+		t.Error("the executor's http.Client was changed")
 	}
 }

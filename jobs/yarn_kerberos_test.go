@@ -80,7 +80,7 @@ func TestYARNKerberos(t *testing.T) {
 		"--schema", activitySchema, "--time-field", "timestamp", "--max-records-per-unit", "1000",
 		"--hdfs-kerberos-principal", k.Principal, "--hdfs-kerberos-keytab", k.Keytab,
 		"--parallelism", "2", "--executor", "yarn",
-		"--yarn-resource-manager", y.RM, "--yarn-resource-manager-principal", y.RMPrincipal,
+		"--yarn-resource-manager", y.RM, "--yarn-allow-insecure-http", "--yarn-resource-manager-principal", y.RMPrincipal,
 		"--yarn-am-jar", y.DShellJar, "--yarn-classpath", y.AppClassPath,
 		"--yarn-container-memory-mb", "256", "--yarn-am-memory-mb", "256", "--yarn-max-containers", "2")
 	cmd.Env = env

@@ -132,6 +132,10 @@ func TestYARNLoadRunCommand(t *testing.T) {
 	if strings.Contains(out, "binary already on HDFS") {
 		t.Errorf("the first run on a new target says the binary was there:\n%s", out)
 	}
+	// Given back while the workers ran, before the AM deleted its dir.
+	if !strings.Contains(out, "(binary kept on HDFS for the next run)") {
+		t.Errorf("the first run did not give the binary back:\n%s", out)
+	}
 	p.produce(2000)
 	out2 := run()
 	if !strings.Contains(out2, "(binary already on HDFS)") {

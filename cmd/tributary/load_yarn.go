@@ -37,6 +37,7 @@ func (f *executorFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&y.ClassPath, "yarn-classpath", "", "the ApplicationMaster's CLASSPATH (default: yarn.application.classpath of a standard Hadoop install)")
 	fs.StringVar(&y.Staging, "yarn-staging", "", "HDFS staging dir for the binary and the AM's jar (default <target>/_tributary/yarn)")
 	fs.StringVar(&y.User, "yarn-user", "", "user the application is submitted as (default --hdfs-user)")
+	fs.BoolVar(&y.AllowInsecureHTTP, "yarn-allow-insecure-http", false, "on a Kerberized cluster, submit to an http:// ResourceManager anyway: the application's HDFS delegation token and the Kerberos tickets cross the network in clear (default: refused; use its https:// address, yarn.http.policy=HTTPS_ONLY)")
 	fs.StringVar(&y.ResourceManagerPrincipal, "yarn-resource-manager-principal", "", "the ResourceManager's Kerberos principal, e.g. rm/_HOST@EXAMPLE.COM: the renewer of the application's HDFS delegation token (Kerberized YARN; default: yarn-site.xml's yarn.resourcemanager.principal in HADOOP_CONF_DIR; docs/jobs.md)")
 }
 
@@ -77,6 +78,9 @@ func (f *executorFlags) hook(w io.Writer, lf *loadFlags, l *loader.Loader) (stop
 			}
 			if a.BinaryReused {
 				line += " (binary already on HDFS)"
+			}
+			if a.BinaryReturned {
+				line += " (binary kept on HDFS for the next run)"
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -192,6 +192,12 @@ func (w hdfsWriter) Close() error {
 }
 
 func (h *hdfsFS) Create(name string) (io.WriteCloser, error) {
+	return h.createMode(name, 0o644)
+}
+
+// createMode creates name with perm from its first RPC on: no window in
+// which a secret is readable by others.
+func (h *hdfsFS) createMode(name string, perm os.FileMode) (io.WriteCloser, error) {
 	p, err := h.path(name)
 	if err != nil {
 		return nil, err
@@ -216,7 +222,7 @@ func (h *hdfsFS) Create(name string) (io.WriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := c.CreateFile(p, repl, block, 0o644)
+	w, err := c.CreateFile(p, repl, block, perm)
 	if err != nil {
 		release()
 		return nil, err

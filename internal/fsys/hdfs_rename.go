@@ -67,16 +67,47 @@ func newHDFSMessage(name protoreflect.FullName) (protoreflect.Message, error) {
 
 // namenodeExecute calls c.namenode.Execute(method, req, resp).
 func namenodeExecute(c *hdfs.Client, method string, req, resp proto.Message) error {
-	f := reflect.ValueOf(c).Elem().FieldByName("namenode")
+	return executeField(c, method, req, resp)
+}
+
+var (
+	protoMessageType = reflect.TypeOf((*proto.Message)(nil)).Elem()
+	errorType        = reflect.TypeOf((*error)(nil)).Elem()
+)
+
+// executeField calls client.namenode.Execute(method, req, resp) by
+// reflection, client being a pointer to a struct. Anything other than the
+// pinned library's shape (no such field, a nil one, an Execute of another
+// signature) is an error, never a panic: the jobs daemon runs this for
+// every Kerberized YARN submission and every rename without replace.
+func executeField(client any, method string, req, resp proto.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("fsys: colinmarc/hdfs's internals changed: %v", r)
+		}
+	}()
+	v := reflect.ValueOf(client)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("fsys: want a pointer to colinmarc/hdfs's Client, have %T", client)
+	}
+	f := v.Elem().FieldByName("namenode")
 	if !f.IsValid() {
 		return errors.New("fsys: colinmarc/hdfs's Client has no namenode connection field any more")
+	}
+	if f.Kind() != reflect.Pointer || f.IsNil() {
+		return fmt.Errorf("fsys: colinmarc/hdfs's namenode connection is a %s, not a live pointer", f.Type())
 	}
 	nn := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
 	exec := nn.MethodByName("Execute")
 	if !exec.IsValid() {
 		return errors.New("fsys: colinmarc/hdfs's namenode connection has no Execute any more")
 	}
-	out := exec.Call([]reflect.Value{reflect.ValueOf(method), reflect.ValueOf(req), reflect.ValueOf(resp)})
+	t := exec.Type()
+	if t.NumIn() != 3 || t.In(0).Kind() != reflect.String || !protoMessageType.AssignableTo(t.In(1)) || !protoMessageType.AssignableTo(t.In(2)) ||
+		t.NumOut() != 1 || t.Out(0) != errorType {
+		return fmt.Errorf("fsys: colinmarc/hdfs's namenode Execute is %s now, not func(string, proto.Message, proto.Message) error", t)
+	}
+	out := exec.Call([]reflect.Value{reflect.ValueOf(method), reflect.ValueOf(&req).Elem(), reflect.ValueOf(&resp).Elem()})
 	if err, _ := out[0].Interface().(error); err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package fsys
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
 
 	"github.com/colinmarc/hdfs/v2"
 )
@@ -76,4 +78,27 @@ func MkdirAll(f FS, name string, perm fs.FileMode) error {
 		return os.MkdirAll(p, perm)
 	}
 	return fmt.Errorf("mkdir %s: not supported by %s", name, f)
+}
+
+// CreateMode creates a new file with perm from the start (Create's files
+// are 0644 until chmodded): for a secret such as a keytab.
+func CreateMode(f FS, name string, perm fs.FileMode) (io.WriteCloser, error) {
+	switch t := f.(type) {
+	case *hdfsFS:
+		return t.createMode(name, perm)
+	case *local:
+		p, err := t.path(name)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err != nil {
+			return nil, err
+		}
+		return syncedFile{w}, nil
+	}
+	return nil, fmt.Errorf("create %s: not supported by %s", name, f)
 }

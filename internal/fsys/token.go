@@ -21,14 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
 	"strings"
-	"unsafe"
 
 	krb "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -91,18 +89,8 @@ func DelegationToken(f FS, renewer string) (Token, error) {
 	if h.krb == nil {
 		return Token{}, errors.New("delegation token: the NameNode gives them to Kerberos-authenticated clients only")
 	}
-	nn := reflect.ValueOf(h.c).Elem().FieldByName("namenode")
-	if !nn.IsValid() {
-		return Token{}, errors.New("delegation token: this version of github.com/colinmarc/hdfs has no namenode field")
-	}
-	nn = reflect.NewAt(nn.Type(), unsafe.Pointer(nn.UnsafeAddr())).Elem()
-	exec := nn.MethodByName("Execute")
-	if !exec.IsValid() {
-		return Token{}, errors.New("delegation token: this version of github.com/colinmarc/hdfs has no Execute")
-	}
 	req, resp := wrapperspb.String(renewer), &wrapperspb.BytesValue{}
-	out := exec.Call([]reflect.Value{reflect.ValueOf("getDelegationToken"), reflect.ValueOf(proto.Message(req)), reflect.ValueOf(proto.Message(resp))})
-	if err, _ := out[0].Interface().(error); err != nil {
+	if err := namenodeExecute(h.c, "getDelegationToken", req, resp); err != nil {
 		return Token{}, fmt.Errorf("delegation token from the NameNode (renewer %s): %w", renewer, err)
 	}
 	t, err := parseTokenProto(resp.Value)
@@ -193,4 +181,30 @@ func PrincipalKeytab(file, principal string) ([]byte, error) {
 	}
 	kt.Entries = keep
 	return kt.Marshal()
+}
+
+// CancelDelegationToken cancels t at the NameNode of f: a token fetched
+// for an application that was never submitted (the RM cancels the tokens
+// of the ones it ran) would otherwise stay valid, and tracked by nobody,
+// until it expires.
+func CancelDelegationToken(f FS, t Token) error {
+	h, ok := f.(*hdfsFS)
+	if !ok {
+		return fmt.Errorf("delegation token: %s is not on HDFS", f)
+	}
+	// CancelDelegationTokenRequestProto is {TokenProto token = 1}: the
+	// bytes of a BytesValue; its response is empty.
+	var tp []byte
+	tp = protowire.AppendTag(tp, 1, protowire.BytesType)
+	tp = protowire.AppendBytes(tp, t.Identifier)
+	tp = protowire.AppendTag(tp, 2, protowire.BytesType)
+	tp = protowire.AppendBytes(tp, t.Password)
+	tp = protowire.AppendTag(tp, 3, protowire.BytesType)
+	tp = protowire.AppendString(tp, t.Kind)
+	tp = protowire.AppendTag(tp, 4, protowire.BytesType)
+	tp = protowire.AppendString(tp, t.Service)
+	if err := namenodeExecute(h.c, "cancelDelegationToken", wrapperspb.Bytes(tp), &emptypb.Empty{}); err != nil {
+		return fmt.Errorf("cancelling a delegation token at the NameNode: %w", err)
+	}
+	return nil
 }
