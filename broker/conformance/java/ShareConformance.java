@@ -74,6 +74,18 @@ public class ShareConformance {
                         new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET)))).all().get();
             }
         }
+        Properties pp = new Properties();
+        pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        pp.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
+            for (int id = first; id < first + count; id++) {
+                p.send(new ProducerRecord<>(topic, 0, null, Integer.toString(id)));
+            }
+            p.flush();
+        }
+
         // id -> delivery counts seen, in order; finished ids.
         Map<Integer, List<Integer>> seen = new ConcurrentHashMap<>();
         Set<Integer> accepted = ConcurrentHashMap.newKeySet();
@@ -83,7 +95,6 @@ public class ShareConformance {
         int expected = count - (poison >= 0 ? 1 : 0);
         AtomicBoolean stop = new AtomicBoolean();
         int[] perConsumer = new int[5];
-        java.util.concurrent.CountDownLatch joined = new java.util.concurrent.CountDownLatch(5);
         List<Thread> threads = new ArrayList<>();
         for (int c = 0; c < 5; c++) {
             final int me = c;
@@ -98,13 +109,8 @@ public class ShareConformance {
                 cp.put("max.poll.records", "20");
                 try (KafkaShareConsumer<String, String> sc = new KafkaShareConsumer<>(cp)) {
                     sc.subscribe(List.of(topic));
-                    boolean polled = false;
                     while (!stop.get()) {
                         ConsumerRecords<String, String> rs = sc.poll(Duration.ofMillis(200));
-                        if (!polled) {
-                            polled = true;
-                            joined.countDown();
-                        }
                         for (ConsumerRecord<String, String> r : rs) {
                             int id = Integer.parseInt(r.value());
                             int dc = r.deliveryCount().orElse((short) -1);
@@ -144,22 +150,6 @@ public class ShareConformance {
             th.start();
             threads.add(th);
         }
-        // Every consumer has joined before the records come, so the five
-        // share the work: on a loaded machine the first to join could
-        // otherwise take it all while the others' JVM threads start.
-        if (!joined.await(60, java.util.concurrent.TimeUnit.SECONDS)) fail("not every consumer joined within 60 s");
-        Properties pp = new Properties();
-        pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        pp.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-        try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
-            for (int id = first; id < first + count; id++) {
-                p.send(new ProducerRecord<>(topic, 0, null, Integer.toString(id)));
-            }
-            p.flush();
-        }
-
         long deadline = System.currentTimeMillis() + 90_000;
         while (System.currentTimeMillis() < deadline) {
             if (accepted.size() + rejected.size() == expected && (poison < 0 || poisonDone.get() > 0)) break;
