@@ -78,6 +78,14 @@ type Settings struct {
 	// snapshot of an Iceberg table per topic (iceberg.go); empty is the
 	// plain Parquet lake.
 	TableFormat string `json:"tableFormat,omitempty"`
+	// PartitionBy are the identity partition columns of the tables, after
+	// the hour (partition.go).
+	PartitionBy []string `json:"partitionBy,omitempty"`
+	// Catalog is where the tables' current versions are kept: "" for the
+	// Hadoop convention (version-hint.text), "sql:<dsn>" for a SQL
+	// catalog (catalog.go). A plan keeps it, so that a rerun after a
+	// crash commits where the run began.
+	Catalog string `json:"catalog,omitempty"`
 	// FromTier is the brokers' remote tier (rsm.config.storage.uri):
 	// units read the remote part of their ranges from it (tier.go).
 	FromTier string `json:"fromTier,omitempty"`

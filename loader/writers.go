@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"path"
@@ -14,7 +15,8 @@ import (
 	"github.com/tributary-io/tributary/internal/fsys"
 )
 
-// hourWriters are the open Parquet files of one unit, one per event hour.
+// hourWriters are the open Parquet files of one unit, one per event hour
+// (and combination of identity partition values, partition.go).
 // Files roll at the target size, and when the rows they buffer together pass
 // the memory cap, the largest is completed early: many hours open at once
 // (a backfill, late events) make smaller files instead of an out-of-memory.
@@ -31,13 +33,20 @@ type hourWriters struct {
 	maxMemory int64
 	loc       *time.Location
 
-	open  map[int64]*hourFile
+	open  map[writerKey]*hourFile
 	files []FileEntry
 	seq   int
 }
 
+// writerKey names an open file: its hour (Unix ms) and identity values.
+type writerKey struct {
+	hour   int64
+	values string
+}
+
 type hourFile struct {
 	hour        time.Time
+	values      IdentityValues
 	tmp         string
 	f           io.WriteCloser
 	w           *parquet.Writer
@@ -48,15 +57,21 @@ type hourFile struct {
 	lastBytes int64
 }
 
-// write appends rec, whose rows all belong to hour and carry offsets.
-func (hw *hourWriters) write(hour time.Time, rec arrow.Record, offsets []int64) error {
-	key := hour.UnixMilli()
+// write appends rec, whose rows all belong to hour, have the identity
+// values (nil without identity partitioning) and carry offsets.
+func (hw *hourWriters) write(hour time.Time, values IdentityValues, rec arrow.Record, offsets []int64) error {
+	key := writerKey{hour: hour.UnixMilli()}
+	if len(values) > 0 {
+		b, _ := json.Marshal(values) // map keys sorted: one name per combination
+		key.values = string(b)
+	}
 	f := hw.open[key]
 	if f == nil {
 		var err error
 		if f, err = hw.create(hour); err != nil {
 			return err
 		}
+		f.values = values
 		hw.open[key] = f
 		f.first = offsets[0]
 	}
@@ -80,14 +95,15 @@ func (hw *hourWriters) write(hour time.Time, rec arrow.Record, offsets []int64) 
 func (hw *hourWriters) capMemory() error {
 	for {
 		var total, most int64
-		var largest int64 = -1
+		var largest writerKey
+		found := false
 		for k, f := range hw.open {
 			total += f.pending
 			if f.pending > most {
-				most, largest = f.pending, k
+				most, largest, found = f.pending, k, true
 			}
 		}
-		if total <= hw.maxMemory || largest < 0 {
+		if total <= hw.maxMemory || !found {
 			return nil
 		}
 		if err := hw.complete(largest); err != nil {
@@ -113,7 +129,7 @@ func (hw *hourWriters) create(hour time.Time) (*hourFile, error) {
 
 // complete writes the footer of an hour's file and gives it its final name
 // in the staging directory.
-func (hw *hourWriters) complete(key int64) error {
+func (hw *hourWriters) complete(key writerKey) error {
 	f := hw.open[key]
 	delete(hw.open, key)
 	st, err := f.w.Close()
@@ -131,18 +147,21 @@ func (hw *hourWriters) complete(key int64) error {
 	}
 	hw.files = append(hw.files, FileEntry{
 		Path: final, Staged: staged, Topic: hw.topic, Partition: hw.partition,
-		First: f.first, Last: f.last, Rows: st.Rows, Bytes: st.Bytes, Hour: key, HourEnd: f.hour.Add(time.Hour).UTC(),
+		First: f.first, Last: f.last, Rows: st.Rows, Bytes: st.Bytes, Hour: key.hour, HourEnd: f.hour.Add(time.Hour).UTC(),
+		Identity: f.values,
 	})
 	return nil
 }
 
 // close completes every open file and returns all files, by name.
 func (hw *hourWriters) close() ([]FileEntry, error) {
-	keys := make([]int64, 0, len(hw.open))
+	keys := make([]writerKey, 0, len(hw.open))
 	for k := range hw.open {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].hour < keys[j].hour || keys[i].hour == keys[j].hour && keys[i].values < keys[j].values
+	})
 	for _, k := range keys {
 		if err := hw.complete(k); err != nil {
 			return nil, err

@@ -25,7 +25,7 @@ func TestHourWritersCapMemory(t *testing.T) {
 	hw := &hourWriters{
 		fs: fs, dir: "staging", topic: "t", partition: 0, schema: schema,
 		opts: parquet.Options{RowGroupBytes: 64 << 20}, target: 1 << 30, maxMemory: capBytes, loc: time.UTC,
-		open: map[int64]*hourFile{},
+		open: map[writerKey]*hourFile{},
 	}
 	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	payload := string(make([]byte, 1000))
@@ -40,7 +40,7 @@ func TestHourWritersCapMemory(t *testing.T) {
 		}
 		col := b.NewArray()
 		rec := array.NewRecord(schema, []arrow.Array{col}, 100)
-		if err := hw.write(base.Add(time.Duration(batch%48)*time.Hour), rec, offs); err != nil {
+		if err := hw.write(base.Add(time.Duration(batch%48)*time.Hour), nil, rec, offs); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()
