@@ -408,7 +408,7 @@ func (d Def) validate(dir string) (*Job, *FieldError) {
 	}
 	if err := spec.Validate(); err != nil {
 		field := "format"
-		for _, f := range []string{"topics_regex", "time_zone", "avro_schema", "table_format", "partition_by", "catalog", "schema"} {
+		for _, f := range []string{"topics_regex", "time_zone", "avro_schema", "partition_by", "catalog", "table_format", "schema"} {
 			if strings.Contains(err.Error(), "--"+strings.ReplaceAll(f, "_", "-")) {
 				field = f
 				break

@@ -177,6 +177,24 @@ func TestLoadIcebergIdentity(t *testing.T) {
 		t.Fatalf("Java planned %d of %d files for type = 'page', pyiceberg %d of %d", j.FilesEqual, j.Files, f.Planned, f.Files)
 	}
 
+	// A compaction merges files of the same values only, and a backfill
+	// inside the merged files (an overwrite rewriting them without its
+	// rows) keeps each copy's values: the same rows, pruned the same way.
+	if out, err := tributary(t, nil, "lake", "compact", "--target", target, "visits"); err != nil || !strings.Contains(out, "compacted") {
+		t.Fatalf("lake compact: %v\n%s", err, out)
+	}
+	if out, err := tributary(t, nil, "load", "backfill", "-b", b.Addr(), "--topic", "visits", "--partition", "0", "--from", "10", "--to", "30",
+		"--target", target, "--schema", activitySchema, "--time-field", "timestamp", "--table-format", "iceberg", "--partition-by", "type,event",
+		"--lease-ttl", "3s", "--max-clock-skew", "0s", "--wait", "1m"); err != nil {
+		t.Fatalf("load backfill: %v\n%s", err, out)
+	}
+	checkTableOnce(t, readIceberg(t, target, "visits"), hwm)
+	f2 := readFiltered(t, dir+"/visits", "type", "page")
+	if f2.Files >= f.Files || f2.Planned != f2.PlannedWant || f2.Rows != pages || len(f2.Values) != 1 || len(f2.Partitions) != len(f.Partitions) {
+		t.Fatalf("after compaction and backfill: %d files (%d before), %d partition tuples (%d before), type = 'page' planned %d (%d hold pages), read %d rows of %v (want %d)",
+			f2.Files, f.Files, len(f2.Partitions), len(f.Partitions), f2.Planned, f2.PlannedWant, f2.Rows, f2.Values, pages)
+	}
+
 	// Other partition columns: refused at plan time, nothing written.
 	produce(t, b.Addr(), "visits", 2*n, 10, 0, &want)
 	other := append([]string(nil), args...)
