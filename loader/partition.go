@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/apache/arrow/go/v15/arrow/compute"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
@@ -216,24 +217,36 @@ func (g *groupWriter) write(rec arrow.Record, offsets, times []int64) error {
 		}
 		prev = k
 	}
+	if runs != len(groups) {
+		// Interleaved: one Take puts each group's rows together, in order,
+		// and the groups are slices of that.
+		perm := make([]int32, 0, len(times))
+		for _, k := range order {
+			perm = append(perm, groups[k].rows...)
+		}
+		sorted, err := take(rec, perm)
+		if err != nil {
+			return err
+		}
+		defer sorted.Release()
+		at := int32(0)
+		for _, k := range order {
+			gr := groups[k]
+			n := int32(len(gr.rows))
+			for i := range gr.rows {
+				gr.rows[i] = at + int32(i) // now rows of sorted
+			}
+			at += n
+		}
+		rec = sorted
+		offsets = permute(offsets, perm)
+	}
 	for _, k := range order {
 		gr := groups[k]
-		offs := make([]int64, len(gr.rows))
-		for i, r := range gr.rows {
-			offs[i] = offsets[r]
-		}
-		var part arrow.Record
-		if runs == len(groups) {
-			// Each group is one run of rows: a slice, no copy.
-			first := int64(gr.rows[0])
-			part = rec.NewSlice(first, first+int64(len(gr.rows)))
-		} else {
-			var err error
-			if part, err = take(rec, gr.rows); err != nil {
-				return err
-			}
-		}
-		err := g.hw.write(gr.hour, gr.values, part, offs)
+		first := int64(gr.rows[0])
+		end := first + int64(len(gr.rows))
+		part := rec.NewSlice(first, end)
+		err := g.hw.write(gr.hour, gr.values, part, offsets[first:end])
 		part.Release()
 		if err != nil {
 			return err
@@ -242,18 +255,105 @@ func (g *groupWriter) write(rec arrow.Record, offsets, times []int64) error {
 	return nil
 }
 
-// take copies the rows of rec at the indices.
+// permute is xs in the order of perm.
+func permute(xs []int64, perm []int32) []int64 {
+	out := make([]int64, len(perm))
+	for i, j := range perm {
+		out[i] = xs[j]
+	}
+	return out
+}
+
+// take copies the rows of rec at the indices, column by column (gather).
 func take(rec arrow.Record, rows []int32) (arrow.Record, error) {
 	b := array.NewInt32Builder(memory.DefaultAllocator)
 	defer b.Release()
 	b.AppendValues(rows, nil)
 	idx := b.NewArray()
 	defer idx.Release()
-	d, err := compute.Take(context.Background(), *compute.DefaultTakeOptions(), compute.NewDatum(rec), compute.NewDatum(idx))
-	if err != nil {
-		return nil, fmt.Errorf("splitting rows by partition: %w", err)
+	cols := make([]arrow.Array, rec.NumCols())
+	release := func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
 	}
-	return d.(*compute.RecordDatum).Value, nil
+	for i := range cols {
+		c, err := gather(rec.Column(i), rows, idx)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("splitting rows by partition: column %s: %w", rec.ColumnName(i), err)
+		}
+		cols[i] = c
+	}
+	out := array.NewRecord(rec.Schema(), cols, int64(len(rows)))
+	release()
+	return out, nil
+}
+
+// gather is arr's values at rows. Arrow's Take (v15) grows a string
+// column's data buffer value by value, to the exact size each time, so its
+// cost grows with the square of the rows taken: strings, and structs for
+// their strings, are gathered here, into buffers sized once; fixed-width
+// types go to Take.
+func gather(arr arrow.Array, rows []int32, idx arrow.Array) (arrow.Array, error) {
+	switch a := arr.(type) {
+	case *array.String:
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		defer b.Release()
+		total := 0
+		for _, r := range rows {
+			total += a.ValueLen(int(r))
+		}
+		b.Reserve(len(rows))
+		b.ReserveData(total)
+		for _, r := range rows {
+			if a.IsNull(int(r)) {
+				b.AppendNull()
+			} else {
+				b.Append(a.Value(int(r)))
+			}
+		}
+		return b.NewArray(), nil
+	case *array.Struct:
+		children := make([]arrow.ArrayData, a.NumField())
+		defer func() {
+			for _, c := range children {
+				if c != nil {
+					c.Release()
+				}
+			}
+		}()
+		for f := range children {
+			c, err := gather(a.Field(f), rows, idx)
+			if err != nil {
+				return nil, err
+			}
+			children[f] = c.Data()
+			children[f].Retain()
+			c.Release()
+		}
+		var valid *memory.Buffer
+		nulls := 0
+		if a.NullN() > 0 {
+			valid = memory.NewResizableBuffer(memory.DefaultAllocator)
+			valid.Resize(int(bitutil.BytesForBits(int64(len(rows)))))
+			bits := valid.Bytes()
+			for i, r := range rows {
+				if a.IsNull(int(r)) {
+					nulls++
+				} else {
+					bitutil.SetBit(bits, i)
+				}
+			}
+			defer valid.Release()
+		}
+		data := array.NewData(a.DataType(), len(rows), []*memory.Buffer{valid}, children, nulls, 0)
+		defer data.Release()
+		return array.MakeFromData(data), nil
+	}
+	return compute.TakeArray(context.Background(), arr, idx)
 }
 
 // identityKey names row r's value of col, nulls apart from every value.

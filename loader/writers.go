@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -115,10 +116,14 @@ func (hw *hourWriters) capMemory() error {
 func (hw *hourWriters) create(hour time.Time) (*hourFile, error) {
 	hw.seq++
 	tmp := fmt.Sprintf("%s/%06d.parquet.tmp", hw.dir, hw.seq)
-	f, err := hw.fs.Create(tmp)
+	raw, err := hw.fs.Create(tmp)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s/%s: %w", hw.fs, tmp, err)
 	}
+	// The Parquet footer is written field by field: unbuffered, each
+	// field was a system call on a local disk, and a unit split by
+	// identity values completes many files.
+	f := &bufferedFile{Writer: bufio.NewWriterSize(raw, 256<<10), f: raw}
 	w, err := parquet.NewWriter(f, hw.schema, hw.opts)
 	if err != nil {
 		f.Close()
@@ -178,4 +183,18 @@ func (hw *hourWriters) abort() {
 		f.f.Close()
 		delete(hw.open, k)
 	}
+}
+
+// bufferedFile is a file written through a buffer, flushed on Close.
+type bufferedFile struct {
+	*bufio.Writer
+	f io.WriteCloser
+}
+
+func (b *bufferedFile) Close() error {
+	err := b.Flush()
+	if cerr := b.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
