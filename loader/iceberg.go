@@ -353,10 +353,7 @@ func (l *Loader) refuseTableBackfill(spec Spec) error {
 		return nil
 	}
 	for _, t := range spec.Topics {
-		if spec.Catalog != "" {
-			continue // the SQL catalog is refused without --table-format iceberg
-		}
-		if _, err := l.FS.Stat(t + "/metadata/version-hint.text"); err == nil {
+		if hasTableMetadata(l.FS, t) {
 			return fmt.Errorf("topic %s has an Iceberg table at %s/%s: a plain backfill would remove files its snapshots refer to; backfill it with --table-format iceberg (an overwrite snapshot)", t, l.FS, t)
 		}
 	}
@@ -495,4 +492,20 @@ func newTableFile(f FileEntry) (iceberg.NewFile, error) {
 	}
 	return iceberg.NewFile{Path: f.Path, Records: f.Rows, Bytes: f.Bytes, Hour: int32(f.Hour / int64(time.Hour/time.Millisecond)),
 		Identity: f.Identity.fields()}, nil
+}
+
+// hasTableMetadata says whether the topic's directory has an Iceberg
+// table's metadata, kept by either catalog (version-hint.text, or only
+// the metadata files a SQL catalog's rows point at).
+func hasTableMetadata(fs iceberg.FS, topic string) bool {
+	ents, err := fs.ReadDir(topic + "/metadata")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Name() == "version-hint.text" || strings.HasSuffix(e.Name(), ".metadata.json") && !strings.HasPrefix(e.Name(), ".") {
+			return true
+		}
+	}
+	return false
 }

@@ -290,6 +290,14 @@ func TestLoadIcebergSQLCatalog(t *testing.T) {
 		t.Fatalf("lake tables through the catalog: %v\n%s", err, out)
 	}
 
+	// A plain backfill would delete files the table reads, though the
+	// directory has no version-hint.text: refused.
+	out, err = tributary(t, nil, "load", "backfill", "-b", b.Addr(), "--topic", "signups", "--partition", "0", "--from", "0", "--to", "10",
+		"--target", target, "--schema", activitySchema, "--time-field", "timestamp")
+	if err == nil || !strings.Contains(out, "has an Iceberg table") {
+		t.Fatalf("a plain backfill of a SQL catalog's table: want it refused, got %v\n%s", err, out)
+	}
+
 	// Without the catalog the directory holds no Hadoop table: refused.
 	produce(t, b.Addr(), "signups", 2*n, 10, 0, &want)
 	plain := append([]string(nil), args...)
