@@ -290,6 +290,20 @@ func TestLoadIcebergSQLCatalog(t *testing.T) {
 		t.Fatalf("lake tables through the catalog: %v\n%s", err, out)
 	}
 
+	// Maintenance through the catalog: a compaction's replace snapshot
+	// swaps the row too, and the table reads the same.
+	if out, err := tributary(t, nil, "lake", "compact", "--target", target, "--catalog", "sql:"+db, "signups"); err != nil || !strings.Contains(out, "compacted") {
+		t.Fatalf("lake compact through the catalog: %v\n%s", err, out)
+	}
+	tbl, err = cat.Load("signups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := tbl.Metadata.Current().Summary["operation"]; op != "replace" || len(tbl.Metadata.Snapshots) != 3 {
+		t.Fatalf("after lake compact: %d snapshots, the current one a %q", len(tbl.Metadata.Snapshots), op)
+	}
+	checkTableOnce(t, readIcebergAt(t, dir+"/"+tbl.File), hwm)
+
 	// A plain backfill would delete files the table reads, though the
 	// directory has no version-hint.text: refused.
 	out, err = tributary(t, nil, "load", "backfill", "-b", b.Addr(), "--topic", "signups", "--partition", "0", "--from", "0", "--to", "10",
