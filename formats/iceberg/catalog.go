@@ -193,6 +193,11 @@ func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColum
 	} else if !errors.Is(err, ErrNoTable) {
 		return nil, err
 	}
+	if c.Pointer != nil {
+		if err := c.ForeignMetadata(dir); err != nil {
+			return nil, err
+		}
+	}
 	spec := PartitionSpec{ID: 0, Fields: []PartitionField{}}
 	lastPartition := 999 // partition field ids start at 1000
 	if timeColumn != "" {

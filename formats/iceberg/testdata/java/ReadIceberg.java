@@ -15,6 +15,7 @@ import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.hadoop.HadoopTables;
 import org.apache.iceberg.jdbc.JdbcCatalog;
@@ -42,9 +43,9 @@ import org.apache.iceberg.types.Types;
  * the files planned for that equality are counted too]
  *
  * <table> is a location (file:///..., hdfs://...) read by HadoopTables, or
- * jdbc:sqlite:<file>#<warehouse>#<table name>: a table of the loader's SQL
- * catalog, loaded through iceberg-core's JdbcCatalog (catalog "tributary",
- * the empty namespace).
+ * jdbc:sqlite:<file>#<warehouse>#<namespace>#<table name>: a table of the
+ * loader's SQL catalog, loaded through iceberg-core's JdbcCatalog (catalog
+ * "tributary"); the table name may hold dots (a Kafka topic web.clicks).
  */
 public final class ReadIceberg {
   private ReadIceberg() {}
@@ -143,11 +144,11 @@ public final class ReadIceberg {
     if (!where.startsWith("jdbc:")) {
       return new HadoopTables(new Configuration()).load(where);
     }
-    String[] parts = where.split("#", 3);
+    String[] parts = where.split("#", 4);
     JdbcCatalog catalog = new JdbcCatalog();
     catalog.setConf(new Configuration());
     catalog.initialize("tributary", Map.of("uri", parts[0], "warehouse", parts[1]));
-    return catalog.loadTable(TableIdentifier.of(parts[2]));
+    return catalog.loadTable(TableIdentifier.of(Namespace.of(parts[2]), parts[3]));
   }
 
   /** The [partition, offset] pairs of a snapshot's rows, as a JSON array. */
