@@ -49,7 +49,7 @@ type Def struct {
 	AllowGaps      bool          `yaml:"allow_gaps" json:"allowGaps,omitempty"`
 	TableFormat    string        `yaml:"table_format" json:"tableFormat,omitempty"` // parquet or iceberg
 	PartitionBy    []string      `yaml:"partition_by" json:"partitionBy,omitempty"` // identity partition columns of the tables
-	Catalog        string        `yaml:"catalog" json:"catalog,omitempty"`          // hadoop or sql:<dsn>
+	Catalog        string        `yaml:"catalog" json:"catalog,omitempty"`          // hadoop or sql:<file>[#<namespace>]
 
 	// Maintenance, when set, makes the job a table maintenance job
 	// (maintain.go): these actions on the Iceberg tables of its topics,

@@ -68,9 +68,11 @@ func (s *Settings) validateTable() error {
 	default:
 		return fmt.Errorf("--table-format %q: want parquet or iceberg", s.TableFormat)
 	}
-	if err := ValidCatalog(s.Catalog); err != nil {
+	c, err := NormalizeCatalog(s.Catalog)
+	if err != nil {
 		return err
 	}
+	s.Catalog = c
 	if s.Catalog == CatalogHadoop {
 		s.Catalog = ""
 	}

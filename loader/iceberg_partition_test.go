@@ -221,18 +221,18 @@ func TestLoadIcebergIdentity(t *testing.T) {
 func TestLoadIcebergSQLCatalog(t *testing.T) {
 	t.Parallel()
 	b := testbroker.Start(t)
-	testbroker.CreateTopic(t, b.Addr(), "signups", 2)
+	testbroker.CreateTopic(t, b.Addr(), "web.signups", 2)
 	dir := t.TempDir()
 	target := "file://" + dir
 	db := filepath.Join(t.TempDir(), "catalog.db")
 	var want produced
 	n := sized(2_000)
-	args := []string{"--target", target, "-b", b.Addr(), "--topics", "signups", "--schema", activitySchema, "--time-field", "timestamp",
+	args := []string{"--target", target, "-b", b.Addr(), "--topics", "web.signups", "--schema", activitySchema, "--time-field", "timestamp",
 		"--table-format", "iceberg", "--catalog", "sql:" + db, "--max-records-per-unit", fmt.Sprint(n / 2),
 		"--lease-ttl", "3s", "--max-clock-skew", "0s", "--wait", "1m"}
-	produce(t, b.Addr(), "signups", 0, n, 0, &want)
+	produce(t, b.Addr(), "web.signups", 0, n, 0, &want)
 	mustLoad(t, args...)
-	produce(t, b.Addr(), "signups", n, n/2, 0, &want)
+	produce(t, b.Addr(), "web.signups", n, n/2, 0, &want)
 	mustCrash(t, "iceberg-committed", args...)
 	mustLoad(t, args...)
 
@@ -244,9 +244,9 @@ func TestLoadIcebergSQLCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hwm := testbroker.HighWatermarks(t, b.Addr(), "signups")
-	checkStateAgrees(t, fs, cat, "signups", hwm)
-	tbl, err := cat.Load("signups")
+	hwm := testbroker.HighWatermarks(t, b.Addr(), "web.signups")
+	checkStateAgrees(t, fs, cat, "web.signups", hwm)
+	tbl, err := cat.Load("web.signups")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,14 +260,14 @@ func TestLoadIcebergSQLCatalog(t *testing.T) {
 	}
 	defer conn.Close()
 	var ns, loc, prev string
-	if err := conn.QueryRow(`SELECT table_namespace, metadata_location, previous_metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_name = 'signups'`,
+	if err := conn.QueryRow(`SELECT table_namespace, metadata_location, previous_metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_name = 'web.signups'`,
 		loader.SQLCatalogName).Scan(&ns, &loc, &prev); err != nil {
 		t.Fatal(err)
 	}
-	if loc != target+"/"+tbl.File || prev == "" || prev == loc {
+	if ns != loader.DefaultNamespace || loc != target+"/"+tbl.File || prev == "" || prev == loc {
 		t.Fatalf("iceberg_tables row: %q %q %q; the table's file is %s", ns, loc, prev, tbl.File)
 	}
-	if _, err := fs.Stat("signups/metadata/version-hint.text"); err == nil {
+	if _, err := fs.Stat("web.signups/metadata/version-hint.text"); err == nil {
 		t.Fatal("the SQL catalog's table has a version-hint.text")
 	}
 
@@ -276,26 +276,26 @@ func TestLoadIcebergSQLCatalog(t *testing.T) {
 	if len(v.Snapshots) != 2 || v.Snapshots[1].Rows != int64(n+n/2) {
 		t.Fatalf("pyiceberg: %d snapshots: %+v", len(v.Snapshots), v.Snapshots)
 	}
-	j := readJava(t, "jdbc:sqlite:"+db+"#"+target+"#signups", "0")
+	j := readJava(t, "jdbc:sqlite:"+db+"#"+target+"#tributary#web.signups", "0")
 	checkTableOnce(t, &icebergView{Offsets: j.Current}, hwm)
 	if len(j.Snapshots) != 2 || j.Snapshots[1].ID != v.Snapshots[1].ID {
 		t.Fatalf("Java's JdbcCatalog sees snapshots %+v, pyiceberg %+v", j.Snapshots, v.Snapshots)
 	}
-	out, err := tributary(t, nil, "lake", "snapshots", "--target", target, "--catalog", "sql:"+db, "signups")
+	out, err := tributary(t, nil, "lake", "snapshots", "--target", target, "--catalog", "sql:"+db, "web.signups")
 	if err != nil || strings.Count(out, " default-") != 2 {
 		t.Fatalf("lake snapshots through the catalog: %v\n%s", err, out)
 	}
 	out, err = tributary(t, nil, "lake", "tables", "--target", target, "--catalog", "sql:"+db)
-	if err != nil || !strings.Contains(out, "signups ") {
+	if err != nil || !strings.Contains(out, "web.signups ") {
 		t.Fatalf("lake tables through the catalog: %v\n%s", err, out)
 	}
 
 	// Maintenance through the catalog: a compaction's replace snapshot
 	// swaps the row too, and the table reads the same.
-	if out, err := tributary(t, nil, "lake", "compact", "--target", target, "--catalog", "sql:"+db, "signups"); err != nil || !strings.Contains(out, "compacted") {
+	if out, err := tributary(t, nil, "lake", "compact", "--target", target, "--catalog", "sql:"+db, "web.signups"); err != nil || !strings.Contains(out, "compacted") {
 		t.Fatalf("lake compact through the catalog: %v\n%s", err, out)
 	}
-	tbl, err = cat.Load("signups")
+	tbl, err = cat.Load("web.signups")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,14 +306,14 @@ func TestLoadIcebergSQLCatalog(t *testing.T) {
 
 	// A plain backfill would delete files the table reads, though the
 	// directory has no version-hint.text: refused.
-	out, err = tributary(t, nil, "load", "backfill", "-b", b.Addr(), "--topic", "signups", "--partition", "0", "--from", "0", "--to", "10",
+	out, err = tributary(t, nil, "load", "backfill", "-b", b.Addr(), "--topic", "web.signups", "--partition", "0", "--from", "0", "--to", "10",
 		"--target", target, "--schema", activitySchema, "--time-field", "timestamp")
 	if err == nil || !strings.Contains(out, "has an Iceberg table") {
 		t.Fatalf("a plain backfill of a SQL catalog's table: want it refused, got %v\n%s", err, out)
 	}
 
 	// Without the catalog the directory holds no Hadoop table: refused.
-	produce(t, b.Addr(), "signups", 2*n, 10, 0, &want)
+	produce(t, b.Addr(), "web.signups", 2*n, 10, 0, &want)
 	plain := append([]string(nil), args...)
 	for i := range plain {
 		if plain[i] == "sql:"+db {
@@ -327,7 +327,7 @@ func TestLoadIcebergSQLCatalog(t *testing.T) {
 	}
 	t.Logf("refused in %v", time.Since(start))
 	mustLoad(t, args...)
-	checkStateAgrees(t, fs, cat, "signups", testbroker.HighWatermarks(t, b.Addr(), "signups"))
+	checkStateAgrees(t, fs, cat, "web.signups", testbroker.HighWatermarks(t, b.Addr(), "web.signups"))
 }
 
 // readIcebergAt reads a table with pyiceberg from a metadata file.

@@ -131,7 +131,7 @@ func (l *Loader) checkTables(p *Plan) error {
 		}
 		t, err := cat.Load(topic)
 		if errors.Is(err, iceberg.ErrNoTable) {
-			if err := l.checkOtherCatalog(p.Catalog, topic); err != nil {
+			if err := l.checkOtherCatalog(cat, p.Catalog, topic); err != nil {
 				return err
 			}
 			continue

@@ -41,7 +41,7 @@ of "tributary jobs serve" does on a schedule, docs/iceberg.md).`,
 	cmd.PersistentFlags().StringVar(&opts.User, "hdfs-user", "", "HDFS user to read as (default $HADOOP_USER_NAME, else the OS user)")
 	addKerberosFlags(cmd.PersistentFlags(), &opts.Kerberos)
 	var catalogFlag string
-	cmd.PersistentFlags().StringVar(&catalogFlag, "catalog", loader.CatalogHadoop, "where the tables' current versions are kept, as the loader was told: hadoop or sql:<SQLite database file>")
+	cmd.PersistentFlags().StringVar(&catalogFlag, "catalog", loader.CatalogHadoop, "where the tables' current versions are kept, as the loader was told: hadoop or sql:<SQLite database file>[#<namespace>]")
 	catalog := func() (*iceberg.Catalog, func(), error) {
 		if err := loader.ValidCatalog(catalogFlag); err != nil {
 			return nil, nil, err

@@ -1,0 +1,114 @@
+package loader
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tributary-io/tributary/formats/iceberg"
+	"github.com/tributary-io/tributary/internal/fsys"
+)
+
+// A table kept in SQL catalog A; a plan naming SQL catalog B (another
+// scheduler host's own file, a restored database). Both the plan-time
+// check and a resumed plan's commit refuse, and the table's directory
+// keeps one line of metadata.
+func TestSQLCatalogWithoutTheRow(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fs, err := fsys.Open(filepath.Join(dir, "lake"), fsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	schema := "name: t\nversion: 1\nfields:\n  - name: id\n    type: string\n"
+	p := &Plan{Run: "r1", Job: "j", Kind: "load", Settings: Settings{Format: FormatJSON, TableFormat: TableIceberg, Catalog: "sql:" + filepath.Join(dir, "a.db")},
+		Schemas: map[string]string{"t": schema},
+		Units:   []Unit{{Topic: "t", Partition: 0, From: 0, To: 10}},
+		Next:    map[string]map[int32]int64{"t": {0: 10}}}
+	l := &Loader{FS: fs}
+	hour := int64(490000) * 3600_000
+	if err := l.commitTables(p, &Manifest{Files: []FileEntry{{Path: "t/a.parquet", Topic: "t", First: 0, Last: 9, Rows: 10, Bytes: 1, Hour: hour}}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := fs.ReadDir("t/metadata")
+
+	q := *p
+	q.Run, q.Catalog = "r2", "sql:"+filepath.Join(dir, "b.db")
+	q.Units = []Unit{{Topic: "t", Partition: 0, From: 10, To: 20}}
+	q.Next = map[string]map[int32]int64{"t": {0: 20}}
+	err = l.checkTables(&q)
+	if err == nil || !strings.Contains(err.Error(), "another table's metadata") {
+		t.Fatalf("planning with a catalog without the table's row: %v; want it refused", err)
+	}
+	t.Log(err)
+	err = l.commitTables(&q, &Manifest{Files: []FileEntry{{Path: "t/b.parquet", Topic: "t", First: 10, Last: 19, Rows: 10, Bytes: 1, Hour: hour}}})
+	if err == nil || !strings.Contains(err.Error(), "another table's metadata") {
+		t.Fatalf("a resumed plan's commit with a catalog without the table's row: %v; want it refused", err)
+	}
+	after, _ := fs.ReadDir("t/metadata")
+	if len(after) != len(before) {
+		t.Fatalf("metadata/ had %d files, now %d", len(before), len(after))
+	}
+
+	// A Hadoop table's directory is refused the same way.
+	h := *p
+	h.Catalog = ""
+	h.Schemas = map[string]string{"h": schema}
+	h.Units = []Unit{{Topic: "h", Partition: 0, From: 0, To: 10}}
+	h.Next = map[string]map[int32]int64{"h": {0: 10}}
+	if err := l.commitTables(&h, &Manifest{Files: []FileEntry{{Path: "h/a.parquet", Topic: "h", First: 0, Last: 9, Rows: 10, Bytes: 1, Hour: hour}}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Catalog, h.Run = q.Catalog, "r3"
+	if err := l.checkTables(&h); err == nil || !strings.Contains(err.Error(), "version-hint.text") {
+		t.Fatalf("a Hadoop table through a SQL catalog: %v; want it refused naming version-hint.text", err)
+	}
+}
+
+// A relative database path is made absolute before a plan stores it (a
+// resume from another directory opens the same file); a database in
+// memory is refused; the namespace after # is kept.
+func TestNormalizeCatalog(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"":                           "",
+		"hadoop":                     "hadoop",
+		"sql:/x/c.db":                "sql:/x/c.db",
+		"sql:c.db":                   "sql:" + filepath.Join(wd, "c.db"),
+		"sql:file:c.db?_pragma=a(1)": "sql:file:" + filepath.Join(wd, "c.db") + "?_pragma=a(1)",
+		"sql:c.db#lake":              "sql:" + filepath.Join(wd, "c.db") + "#lake",
+	} {
+		if got, err := NormalizeCatalog(in); got != want || err != nil {
+			t.Errorf("%q: %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"sql:", "sql::memory:", "sql:file::memory:?cache=shared", "sql:file:x?mode=memory", "sql:c.db#", "sql:c.db#a b", "mysql:x"} {
+		if got, err := NormalizeCatalog(in); err == nil {
+			t.Errorf("%q: %q; want it refused", in, got)
+		}
+	}
+	s := &Settings{TableFormat: TableIceberg, Format: FormatJSON, Catalog: "sql:c.db"}
+	if err := s.validateTable(); err != nil || s.Catalog != "sql:"+filepath.Join(wd, "c.db") {
+		t.Fatalf("validateTable: %q, %v", s.Catalog, err)
+	}
+	fs, err := fsys.Open(t.TempDir(), fsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	db := filepath.Join(t.TempDir(), "c.db")
+	for cat, ns := range map[string]string{"sql:" + db: DefaultNamespace, "sql:" + db + "#lake": "lake"} {
+		c, err := OpenCatalog(fs, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Pointer.(*iceberg.SQLCatalog).Namespace; got != ns {
+			t.Errorf("%s: namespace %q, want %q", cat, got, ns)
+		}
+	}
+}
