@@ -112,3 +112,17 @@ func TestNormalizeCatalog(t *testing.T) {
 		}
 	}
 }
+
+// --partition-by names a column the loader adds: refused with the reason.
+func TestPartitionByMetadataColumns(t *testing.T) {
+	for col, why := range map[string]string{"_offset": "file of one row", "_partition": "one Kafka partition", "_event_time": "by its hour already"} {
+		s := &Settings{TableFormat: TableIceberg, Format: FormatJSON, PartitionBy: []string{"type", col}}
+		if err := s.validateTable(); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("--partition-by type,%s: %v; want it refused (%s)", col, err, why)
+		}
+	}
+	s := &Settings{TableFormat: TableIceberg, Format: FormatJSON, PartitionBy: []string{"type"}}
+	if err := s.validateTable(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -72,6 +72,10 @@ func (s *Settings) validatePartitionBy() error {
 			return fmt.Errorf("--partition-by %q: want the names of top-level columns, comma-separated (identity partitioning by their values)", c)
 		case c == eventTimeColumn:
 			return fmt.Errorf("--partition-by %s: the table is partitioned by its hour already", c)
+		case c == offsetColumn:
+			return fmt.Errorf("--partition-by %s: every record has its own offset, so each would be a file of one row; partition by a column with few distinct values", c)
+		case c == partitionColumn:
+			return fmt.Errorf("--partition-by %s: a unit reads one Kafka partition, so its files hold one value already, and readers filter on the column without a partition field", c)
 		case seen[c]:
 			return fmt.Errorf("--partition-by: %s is named twice", c)
 		}
