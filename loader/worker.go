@@ -177,6 +177,10 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 	if res.Files, err = hw.close(); err != nil {
 		return nil, err
 	}
+	if len(p.PartitionBy) > 0 && hw.Combinations() > manyCombinations {
+		l.log().Warn("--partition-by: the unit's rows had more than this many combinations of hour and partition values, so its files are many and small; partition by a column with fewer distinct values",
+			"combinations", manyCombinations, "columns", strings.Join(p.PartitionBy, ","), "topic", u.Topic, "partition", u.Partition, "files", len(res.Files))
+	}
 	for _, f := range res.Files {
 		res.Bytes += f.Bytes
 	}

@@ -37,7 +37,57 @@ type hourWriters struct {
 	open  map[writerKey]*hourFile
 	files []FileEntry
 	seq   int
+	// fileCost estimates what an open file holds besides its pending
+	// rows (fileCost): counted against maxMemory per open file, so that
+	// many identity values at once make smaller files, not an
+	// out-of-memory.
+	fileCost int64
+	// distinct counts the (hour, values) combinations the unit met, up
+	// to manyCombinations: past it the worker warns.
+	distinct map[writerKey]struct{}
 }
+
+// Per open file: the write buffer, and an estimate of the writer's state
+// (its column encoders' buffers, per leaf column, and the rest).
+// TestHourWritersManyValues checks the heap against the cap with it: 4,000
+// values under 8 MiB grew it by 21 MiB at most (was 425 MiB uncounted,
+// with a 256 KiB buffer per file).
+const (
+	fileBuffer     = 64 << 10
+	fileBaseCost   = 32 << 10
+	leafColumnCost = 64 << 10
+	// maxOpenFiles caps a unit's open files whatever the memory cap: each
+	// is a file descriptor (an HDFS pipeline on HDFS).
+	maxOpenFiles = 512
+	// manyCombinations of hour and identity values in one unit say the
+	// partition column has too many distinct values for files: most are
+	// small (docs/iceberg.md).
+	manyCombinations = 1000
+)
+
+// costOfFile is the estimate of an open file of schema, beside its rows.
+func costOfFile(schema *arrow.Schema) int64 {
+	return fileBuffer + fileBaseCost + leafColumnCost*int64(leafColumns(schema.Fields()))
+}
+
+func leafColumns(fields []arrow.Field) int {
+	n := 0
+	for _, f := range fields {
+		switch t := f.Type.(type) {
+		case *arrow.StructType:
+			n += leafColumns(t.Fields())
+		case arrow.ListLikeType:
+			n += leafColumns([]arrow.Field{t.ElemField()})
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// Combinations is how many (hour, identity values) combinations the
+// unit's rows had, counted up to manyCombinations+1.
+func (hw *hourWriters) Combinations() int { return len(hw.distinct) }
 
 // writerKey names an open file: its hour (Unix ms) and identity values.
 type writerKey struct {
@@ -68,6 +118,16 @@ func (hw *hourWriters) write(hour time.Time, values IdentityValues, rec arrow.Re
 	}
 	f := hw.open[key]
 	if f == nil {
+		if hw.distinct == nil {
+			hw.distinct = map[writerKey]struct{}{}
+		}
+		if len(hw.distinct) <= manyCombinations {
+			hw.distinct[key] = struct{}{}
+		}
+		// Room for one more open file first: the cap holds with it.
+		if err := hw.capMemory(1); err != nil {
+			return err
+		}
 		var err error
 		if f, err = hw.create(hour); err != nil {
 			return err
@@ -88,29 +148,38 @@ func (hw *hourWriters) write(hour time.Time, values IdentityValues, rec arrow.Re
 	if f.w.Bytes()+f.w.Buffered() >= hw.target {
 		return hw.complete(key)
 	}
-	return hw.capMemory()
+	return hw.capMemory(0)
 }
 
-// capMemory completes the largest files until the open ones hold less than
-// the cap.
-func (hw *hourWriters) capMemory() error {
-	for {
-		var total, most int64
+// capMemory completes the files holding the most rows until the open
+// ones, and extra files about to be opened, hold less than the cap (rows
+// pending in the writers and each file's fileCost) and are at most
+// maxOpenFiles.
+func (hw *hourWriters) capMemory(extra int) error {
+	if hw.fileCost == 0 {
+		hw.fileCost = costOfFile(hw.schema)
+	}
+	for len(hw.open) > 0 {
+		n := len(hw.open) + extra
+		total := int64(n) * hw.fileCost
+		// The file holding the most rows in memory; when none holds any
+		// (all written out), the one with the most bytes in its file.
+		most, written := int64(-1), int64(-1)
 		var largest writerKey
-		found := false
 		for k, f := range hw.open {
 			total += f.pending
-			if f.pending > most {
-				most, largest, found = f.pending, k, true
+			if b := f.w.Bytes(); f.pending > most || f.pending == most && b > written {
+				most, written, largest = f.pending, b, k
 			}
 		}
-		if total <= hw.maxMemory || !found {
+		if total <= hw.maxMemory && n <= maxOpenFiles {
 			return nil
 		}
 		if err := hw.complete(largest); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 func (hw *hourWriters) create(hour time.Time) (*hourFile, error) {
@@ -123,7 +192,7 @@ func (hw *hourWriters) create(hour time.Time) (*hourFile, error) {
 	// The Parquet footer is written field by field: unbuffered, each
 	// field was a system call on a local disk, and a unit split by
 	// identity values completes many files.
-	f := &bufferedFile{Writer: bufio.NewWriterSize(raw, 256<<10), f: raw}
+	f := &bufferedFile{Writer: bufio.NewWriterSize(raw, fileBuffer), f: raw}
 	w, err := parquet.NewWriter(f, hw.schema, hw.opts)
 	if err != nil {
 		f.Close()
