@@ -126,3 +126,34 @@ func TestPartitionByMetadataColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A plan with a catalog or partition columns is written as version 2, so
+// that an older loader refuses it instead of ignoring them; other plans
+// stay version 1, and a version-1 plan still loads.
+func TestPlanVersionForCatalog(t *testing.T) {
+	for _, c := range []struct {
+		s    Settings
+		want int
+	}{
+		{Settings{TableFormat: TableIceberg}, 1},
+		{Settings{TableFormat: TableIceberg, Catalog: "sql:/x.db"}, 2},
+		{Settings{TableFormat: TableIceberg, PartitionBy: []string{"type"}}, 2},
+	} {
+		p := &Plan{Version: 1, Run: "r", Settings: c.s, Units: []Unit{{Topic: "t", From: 0, To: 1}}}
+		b, err := p.marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := parsePlan(b, "p")
+		if err != nil || q.Version != c.want {
+			t.Fatalf("%+v: version %v, %v; want %d", c.s, q, err, c.want)
+		}
+		// What a version-1 loader says of it.
+		if c.want > 1 && !strings.Contains(strings.ReplaceAll(string(b), " ", ""), `"version":2`) {
+			t.Fatalf("written as %s", b)
+		}
+	}
+	if _, err := parsePlan([]byte(`{"version":3,"run":"r","units":[]}`), "p"); err == nil || !strings.Contains(err.Error(), "upgrade tributary") {
+		t.Fatalf("a version-3 plan: %v", err)
+	}
+}
