@@ -1,10 +1,13 @@
 package loader
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary-io/tributary/formats/iceberg"
 	"github.com/tributary-io/tributary/internal/fsys"
@@ -155,5 +158,61 @@ func TestPlanVersionForCatalog(t *testing.T) {
 	}
 	if _, err := parsePlan([]byte(`{"version":3,"run":"r","units":[]}`), "p"); err == nil || !strings.Contains(err.Error(), "upgrade tributary") {
 		t.Fatalf("a version-3 plan: %v", err)
+	}
+}
+
+// The table was created with other identity columns between the plan and
+// its commit (another job on the topic): the commit refuses before it
+// moves any file, so the run is not stranded half in place.
+func TestCommitChecksTablesBeforeMoving(t *testing.T) {
+	t.Parallel()
+	fs, err := fsys.Open(t.TempDir(), fsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	l := &Loader{FS: fs}
+	p := &Plan{Run: "r1", Job: "j", Kind: "load", Settings: Settings{Format: FormatJSON, TableFormat: TableIceberg, PartitionBy: []string{"b"}},
+		Schemas: map[string]string{"t": "name: t\nversion: 1\nfields:\n  - name: a\n    type: string\n  - name: b\n    type: string\n"},
+		Units:   []Unit{{Topic: "t", Partition: 0, From: 0, To: 10}},
+		Next:    map[string]map[int32]int64{"t": {0: 10}}}
+	if err := l.checkTables(p); err != nil {
+		t.Fatal(err)
+	}
+	staged := unitDir(p.Run, 0) + "/att/x.parquet"
+	final := "t/dt=2026-12-01/hr=00/t+0+0+9.parquet"
+	w, err := fs.Create(staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	res := UnitResult{Unit: 0, Attempt: "att", Records: 10, Rows: 10, Files: []FileEntry{{Path: final, Staged: staged, Topic: "t", First: 0, Last: 9, Rows: 10, Bytes: 1,
+		Hour: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), Identity: IdentityValues{"b": "x"}}}}
+	b, _ := json.Marshal(res)
+	if err := fs.WriteFileAtomic(unitDone(p.Run, 0, "att"), b); err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile: the table, partitioned by a.
+	schema, err := fileSchema(p, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, last, _, err := iceberg.Evolve(schema, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&iceberg.Catalog{FS: fs}).Create("t", s, last, eventTimeColumn, nil, "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Commit(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), "moved none of its files") {
+		t.Fatalf("commit on a table of other columns: %v", err)
+	}
+	t.Log(err)
+	if _, err := fs.Stat(final); err == nil {
+		t.Fatal("the file was moved in place before the commit was refused")
+	}
+	if _, err := fs.Stat(staged); err != nil {
+		t.Fatalf("the staged file: %v", err)
 	}
 }
