@@ -2,10 +2,15 @@ package iceberg
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/tributary-io/tributary/internal/testbroker"
 )
 
 // Identity partition fields: the spec, the typed values of each manifest
@@ -112,5 +117,51 @@ func TestIdentityPartitions(t *testing.T) {
 	ts := testSchema(arrow.Field{Name: "seen", Type: &arrow.TimestampType{Unit: arrow.Microsecond}})
 	if _, _, err := c.Append(Append{Dir: "u", Schema: ts, TimeColumn: "_event_time", Identity: []string{"seen"}}); err == nil || !strings.Contains(err.Error(), "string, int, long or boolean") {
 		t.Fatalf("identity of a timestamp: %v", err)
+	}
+}
+
+// pyiceberg prunes by identity values of every type the writer takes: int
+// (negative), long (past 2^32, negative), boolean, string (non-ASCII,
+// empty) and null, each from the manifest's typed tuple.
+func TestIdentityPyiceberg(t *testing.T) {
+	t.Parallel()
+	c, root := localCatalog(t)
+	schema := testSchema(
+		arrow.Field{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		arrow.Field{Name: "big", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		arrow.Field{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true})
+	f := func(name string, n, big, flag, s any) NewFile {
+		return NewFile{Path: "t/" + name + ".parquet", Records: 1, Bytes: 1, Hour: 10,
+			Identity: map[string]any{"n": n, "big": big, "flag": flag, "s": s}}
+	}
+	_, _, err := c.Append(Append{Dir: "t", Schema: schema, TimeColumn: "_event_time", Identity: []string{"n", "big", "flag", "s"},
+		Files: []NewFile{f("a", int64(-5), int64(1<<40), true, "é"), f("b", int64(7), int64(-3), false, ""), f("c", nil, nil, nil, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := testbroker.Python(t, "pyiceberg")
+	out, err := exec.Command(py, filepath.Join(testbroker.RepoRoot(), "formats", "iceberg", "testdata", "prune_identity.py"), filepath.Join(root, "t")).Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("prune_identity.py: %v\n%s", err, stderr)
+	}
+	var got map[string][]string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := map[string]string{
+		"n=-5": "a", "n=7": "b", "n>0": "b", "n null": "c",
+		"big=2^40": "a", "big<0": "b",
+		"flag=true": "a", "flag=false": "b", "flag null": "c",
+		"s=é": "a", "s=''": "b", "s null": "c",
+	}
+	for k, w := range want {
+		if strings.Join(got[k], ",") != w {
+			t.Errorf("pyiceberg planned %v for %s; want %s", got[k], k, w)
+		}
 	}
 }
