@@ -38,6 +38,17 @@ type filterView struct {
 	PlannedWant int      `json:"planned_want"`
 	Rows        int      `json:"rows"`
 	Values      []string `json:"values"`
+	Checked     int      `json:"checked"`
+	Mismatched  []any    `json:"mismatched"`
+}
+
+// rowsMatchTuples fails unless every file's rows hold exactly the
+// identity values of its partition tuple.
+func (f *filterView) rowsMatchTuples(t *testing.T) {
+	t.Helper()
+	if f.Checked != f.Files || len(f.Mismatched) > 0 {
+		t.Fatalf("%d of %d files read; files whose rows differ from their partition tuple: %v", f.Checked, f.Files, f.Mismatched)
+	}
 }
 
 func readFiltered(t *testing.T, metadata, column, value string) *filterView {
@@ -168,6 +179,7 @@ func TestLoadIcebergIdentity(t *testing.T) {
 	if f.Rows != pages || len(f.Values) != 1 || f.Values[0] != "page" {
 		t.Fatalf("type = 'page' read %d rows of types %v; %d page events were produced", f.Rows, f.Values, pages)
 	}
+	f.rowsMatchTuples(t)
 	j := readJava(t, target+"/visits", "0", "type=page")
 	if len(j.Spec) != 3 || j.Spec[1].Transform != "identity" || j.Spec[2].Name != "event" || len(j.Snapshots) != 2 {
 		t.Fatalf("Java: spec %+v, %d snapshots", j.Spec, len(j.Snapshots))
@@ -194,6 +206,7 @@ func TestLoadIcebergIdentity(t *testing.T) {
 		t.Fatalf("after compaction and backfill: %d files (%d before), %d partition tuples (%d before), type = 'page' planned %d (%d hold pages), read %d rows of %v (want %d)",
 			f2.Files, f.Files, len(f2.Partitions), len(f.Partitions), f2.Planned, f2.PlannedWant, f2.Rows, f2.Values, pages)
 	}
+	f2.rowsMatchTuples(t)
 
 	// Other partition columns: refused at plan time, nothing written.
 	produce(t, b.Addr(), "visits", 2*n, 10, 0, &want)
