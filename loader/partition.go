@@ -344,6 +344,7 @@ func gather(arr arrow.Array, rows []int32, idx arrow.Array) (arrow.Array, error)
 			valid = memory.NewResizableBuffer(memory.DefaultAllocator)
 			valid.Resize(int(bitutil.BytesForBits(int64(len(rows)))))
 			bits := valid.Bytes()
+			clear(bits) // only the valid rows' bits are set below
 			for i, r := range rows {
 				if a.IsNull(int(r)) {
 					nulls++
