@@ -19,6 +19,11 @@ type NewFile struct {
 	// Hour is the file's partition value: hours since the Unix epoch (UTC)
 	// of every row's event time.
 	Hour int32
+	// Identity are the file's values of the table's identity partition
+	// fields, by field name (the column's), nil for null: every row of the
+	// file has them. Extra keys are ignored, so a rewrite may pass the
+	// partition tuple of the file it replaces.
+	Identity map[string]any
 }
 
 // Append describes one append commit.
@@ -30,7 +35,10 @@ type Append struct {
 	// TimeColumn is the timestamp column of the hours() partition spec of
 	// a new table.
 	TimeColumn string
-	Files      []NewFile
+	// Identity are the columns of the identity() partition fields that
+	// follow the hour in a new table's spec.
+	Identity []string
+	Files    []NewFile
 	// Summary is added to the snapshot's summary.
 	Summary map[string]string
 	// Done, if set, is asked on every attempt, with the table as it is
@@ -56,7 +64,7 @@ func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
 			if err != nil {
 				return err
 			}
-			_, err = c.Create(a.Dir, s, last, a.TimeColumn, nil)
+			_, err = c.Create(a.Dir, s, last, a.TimeColumn, nil, a.Identity...)
 			return err
 		},
 		done: a.Done,
@@ -175,26 +183,16 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	entries := make([]Entry, 0, len(a.Files))
 	stats := c.filesStats(a.Files, schema)
 	var rows, size int64
-	lo, hi := int32(0), int32(0)
 	for i, f := range a.Files {
-		part := map[string]any{}
-		for _, pf := range spec.Fields {
-			if pf.Transform != "hour" {
-				return nil, nil, fmt.Errorf("formats/iceberg: %s: partition transform %q is not supported by this writer", c.Location(a.Dir), pf.Transform)
-			}
-			part[pf.Name] = f.Hour
+		part, err := partitionOf(spec, f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", c.Location(a.Dir), err)
 		}
 		seq := snap.SequenceNumber
 		entries = append(entries, Entry{Status: 1, SnapshotID: &snap.ID, SequenceNumber: &seq, FileSequenceNumber: &seq,
 			File: withStats(DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}, stats[i])})
 		rows += f.Records
 		size += f.Bytes
-		if i == 0 || f.Hour < lo {
-			lo = f.Hour
-		}
-		if i == 0 || f.Hour > hi {
-			hi = f.Hour
-		}
 	}
 	var manifests []ManifestFile
 	if parent != nil {
@@ -224,11 +222,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 		}
 		mf := ManifestFile{Path: c.Location(name), Length: int64(len(b)), SpecID: int32(spec.ID),
 			SequenceNumber: snap.SequenceNumber, MinSequenceNumber: snap.SequenceNumber, AddedSnapshotID: snap.ID,
-			AddedFiles: int32(len(entries)), AddedRows: rows}
-		if len(spec.Fields) > 0 {
-			ps := []FieldSummary{{Lower: intBound(lo), Upper: intBound(hi)}}
-			mf.Partitions = &ps
-		}
+			AddedFiles: int32(len(entries)), AddedRows: rows, Partitions: partitionSummaries(spec, entries)}
 		manifests = append(manifests, mf)
 	}
 	b, err := encodeManifestList(&snap, manifests)

@@ -184,13 +184,19 @@ func (c *Catalog) exists(name string) bool {
 }
 
 // Create makes a new table in dir, with the schema and a partition spec of
-// hours(timeColumn) (no partitioning when timeColumn is empty). A table
-// that exists already is returned as it is.
-func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColumn string, props map[string]string) (*Table, error) {
+// hours(timeColumn) (no hour when timeColumn is empty), then
+// identity(<column>) for each of identity (partition.go). A table that
+// exists already is returned as it is.
+func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColumn string, props map[string]string, identity ...string) (*Table, error) {
 	if t, err := c.Load(dir); err == nil {
 		return t, nil
 	} else if !errors.Is(err, ErrNoTable) {
 		return nil, err
+	}
+	if c.Pointer != nil {
+		if err := c.ForeignMetadata(dir); err != nil {
+			return nil, err
+		}
 	}
 	spec := PartitionSpec{ID: 0, Fields: []PartitionField{}}
 	lastPartition := 999 // partition field ids start at 1000
@@ -201,6 +207,14 @@ func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColum
 		}
 		lastPartition++
 		spec.Fields = append(spec.Fields, PartitionField{SourceID: f.ID, FieldID: lastPartition, Name: timeColumn + "_hour", Transform: "hour"})
+	}
+	for _, col := range identity {
+		f, err := identityField(schema, col)
+		if err != nil {
+			return nil, err
+		}
+		lastPartition++
+		spec.Fields = append(spec.Fields, PartitionField{SourceID: f.ID, FieldID: lastPartition, Name: col, Transform: "identity"})
 	}
 	p := map[string]string{"schema.name-mapping.default": schema.NameMapping()}
 	for k, v := range props {

@@ -124,9 +124,9 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 		if len(hours) > 0 && !hours[h] {
 			continue
 		}
-		g := ""
+		g := identityKey(e, spec) // files of other identity values are other partitions
 		if topic, p, _, _, ok := OffsetRange(path.Base(e.File.Path)); ok {
-			g = topic + "+" + strconv.Itoa(int(p))
+			g += topic + "+" + strconv.Itoa(int(p))
 		}
 		groups[key{h, g}] = append(groups[key{h, g}], e)
 	}
@@ -152,7 +152,7 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 		sort.Slice(g, func(i, j int) bool {
 			return firstOffset(g[i]) < firstOffset(g[j]) || firstOffset(g[i]) == firstOffset(g[j]) && g[i].File.Path < g[j].File.Path
 		})
-		w := &rewriter{c: c, hour: k.hour, codec: codec, target: target, pending: pending}
+		w := &rewriter{c: c, hour: k.hour, identity: g[0].File.Partition, codec: codec, target: target, pending: pending}
 		inputs := c.prefetch(ctx, g)
 		for _, e := range g {
 			if err := ctx.Err(); err != nil {
@@ -288,10 +288,11 @@ func (c *Catalog) removeAll(files []NewFile) {
 // rewriter writes the rows of a group's files, in order, into files of
 // the target size, one schema per file.
 type rewriter struct {
-	c      *Catalog
-	hour   int32
-	codec  parquet.Codec
-	target int64
+	c        *Catalog
+	hour     int32
+	identity map[string]any // the group's partition tuple
+	codec    parquet.Codec
+	target   int64
 
 	cur      *outFile
 	done     []NewFile
@@ -412,7 +413,7 @@ func (r *rewriter) finish() error {
 	if err != nil {
 		return err
 	}
-	r.done = append(r.done, NewFile{Path: final, Records: stats.Rows, Bytes: st.Size(), Hour: r.hour})
+	r.done = append(r.done, NewFile{Path: final, Records: stats.Rows, Bytes: st.Size(), Hour: r.hour, Identity: r.identity})
 	return nil
 }
 

@@ -47,6 +47,7 @@ func (c *Catalog) overwriteFiles(live []Entry, f *OffsetFilter, spec PartitionSp
 		}
 		del = append(del, e.File.Path)
 		if kept > 0 {
+			nf.Identity = e.File.Partition // the copy's rows keep their values
 			add = append(add, nf)
 		}
 	}

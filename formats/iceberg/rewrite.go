@@ -123,7 +123,7 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	}
 	for _, e := range live {
 		if e.File.Partition != nil && len(spec.Fields) > 0 {
-			if _, ok := hourOf(e, spec); !ok {
+			if !hasPartition(e, spec) {
 				return nil, nil, nil, fmt.Errorf("formats/iceberg: %s: file %s is not of the table's partition spec %d: rewriting it is not supported", c.Location(r.Dir), e.File.Path, spec.ID)
 			}
 		}
@@ -188,9 +188,9 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	var addedRows, addedSize int64
 	stats := c.filesStats(adds, schema)
 	for i, f := range adds {
-		part := map[string]any{}
-		for _, pf := range spec.Fields {
-			part[pf.Name] = f.Hour
+		part, err := partitionOf(spec, f)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", c.Location(r.Dir), err)
 		}
 		entries = append(entries, Entry{Status: statusAdded, SnapshotID: &snap.ID, SequenceNumber: &seq, FileSequenceNumber: &seq,
 			File: withStats(DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}, stats[i])})
@@ -213,21 +213,8 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 		mf := ManifestFile{Path: c.Location(name), Length: int64(len(b)), SpecID: int32(spec.ID),
 			SequenceNumber: seq, MinSequenceNumber: minSeq, AddedSnapshotID: snap.ID,
 			AddedFiles: int32(len(adds)), ExistingFiles: int32(kept), DeletedFiles: int32(deleted),
-			AddedRows: addedRows, ExistingRows: totalRows - addedRows, DeletedRows: deletedRows}
-		if len(spec.Fields) > 0 {
-			var lo, hi int32
-			for i, e := range entries {
-				h, _ := hourOf(e, spec)
-				if i == 0 || h < lo {
-					lo = h
-				}
-				if i == 0 || h > hi {
-					hi = h
-				}
-			}
-			ps := []FieldSummary{{Lower: intBound(lo), Upper: intBound(hi)}}
-			mf.Partitions = &ps
-		}
+			AddedRows: addedRows, ExistingRows: totalRows - addedRows, DeletedRows: deletedRows,
+			Partitions: partitionSummaries(spec, entries)}
 		manifests = append(manifests, mf)
 	}
 	b, err := encodeManifestList(&snap, manifests)

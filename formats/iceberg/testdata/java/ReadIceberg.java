@@ -15,7 +15,10 @@ import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.hadoop.HadoopTables;
+import org.apache.iceberg.jdbc.JdbcCatalog;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.mapping.NameMapping;
 import org.apache.iceberg.mapping.NameMappingParser;
@@ -35,14 +38,20 @@ import org.apache.iceberg.types.Types;
  * mapping, falling back to column positions (it reads nulls for columns
  * whose position is not their id).
  *
- * Usage: ReadIceberg <table location, file:///...> <an event time in
- * microseconds: the files planned for _event_time below it are counted>
+ * Usage: ReadIceberg <table> <an event time in microseconds: the files
+ * planned for _event_time below it are counted> [<column>=<string value>:
+ * the files planned for that equality are counted too]
+ *
+ * <table> is a location (file:///..., hdfs://...) read by HadoopTables, or
+ * jdbc:sqlite:<file>#<warehouse>#<namespace>#<table name>: a table of the
+ * loader's SQL catalog, loaded through iceberg-core's JdbcCatalog (catalog
+ * "tributary"); the table name may hold dots (a Kafka topic web.clicks).
  */
 public final class ReadIceberg {
   private ReadIceberg() {}
 
   public static void main(String[] args) throws Exception {
-    Table table = new HadoopTables(new Configuration()).load(args[0]);
+    Table table = load(args[0]);
     long before = Long.parseLong(args[1]);
     StringBuilder out = new StringBuilder("{");
 
@@ -114,8 +123,32 @@ public final class ReadIceberg {
         files++;
       }
     }
-    out.append(",\"files\":").append(files).append('}');
+    out.append(",\"files\":").append(files);
+    if (args.length > 2) {
+      // Pruning by an identity partition value.
+      String[] kv = args[2].split("=", 2);
+      int equal = 0;
+      try (CloseableIterable<FileScanTask> tasks =
+          table.newScan().filter(Expressions.equal(kv[0], kv[1])).planFiles()) {
+        for (FileScanTask ignored : tasks) {
+          equal++;
+        }
+      }
+      out.append(",\"files_equal\":").append(equal);
+    }
+    out.append('}');
     System.out.println(out);
+  }
+
+  private static Table load(String where) {
+    if (!where.startsWith("jdbc:")) {
+      return new HadoopTables(new Configuration()).load(where);
+    }
+    String[] parts = where.split("#", 4);
+    JdbcCatalog catalog = new JdbcCatalog();
+    catalog.setConf(new Configuration());
+    catalog.initialize("tributary", Map.of("uri", parts[0], "warehouse", parts[1]));
+    return catalog.loadTable(TableIdentifier.of(Namespace.of(parts[2]), parts[3]));
   }
 
   /** The [partition, offset] pairs of a snapshot's rows, as a JSON array. */
