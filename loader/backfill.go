@@ -93,6 +93,9 @@ func (l *Loader) Backfill(ctx context.Context, spec Spec, r BackfillRange, paral
 	for lo := from; lo < to; lo += per {
 		p.Units = append(p.Units, Unit{Index: len(p.Units), Topic: r.Topic, Partition: r.Partition, From: lo, To: min(lo+per, to)})
 	}
+	if err := l.planFieldIDs(p); err != nil {
+		return nil, err
+	}
 	if err := l.fence(ctx); err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func (c *Catalog) evolveSchema(m, old *Metadata, dir string, want *arrow.Schema)
 	m.Schemas = append(append([]*Schema{}, old.Schemas...), schema)
 	m.CurrentSchemaID, m.LastColumnID = schema.ID, last
 	m.Properties = copyMap(old.Properties)
-	m.Properties["schema.name-mapping.default"] = schema.NameMapping()
+	m.Properties["schema.name-mapping.default"] = nameMapping(schema, old.Properties["schema.name-mapping.default"])
 	return schema, nil
 }
 

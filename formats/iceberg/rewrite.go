@@ -8,8 +8,6 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow/go/v15/arrow"
-
-	"github.com/tributary-io/tributary/formats/parquet"
 )
 
 // Rewrite describes one commit that replaces data files of the table:
@@ -142,11 +140,11 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 		del[p] = true
 	}
 	if r.Overwrite != nil {
-		codec, err := parquet.ParseCodec(old.Properties[PropCodec])
+		wr, err := writingFor(&m)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("formats/iceberg: table property %s: %w", PropCodec, err)
+			return nil, nil, nil, err
 		}
-		d, a, err := c.overwriteFiles(live, r.Overwrite, spec, codec)
+		d, a, err := c.overwriteFiles(live, r.Overwrite, spec, wr)
 		if err != nil {
 			return nil, nil, nil, err
 		}

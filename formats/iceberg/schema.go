@@ -107,13 +107,26 @@ func (s *Schema) Field(name string) (Field, bool) {
 	return Field{}, false
 }
 
+// fieldByID returns the top-level field of id (none for id <= 0).
+func (s *Schema) fieldByID(id int) (Field, bool) {
+	for _, f := range s.Fields {
+		if id > 0 && f.ID == id {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
 // ErrIncompatible says a new schema cannot evolve the table's: a column
 // changed to a type its old values cannot be read as.
 var ErrIncompatible = errors.New("formats/iceberg: incompatible schema change")
 
 // Evolve is the table schema for data written with the Arrow schema a,
 // given the table's current schema prev (nil for a new table) and the
-// highest column id the table ever used. Columns are matched by name: a
+// highest column id the table ever used. Columns are matched by name, or
+// by a former name a field's aliases list (AliasesKey: the column is
+// renamed, keeping its id); ids a's fields carry must be the ones the
+// result gives them (checkIDs). A
 // column keeps its id and a type may widen (int to long, float to double, a
 // decimal's precision); a new column gets the next id and is optional (old
 // files do not have it); a column the data no longer has stays in the
@@ -128,6 +141,9 @@ func Evolve(a *arrow.Schema, prev *Schema, lastID int) (next *Schema, newLastID 
 	}
 	fields, err := e.structFields(a.Fields(), old, "")
 	if err != nil {
+		return nil, 0, false, err
+	}
+	if err := checkIDs(a.Fields(), fields, ""); err != nil {
 		return nil, 0, false, err
 	}
 	next = &Schema{Type: "struct", Fields: fields}
@@ -155,11 +171,24 @@ func (e *evolver) structFields(fs []arrow.Field, old []Field, at string) ([]Fiel
 	}
 	out := make([]Field, 0, len(fs)+len(old))
 	seen := map[string]bool{}
+	named := map[string]bool{}
+	for _, f := range fs {
+		named[f.Name] = true
+	}
 	for _, f := range fs {
 		seen[f.Name] = true
 		var prev *Field
 		if p, ok := byName[f.Name]; ok {
 			prev = &p
+		} else {
+			// A rename: the column of a former name keeps its id, unless
+			// the data still has a column of that name.
+			for _, a := range aliases(f) {
+				if p, ok := byName[a]; ok && !named[a] && !seen[a] {
+					prev, seen[a] = &p, true
+					break
+				}
+			}
 		}
 		id := 0
 		var prevType *Type

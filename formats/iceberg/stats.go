@@ -40,8 +40,8 @@ type KB struct {
 }
 
 // columnStats reads the footer of the Parquet file at name and returns
-// its statistics by the field ids of schema (matched by column name, as
-// the table's name mapping does). A file system whose files cannot be read
+// its statistics by the field ids of schema (the file's ids, or matched by
+// column name as the table's name mapping does). A file system whose files cannot be read
 // at an offset gets no statistics.
 func (c *Catalog) columnStats(name string, size int64, s *Schema) (*DataFile, error) {
 	r, err := c.FS.Open(name)
@@ -68,7 +68,12 @@ func (c *Catalog) columnStats(name string, size int64, s *Schema) (*DataFile, er
 		if leaf.ColumnPath().String() != leaf.Name() {
 			continue // nested
 		}
-		f, ok := s.Field(leaf.Name())
+		// By the file's field id when it has one (a column renamed since
+		// keeps it), else by name, as the name mapping reads it.
+		f, ok := s.fieldByID(int(leaf.SchemaNode().FieldID()))
+		if !ok {
+			f, ok = s.Field(leaf.Name())
+		}
 		if !ok {
 			continue
 		}

@@ -246,7 +246,7 @@ func (p *parser) field(n *yaml.Node, parent []string, i int) (Field, bool) {
 			}
 		}
 	}
-	_, v, ok := p.mapping(n, where, "a field", "name", "type", "nullable", "default", "from", "doc", "fields")
+	_, v, ok := p.mapping(n, where, "a field", "name", "type", "nullable", "default", "from", "doc", "aliases", "fields")
 	if !ok {
 		return Field{}, false
 	}
@@ -271,6 +271,16 @@ func (p *parser) field(n *yaml.Node, parent []string, i int) (Field, bool) {
 	}
 	if n := v["doc"]; n != nil {
 		f.Doc, _ = p.scalar(n, fp, "doc")
+	}
+	if n := v["aliases"]; n != nil {
+		if err := n.Decode(&f.Aliases); err != nil {
+			p.errorf(n, fp, "aliases must be a list of former names")
+		}
+		for _, a := range f.Aliases {
+			if !ValidName(a) || a == f.Name {
+				p.errorf(n, fp, "alias %q: want a former name of the field (letters, digits and _, not its name)", a)
+			}
+		}
 	}
 	if n := v["from"]; n != nil {
 		if f.From, ok = p.scalar(n, fp, "from"); ok {
@@ -535,6 +545,14 @@ func marshalFields(fs []Field) (*yaml.Node, error) {
 		}
 		if f.Doc != "" {
 			addScalar(m, "doc", f.Doc)
+		}
+		if len(f.Aliases) > 0 {
+			var n yaml.Node
+			if err := n.Encode(f.Aliases); err != nil {
+				return nil, fmt.Errorf("formats/schema: %s: aliases: %w", f.Name, err)
+			}
+			n.Style = yaml.FlowStyle
+			addKV(m, "aliases", &n)
 		}
 		inner := &f.Type
 		for (inner.Kind == List || inner.Kind == Map) && inner.Elem != nil {
