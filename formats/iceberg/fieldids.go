@@ -79,13 +79,19 @@ func stampIDs(a *arrow.Schema, mapping []mapped, keep bool) *arrow.Schema {
 }
 
 func stampField(f arrow.Field, mapping []mapped, keep bool) arrow.Field {
+	return stampAs(f, f.Name, mapping, keep)
+}
+
+// stampAs is stampField for a field that the mapping names name: a list's
+// element is "element" whatever Arrow calls it ("item").
+func stampAs(f arrow.Field, name string, mapping []mapped, keep bool) arrow.Field {
 	var m *mapped
 	id := 0
 	if keep {
 		id = arrowFieldID(f)
 	}
 	for i := range mapping {
-		if id > 0 && mapping[i].ID == id || id == 0 && hasName(mapping[i].Names, f.Name) {
+		if id > 0 && mapping[i].ID == id || id == 0 && hasName(mapping[i].Names, name) {
 			m = &mapping[i]
 			break
 		}
@@ -115,7 +121,7 @@ func stampType(dt arrow.DataType, children []mapped, keep bool) arrow.DataType {
 		m.KeysSorted = t.KeysSorted
 		return m
 	case *arrow.ListType:
-		e := stampField(t.ElemField(), children, keep)
+		e := stampAs(t.ElemField(), "element", children, keep)
 		return arrow.ListOfField(e)
 	}
 	return dt

@@ -12,6 +12,7 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.expressions.Expressions;
@@ -34,6 +35,13 @@ import org.apache.iceberg.types.Types;
  * field ids, and iceberg-data's IcebergGenerics (1.10) ignores the name
  * mapping, falling back to column positions (it reads nulls for columns
  * whose position is not their id).
+ *
+ * With READ_ICEBERG_BY_ID=1 in the environment, rows are read with
+ * iceberg-data's IcebergGenerics instead, which resolves a file's columns
+ * by the Parquet field ids alone and never consults the name mapping: the
+ * check that the files carry the table's ids. READ_ICEBERG_COLUMNS then
+ * names columns (comma-separated, dotted for nested fields) whose values in
+ * the current snapshot are printed as "columns": [[v1, v2...], ...] by row.
  *
  * Usage: ReadIceberg <table location, file:///...> <an event time in
  * microseconds: the files planned for _event_time below it are counted>
@@ -114,12 +122,53 @@ public final class ReadIceberg {
         files++;
       }
     }
-    out.append(",\"files\":").append(files).append('}');
+    out.append(",\"files\":").append(files);
+    String columns = System.getenv("READ_ICEBERG_COLUMNS");
+    if (byId() && columns != null && !columns.isEmpty()) {
+      String[] cols = columns.split(",");
+      out.append(",\"columns\":[");
+      sep = "";
+      try (CloseableIterable<Record> rows = IcebergGenerics.read(table).select(cols).build()) {
+        for (Record r : rows) {
+          out.append(sep).append('[');
+          String sep2 = "";
+          for (String c : cols) {
+            Object v = r;
+            for (String part : c.split("\\.")) {
+              v = v == null ? null : ((Record) v).getField(part);
+            }
+            out.append(sep2).append(v == null ? "null" : quote(v.toString()));
+            sep2 = ",";
+          }
+          out.append(']');
+          sep = ",";
+        }
+      }
+      out.append(']');
+    }
+    out.append('}');
     System.out.println(out);
+  }
+
+  private static boolean byId() {
+    return "1".equals(System.getenv("READ_ICEBERG_BY_ID"));
   }
 
   /** The [partition, offset] pairs of a snapshot's rows, as a JSON array. */
   private static String offsets(Table table, long snapshotId) throws IOException {
+    if (byId()) {
+      StringBuilder b = new StringBuilder("[");
+      String sep = "";
+      try (CloseableIterable<Record> rows =
+          IcebergGenerics.read(table).useSnapshot(snapshotId).select("_partition", "_offset").build()) {
+        for (Record r : rows) {
+          b.append(sep).append('[').append(r.getField("_partition")).append(',')
+              .append(r.getField("_offset")).append(']');
+          sep = ",";
+        }
+      }
+      return b.append(']').toString();
+    }
     Schema projected = table.schema().select("_partition", "_offset");
     String json = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
     NameMapping mapping = json == null ? null : NameMappingParser.fromJson(json);
