@@ -194,4 +194,3 @@ func TestRowGroupStreaming(t *testing.T) {
 		t.Errorf("an overwrite of a %d-byte file raised the heap by %d bytes: more than 3/4 of the file", 2*fileBytes, rise)
 	}
 }
-
