@@ -7,8 +7,10 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/parquet/metadata"
 )
 
 // NewFile is a data file an append adds: a Parquet file already in place.
@@ -49,6 +51,7 @@ const MaxAttempts = 20
 // version when another committer wins the race. It returns the snapshot
 // (nil when Done said the append was there already) and the table.
 func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
+	footers := c.footers(a.Files)
 	return c.commit(optimistic{
 		dir: a.Dir,
 		create: func() error {
@@ -61,7 +64,7 @@ func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
 		},
 		done: a.Done,
 		build: func(t *Table) (*Metadata, *Snapshot, []NewFile, error) {
-			m, snap, err := c.appendMetadata(t, a)
+			m, snap, err := c.appendMetadata(t, a, footers)
 			return m, snap, nil, err
 		},
 	})
@@ -156,7 +159,7 @@ func (c *Catalog) evolveSchema(m, old *Metadata, dir string, want *arrow.Schema)
 
 // appendMetadata writes the manifest and manifest list of a snapshot that
 // adds a.Files to t, and returns the metadata that commits it.
-func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, error) {
+func (c *Catalog) appendMetadata(t *Table, a Append, footers func() []*metadata.FileMetaData) (*Metadata, *Snapshot, error) {
 	old := t.Metadata
 	m := *old // shallow: every slice or map changed below is copied first
 	schema, err := c.evolveSchema(&m, old, a.Dir, a.Schema)
@@ -173,7 +176,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	}
 
 	entries := make([]Entry, 0, len(a.Files))
-	stats := c.filesStats(a.Files, schema)
+	stats := statsOf(footers(), schema)
 	var rows, size int64
 	lo, hi := int32(0), int32(0)
 	for i, f := range a.Files {
@@ -213,15 +216,17 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 			Summary: a.Summary, SummaryFunc: a.SummaryFunc})
 		return m, snap, err
 	}
+	// The manifest and the list that names it are written at once: both
+	// are known before either is written, and on HDFS each file costs a
+	// create, a block pipeline and a complete.
+	var writes []newFile
 	if len(entries) > 0 {
 		b, err := encodeManifest(schema, spec, entries)
 		if err != nil {
 			return nil, nil, err
 		}
 		name := path.Join(metadataDir(a.Dir), uuid()+"-m0.avro")
-		if err := c.writeNew(name, b); err != nil {
-			return nil, nil, err
-		}
+		writes = append(writes, newFile{name, b})
 		mf := ManifestFile{Path: c.Location(name), Length: int64(len(b)), SpecID: int32(spec.ID),
 			SequenceNumber: snap.SequenceNumber, MinSequenceNumber: snap.SequenceNumber, AddedSnapshotID: snap.ID,
 			AddedFiles: int32(len(entries)), AddedRows: rows}
@@ -236,7 +241,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 		return nil, nil, err
 	}
 	list := path.Join(metadataDir(a.Dir), fmt.Sprintf("snap-%d-1-%s.avro", snap.ID, uuid()))
-	if err := c.writeNew(list, b); err != nil {
+	if err := c.writeAll(append(writes, newFile{list, b})); err != nil {
 		return nil, nil, err
 	}
 	snap.ManifestList = c.Location(list)
@@ -315,4 +320,26 @@ func copyMap(in map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// newFile is a metadata file to write.
+type newFile struct {
+	name string
+	b    []byte
+}
+
+// writeAll writes the files concurrently; a file written when another
+// fails stays, unreferenced, as a failed commit's files do.
+func (c *Catalog) writeAll(files []newFile) error {
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.writeNew(f.name, f.b)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -199,15 +199,14 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	totalSize += addedSize
 
 	var manifests []ManifestFile
+	var writes []newFile // at once, as an append's (appendMetadata)
 	if len(entries) > 0 {
 		b, err := encodeManifest(schema, spec, entries)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		name := path.Join(metadataDir(r.Dir), uuid()+"-m0.avro")
-		if err := c.writeNew(name, b); err != nil {
-			return nil, nil, nil, err
-		}
+		writes = append(writes, newFile{name, b})
 		mf := ManifestFile{Path: c.Location(name), Length: int64(len(b)), SpecID: int32(spec.ID),
 			SequenceNumber: seq, MinSequenceNumber: minSeq, AddedSnapshotID: snap.ID,
 			AddedFiles: int32(len(adds)), ExistingFiles: int32(kept), DeletedFiles: int32(deleted),
@@ -233,7 +232,7 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 		return nil, nil, nil, err
 	}
 	list := path.Join(metadataDir(r.Dir), fmt.Sprintf("snap-%d-1-%s.avro", snap.ID, uuid()))
-	if err := c.writeNew(list, b); err != nil {
+	if err := c.writeAll(append(writes, newFile{list, b})); err != nil {
 		return nil, nil, nil, err
 	}
 	snap.ManifestList = c.Location(list)
