@@ -245,6 +245,30 @@ print(json.dumps(out))
 	// the name mapping, where it is user, and keeps the others'.
 	setMapping(mapping0)
 	appendFiles(s2, writeIDs(t, c, table, v1, 0, 5, parquet.ParquetGo))
+	// `lake query` (ScanNamed) shows the old files' column under its new
+	// name too: by id, or by the name mapping for the file without ids.
+	tb, err = c.Load(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned := 0
+	err = c.ScanNamed(context.Background(), tb.Metadata, tb.Metadata.Current(), func(file string, rec arrow.Record) error {
+		idx := rec.Schema().FieldIndices("account")
+		if len(idx) != 1 || len(rec.Schema().FieldIndices("user")) != 0 {
+			return fmt.Errorf("%s: columns %v, want account and no user", file, rec.Schema())
+		}
+		acc, offs := rec.Column(idx[0]).(*array.String), rec.Column(rec.Schema().FieldIndices("_offset")[0]).(*array.Int64)
+		for i := 0; i < acc.Len(); i++ {
+			if acc.Value(i) != "user-"+strconv.FormatInt(offs.Value(i), 10) {
+				return fmt.Errorf("%s: account %q at offset %d", file, acc.Value(i), offs.Value(i))
+			}
+		}
+		scanned += acc.Len()
+		return nil
+	})
+	if err != nil || scanned != 20 {
+		t.Fatalf("ScanNamed: %d rows, %v", scanned, err)
+	}
 	if _, err := c.CompactTable(context.Background(), table, Compact{}); err != nil {
 		t.Fatal(err)
 	}

@@ -65,3 +65,31 @@ func TestCompactHDFS(t *testing.T) {
 		t.Fatalf("the expiry deleted %d files, want the 1,000 small ones and their manifests", len(exp.Deleted))
 	}
 }
+
+// BenchmarkAppendHDFS is a load run's table commit on the test HDFS: an
+// append of 4 new Parquet files (their footers read for the column
+// statistics) to a table of a growing history, as the loader commits one
+// per run and topic.
+//
+//	go test -run '^$' -bench BenchmarkAppendHDFS -benchtime 20x ./formats/iceberg/
+func BenchmarkAppendHDFS(b *testing.B) {
+	fs, err := fsys.Open("hdfs://"+testhdfs.Get(b).NameNode+testhdfs.Dir(b), fsys.Options{User: testhdfs.DefaultUser})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fs.Close()
+	c := &Catalog{FS: fs}
+	var files []NewFile
+	for i := range 4 {
+		files = append(files, writeSmall(b, fs, "t", int32(i%2), int64(i*100), int64(i*100+100), baseHour))
+	}
+	if _, _, err := c.Append(Append{Dir: "t", Schema: smallSchema, TimeColumn: "_event_time", Files: files}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, err := c.Append(Append{Dir: "t", Schema: smallSchema, TimeColumn: "_event_time", Files: files}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
 )
 
 // ErrStopScan, returned by a Scan callback, ends the scan without error.
@@ -43,4 +44,45 @@ func (c *Catalog) scanFile(ctx context.Context, e Entry, fn func(arrow.Record) e
 	}
 	defer d.close()
 	return d.each(ctx, fn)
+}
+
+// ScanNamed is Scan with each file's top-level columns under the names
+// md's current schema gives their field ids (from the file, else from the
+// table's name mapping): a column renamed since a file was written reads
+// under its new name, as Iceberg readers show it.
+func (c *Catalog) ScanNamed(ctx context.Context, md *Metadata, snap *Snapshot, fn func(file string, rec arrow.Record) error) error {
+	cur := md.CurrentSchema()
+	mapping := parseMapping(md)
+	var last, renamed *arrow.Schema
+	return c.Scan(ctx, snap, func(file string, rec arrow.Record) error {
+		if cur == nil {
+			return fn(file, rec)
+		}
+		if s := rec.Schema(); s != last {
+			last, renamed = s, currentNames(withMappedIDs(s, mapping), cur)
+		}
+		if renamed == nil {
+			return fn(file, rec)
+		}
+		rec = array.NewRecord(renamed, rec.Columns(), rec.NumRows())
+		defer rec.Release()
+		return fn(file, rec)
+	})
+}
+
+// currentNames is s with its top-level fields named as cur names their
+// ids; nil when no name changes.
+func currentNames(s *arrow.Schema, cur *Schema) *arrow.Schema {
+	fields := s.Fields()
+	changed := false
+	for i, f := range fields {
+		if tf, ok := cur.fieldByID(arrowFieldID(f)); ok && tf.Name != f.Name {
+			fields[i].Name, changed = tf.Name, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
 }
