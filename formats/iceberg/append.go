@@ -114,11 +114,12 @@ func (c *Catalog) commit(o optimistic) (*Table, *Snapshot, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		crash("iceberg-manifests")
+		pending := m.pending
+		m.pending = nil
 		if o.beforeWrite != nil {
 			o.beforeWrite()
 		}
-		file, err := c.write(o.dir, t.Version+1, m, t)
+		file, err := c.write(o.dir, t.Version+1, m, t, pending...)
 		if err != nil {
 			// This attempt's files: the next makes its own.
 			c.removeAll(written)
@@ -157,8 +158,9 @@ func (c *Catalog) evolveSchema(m, old *Metadata, dir string, want *arrow.Schema)
 	return schema, nil
 }
 
-// appendMetadata writes the manifest and manifest list of a snapshot that
-// adds a.Files to t, and returns the metadata that commits it.
+// appendMetadata makes the manifest and manifest list of a snapshot that
+// adds a.Files to t, and returns the metadata that commits it (and the
+// manifests, to write with it: Metadata.pending).
 func (c *Catalog) appendMetadata(t *Table, a Append, footers func() []*metadata.FileMetaData) (*Metadata, *Snapshot, error) {
 	old := t.Metadata
 	m := *old // shallow: every slice or map changed below is copied first
@@ -216,9 +218,10 @@ func (c *Catalog) appendMetadata(t *Table, a Append, footers func() []*metadata.
 			Summary: a.Summary, SummaryFunc: a.SummaryFunc})
 		return m, snap, err
 	}
-	// The manifest and the list that names it are written at once: both
-	// are known before either is written, and on HDFS each file costs a
-	// create, a block pipeline and a complete.
+	// The manifest and the list that names it are written with the
+	// metadata file (Catalog.write): all are known before any is written,
+	// and on HDFS each file costs a create, a block pipeline and a
+	// complete, one after the other before.
 	var writes []newFile
 	if len(entries) > 0 {
 		b, err := encodeManifest(schema, spec, entries)
@@ -241,9 +244,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append, footers func() []*metadata.
 		return nil, nil, err
 	}
 	list := path.Join(metadataDir(a.Dir), fmt.Sprintf("snap-%d-1-%s.avro", snap.ID, uuid()))
-	if err := c.writeAll(append(writes, newFile{list, b})); err != nil {
-		return nil, nil, err
-	}
+	m.pending = append(writes, newFile{list, b})
 	snap.ManifestList = c.Location(list)
 
 	total := func(key string, add int64) string {

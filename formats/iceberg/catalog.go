@@ -225,19 +225,28 @@ func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColum
 
 // write is the commit point: version v, built on base (nil for a new
 // table), exists once this returns its file.
-func (c *Catalog) write(dir string, v int, m *Metadata, base *Table) (string, error) {
+func (c *Catalog) write(dir string, v int, m *Metadata, base *Table, with ...newFile) (string, error) {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return "", err
 	}
 	if c.Pointer != nil {
+		if err := c.writeAll(with); err != nil {
+			return "", err
+		}
+		crash("iceberg-manifests")
 		return c.writePointer(dir, v, b, base)
 	}
+	// The snapshot's manifests (with) and the metadata file are written
+	// at once; the rename below commits them all. A crash or a failure
+	// before it leaves files no version names, which orphan removal
+	// deletes (the temporary metadata file among them).
 	tmp := path.Join(metadataDir(dir), ".tmp-"+uuid()+".metadata.json")
-	if err := c.writeNew(tmp, b); err != nil {
+	if err := c.writeAll(append(with, newFile{tmp, b})); err != nil {
 		c.FS.RemoveAll(tmp)
 		return "", err
 	}
+	crash("iceberg-manifests")
 	if err := c.FS.RenameNoReplace(tmp, versionFile(dir, v)); err != nil {
 		c.FS.RemoveAll(tmp)
 		if isExist(err) {

@@ -96,7 +96,7 @@ func (c *Catalog) RewriteManifests(dir string) (*Table, *Snapshot, error) {
 	}})
 }
 
-// rewriteMetadata writes the manifests of r's snapshot on t and returns
+// rewriteMetadata makes the manifests of r's snapshot on t and returns
 // the metadata that commits it, and the data files it wrote (Overwrite).
 func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot, written []NewFile, err error) {
 	defer func() {
@@ -199,7 +199,7 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	totalSize += addedSize
 
 	var manifests []ManifestFile
-	var writes []newFile // at once, as an append's (appendMetadata)
+	var writes []newFile // with the metadata file, as an append's (appendMetadata)
 	if len(entries) > 0 {
 		b, err := encodeManifest(schema, spec, entries)
 		if err != nil {
@@ -232,9 +232,7 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 		return nil, nil, nil, err
 	}
 	list := path.Join(metadataDir(r.Dir), fmt.Sprintf("snap-%d-1-%s.avro", snap.ID, uuid()))
-	if err := c.writeAll(append(writes, newFile{list, b})); err != nil {
-		return nil, nil, nil, err
-	}
+	m.pending = append(writes, newFile{list, b})
 	snap.ManifestList = c.Location(list)
 
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
