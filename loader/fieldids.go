@@ -36,17 +36,16 @@ func (l *Loader) planFieldIDs(p *Plan) error {
 		if err != nil {
 			return err
 		}
-		var prev *iceberg.Schema
-		last := 0
+		var md *iceberg.Metadata
 		t, err := cat.Load(topic)
 		switch {
 		case errors.Is(err, iceberg.ErrNoTable):
 		case err != nil:
 			return fmt.Errorf("table %s: %w", topic, err)
 		default:
-			prev, last = t.Metadata.CurrentSchema(), t.Metadata.LastColumnID
+			md = t.Metadata
 		}
-		next, _, _, err := iceberg.Evolve(schema, prev, last)
+		next, _, _, err := iceberg.EvolveTable(schema, md)
 		if err != nil {
 			return fmt.Errorf("table %s: %w", topic, err)
 		}

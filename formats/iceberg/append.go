@@ -141,7 +141,7 @@ func (c *Catalog) commit(o optimistic) (*Table, *Snapshot, error) {
 // snapshot's files are written with. Appends and rewrites both evolve a
 // table this way, so a column added by either reads the same.
 func (c *Catalog) evolveSchema(m, old *Metadata, dir string, want *arrow.Schema) (*Schema, error) {
-	schema, last, changed, err := Evolve(want, old.CurrentSchema(), old.LastColumnID)
+	schema, last, changed, err := EvolveTable(want, old)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Location(dir), err)
 	}
@@ -154,7 +154,11 @@ func (c *Catalog) evolveSchema(m, old *Metadata, dir string, want *arrow.Schema)
 	m.Schemas = append(append([]*Schema{}, old.Schemas...), schema)
 	m.CurrentSchemaID, m.LastColumnID = schema.ID, last
 	m.Properties = copyMap(old.Properties)
-	m.Properties["schema.name-mapping.default"] = nameMapping(schema, old.Properties["schema.name-mapping.default"])
+	mapping, err := nameMapping(schema, old.Properties["schema.name-mapping.default"])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Location(dir), err)
+	}
+	m.Properties["schema.name-mapping.default"] = mapping
 	return schema, nil
 }
 

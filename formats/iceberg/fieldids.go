@@ -220,8 +220,11 @@ func checkTypeIDs(dt arrow.DataType, t Type, at string) error {
 // nameMapping is the table's name mapping for schema s: every field by its
 // current name and, from the mapping the table had (prev, its JSON), the
 // names it had before, so that files written before a rename, without
-// field ids, still read as the renamed column.
-func nameMapping(s *Schema, prev string) string {
+// field ids, still read as the renamed column. A name two ids would share
+// at one level is an error: Iceberg's readers refuse such a mapping
+// (NameMappingParser: "Multiple entries with same key"), and which column
+// a file's column is would be a guess.
+func nameMapping(s *Schema, prev string) (string, error) {
 	var old []mapped
 	_ = json.Unmarshal([]byte(prev), &old) // none readable: the current names
 	names := map[int][]string{}
@@ -234,20 +237,33 @@ func nameMapping(s *Schema, prev string) string {
 	}
 	collect(old)
 	cur := mapFields(s.Fields)
-	var merge func([]mapped)
-	merge = func(ms []mapped) {
+	var merge func([]mapped) error
+	merge = func(ms []mapped) error {
+		owner := map[string]int{}
 		for i := range ms {
 			for _, n := range names[ms[i].ID] {
 				if !hasName(ms[i].Names, n) {
 					ms[i].Names = append(ms[i].Names, n)
 				}
 			}
-			merge(ms[i].Fields)
+			for _, n := range ms[i].Names {
+				if id, ok := owner[n]; ok && id != ms[i].ID {
+					return fmt.Errorf("%w: the name mapping would give the name %s to field ids %d and %d (a column took a renamed column's former name)",
+						ErrIncompatible, n, id, ms[i].ID)
+				}
+				owner[n] = ms[i].ID
+			}
+			if err := merge(ms[i].Fields); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	merge(cur)
+	if err := merge(cur); err != nil {
+		return "", err
+	}
 	b, _ := json.Marshal(cur)
-	return string(b)
+	return string(b), nil
 }
 
 // parseMapping reads a table's name mapping; without one, its current

@@ -57,6 +57,26 @@ public final class ReadIceberg {
     int version = ((HasTableOperations) table).operations().current().formatVersion();
     out.append("\"format_version\":").append(version);
 
+    // The name mapping parsed as Spark's and Flink's readers parse it on
+    // every scan (a name two ids share fails here): its top-level names by
+    // field id.
+    String nameMapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
+    if (nameMapping != null) {
+      out.append(",\"name_mapping\":{");
+      String msep = "";
+      for (org.apache.iceberg.mapping.MappedField f : NameMappingParser.fromJson(nameMapping).asMappedFields().fields()) {
+        out.append(msep).append(quote(String.valueOf(f.id()))).append(":[");
+        String nsep = "";
+        for (String n : f.names()) {
+          out.append(nsep).append(quote(n));
+          nsep = ",";
+        }
+        out.append(']');
+        msep = ",";
+      }
+      out.append('}');
+    }
+
     out.append(",\"schema\":[");
     String sep = "";
     for (Types.NestedField f : table.schema().columns()) {
