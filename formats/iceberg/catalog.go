@@ -81,6 +81,10 @@ type Catalog struct {
 	Pointer Pointer
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// DecodeBudget bounds the bytes reading one data file holds decoded
+	// at once (compaction, an overwrite, a scan); 0 is
+	// DefaultDecodeBudget. A file that needs more is refused.
+	DecodeBudget int64
 
 	// beforeRewrite, set by tests, runs when a rewrite has written its
 	// manifests and is about to commit: another commit can land there.

@@ -3,13 +3,12 @@ package iceberg
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	apq "github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
@@ -58,6 +57,7 @@ func (w dataWriting) options() parquet.Options {
 // dataFile is a Parquet data file open for reading by row groups.
 type dataFile struct {
 	loc    string
+	mem    *budgetAllocator
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
 	closer io.Closer
@@ -68,7 +68,7 @@ type dataFile struct {
 // then a row group's column chunks at a time), or whole when the file
 // system cannot read at an offset.
 func (c *Catalog) openData(loc string, size int64, b []byte) (*dataFile, error) {
-	d := &dataFile{loc: loc}
+	d := &dataFile{loc: loc, mem: newBudgetAllocator(c.decodeBudget())}
 	var src apq.ReaderAtSeeker
 	if b != nil {
 		src = bytes.NewReader(b)
@@ -87,13 +87,22 @@ func (c *Catalog) openData(loc string, size int64, b []byte) (*dataFile, error) 
 			src = bytes.NewReader(b)
 		}
 	}
-	pf, err := file.NewParquetReader(src)
+	// Column chunks are read through a buffer, not whole, and decoded
+	// into d.mem: the footer is no bound (a row group's declared size is
+	// of its encoded pages), what is held at once is.
+	props := apq.NewReaderProperties(d.mem)
+	props.BufferedStreamEnabled, props.BufferSize = true, readBufferBytes
+	var pf *file.Reader
+	err := d.guard(func() (err error) {
+		pf, err = file.NewParquetReader(src, file.WithReadProps(props))
+		return err
+	})
 	if err != nil {
 		d.close()
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
 	d.pf = pf
-	if d.fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator); err != nil {
+	if d.fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: decodeBatchRows}, d.mem); err != nil {
 		d.close()
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
@@ -121,34 +130,54 @@ func (d *dataFile) schema() (*arrow.Schema, error) {
 	return s, nil
 }
 
-// each calls fn with the file's rows, in batches of up to 64 Ki rows, one
-// row group decoded at a time.
+// each calls fn with the file's rows, in batches of decodeBatchRows rows
+// decoded one at a time (a record reader, never a whole row group), within
+// the decode budget.
 func (d *dataFile) each(ctx context.Context, fn func(arrow.Record) error) error {
-	cols := make([]int, d.pf.MetaData().Schema.NumColumns())
-	for i := range cols {
-		cols[i] = i
-	}
 	for g := 0; g < d.pf.NumRowGroups(); g++ {
-		tbl, err := d.fr.ReadRowGroups(ctx, cols, []int{g})
+		err := d.guard(func() error {
+			rr, err := d.fr.GetRecordReader(ctx, nil, []int{g})
+			if err != nil {
+				return err
+			}
+			defer rr.Release()
+			for rr.Next() {
+				if err := fn(rr.Record()); err != nil {
+					return callerErr{err}
+				}
+			}
+			if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			return nil
+		})
+		var ce callerErr
+		if errors.As(err, &ce) {
+			return ce.error
+		}
 		if err != nil {
 			return fmt.Errorf("%s: row group %d: %w", d.loc, g, err)
-		}
-		err = eachBatch(tbl, fn)
-		tbl.Release()
-		if err != nil {
-			return err
 		}
 	}
 	return nil
 }
 
-func eachBatch(tbl arrow.Table, fn func(arrow.Record) error) error {
-	rd := array.NewTableReader(tbl, 64<<10)
-	defer rd.Release()
-	for rd.Next() {
-		if err := fn(rd.Record()); err != nil {
-			return err
+// callerErr is fn's error in each, returned as it is.
+type callerErr struct{ error }
+
+func (e callerErr) Unwrap() error { return e.error }
+
+// guard runs fn, turning the decode budget's panic into an error naming
+// the file.
+func (d *dataFile) guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			o, ok := r.(overBudget)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("refused: %w", o)
 		}
-	}
-	return rd.Err()
+	}()
+	return fn()
 }
