@@ -360,7 +360,10 @@ func TestLoadIcebergCrash(t *testing.T) {
 		"--table-format", "iceberg", "--max-records-per-unit", fmt.Sprint(n / 3),
 		// Each rerun waits out the lease of the run killed before it.
 		"--lease-ttl", "3s", "--max-clock-skew", "0s", "--wait", "1m"}
-	points := []string{"iceberg-manifests", "iceberg-committed"}
+	// iceberg-create: the first run dies creating the table;
+	// iceberg-manifests: the next, after its manifests and metadata file
+	// are written, before the rename commits them.
+	points := []string{"iceberg-create", "iceberg-manifests", "iceberg-committed"}
 	if os.Getenv("TRIBUTARY_TEST_LONG") != "" {
 		points = append(points, "committed", "iceberg-committed")
 	}
@@ -377,6 +380,28 @@ func TestLoadIcebergCrash(t *testing.T) {
 			t.Fatalf("crash at %s: want the process killed, got %v\n%s", point, err, out)
 		}
 		t.Logf("crashed run %v", time.Since(t0))
+		if point == "iceberg-manifests" {
+			// The crash was in the append's window: its files written, the
+			// version not.
+			tbl, err := (&iceberg.Catalog{FS: fs}).Load("taps")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ents, err := fs.ReadDir("taps/metadata")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmp := 0
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), ".tmp-") {
+					tmp++
+				}
+			}
+			if len(tbl.Metadata.Snapshots) != i || tmp == 0 {
+				t.Fatalf("killed at %s: %d snapshots (want %d) and %d uncommitted metadata files (want some): not the window between the writes and the rename",
+					point, len(tbl.Metadata.Snapshots), i, tmp)
+			}
+		}
 		start := time.Now()
 		mustLoad(t, args...)
 		t.Logf("rerun after a crash at %s: %v", point, time.Since(start))

@@ -234,11 +234,18 @@ func (c *Catalog) write(dir string, v int, m *Metadata, base *Table, with ...new
 	if err != nil {
 		return "", err
 	}
+	// The crash point before the commit: a table's creation has its own,
+	// so that a crash test's first run reaches an append's window (its
+	// manifests and metadata written, not yet renamed).
+	point := "iceberg-manifests"
+	if base == nil {
+		point = "iceberg-create"
+	}
 	if c.Pointer != nil {
 		if err := c.writeAll(with); err != nil {
 			return "", err
 		}
-		crash("iceberg-manifests")
+		crash(point)
 		return c.writePointer(dir, v, b, base)
 	}
 	// The snapshot's manifests (with) and the metadata file are written
@@ -250,7 +257,7 @@ func (c *Catalog) write(dir string, v int, m *Metadata, base *Table, with ...new
 		c.FS.RemoveAll(tmp)
 		return "", err
 	}
-	crash("iceberg-manifests")
+	crash(point)
 	if err := c.FS.RenameNoReplace(tmp, versionFile(dir, v)); err != nil {
 		c.FS.RemoveAll(tmp)
 		if isExist(err) {
