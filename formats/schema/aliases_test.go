@@ -64,3 +64,18 @@ func TestAliases(t *testing.T) {
 		}
 	}
 }
+
+// Review M3: aliases that make a rename ambiguous are refused when the
+// schema is parsed, naming the field and the alias.
+func TestAmbiguousAliases(t *testing.T) {
+	for _, tc := range []struct{ fields, want string }{
+		{"  - {name: a, type: string, aliases: [b]}\n  - {name: b, type: string, aliases: [a]}\n", `alias "b" is the name of another field here`},
+		{"  - {name: m, type: string, aliases: [p]}\n  - {name: n, type: string, aliases: [p]}\n", `alias "p" is listed by m too`},
+		{"  - {name: r, type: string, aliases: [p]}\n  - {name: p, type: string}\n", `alias "p" is the name of another field here`},
+	} {
+		_, err := Parse([]byte("name: s\nversion: 1\nfields:\n" + tc.fields))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %s", tc.fields, err, tc.want)
+		}
+	}
+}

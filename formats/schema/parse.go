@@ -215,6 +215,7 @@ func (p *parser) fields(n *yaml.Node, parent []string) []Field {
 		p.errorf(n, path, "fields are empty")
 	}
 	out := make([]Field, 0, len(n.Content))
+	var nodes []*yaml.Node // out's
 	seen := map[string]int{}
 	for i, fn := range n.Content {
 		f, ok := p.field(fn, parent, i)
@@ -227,6 +228,20 @@ func (p *parser) fields(n *yaml.Node, parent []string) []Field {
 		}
 		seen[strings.ToLower(f.Name)] = fn.Line
 		out = append(out, f)
+		nodes = append(nodes, fn)
+	}
+	// A rename must say one thing: which column's id a field takes
+	// decides for good what its old files read as (docs/iceberg.md).
+	aliasOf := map[string]string{}
+	for i, f := range out {
+		for _, a := range f.Aliases {
+			if _, ok := seen[strings.ToLower(a)]; ok {
+				p.errorf(nodes[i], Path(append(parent, f.Name)...), "alias %q is the name of another field here: a swap of names, or a rename of a field still there, is ambiguous (give the fields new names)", a)
+			} else if other, ok := aliasOf[strings.ToLower(a)]; ok {
+				p.errorf(nodes[i], Path(append(parent, f.Name)...), "alias %q is listed by %s too: only one field can take its column", a, other)
+			}
+			aliasOf[strings.ToLower(a)] = f.Name
+		}
 	}
 	return out
 }
