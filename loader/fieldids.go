@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -53,6 +54,59 @@ func (l *Loader) planFieldIDs(p *Plan) error {
 			p.TableSchemas = map[string]*iceberg.Schema{}
 		}
 		p.TableSchemas[topic] = next
+	}
+	return nil
+}
+
+// maxReplans bounds how often one Complete writes a run's files again
+// after its commit found the table's field ids changed (each time another
+// writer evolved the table between the plan and the commit).
+const maxReplans = 3
+
+// replanFieldIDs recovers a run whose commit found the table's schema
+// changed since its plan chose the field ids (iceberg.ErrFieldIDsChanged:
+// another writer added a column and took the id): the ids are planned
+// again on the table as it is, the plan saved with them, and the units of
+// every topic whose ids changed forgotten, with the files they moved into
+// place (no table version names them: the commit failed), so that the
+// next execution writes them again with the new ids. Without it a rerun
+// resumed the same plan and failed the same way, for good.
+func (l *Loader) replanFieldIDs(p *Plan) error {
+	old := p.TableSchemas
+	p.TableSchemas = nil
+	if err := l.planFieldIDs(p); err != nil {
+		p.TableSchemas = old
+		return err
+	}
+	changed := map[string]bool{}
+	for topic, s := range p.TableSchemas {
+		a, _ := json.Marshal(s.Fields)
+		var b []byte
+		if o := old[topic]; o != nil {
+			b, _ = json.Marshal(o.Fields)
+		}
+		changed[topic] = string(a) != string(b)
+	}
+	// The plan first: a crash after it re-executes with the new ids what
+	// is forgotten below, and the units still done are checked again by
+	// the next commit.
+	if err := p.save(l); err != nil {
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	for i, u := range p.Units {
+		if !changed[u.Topic] {
+			continue
+		}
+		if r, err := l.unitResult(p.Run, i); err == nil {
+			for _, f := range r.Files {
+				if err := l.FS.RemoveAll(p.finalPath(f.Path)); err != nil {
+					return err
+				}
+			}
+		}
+		if err := l.FS.RemoveAll(unitDir(p.Run, i)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

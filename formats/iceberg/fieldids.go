@@ -153,6 +153,12 @@ func hasName(names []string, n string) bool {
 	return false
 }
 
+// ErrFieldIDsChanged says files were written with field ids the table no
+// longer gives their columns: its schema changed between the plan that
+// chose the ids and the commit (another writer added a column first). The
+// files must be written again with the table's ids (the loader does).
+var ErrFieldIDsChanged = fmt.Errorf("%w: the table's schema changed since the files were written", ErrIncompatible)
+
 // checkIDs says whether the ids a's fields carry are the ones the table
 // schema fs gives them (matched by name): files written with the ids of a
 // schema planned before another committer evolved the table differently
@@ -170,8 +176,8 @@ func checkIDs(a []arrow.Field, fs []Field, at string) error {
 			continue
 		}
 		if id := arrowFieldID(f); id > 0 && id != tf.ID {
-			return fmt.Errorf("%w: column %s%s was written with field id %d, the table's is %d (the table's schema changed since the run was planned: plan it again)",
-				ErrIncompatible, at, f.Name, id, tf.ID)
+			return fmt.Errorf("%w: column %s%s was written with field id %d, the table's is %d",
+				ErrFieldIDsChanged, at, f.Name, id, tf.ID)
 		}
 		if err := checkTypeIDs(f.Type, tf.Type, at+f.Name); err != nil {
 			return err
@@ -183,8 +189,8 @@ func checkIDs(a []arrow.Field, fs []Field, at string) error {
 func checkTypeIDs(dt arrow.DataType, t Type, at string) error {
 	check := func(f arrow.Field, want int, name string) error {
 		if id := arrowFieldID(f); id > 0 && id != want {
-			return fmt.Errorf("%w: %s.%s was written with field id %d, the table's is %d (the table's schema changed since the run was planned: plan it again)",
-				ErrIncompatible, at, name, id, want)
+			return fmt.Errorf("%w: %s.%s was written with field id %d, the table's is %d",
+				ErrFieldIDsChanged, at, name, id, want)
 		}
 		return nil
 	}
