@@ -333,8 +333,10 @@ type newFile struct {
 	b    []byte
 }
 
-// writeAll writes the files concurrently; a file written when another
-// fails stays, unreferenced, as a failed commit's files do.
+// writeAll writes the files concurrently; when one fails, the others are
+// removed (best effort: nothing references them yet, and a lost race may
+// do this up to MaxAttempts times a commit; orphan removal deletes what a
+// crash leaves).
 func (c *Catalog) writeAll(files []newFile) error {
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
@@ -346,5 +348,16 @@ func (c *Catalog) writeAll(files []newFile) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		c.removeNew(files)
+		return err
+	}
+	return nil
+}
+
+// removeNew removes files a commit wrote that no version names.
+func (c *Catalog) removeNew(files []newFile) {
+	for _, f := range files {
+		c.FS.RemoveAll(f.name)
+	}
 }

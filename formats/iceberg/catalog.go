@@ -246,7 +246,13 @@ func (c *Catalog) write(dir string, v int, m *Metadata, base *Table, with ...new
 			return "", err
 		}
 		crash(point)
-		return c.writePointer(dir, v, b, base)
+		file, err := c.writePointer(dir, v, b, base)
+		if errors.Is(err, errConflict) {
+			// Another version won: nothing names these. After any other
+			// error the swap may have happened, so they stay.
+			c.removeNew(with)
+		}
+		return file, err
 	}
 	// The snapshot's manifests (with) and the metadata file are written
 	// at once; the rename below commits them all. A crash or a failure
@@ -254,13 +260,15 @@ func (c *Catalog) write(dir string, v int, m *Metadata, base *Table, with ...new
 	// deletes (the temporary metadata file among them).
 	tmp := path.Join(metadataDir(dir), ".tmp-"+uuid()+".metadata.json")
 	if err := c.writeAll(append(with, newFile{tmp, b})); err != nil {
-		c.FS.RemoveAll(tmp)
 		return "", err
 	}
 	crash(point)
 	if err := c.FS.RenameNoReplace(tmp, versionFile(dir, v)); err != nil {
 		c.FS.RemoveAll(tmp)
 		if isExist(err) {
+			// Another version won: nothing names these. After any other
+			// error the rename may have happened, so they stay.
+			c.removeNew(with)
 			return "", errConflict
 		}
 		return "", err
