@@ -53,16 +53,19 @@ type FS interface {
 //
 //  1. Read the current version N (the hint, then upward while v<N+1>
 //     exists) and its metadata.
-//  2. Write the new snapshot's manifests and manifest list under names of
-//     their own (random ids): nothing refers to them yet.
-//  3. Write the new metadata whole to a temporary file of the metadata
-//     directory (.tmp-<uuid>.metadata.json: no reader looks at it).
+//  2. and 3., at once (concurrently: each is an HDFS file write of its
+//     own): the new snapshot's manifests and manifest list under names
+//     of their own (random ids), nothing refers to them yet; and the new
+//     metadata whole in a temporary file of the metadata directory
+//     (.tmp-<uuid>.metadata.json: no reader looks at it). When one write
+//     fails, the others are removed. Crash point iceberg-manifests
+//     (iceberg-create for a table's first version) is after them.
 //  4. Commit point: rename it to v<N+1>.metadata.json with a rename that
 //     refuses an existing destination (HDFS rename2 without OVERWRITE,
 //     link(2) locally), as iceberg-core's HadoopTableOperations does. Of
 //     two committers racing for N+1 exactly one renames; the other gets
-//     "exists", removes its temporary file, reads version N+1 and tries
-//     again from step 1 on it.
+//     "exists", removes its temporary file, manifests and manifest list,
+//     reads version N+1 and tries again from step 1 on it.
 //  5. Replace version-hint.text (write and rename). A crash before this
 //     leaves a stale hint: iceberg-core steps over it, pyiceberg does not,
 //     so the next Load by a committer (the rerun after the crash) writes
@@ -71,8 +74,8 @@ type FS interface {
 // A v<N>.metadata.json is complete from the moment it has its name, so
 // readers (this one, Spark and Trino scanning for N+1) never see a
 // half-written version. A committer that dies before its rename leaves a
-// temporary file, and manifests of commits that lost (steps 2-4) are
-// orphans: none is ever referenced, and orphan removal may delete them.
+// temporary file, manifests and a manifest list: orphans, never
+// referenced, which orphan removal deletes.
 type Catalog struct {
 	FS FS
 	// Pointer, if set, keeps each table's current metadata file instead
