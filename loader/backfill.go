@@ -96,6 +96,9 @@ func (l *Loader) Backfill(ctx context.Context, spec Spec, r BackfillRange, paral
 	if err := l.checkTables(p); err != nil {
 		return nil, err
 	}
+	if err := l.planFieldIDs(p); err != nil {
+		return nil, err
+	}
 	if err := l.fence(ctx); err != nil {
 		return nil, err
 	}

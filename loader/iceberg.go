@@ -83,19 +83,25 @@ func (s *Settings) validateTable() error {
 }
 
 // tableSchema is the schema of the files of a run: the plain one, with the
-// event-time column in the Iceberg mode.
-func tableSchema(p *Plan, s *arrow.Schema) *arrow.Schema {
+// event-time column and the table's field ids (fieldids.go) in the Iceberg
+// mode.
+func tableSchema(p *Plan, topic string, s *arrow.Schema) *arrow.Schema {
 	if p.TableFormat != TableIceberg {
 		return s
 	}
 	md := s.Metadata()
-	return arrow.NewSchema(append(s.Fields(), arrow.Field{Name: eventTimeColumn, Type: eventTimeType, Nullable: true}), &md)
+	s = arrow.NewSchema(append(s.Fields(), arrow.Field{Name: eventTimeColumn, Type: eventTimeType, Nullable: true}), &md)
+	if ts := p.TableSchemas[topic]; ts != nil {
+		s = iceberg.WithFieldIDs(s, ts)
+	}
+	return s
 }
 
 var eventTimeType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
-// withEventTime appends the event-time column: times are Unix ms.
-func withEventTime(rec arrow.Record, times []int64) arrow.Record {
+// withEventTime appends the event-time column (times are Unix ms), as a
+// record of schema, the file's (tableSchema).
+func withEventTime(rec arrow.Record, times []int64, schema *arrow.Schema) arrow.Record {
 	b := array.NewTimestampBuilder(memory.DefaultAllocator, eventTimeType)
 	defer b.Release()
 	b.Reserve(len(times))
@@ -104,10 +110,8 @@ func withEventTime(rec arrow.Record, times []int64) arrow.Record {
 	}
 	col := b.NewArray()
 	defer col.Release()
-	md := rec.Schema().Metadata()
-	fields := append(rec.Schema().Fields(), arrow.Field{Name: eventTimeColumn, Type: eventTimeType, Nullable: true})
 	cols := append(append([]arrow.Array{}, rec.Columns()...), col)
-	return array.NewRecord(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+	return array.NewRecord(schema, cols, rec.NumRows())
 }
 
 // commitTables appends the run's files to the tables of its topics.
@@ -341,7 +345,7 @@ func fileSchema(p *Plan, topic string) (*arrow.Schema, error) {
 	if r, ok := dec.(interface{ Release() }); ok {
 		defer r.Release()
 	}
-	return tableSchema(p, outputSchema(dec, false)), nil
+	return tableSchema(p, topic, outputSchema(dec, false)), nil
 }
 
 func init() { iceberg.SetCrashHook(crashPoint) }

@@ -43,7 +43,8 @@ func BenchmarkGroupWriter(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				hw := &hourWriters{fs: fs, dir: "s", topic: "t", schema: tableSchema(p, outputSchema(dec, false)),
+				schema := tableSchema(p, "t", outputSchema(dec, false))
+				hw := &hourWriters{fs: fs, dir: "s", topic: "t", schema: schema,
 					opts: parquet.Options{RowGroupBytes: 64 << 20}, target: 256 << 20, maxMemory: 512 << 20, loc: time.UTC, open: map[writerKey]*hourFile{}}
 				gw := &groupWriter{hw: hw, loc: time.UTC, cols: cols}
 				for lo := 0; lo < n; lo += 2000 {
@@ -55,7 +56,7 @@ func BenchmarkGroupWriter(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					rec = withEventTime(withSource(rec, 0, offsets), times)
+					rec = withEventTime(withSource(rec, 0, offsets), times, schema)
 					if err := gw.write(rec, offsets, times); err != nil {
 						b.Fatal(err)
 					}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/tributary-io/tributary/formats/iceberg"
 )
 
 // PlanVersion is the version of the plan file format. A loader refuses a plan
@@ -61,6 +63,11 @@ type Plan struct {
 	// TopicIDs are the topics' ids at plan time, with FromTier: the
 	// remote directories are named by them.
 	TopicIDs map[string]string `json:"topicIds,omitempty"`
+	// TableSchemas are, in the Iceberg mode, the table schemas the
+	// topics' files are written with: their Parquet field ids are these
+	// (fieldids.go). Plans written before them have none: files without
+	// ids, read through the table's name mapping.
+	TableSchemas map[string]*iceberg.Schema `json:"tableSchemas,omitempty"`
 }
 
 // Settings are the choices of a job that a plan carries to its workers.

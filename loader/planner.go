@@ -225,6 +225,9 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 	if err := l.checkTables(p); err != nil {
 		return nil, err
 	}
+	if err := l.planFieldIDs(p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

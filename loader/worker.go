@@ -116,7 +116,7 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 	raw := p.Format == FormatRaw
 	hw := &hourWriters{
 		fs: l.FS, dir: dir, topic: u.Topic, partition: u.Partition,
-		schema: tableSchema(p, outputSchema(dec, raw)), opts: opts, target: p.TargetFileBytes, maxMemory: p.MaxMemory, loc: loc,
+		schema: tableSchema(p, u.Topic, outputSchema(dec, raw)), opts: opts, target: p.TargetFileBytes, maxMemory: p.MaxMemory, loc: loc,
 		open: map[writerKey]*hourFile{},
 	}
 	gw := &groupWriter{hw: hw, loc: loc, cols: p.PartitionBy}
@@ -154,7 +154,7 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 			rec = withSource(rec, u.Partition, offsets)
 			defer rec.Release()
 			if p.TableFormat == TableIceberg {
-				rec = withEventTime(rec, times)
+				rec = withEventTime(rec, times, hw.schema)
 				defer rec.Release()
 			}
 		}
