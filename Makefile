@@ -68,7 +68,7 @@ test-long:
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestDynamicConfigsAndThrottledReassignment' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" loader "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestLoadHDFS|TestLoadCrashLoop|TestDataNodeDiesMidWrite|TestLoadRunsOverlap|TestLoadIcebergCrash' -v ./loader/ && \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestCompactHDFS' -v ./formats/iceberg/; fi
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestCompactHDFS|TestDecodeBudget' -v ./formats/iceberg/; fi
 	@if [[ " $(LONG) " == *" registry "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestClusterForwarding' -v ./registry/; fi
 	@if [[ " $(LONG) " == *" txn "* ]]; then set -x; \

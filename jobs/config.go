@@ -48,6 +48,8 @@ type Def struct {
 	MaxMemory      Size          `yaml:"max_memory" json:"maxMemory,omitempty"`
 	AllowGaps      bool          `yaml:"allow_gaps" json:"allowGaps,omitempty"`
 	TableFormat    string        `yaml:"table_format" json:"tableFormat,omitempty"` // parquet or iceberg
+	PartitionBy    []string      `yaml:"partition_by" json:"partitionBy,omitempty"` // identity partition columns of the tables
+	Catalog        string        `yaml:"catalog" json:"catalog,omitempty"`          // hadoop or sql:<file>[#<namespace>]
 
 	// Maintenance, when set, makes the job a table maintenance job
 	// (maintain.go): these actions on the Iceberg tables of its topics,
@@ -389,7 +391,7 @@ func (d Def) validate(dir string) (*Job, *FieldError) {
 			Format: j.Format, AvroSchema: j.AvroSchema, AvroDir: j.AvroSchemaDir,
 			TimeField: j.TimeField, TimeZone: j.TimeZone, Lateness: loader.Duration(j.Lateness),
 			Codec: j.Codec, TargetFileBytes: int64(j.TargetFileSize), MaxMemory: int64(j.MaxMemory), AllowGaps: j.AllowGaps,
-			TableFormat: j.TableFormat,
+			TableFormat: j.TableFormat, PartitionBy: j.PartitionBy, Catalog: j.Catalog,
 		},
 		MaxRecordsPerUnit: j.MaxRecordsPerUnit, MaxBytesPerUnit: int64(j.MaxBytesPerUnit),
 	}
@@ -406,7 +408,7 @@ func (d Def) validate(dir string) (*Job, *FieldError) {
 	}
 	if err := spec.Validate(); err != nil {
 		field := "format"
-		for _, f := range []string{"topics_regex", "time_zone", "avro_schema", "table_format", "schema"} {
+		for _, f := range []string{"topics_regex", "time_zone", "avro_schema", "partition_by", "catalog", "table_format", "schema"} {
 			if strings.Contains(err.Error(), "--"+strings.ReplaceAll(f, "_", "-")) {
 				field = f
 				break

@@ -195,3 +195,56 @@ jobs:
 		}
 	}
 }
+
+// Issue 24: a load job's identity partition columns and SQL catalog, and a
+// maintenance job's catalog, with a bad value of each named by its field.
+func TestConfigPartitionByCatalog(t *testing.T) {
+	cfg := parse(t, `
+defaults: {target: file:///tmp/lake}
+jobs:
+  - name: load
+    topics: [a]
+    table_format: iceberg
+    partition_by: [country, device]
+    catalog: sql:/var/lib/tributary/catalog.db
+  - name: tidy
+    topics: [a]
+    maintenance: [compact]
+    catalog: sql:/var/lib/tributary/catalog.db
+  - name: plain
+    topics: [a]
+    partition_by: [country]
+  - name: twice
+    topics: [a]
+    table_format: iceberg
+    partition_by: [country, country]
+  - name: mysql
+    topics: [a]
+    table_format: iceberg
+    catalog: mysql://db/lake
+  - name: tidy-mysql
+    topics: [a]
+    maintenance: [compact]
+    catalog: mysql://db/lake
+`)
+	if len(cfg.Jobs) != 2 {
+		t.Fatalf("valid jobs: %d (%v)", len(cfg.Jobs), cfg.Problems)
+	}
+	if s := cfg.Jobs[0].Spec; strings.Join(s.PartitionBy, ",") != "country,device" || s.Catalog != "sql:/var/lib/tributary/catalog.db" {
+		t.Fatalf("load: partition by %v, catalog %q", s.PartitionBy, s.Catalog)
+	}
+	want := []struct{ job, field, text string }{
+		{`"plain"`, "partition_by", "--table-format iceberg"},
+		{`"twice"`, "partition_by", "named twice"},
+		{`"mysql"`, "catalog", "mysql://db/lake"},
+		{`"tidy-mysql"`, "catalog", "mysql://db/lake"},
+	}
+	if len(cfg.Problems) != len(want) {
+		t.Fatalf("%d problems, want %d: %v", len(cfg.Problems), len(want), cfg.Problems)
+	}
+	for i, w := range want {
+		if p := cfg.Problems[i]; p.Job != w.job || p.Field != w.field || !strings.Contains(p.Error(), w.text) {
+			t.Errorf("problem %d: %v; want job %s, field %s, %q", i, p, w.job, w.field, w.text)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary-io/tributary/formats/iceberg"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/lease"
 )
 
@@ -56,6 +57,9 @@ type TableMaintenance struct {
 }
 
 func (d *Def) validateMaintenance() (field, msg string) {
+	if err := loader.ValidCatalog(d.Catalog); err != nil {
+		return "catalog", err.Error()
+	}
 	known := map[string]bool{}
 	for _, a := range actionOrder {
 		known[a] = true
@@ -94,7 +98,10 @@ func (d *Def) validateMaintenance() (field, msg string) {
 // stopping at the first error (the run retries from the start: every
 // action is safe to repeat).
 func (s *Scheduler) maintain(ctx context.Context, fs fsys.FS, j *Job, rec *Record, held *lease.Lease) error {
-	cat := &iceberg.Catalog{FS: fs}
+	cat, err := loader.OpenCatalog(fs, j.Catalog)
+	if err != nil {
+		return err
+	}
 	tables := append([]string(nil), j.Topics...)
 	if j.TopicsRegex != "" {
 		all, err := cat.Tables("")

@@ -49,7 +49,7 @@ func (l *Loader) Backfill(ctx context.Context, spec Spec, r BackfillRange, paral
 		return nil, err
 	}
 	if spec.TableFormat == TableIceberg {
-		if existing, err = l.tableFiles(r.Topic, r.Partition, existing); err != nil {
+		if existing, err = l.tableFiles(spec.Catalog, r.Topic, r.Partition, existing); err != nil {
 			return nil, err
 		}
 	}
@@ -92,6 +92,12 @@ func (l *Loader) Backfill(ctx context.Context, spec Spec, r BackfillRange, paral
 	}
 	for lo := from; lo < to; lo += per {
 		p.Units = append(p.Units, Unit{Index: len(p.Units), Topic: r.Topic, Partition: r.Partition, From: lo, To: min(lo+per, to)})
+	}
+	if err := l.checkTables(p); err != nil {
+		return nil, err
+	}
+	if err := l.planFieldIDs(p); err != nil {
+		return nil, err
 	}
 	if err := l.fence(ctx); err != nil {
 		return nil, err

@@ -22,7 +22,10 @@ const tableBenchEvents = 200_000
 // target: at least 90% of the plain rate), on the same topic, on local
 // disk and on the test HDFS. The two formats alternate, three runs each
 // into fresh targets, so that the load of a shared machine falls on both;
-// it reports the median rates and their ratio.
+// it reports the median rates and their ratio. A third format, iceberg
+// with --partition-by type,event (15 combinations of values, rows
+// interleaved, so split with Arrow's Take), measures identity partitioning
+// against the hour alone.
 //
 //	go test -run '^$' -bench BenchmarkLoadTableFormat -benchtime 1x ./loader
 func BenchmarkLoadTableFormat(b *testing.B) {
@@ -57,10 +60,14 @@ func BenchmarkLoadTableFormat(b *testing.B) {
 			}
 			rates := map[string][]float64{}
 			for round := range 3 {
-				for _, format := range []string{"parquet", "iceberg"} {
+				for _, format := range []string{"parquet", "iceberg", "identity"} {
+					tableFormat, more := format, extra
+					if format == "identity" {
+						tableFormat, more = "iceberg", append([]string{"--partition-by", "type,event"}, extra...)
+					}
 					args := append([]string{"load", "run", "-b", br.Addr(), "--topics", "bench", "--schema", activitySchema,
-						"--time-field", "timestamp", "--target", target(), "--table-format", format,
-						"--parallelism", "2", "--max-records-per-unit", "50000"}, extra...)
+						"--time-field", "timestamp", "--target", target(), "--table-format", tableFormat,
+						"--parallelism", "2", "--max-records-per-unit", "50000"}, more...)
 					start := time.Now()
 					if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 						b.Fatalf("load %s: %v\n%s", format, err, out)
@@ -74,10 +81,12 @@ func BenchmarkLoadTableFormat(b *testing.B) {
 				sort.Float64s(xs)
 				return xs[len(xs)/2]
 			}
-			p, i := median(rates["parquet"]), median(rates["iceberg"])
+			p, i, id := median(rates["parquet"]), median(rates["iceberg"]), median(rates["identity"])
 			b.ReportMetric(p, "parquet-events/s")
 			b.ReportMetric(i, "iceberg-events/s")
 			b.ReportMetric(i/p, "iceberg/parquet")
+			b.ReportMetric(id, "identity-events/s")
+			b.ReportMetric(id/i, "identity/iceberg")
 		})
 	}
 }

@@ -60,6 +60,13 @@ func (l *Loader) Commit(ctx context.Context, p *Plan) (*Manifest, error) {
 		}
 	}
 	if state.Run != p.Run {
+		// The tables as they are now, not as they were at plan time:
+		// another job may have created one with other partition columns,
+		// or in another catalog. Found after the moves, the run could
+		// neither commit nor be planned again from its state.
+		if err := l.checkTables(p); err != nil {
+			return nil, fmt.Errorf("run %s cannot commit to its tables, so this attempt moved none of its files and the state is unchanged; removing its plan (%s under the target) lets the next run load its offsets again: %w", p.Run, planPath(p.Run), err)
+		}
 		// Before the commit point: move the files. A backfill first removes
 		// the files it replaces that it did not write again.
 		for _, old := range p.Replaces {

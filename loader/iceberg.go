@@ -68,23 +68,40 @@ func (s *Settings) validateTable() error {
 	default:
 		return fmt.Errorf("--table-format %q: want parquet or iceberg", s.TableFormat)
 	}
-	return nil
+	c, err := NormalizeCatalog(s.Catalog)
+	if err != nil {
+		return err
+	}
+	s.Catalog = c
+	if s.Catalog == CatalogHadoop {
+		s.Catalog = ""
+	}
+	if s.Catalog != "" && s.TableFormat != TableIceberg {
+		return errors.New("--catalog is for Iceberg tables: use it with --table-format iceberg")
+	}
+	return s.validatePartitionBy()
 }
 
 // tableSchema is the schema of the files of a run: the plain one, with the
-// event-time column in the Iceberg mode.
-func tableSchema(p *Plan, s *arrow.Schema) *arrow.Schema {
+// event-time column and the table's field ids (fieldids.go) in the Iceberg
+// mode.
+func tableSchema(p *Plan, topic string, s *arrow.Schema) *arrow.Schema {
 	if p.TableFormat != TableIceberg {
 		return s
 	}
 	md := s.Metadata()
-	return arrow.NewSchema(append(s.Fields(), arrow.Field{Name: eventTimeColumn, Type: eventTimeType, Nullable: true}), &md)
+	s = arrow.NewSchema(append(s.Fields(), arrow.Field{Name: eventTimeColumn, Type: eventTimeType, Nullable: true}), &md)
+	if ts := p.TableSchemas[topic]; ts != nil {
+		s = iceberg.WithFieldIDs(s, ts)
+	}
+	return s
 }
 
 var eventTimeType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
-// withEventTime appends the event-time column: times are Unix ms.
-func withEventTime(rec arrow.Record, times []int64) arrow.Record {
+// withEventTime appends the event-time column (times are Unix ms), as a
+// record of schema, the file's (tableSchema).
+func withEventTime(rec arrow.Record, times []int64, schema *arrow.Schema) arrow.Record {
 	b := array.NewTimestampBuilder(memory.DefaultAllocator, eventTimeType)
 	defer b.Release()
 	b.Reserve(len(times))
@@ -93,10 +110,8 @@ func withEventTime(rec arrow.Record, times []int64) arrow.Record {
 	}
 	col := b.NewArray()
 	defer col.Release()
-	md := rec.Schema().Metadata()
-	fields := append(rec.Schema().Fields(), arrow.Field{Name: eventTimeColumn, Type: eventTimeType, Nullable: true})
 	cols := append(append([]arrow.Array{}, rec.Columns()...), col)
-	return array.NewRecord(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+	return array.NewRecord(schema, cols, rec.NumRows())
 }
 
 // commitTables appends the run's files to the tables of its topics.
@@ -107,14 +122,18 @@ func (l *Loader) commitTables(p *Plan, m *Manifest) error {
 	if p.Kind == "backfill" {
 		return l.commitOverwrite(p, m)
 	}
-	cat := &iceberg.Catalog{FS: l.FS}
+	cat, err := l.catalog(p.Catalog)
+	if err != nil {
+		return err
+	}
 	starts := p.starts()
 	byTopic := map[string][]iceberg.NewFile{}
 	for _, f := range m.Files {
-		if f.Hour%int64(time.Hour/time.Millisecond) != 0 {
-			return fmt.Errorf("file %s: its hour does not start on a UTC hour", f.Path)
+		nf, err := newTableFile(f)
+		if err != nil {
+			return err
 		}
-		byTopic[f.Topic] = append(byTopic[f.Topic], iceberg.NewFile{Path: f.Path, Records: f.Rows, Bytes: f.Bytes, Hour: int32(f.Hour / int64(time.Hour/time.Millisecond))})
+		byTopic[f.Topic] = append(byTopic[f.Topic], nf)
 	}
 	topics := make([]string, 0, len(starts))
 	for t := range starts {
@@ -140,11 +159,15 @@ func (l *Loader) commitTables(p *Plan, m *Manifest) error {
 		start := time.Now()
 		var next map[string]int64
 		t, snap, err := cat.Append(iceberg.Append{
-			Dir: topic, Schema: schema, TimeColumn: eventTimeColumn, Files: files,
+			Dir: topic, Schema: schema, TimeColumn: eventTimeColumn, Identity: p.PartitionBy, Files: files,
 			Summary: map[string]string{summaryRun: p.Run, summaryJob: p.Job, summaryTopic: topic, summaryRanges: string(rj)},
 			Done: func(md *iceberg.Metadata) (done bool, err error) {
-				done, next, err = checkTable(md, topic, p.Run, ranges)
-				return done, err
+				if done, next, err = checkTable(md, topic, p.Run, ranges); err != nil || done {
+					return done, err
+				}
+				// Checked at plan time too; this is the table as it is
+				// committed on.
+				return false, iceberg.CheckIdentity(md, p.PartitionBy)
 			},
 			SummaryFunc: func(summary map[string]string) {
 				cum := map[string]int64{}
@@ -201,7 +224,10 @@ func (l *Loader) supersededBy(p *Plan, state *State) (by string, advanced bool, 
 	if p.TableFormat != TableIceberg || p.Kind != "load" {
 		return "", false, nil
 	}
-	cat := &iceberg.Catalog{FS: l.FS}
+	cat, err := l.catalog(p.Catalog)
+	if err != nil {
+		return "", false, err
+	}
 	starts := p.starts()
 	topics := make([]string, 0, len(starts))
 	for t := range starts {
@@ -284,9 +310,14 @@ func lineage(md *iceberg.Metadata, run string) (done bool, next map[string]int64
 }
 
 // TableOffsets are the next offsets the table of topic records (nil
-// without a table or a tributary snapshot).
+// without a table or a tributary snapshot), in the Hadoop convention.
 func TableOffsets(fs iceberg.FS, topic string) (map[int32]int64, error) {
-	t, err := (&iceberg.Catalog{FS: fs}).Load(topic)
+	return CatalogOffsets(&iceberg.Catalog{FS: fs}, topic)
+}
+
+// CatalogOffsets is TableOffsets in any catalog (OpenCatalog).
+func CatalogOffsets(cat *iceberg.Catalog, topic string) (map[int32]int64, error) {
+	t, err := cat.Load(topic)
 	if errors.Is(err, iceberg.ErrNoTable) {
 		return nil, nil
 	}
@@ -314,7 +345,7 @@ func fileSchema(p *Plan, topic string) (*arrow.Schema, error) {
 	if r, ok := dec.(interface{ Release() }); ok {
 		defer r.Release()
 	}
-	return tableSchema(p, outputSchema(dec, false)), nil
+	return tableSchema(p, topic, outputSchema(dec, false)), nil
 }
 
 func init() { iceberg.SetCrashHook(crashPoint) }
@@ -328,7 +359,7 @@ func (l *Loader) refuseTableBackfill(spec Spec) error {
 		return nil
 	}
 	for _, t := range spec.Topics {
-		if _, err := l.FS.Stat(t + "/metadata/version-hint.text"); err == nil {
+		if hasTableMetadata(l.FS, t) {
 			return fmt.Errorf("topic %s has an Iceberg table at %s/%s: a plain backfill would remove files its snapshots refer to; backfill it with --table-format iceberg (an overwrite snapshot)", t, l.FS, t)
 		}
 	}
@@ -354,8 +385,11 @@ func (l *Loader) refuseTableBackfill(spec Spec) error {
 // tableFiles are the files of the table's current snapshot that hold
 // offsets of the topic's partition, with the bad-record files of have (the
 // directory listing: they are not in the table).
-func (l *Loader) tableFiles(topic string, partition int32, have []dataFile) ([]dataFile, error) {
-	cat := &iceberg.Catalog{FS: l.FS}
+func (l *Loader) tableFiles(catalog, topic string, partition int32, have []dataFile) ([]dataFile, error) {
+	cat, err := l.catalog(catalog)
+	if err != nil {
+		return nil, err
+	}
 	t, err := cat.Load(topic)
 	if err != nil {
 		return nil, fmt.Errorf("backfilling table %s: %w", topic, err)
@@ -417,17 +451,21 @@ func (l *Loader) commitOverwrite(p *Plan, m *Manifest) error {
 	}
 	var files []iceberg.NewFile
 	for _, f := range m.Files {
-		if f.Hour%int64(time.Hour/time.Millisecond) != 0 {
-			return fmt.Errorf("file %s: its hour does not start on a UTC hour", f.Path)
+		nf, err := newTableFile(f)
+		if err != nil {
+			return err
 		}
-		files = append(files, iceberg.NewFile{Path: f.Path, Records: f.Rows, Bytes: f.Bytes, Hour: int32(f.Hour / int64(time.Hour/time.Millisecond))})
+		files = append(files, nf)
 	}
 	schema, err := fileSchema(p, topic)
 	if err != nil {
 		return err
 	}
 	rj, _ := json.Marshal(map[string][2]int64{strconv.Itoa(int(part)): {from, to}})
-	cat := &iceberg.Catalog{FS: l.FS}
+	cat, err := l.catalog(p.Catalog)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	t, snap, err := cat.Rewrite(iceberg.Rewrite{
 		Dir: topic, Operation: "overwrite", Add: files, Schema: schema,
@@ -435,7 +473,10 @@ func (l *Loader) commitOverwrite(p *Plan, m *Manifest) error {
 		Summary:   map[string]string{summaryRun: p.Run, summaryJob: p.Job, summaryTopic: topic, summaryRanges: string(rj)},
 		Done: func(md *iceberg.Metadata) (bool, error) {
 			done, _, err := committedBy(md, p.Run)
-			return done, err
+			if err != nil || done {
+				return done, err
+			}
+			return false, iceberg.CheckIdentity(md, p.PartitionBy)
 		},
 	})
 	if err != nil {
@@ -448,4 +489,29 @@ func (l *Loader) commitOverwrite(p *Plan, m *Manifest) error {
 	l.log().Info("committed an overwrite snapshot", "table", topic, "snapshot", snap.ID, "version", t.Version,
 		"added", snap.Summary["added-data-files"], "deleted", snap.Summary["deleted-data-files"], "rows", snap.Summary["added-records"], "seconds", since(start))
 	return nil
+}
+
+// newTableFile is a moved file as a table commit adds it.
+func newTableFile(f FileEntry) (iceberg.NewFile, error) {
+	if f.Hour%int64(time.Hour/time.Millisecond) != 0 {
+		return iceberg.NewFile{}, fmt.Errorf("file %s: its hour does not start on a UTC hour", f.Path)
+	}
+	return iceberg.NewFile{Path: f.Path, Records: f.Rows, Bytes: f.Bytes, Hour: int32(f.Hour / int64(time.Hour/time.Millisecond)),
+		Identity: f.Identity.fields()}, nil
+}
+
+// hasTableMetadata says whether the topic's directory has an Iceberg
+// table's metadata, kept by either catalog (version-hint.text, or only
+// the metadata files a SQL catalog's rows point at).
+func hasTableMetadata(fs iceberg.FS, topic string) bool {
+	ents, err := fs.ReadDir(topic + "/metadata")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Name() == "version-hint.text" || strings.HasSuffix(e.Name(), ".metadata.json") && !strings.HasPrefix(e.Name(), ".") {
+			return true
+		}
+	}
+	return false
 }

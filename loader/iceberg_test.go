@@ -285,7 +285,9 @@ func TestLoadIceberg(t *testing.T) {
 // checkJavaReads reads the table with Apache Iceberg's Java library
 // (testbroker.ReadIcebergJava) and checks it sees what pyiceberg saw (v):
 // the same field ids, spec and snapshots, every offset once, and the
-// first snapshot's rows by time travel.
+// first snapshot's rows by time travel. The rows are read with
+// IcebergGenerics, which resolves columns by the files' field ids only
+// (no name mapping): a file without them fails the read or reads nulls.
 func checkJavaReads(t *testing.T, location string, v *icebergView, hwm map[int32]int64, firstRows int64) {
 	t.Helper()
 	var j struct {
@@ -302,10 +304,12 @@ func checkJavaReads(t *testing.T, location string, v *icebergView, hwm map[int32
 			ID      int64             `json:"id"`
 			Summary map[string]string `json:"summary"`
 		} `json:"snapshots"`
-		Current [][2]int64 `json:"current"`
-		First   [][2]int64 `json:"first"`
+		Current [][2]int64  `json:"current"`
+		First   [][2]int64  `json:"first"`
+		Columns [][]*string `json:"columns"`
 	}
-	out := testbroker.ReadIcebergJava(t, location, "0", "HADOOP_USER_NAME="+testhdfs.DefaultUser)
+	out := testbroker.ReadIcebergJava(t, location, "0", "HADOOP_USER_NAME="+testhdfs.DefaultUser,
+		"READ_ICEBERG_BY_ID=1", "READ_ICEBERG_COLUMNS=messageId,type,_offset")
 	if err := json.Unmarshal(out, &j); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -326,6 +330,14 @@ func checkJavaReads(t *testing.T, location string, v *icebergView, hwm map[int32
 		}
 	}
 	checkTableOnce(t, &icebergView{Offsets: j.Current}, hwm)
+	if len(j.Columns) != len(j.Current) {
+		t.Errorf("Java read %d rows of messageId, type, _offset and %d offsets", len(j.Columns), len(j.Current))
+	}
+	for _, r := range j.Columns {
+		if len(r) != 3 || r[0] == nil || r[1] == nil || r[2] == nil {
+			t.Fatalf("Java (by field id) read a row of messageId, type, _offset with a null: %v", r)
+		}
+	}
 	if int64(len(j.First)) != firstRows {
 		t.Errorf("Java's time travel to the first snapshot: %d rows, want %d", len(j.First), firstRows)
 	}
@@ -348,7 +360,10 @@ func TestLoadIcebergCrash(t *testing.T) {
 		"--table-format", "iceberg", "--max-records-per-unit", fmt.Sprint(n / 3),
 		// Each rerun waits out the lease of the run killed before it.
 		"--lease-ttl", "3s", "--max-clock-skew", "0s", "--wait", "1m"}
-	points := []string{"iceberg-manifests", "iceberg-committed"}
+	// iceberg-create: the first run dies creating the table;
+	// iceberg-manifests: the next, after its manifests and metadata file
+	// are written, before the rename commits them.
+	points := []string{"iceberg-create", "iceberg-manifests", "iceberg-committed"}
 	if os.Getenv("TRIBUTARY_TEST_LONG") != "" {
 		points = append(points, "committed", "iceberg-committed")
 	}
@@ -365,6 +380,28 @@ func TestLoadIcebergCrash(t *testing.T) {
 			t.Fatalf("crash at %s: want the process killed, got %v\n%s", point, err, out)
 		}
 		t.Logf("crashed run %v", time.Since(t0))
+		if point == "iceberg-manifests" {
+			// The crash was in the append's window: its files written, the
+			// version not.
+			tbl, err := (&iceberg.Catalog{FS: fs}).Load("taps")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ents, err := fs.ReadDir("taps/metadata")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmp := 0
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), ".tmp-") {
+					tmp++
+				}
+			}
+			if len(tbl.Metadata.Snapshots) != i || tmp == 0 {
+				t.Fatalf("killed at %s: %d snapshots (want %d) and %d uncommitted metadata files (want some): not the window between the writes and the rename",
+					point, len(tbl.Metadata.Snapshots), i, tmp)
+			}
+		}
 		start := time.Now()
 		mustLoad(t, args...)
 		t.Logf("rerun after a crash at %s: %v", point, time.Since(start))

@@ -6,11 +6,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/tributary-io/tributary/formats/iceberg"
 )
 
 // PlanVersion is the version of the plan file format. A loader refuses a plan
-// of a newer version rather than guess at it.
-const PlanVersion = 1
+// of a newer version rather than guess at it. Version 2 adds the catalog
+// and partitionBy settings: a plan that uses either is written as version
+// 2, so that an older loader (a rollback, mixed versions among the
+// schedulers) refuses it instead of ignoring them and committing to a
+// second table beside the SQL catalog's, or splitting files by other
+// values than the table's. Other plans stay version 1, readable by both.
+const PlanVersion = 2
+
+// version is the plan file version p needs (PlanVersion).
+func (p *Plan) version() int {
+	if p.Catalog != "" || len(p.PartitionBy) > 0 {
+		return 2
+	}
+	return 1
+}
 
 // Plan is everything a worker needs to run any of a run's units, on any
 // machine: it is the contract between `load run` and `load worker`.
@@ -48,6 +63,11 @@ type Plan struct {
 	// TopicIDs are the topics' ids at plan time, with FromTier: the
 	// remote directories are named by them.
 	TopicIDs map[string]string `json:"topicIds,omitempty"`
+	// TableSchemas are, in the Iceberg mode, the table schemas the
+	// topics' files are written with: their Parquet field ids are these
+	// (fieldids.go). Plans written before them have none: files without
+	// ids, read through the table's name mapping.
+	TableSchemas map[string]*iceberg.Schema `json:"tableSchemas,omitempty"`
 }
 
 // Settings are the choices of a job that a plan carries to its workers.
@@ -78,6 +98,14 @@ type Settings struct {
 	// snapshot of an Iceberg table per topic (iceberg.go); empty is the
 	// plain Parquet lake.
 	TableFormat string `json:"tableFormat,omitempty"`
+	// PartitionBy are the identity partition columns of the tables, after
+	// the hour (partition.go).
+	PartitionBy []string `json:"partitionBy,omitempty"`
+	// Catalog is where the tables' current versions are kept: "" for the
+	// Hadoop convention (version-hint.text), "sql:<dsn>" for a SQL
+	// catalog (catalog.go). A plan keeps it, so that a rerun after a
+	// crash commits where the run began.
+	Catalog string `json:"catalog,omitempty"`
 	// FromTier is the brokers' remote tier (rsm.config.storage.uri):
 	// units read the remote part of their ranges from it (tier.go).
 	FromTier string `json:"fromTier,omitempty"`
@@ -114,7 +142,11 @@ func (p *Plan) Records() int64 {
 	return n
 }
 
-func (p *Plan) marshal() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+func (p *Plan) marshal() ([]byte, error) {
+	q := *p
+	q.Version = p.version()
+	return json.MarshalIndent(&q, "", "  ")
+}
 
 func parsePlan(data []byte, where string) (*Plan, error) {
 	var p Plan

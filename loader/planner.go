@@ -222,6 +222,12 @@ func (l *Loader) Plan(ctx context.Context, spec Spec) (*Plan, error) {
 	if len(gone) > 0 {
 		return nil, fmt.Errorf("%w:\n  %s\nrerun with --allow-gaps to continue from the first available offsets; the manifest records the gap", ErrGone, strings.Join(gone, "\n  "))
 	}
+	if err := l.checkTables(p); err != nil {
+		return nil, err
+	}
+	if err := l.planFieldIDs(p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tributary-io/tributary/formats/iceberg"
 )
 
 // Run loads what is new for a job: it first resumes the job's open plan, if
@@ -116,6 +118,18 @@ func (l *Loader) Complete(ctx context.Context, p *Plan, parallelism int) (*Manif
 		// executor that reported success too early). This run is the way to
 		// finish it, so it runs what is missing itself, once.
 		l.log().Warn("a unit has no result after its execution; running the missing units here", "run", p.Run, "err", err)
+		if err := l.Execute(ctx, p, parallelism); err != nil {
+			return nil, err
+		}
+		m, err = l.Commit(ctx, p)
+	}
+	for i := 0; i < maxReplans && errors.Is(err, iceberg.ErrFieldIDsChanged); i++ {
+		// Another writer evolved the table since the plan chose the ids:
+		// the files of the topics whose ids changed are written again.
+		l.log().Warn("the table's schema changed since the run was planned; writing its files again with the table's field ids", "run", p.Run, "err", err)
+		if err := l.replanFieldIDs(p); err != nil {
+			return nil, err
+		}
 		if err := l.Execute(ctx, p, parallelism); err != nil {
 			return nil, err
 		}

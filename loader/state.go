@@ -73,6 +73,8 @@ type FileEntry struct {
 	Bytes     int64     `json:"bytes"`
 	Hour      int64     `json:"hour"` // Unix ms of the event hour's start
 	HourEnd   time.Time `json:"hourEnd"`
+	// Identity are the file's identity partition values (partition.go).
+	Identity IdentityValues `json:"identity,omitempty"`
 }
 
 // ErrorFile holds the bad records of a unit.

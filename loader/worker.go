@@ -116,9 +116,10 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 	raw := p.Format == FormatRaw
 	hw := &hourWriters{
 		fs: l.FS, dir: dir, topic: u.Topic, partition: u.Partition,
-		schema: tableSchema(p, outputSchema(dec, raw)), opts: opts, target: p.TargetFileBytes, maxMemory: p.MaxMemory, loc: loc,
-		open: map[int64]*hourFile{},
+		schema: tableSchema(p, u.Topic, outputSchema(dec, raw)), opts: opts, target: p.TargetFileBytes, maxMemory: p.MaxMemory, loc: loc,
+		open: map[writerKey]*hourFile{},
 	}
+	gw := &groupWriter{hw: hw, loc: loc, cols: p.PartitionBy}
 	defer hw.abort()
 	bad := &badRecords{fs: l.FS, staged: path.Join(dir, errorsFile(u.Topic, u.Partition, u.From, u.To))}
 	defer bad.abort()
@@ -153,25 +154,12 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 			rec = withSource(rec, u.Partition, offsets)
 			defer rec.Release()
 			if p.TableFormat == TableIceberg {
-				rec = withEventTime(rec, times)
+				rec = withEventTime(rec, times, hw.schema)
 				defer rec.Release()
 			}
 		}
-		// Rows of a partition mostly come in time order: write runs of one
-		// hour as zero-copy slices.
-		for i := 0; i < len(times); {
-			h := hourOf(times[i], loc)
-			j := i + 1
-			for j < len(times) && hourOf(times[j], loc).Equal(h) {
-				j++
-			}
-			part := rec.NewSlice(int64(i), int64(j))
-			err := hw.write(h, part, offsets[i:j])
-			part.Release()
-			if err != nil {
-				return err
-			}
-			i = j
+		if err := gw.write(rec, offsets, times); err != nil {
+			return err
 		}
 		res.Rows += int64(len(offsets))
 		return nil
@@ -188,6 +176,10 @@ func (l *Loader) execute(ctx context.Context, p *Plan, u Unit, dir string) (*Uni
 	res.Gaps = rr.gaps
 	if res.Files, err = hw.close(); err != nil {
 		return nil, err
+	}
+	if len(p.PartitionBy) > 0 && hw.Combinations() > manyCombinations {
+		l.log().Warn("--partition-by: the unit's rows had more than this many combinations of hour and partition values, so its files are many and small; partition by a column with fewer distinct values",
+			"combinations", manyCombinations, "columns", strings.Join(p.PartitionBy, ","), "topic", u.Topic, "partition", u.Partition, "files", len(res.Files))
 	}
 	for _, f := range res.Files {
 		res.Bytes += f.Bytes

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary-io/tributary/formats/iceberg"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/loader"
 )
 
 // The lake commands read the Iceberg tables the loader keeps
@@ -39,12 +40,22 @@ of "tributary jobs serve" does on a schedule, docs/iceberg.md).`,
 	cmd.PersistentFlags().StringVar(&target, "target", "", "the loader's target: hdfs://namenode:port/path or file:///path (required)")
 	cmd.PersistentFlags().StringVar(&opts.User, "hdfs-user", "", "HDFS user to read as (default $HADOOP_USER_NAME, else the OS user)")
 	addKerberosFlags(cmd.PersistentFlags(), &opts.Kerberos)
+	var catalogFlag string
+	cmd.PersistentFlags().StringVar(&catalogFlag, "catalog", loader.CatalogHadoop, "where the tables' current versions are kept, as the loader was told: hadoop or sql:<SQLite database file>[#<namespace>]")
 	catalog := func() (*iceberg.Catalog, func(), error) {
+		if err := loader.ValidCatalog(catalogFlag); err != nil {
+			return nil, nil, err
+		}
 		fs, err := fsys.Open(target, opts)
 		if err != nil {
 			return nil, nil, err
 		}
-		return &iceberg.Catalog{FS: fs}, func() { fs.Close() }, nil
+		c, err := loader.OpenCatalog(fs, catalogFlag)
+		if err != nil {
+			fs.Close()
+			return nil, nil, err
+		}
+		return c, func() { fs.Close() }, nil
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "tables",

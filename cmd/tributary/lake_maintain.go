@@ -213,7 +213,7 @@ column is left out of its rows.`,
 			}
 			var n int64
 			out := cmd.OutOrStdout()
-			return c.Scan(cmd.Context(), snap, func(_ string, rec arrow.Record) error {
+			return c.ScanNamed(cmd.Context(), t.Metadata, snap, func(_ string, rec arrow.Record) error {
 				if len(columns) > 0 {
 					var fields []arrow.Field
 					var cols []arrow.Array

@@ -64,6 +64,8 @@ func (f *loadFlags) addSpec(fs *pflag.FlagSet) {
 	f.maxUnitBytes = loader.DefaultMaxBytesPerUnit
 	fs.Var(&f.maxUnitBytes, "max-bytes-per-unit", "most bytes (estimated from a sample) in one work unit")
 	fs.StringVar(&f.settings.TableFormat, "table-format", loader.TableParquet, "parquet: Hive-style directories of Parquet files; iceberg: also one Iceberg table per topic in <target>/<topic>, one snapshot per run (docs/iceberg.md)")
+	fs.StringSliceVar(&f.settings.PartitionBy, "partition-by", nil, "with --table-format iceberg: top-level string, int, long or boolean columns whose values also partition the tables, identity(<column>) after hour(_event_time): one file per hour and combination of values (comma-separated or repeated; a table's columns cannot change)")
+	fs.StringVar(&f.settings.Catalog, "catalog", loader.CatalogHadoop, "with --table-format iceberg: where the tables' current versions are kept: hadoop (metadata/version-hint.text) or sql:<SQLite database file>[#<namespace>] (Iceberg's JDBC catalog table, catalog name \""+loader.SQLCatalogName+"\", namespace \""+loader.DefaultNamespace+"\" unless named; every host loading the target must use the same file)")
 	fs.BoolVar(&f.settings.AllowGaps, "allow-gaps", false, "continue past offsets the broker no longer has, recording the gap in the manifest")
 	fs.StringVar(&f.settings.FromTier, "from-tier", "", "read what the brokers' tiered storage holds straight from it, not through a broker: their rsm.config.storage.uri (hdfs://namenode:port/path or file:///path); offsets not uploaded yet come from the broker")
 }

@@ -7,8 +7,10 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/parquet/metadata"
 )
 
 // NewFile is a data file an append adds: a Parquet file already in place.
@@ -19,6 +21,11 @@ type NewFile struct {
 	// Hour is the file's partition value: hours since the Unix epoch (UTC)
 	// of every row's event time.
 	Hour int32
+	// Identity are the file's values of the table's identity partition
+	// fields, by field name (the column's), nil for null: every row of the
+	// file has them. Extra keys are ignored, so a rewrite may pass the
+	// partition tuple of the file it replaces.
+	Identity map[string]any
 }
 
 // Append describes one append commit.
@@ -30,7 +37,10 @@ type Append struct {
 	// TimeColumn is the timestamp column of the hours() partition spec of
 	// a new table.
 	TimeColumn string
-	Files      []NewFile
+	// Identity are the columns of the identity() partition fields that
+	// follow the hour in a new table's spec.
+	Identity []string
+	Files    []NewFile
 	// Summary is added to the snapshot's summary.
 	Summary map[string]string
 	// Done, if set, is asked on every attempt, with the table as it is
@@ -49,6 +59,7 @@ const MaxAttempts = 20
 // version when another committer wins the race. It returns the snapshot
 // (nil when Done said the append was there already) and the table.
 func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
+	footers := c.footers(a.Files)
 	return c.commit(optimistic{
 		dir: a.Dir,
 		create: func() error {
@@ -56,12 +67,12 @@ func (c *Catalog) Append(a Append) (*Table, *Snapshot, error) {
 			if err != nil {
 				return err
 			}
-			_, err = c.Create(a.Dir, s, last, a.TimeColumn, nil)
+			_, err = c.Create(a.Dir, s, last, a.TimeColumn, nil, a.Identity...)
 			return err
 		},
 		done: a.Done,
 		build: func(t *Table) (*Metadata, *Snapshot, []NewFile, error) {
-			m, snap, err := c.appendMetadata(t, a)
+			m, snap, err := c.appendMetadata(t, a, footers)
 			return m, snap, nil, err
 		},
 	})
@@ -111,11 +122,12 @@ func (c *Catalog) commit(o optimistic) (*Table, *Snapshot, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		crash("iceberg-manifests")
+		pending := m.pending
+		m.pending = nil
 		if o.beforeWrite != nil {
 			o.beforeWrite()
 		}
-		file, err := c.write(o.dir, t.Version+1, m, t)
+		file, err := c.write(o.dir, t.Version+1, m, t, pending...)
 		if err != nil {
 			// This attempt's files: the next makes its own.
 			c.removeAll(written)
@@ -137,7 +149,7 @@ func (c *Catalog) commit(o optimistic) (*Table, *Snapshot, error) {
 // snapshot's files are written with. Appends and rewrites both evolve a
 // table this way, so a column added by either reads the same.
 func (c *Catalog) evolveSchema(m, old *Metadata, dir string, want *arrow.Schema) (*Schema, error) {
-	schema, last, changed, err := Evolve(want, old.CurrentSchema(), old.LastColumnID)
+	schema, last, changed, err := EvolveTable(want, old)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Location(dir), err)
 	}
@@ -150,13 +162,18 @@ func (c *Catalog) evolveSchema(m, old *Metadata, dir string, want *arrow.Schema)
 	m.Schemas = append(append([]*Schema{}, old.Schemas...), schema)
 	m.CurrentSchemaID, m.LastColumnID = schema.ID, last
 	m.Properties = copyMap(old.Properties)
-	m.Properties["schema.name-mapping.default"] = schema.NameMapping()
+	mapping, err := nameMapping(schema, old.Properties["schema.name-mapping.default"])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Location(dir), err)
+	}
+	m.Properties["schema.name-mapping.default"] = mapping
 	return schema, nil
 }
 
-// appendMetadata writes the manifest and manifest list of a snapshot that
-// adds a.Files to t, and returns the metadata that commits it.
-func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, error) {
+// appendMetadata makes the manifest and manifest list of a snapshot that
+// adds a.Files to t, and returns the metadata that commits it (and the
+// manifests, to write with it: Metadata.pending).
+func (c *Catalog) appendMetadata(t *Table, a Append, footers func() []*metadata.FileMetaData) (*Metadata, *Snapshot, error) {
 	old := t.Metadata
 	m := *old // shallow: every slice or map changed below is copied first
 	schema, err := c.evolveSchema(&m, old, a.Dir, a.Schema)
@@ -173,28 +190,18 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 	}
 
 	entries := make([]Entry, 0, len(a.Files))
-	stats := c.filesStats(a.Files, schema)
+	stats := statsOf(footers(), schema)
 	var rows, size int64
-	lo, hi := int32(0), int32(0)
 	for i, f := range a.Files {
-		part := map[string]any{}
-		for _, pf := range spec.Fields {
-			if pf.Transform != "hour" {
-				return nil, nil, fmt.Errorf("formats/iceberg: %s: partition transform %q is not supported by this writer", c.Location(a.Dir), pf.Transform)
-			}
-			part[pf.Name] = f.Hour
+		part, err := partitionOf(spec, f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", c.Location(a.Dir), err)
 		}
 		seq := snap.SequenceNumber
 		entries = append(entries, Entry{Status: 1, SnapshotID: &snap.ID, SequenceNumber: &seq, FileSequenceNumber: &seq,
 			File: withStats(DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}, stats[i])})
 		rows += f.Records
 		size += f.Bytes
-		if i == 0 || f.Hour < lo {
-			lo = f.Hour
-		}
-		if i == 0 || f.Hour > hi {
-			hi = f.Hour
-		}
 	}
 	var manifests []ManifestFile
 	if parent != nil {
@@ -213,22 +220,21 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 			Summary: a.Summary, SummaryFunc: a.SummaryFunc})
 		return m, snap, err
 	}
+	// The manifest and the list that names it are written with the
+	// metadata file (Catalog.write): all are known before any is written,
+	// and on HDFS each file costs a create, a block pipeline and a
+	// complete, one after the other before.
+	var writes []newFile
 	if len(entries) > 0 {
 		b, err := encodeManifest(schema, spec, entries)
 		if err != nil {
 			return nil, nil, err
 		}
 		name := path.Join(metadataDir(a.Dir), uuid()+"-m0.avro")
-		if err := c.writeNew(name, b); err != nil {
-			return nil, nil, err
-		}
+		writes = append(writes, newFile{name, b})
 		mf := ManifestFile{Path: c.Location(name), Length: int64(len(b)), SpecID: int32(spec.ID),
 			SequenceNumber: snap.SequenceNumber, MinSequenceNumber: snap.SequenceNumber, AddedSnapshotID: snap.ID,
-			AddedFiles: int32(len(entries)), AddedRows: rows}
-		if len(spec.Fields) > 0 {
-			ps := []FieldSummary{{Lower: intBound(lo), Upper: intBound(hi)}}
-			mf.Partitions = &ps
-		}
+			AddedFiles: int32(len(entries)), AddedRows: rows, Partitions: partitionSummaries(spec, entries)}
 		manifests = append(manifests, mf)
 	}
 	b, err := encodeManifestList(&snap, manifests)
@@ -236,9 +242,7 @@ func (c *Catalog) appendMetadata(t *Table, a Append) (*Metadata, *Snapshot, erro
 		return nil, nil, err
 	}
 	list := path.Join(metadataDir(a.Dir), fmt.Sprintf("snap-%d-1-%s.avro", snap.ID, uuid()))
-	if err := c.writeNew(list, b); err != nil {
-		return nil, nil, err
-	}
+	m.pending = append(writes, newFile{list, b})
 	snap.ManifestList = c.Location(list)
 
 	total := func(key string, add int64) string {
@@ -315,4 +319,39 @@ func copyMap(in map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// newFile is a metadata file to write.
+type newFile struct {
+	name string
+	b    []byte
+}
+
+// writeAll writes the files concurrently; when one fails, the others are
+// removed (best effort: nothing references them yet, and a lost race may
+// do this up to MaxAttempts times a commit; orphan removal deletes what a
+// crash leaves).
+func (c *Catalog) writeAll(files []newFile) error {
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.writeNew(f.name, f.b)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.removeNew(files)
+		return err
+	}
+	return nil
+}
+
+// removeNew removes files a commit wrote that no version names.
+func (c *Catalog) removeNew(files []newFile) {
+	for _, f := range files {
+		c.FS.RemoveAll(f.name)
+	}
 }

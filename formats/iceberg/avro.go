@@ -2,7 +2,6 @@ package iceberg
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -93,10 +92,10 @@ type Entry struct {
 
 // manifestSchema is the manifest entry schema of a partition spec: the
 // partition struct (field id 102) has one field per partition field.
-func manifestSchema(spec PartitionSpec) string {
+func manifestSchema(spec PartitionSpec, types []string) string {
 	parts := []map[string]any{}
-	for _, f := range spec.Fields {
-		parts = append(parts, map[string]any{"name": f.Name, "type": []any{"null", "int"}, "default": nil, "field-id": f.FieldID})
+	for i, f := range spec.Fields {
+		parts = append(parts, map[string]any{"name": f.Name, "type": []any{"null", types[i]}, "default": nil, "field-id": f.FieldID})
 	}
 	partition, _ := json.Marshal(map[string]any{"type": "record", "name": "r102", "fields": parts})
 	return `{"type":"record","name":"manifest_entry","fields":[
@@ -145,7 +144,15 @@ func writeOCF(w io.Writer, schema string, meta map[string]string, rows func(*ocf
 }
 
 // encodeManifest writes the manifest of the entries, all of one spec.
+// Their partition tuples are replaced by ones of the spec's types.
 func encodeManifest(schema *Schema, spec PartitionSpec, entries []Entry) ([]byte, error) {
+	types, err := partitionTypes(spec, schema)
+	if err != nil {
+		return nil, err
+	}
+	if err := coercePartitions(spec, types, entries); err != nil {
+		return nil, err
+	}
 	sj, _ := json.Marshal(schema)
 	pj, _ := json.Marshal(spec.Fields)
 	meta := map[string]string{
@@ -154,7 +161,7 @@ func encodeManifest(schema *Schema, spec PartitionSpec, entries []Entry) ([]byte
 		"format-version": strconv.Itoa(FormatVersion), "content": "data",
 	}
 	var buf bytes.Buffer
-	err := writeOCF(&buf, manifestSchema(spec), meta, func(enc *ocf.Encoder) error {
+	err = writeOCF(&buf, manifestSchema(spec, types), meta, func(enc *ocf.Encoder) error {
 		for i := range entries {
 			if err := enc.Encode(&entries[i]); err != nil {
 				return fmt.Errorf("formats/iceberg: manifest entry: %w", err)
@@ -221,11 +228,4 @@ func DecodeManifest(r io.Reader) ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, dec.Error()
-}
-
-// intBound is an int partition value as a bound: 4 bytes, little endian
-// (the spec's single-value serialization).
-func intBound(v int32) *[]byte {
-	b := binary.LittleEndian.AppendUint32(nil, uint32(v))
-	return &b
 }

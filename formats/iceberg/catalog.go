@@ -53,16 +53,19 @@ type FS interface {
 //
 //  1. Read the current version N (the hint, then upward while v<N+1>
 //     exists) and its metadata.
-//  2. Write the new snapshot's manifests and manifest list under names of
-//     their own (random ids): nothing refers to them yet.
-//  3. Write the new metadata whole to a temporary file of the metadata
-//     directory (.tmp-<uuid>.metadata.json: no reader looks at it).
+//  2. and 3., at once (concurrently: each is an HDFS file write of its
+//     own): the new snapshot's manifests and manifest list under names
+//     of their own (random ids), nothing refers to them yet; and the new
+//     metadata whole in a temporary file of the metadata directory
+//     (.tmp-<uuid>.metadata.json: no reader looks at it). When one write
+//     fails, the others are removed. Crash point iceberg-manifests
+//     (iceberg-create for a table's first version) is after them.
 //  4. Commit point: rename it to v<N+1>.metadata.json with a rename that
 //     refuses an existing destination (HDFS rename2 without OVERWRITE,
 //     link(2) locally), as iceberg-core's HadoopTableOperations does. Of
 //     two committers racing for N+1 exactly one renames; the other gets
-//     "exists", removes its temporary file, reads version N+1 and tries
-//     again from step 1 on it.
+//     "exists", removes its temporary file, manifests and manifest list,
+//     reads version N+1 and tries again from step 1 on it.
 //  5. Replace version-hint.text (write and rename). A crash before this
 //     leaves a stale hint: iceberg-core steps over it, pyiceberg does not,
 //     so the next Load by a committer (the rerun after the crash) writes
@@ -71,8 +74,8 @@ type FS interface {
 // A v<N>.metadata.json is complete from the moment it has its name, so
 // readers (this one, Spark and Trino scanning for N+1) never see a
 // half-written version. A committer that dies before its rename leaves a
-// temporary file, and manifests of commits that lost (steps 2-4) are
-// orphans: none is ever referenced, and orphan removal may delete them.
+// temporary file, manifests and a manifest list: orphans, never
+// referenced, which orphan removal deletes.
 type Catalog struct {
 	FS FS
 	// Pointer, if set, keeps each table's current metadata file instead
@@ -81,6 +84,10 @@ type Catalog struct {
 	Pointer Pointer
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// DecodeBudget bounds the bytes reading one data file holds decoded
+	// at once (compaction, an overwrite, a scan); 0 is
+	// DefaultDecodeBudget. A file that needs more is refused.
+	DecodeBudget int64
 
 	// beforeRewrite, set by tests, runs when a rewrite has written its
 	// manifests and is about to commit: another commit can land there.
@@ -184,13 +191,19 @@ func (c *Catalog) exists(name string) bool {
 }
 
 // Create makes a new table in dir, with the schema and a partition spec of
-// hours(timeColumn) (no partitioning when timeColumn is empty). A table
-// that exists already is returned as it is.
-func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColumn string, props map[string]string) (*Table, error) {
+// hours(timeColumn) (no hour when timeColumn is empty), then
+// identity(<column>) for each of identity (partition.go). A table that
+// exists already is returned as it is.
+func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColumn string, props map[string]string, identity ...string) (*Table, error) {
 	if t, err := c.Load(dir); err == nil {
 		return t, nil
 	} else if !errors.Is(err, ErrNoTable) {
 		return nil, err
+	}
+	if c.Pointer != nil {
+		if err := c.ForeignMetadata(dir); err != nil {
+			return nil, err
+		}
 	}
 	spec := PartitionSpec{ID: 0, Fields: []PartitionField{}}
 	lastPartition := 999 // partition field ids start at 1000
@@ -201,6 +214,14 @@ func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColum
 		}
 		lastPartition++
 		spec.Fields = append(spec.Fields, PartitionField{SourceID: f.ID, FieldID: lastPartition, Name: timeColumn + "_hour", Transform: "hour"})
+	}
+	for _, col := range identity {
+		f, err := identityField(schema, col)
+		if err != nil {
+			return nil, err
+		}
+		lastPartition++
+		spec.Fields = append(spec.Fields, PartitionField{SourceID: f.ID, FieldID: lastPartition, Name: col, Transform: "identity"})
 	}
 	p := map[string]string{"schema.name-mapping.default": schema.NameMapping()}
 	for k, v := range props {
@@ -225,22 +246,46 @@ func (c *Catalog) Create(dir string, schema *Schema, lastColumnID int, timeColum
 
 // write is the commit point: version v, built on base (nil for a new
 // table), exists once this returns its file.
-func (c *Catalog) write(dir string, v int, m *Metadata, base *Table) (string, error) {
+func (c *Catalog) write(dir string, v int, m *Metadata, base *Table, with ...newFile) (string, error) {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	if c.Pointer != nil {
-		return c.writePointer(dir, v, b, base)
+	// The crash point before the commit: a table's creation has its own,
+	// so that a crash test's first run reaches an append's window (its
+	// manifests and metadata written, not yet renamed).
+	point := "iceberg-manifests"
+	if base == nil {
+		point = "iceberg-create"
 	}
+	if c.Pointer != nil {
+		if err := c.writeAll(with); err != nil {
+			return "", err
+		}
+		crash(point)
+		file, err := c.writePointer(dir, v, b, base)
+		if errors.Is(err, errConflict) {
+			// Another version won: nothing names these. After any other
+			// error the swap may have happened, so they stay.
+			c.removeNew(with)
+		}
+		return file, err
+	}
+	// The snapshot's manifests (with) and the metadata file are written
+	// at once; the rename below commits them all. A crash or a failure
+	// before it leaves files no version names, which orphan removal
+	// deletes (the temporary metadata file among them).
 	tmp := path.Join(metadataDir(dir), ".tmp-"+uuid()+".metadata.json")
-	if err := c.writeNew(tmp, b); err != nil {
-		c.FS.RemoveAll(tmp)
+	if err := c.writeAll(append(with, newFile{tmp, b})); err != nil {
 		return "", err
 	}
+	crash(point)
 	if err := c.FS.RenameNoReplace(tmp, versionFile(dir, v)); err != nil {
 		c.FS.RemoveAll(tmp)
 		if isExist(err) {
+			// Another version won: nothing names these. After any other
+			// error the rename may have happened, so they stay.
+			c.removeNew(with)
 			return "", errConflict
 		}
 		return "", err

@@ -1,7 +1,6 @@
 package iceberg
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet/file"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tributary-io/tributary/formats/parquet"
@@ -98,9 +94,9 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 	if minInputs <= 0 {
 		minInputs = DefaultMinInputFiles
 	}
-	codec, err := parquet.ParseCodec(md.Properties[PropCodec])
+	wr, err := writingFor(md)
 	if err != nil {
-		return nil, fmt.Errorf("formats/iceberg: table property %s: %w", PropCodec, err)
+		return nil, err
 	}
 	live, err := c.LiveFiles(md.Current())
 	if err != nil {
@@ -124,9 +120,9 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 		if len(hours) > 0 && !hours[h] {
 			continue
 		}
-		g := ""
+		g := identityKey(e, spec) // files of other identity values are other partitions
 		if topic, p, _, _, ok := OffsetRange(path.Base(e.File.Path)); ok {
-			g = topic + "+" + strconv.Itoa(int(p))
+			g += topic + "+" + strconv.Itoa(int(p))
 		}
 		groups[key{h, g}] = append(groups[key{h, g}], e)
 	}
@@ -152,7 +148,7 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 		sort.Slice(g, func(i, j int) bool {
 			return firstOffset(g[i]) < firstOffset(g[j]) || firstOffset(g[i]) == firstOffset(g[j]) && g[i].File.Path < g[j].File.Path
 		})
-		w := &rewriter{c: c, hour: k.hour, codec: codec, target: target, pending: pending}
+		w := &rewriter{c: c, hour: k.hour, identity: g[0].File.Partition, wr: wr, target: target, pending: pending}
 		inputs := c.prefetch(ctx, g)
 		for _, e := range g {
 			if err := ctx.Err(); err != nil {
@@ -166,7 +162,7 @@ func (c *Catalog) CompactTable(ctx context.Context, dir string, o Compact) (*Com
 				c.removeAll(add)
 				return nil, err
 			}
-			err := w.add(e, f.b)
+			err := w.add(ctx, e, f.b)
 			f.b = nil
 			f.release() // its bytes are in the output now: read the next
 			if err != nil {
@@ -212,15 +208,15 @@ const prefetchWindow = 8
 // DefaultPrefetchBytes bounds the bytes of the input files a compaction
 // holds read ahead (review finding 4): inputs go up to 3/4 of the target
 // size (384 MiB by default), and 8 of them at once, plus the channel's
-// buffer, came to gigabytes in the jobs daemon. A file larger than the
-// whole budget is still read, alone. So a compaction holds at most
-// max(DefaultPrefetchBytes, its largest input) of compressed input, plus
-// the decoded Arrow table of the input being copied and the output's
-// buffered row group.
+// buffer, came to gigabytes in the jobs daemon. So a compaction holds at most
+// DefaultPrefetchBytes of compressed input, plus one decoded row group of
+// the input being copied and the output's buffered row group: an input
+// larger than the budget is not read ahead but read from the file system
+// row group by row group.
 const DefaultPrefetchBytes = 256 << 20
 
 type fetched struct {
-	b       []byte
+	b       []byte // nil: read it from the file system, row group by row group
 	err     error
 	release func() // returns the file's bytes to the budget
 }
@@ -237,14 +233,26 @@ func (c *Catalog) prefetch(ctx context.Context, g []Entry) <-chan fetched {
 	sem := semaphore.NewWeighted(budget)
 	out := make(chan fetched)
 	slots := make(chan chan fetched, prefetchWindow)
+	// Files larger than the budget are streamed (row groups read at
+	// offsets), not read ahead: whole, one would be held entirely.
+	stream := budget
 	go func() {
 		defer close(slots)
 		for _, e := range g {
-			n := min(max(e.File.SizeBytes, 1), budget)
+			one := make(chan fetched, 1)
+			if e.File.SizeBytes > stream {
+				one <- fetched{release: func() {}}
+				select {
+				case slots <- one:
+				case <-ctx.Done():
+					return
+				}
+				continue
+			}
+			n := max(e.File.SizeBytes, 1)
 			if err := sem.Acquire(ctx, n); err != nil {
 				return
 			}
-			one := make(chan fetched, 1)
 			select {
 			case slots <- one:
 			case <-ctx.Done():
@@ -288,10 +296,11 @@ func (c *Catalog) removeAll(files []NewFile) {
 // rewriter writes the rows of a group's files, in order, into files of
 // the target size, one schema per file.
 type rewriter struct {
-	c      *Catalog
-	hour   int32
-	codec  parquet.Codec
-	target int64
+	c        *Catalog
+	hour     int32
+	identity map[string]any // the group's partition tuple
+	wr       dataWriting
+	target   int64
 
 	cur      *outFile
 	done     []NewFile
@@ -319,26 +328,22 @@ type outFile struct {
 	pw     *parquet.Writer
 }
 
-// add appends the rows of one input file.
-func (r *rewriter) add(e Entry, b []byte) error {
-	pf, err := file.NewParquetReader(bytes.NewReader(b))
+// add appends the rows of one input file, b its bytes read ahead (nil:
+// read at offsets from the file system), row group by row group.
+func (r *rewriter) add(ctx context.Context, e Entry, b []byte) error {
+	d, err := r.c.openData(e.File.Path, e.File.SizeBytes, b)
 	if err != nil {
-		return fmt.Errorf("%s: %w", e.File.Path, err)
+		return err
 	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
+	defer d.close()
+	if d.rows() != e.File.Records {
+		return fmt.Errorf("%s: %d rows, the manifest says %d", e.File.Path, d.rows(), e.File.Records)
+	}
+	fs, err := d.schema()
 	if err != nil {
-		return fmt.Errorf("%s: %w", e.File.Path, err)
+		return err
 	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		return fmt.Errorf("%s: %w", e.File.Path, err)
-	}
-	defer tbl.Release()
-	if tbl.NumRows() != e.File.Records {
-		return fmt.Errorf("%s: %d rows, the manifest says %d", e.File.Path, tbl.NumRows(), e.File.Records)
-	}
-	schema := plainSchema(tbl.Schema())
+	schema := withMappedIDs(fs, r.wr.mapping)
 	if r.cur != nil && (!r.cur.schema.Equal(schema) || r.inBytes+e.File.SizeBytes > r.target) {
 		if err := r.finish(); err != nil {
 			return err
@@ -354,7 +359,7 @@ func (r *rewriter) add(e Entry, b []byte) error {
 		if out.w, err = r.c.FS.Create(out.tmp); err != nil {
 			return err
 		}
-		if out.pw, err = parquet.NewWriter(out.w, schema, parquet.Options{Codec: r.codec}); err != nil {
+		if out.pw, err = parquet.NewWriter(out.w, schema, r.wr.options()); err != nil {
 			out.w.Close()
 			r.c.FS.RemoveAll(out.tmp)
 			return err
@@ -364,18 +369,13 @@ func (r *rewriter) add(e Entry, b []byte) error {
 	}
 	r.named = r.named && named
 	r.firstOff, r.lastOff = min(r.firstOff, first), max(r.lastOff, last)
-	rd := array.NewTableReader(tbl, 64<<10)
-	defer rd.Release()
-	for rd.Next() {
-		rec := array.NewRecord(r.cur.schema, rd.Record().Columns(), rd.Record().NumRows())
-		err := r.cur.pw.Write(rec)
-		rec.Release()
-		if err != nil {
-			return fmt.Errorf("rewriting %s: %w", e.File.Path, err)
-		}
-	}
-	if err := rd.Err(); err != nil {
-		return err
+	err = d.each(ctx, func(rec arrow.Record) error {
+		rec = array.NewRecord(r.cur.schema, rec.Columns(), rec.NumRows())
+		defer rec.Release()
+		return r.cur.pw.Write(rec)
+	})
+	if err != nil {
+		return fmt.Errorf("rewriting %s: %w", e.File.Path, err)
 	}
 	r.inBytes += e.File.SizeBytes
 	return nil
@@ -412,7 +412,7 @@ func (r *rewriter) finish() error {
 	if err != nil {
 		return err
 	}
-	r.done = append(r.done, NewFile{Path: final, Records: stats.Rows, Bytes: st.Size(), Hour: r.hour})
+	r.done = append(r.done, NewFile{Path: final, Records: stats.Rows, Bytes: st.Size(), Hour: r.hour, Identity: r.identity})
 	return nil
 }
 
@@ -433,17 +433,4 @@ func (r *rewriter) abort() {
 		r.cur = nil
 	}
 	r.c.removeAll(r.done)
-}
-
-// plainSchema drops the field metadata the Parquet reader adds
-// (PARQUET:field_id): a file with field ids is read by them, not by the
-// table's name mapping, and the loader's files carry none.
-func plainSchema(s *arrow.Schema) *arrow.Schema {
-	fields := make([]arrow.Field, len(s.Fields()))
-	for i, f := range s.Fields() {
-		f.Metadata = arrow.Metadata{}
-		fields[i] = f
-	}
-	md := s.Metadata()
-	return arrow.NewSchema(fields, &md)
 }

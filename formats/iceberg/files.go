@@ -18,8 +18,9 @@ func (c *Catalog) Manifests(snap *Snapshot) ([]ManifestFile, error) {
 
 // Entries reads a manifest's entries, with what they inherit from the
 // manifest filled in (the spec lets an added entry leave its snapshot id
-// and sequence numbers null), and partition values as int32, so an entry
-// can be written again into another manifest as it is.
+// and sequence numbers null), and int partition values as int32 (longs
+// stay int64), so an entry can be written again into another manifest as
+// it is.
 func (c *Catalog) Entries(mf ManifestFile) ([]Entry, error) {
 	b, err := c.FS.ReadFile(c.rel(mf.Path))
 	if err != nil {
@@ -46,8 +47,6 @@ func (c *Catalog) Entries(mf ManifestFile) ([]Entry, error) {
 		for k, v := range e.File.Partition {
 			switch n := v.(type) {
 			case int:
-				e.File.Partition[k] = int32(n)
-			case int64:
 				e.File.Partition[k] = int32(n)
 			}
 		}
@@ -96,8 +95,11 @@ const (
 func hourOf(e Entry, spec PartitionSpec) (int32, bool) {
 	for _, pf := range spec.Fields {
 		if pf.Transform == "hour" {
-			if v, ok := e.File.Partition[pf.Name].(int32); ok {
+			switch v := e.File.Partition[pf.Name].(type) {
+			case int32:
 				return v, true
+			case int64:
+				return int32(v), true
 			}
 		}
 	}

@@ -13,6 +13,11 @@ const FormatVersion = 2
 // package does not use are kept as read, so a commit on a table another
 // engine also wrote keeps what that engine put there.
 type Metadata struct {
+	// pending are the manifest files of the snapshot this metadata
+	// commits, not written yet: the commit writes them with the metadata
+	// file (Catalog.write).
+	pending []newFile
+
 	FormatVersion      int               `json:"format-version"`
 	TableUUID          string            `json:"table-uuid"`
 	Location           string            `json:"location"`

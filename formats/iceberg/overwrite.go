@@ -1,15 +1,12 @@
 package iceberg
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path"
 
+	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet/file"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/tributary-io/tributary/formats/parquet"
 )
@@ -29,7 +26,7 @@ type OffsetFilter struct {
 // file that may hold selected and other rows (a compaction's output, whose
 // range covers its inputs') is rewritten without the selected rows, and
 // the copy added. It returns the locations to delete and the files to add.
-func (c *Catalog) overwriteFiles(live []Entry, f *OffsetFilter, spec PartitionSpec, codec parquet.Codec) (del []string, add []NewFile, err error) {
+func (c *Catalog) overwriteFiles(live []Entry, f *OffsetFilter, spec PartitionSpec, wr dataWriting) (del []string, add []NewFile, err error) {
 	for _, e := range live {
 		topic, part, first, last, ok := OffsetRange(path.Base(e.File.Path))
 		if !ok || topic != f.Topic || part != f.Partition || last < f.From || first >= f.To {
@@ -40,41 +37,34 @@ func (c *Catalog) overwriteFiles(live []Entry, f *OffsetFilter, spec PartitionSp
 			continue
 		}
 		h, _ := hourOf(e, spec)
-		nf, kept, err := c.withoutRows(e, f, h, codec)
+		nf, kept, err := c.withoutRows(e, f, h, wr)
 		if err != nil {
 			c.removeAll(add)
 			return nil, nil, err
 		}
 		del = append(del, e.File.Path)
 		if kept > 0 {
+			nf.Identity = e.File.Partition // the copy's rows keep their values
 			add = append(add, nf)
 		}
 	}
 	return del, add, nil
 }
 
-// withoutRows writes a copy of e's file without the rows f selects, and
-// says how many rows it kept (none: no file is left).
-func (c *Catalog) withoutRows(e Entry, f *OffsetFilter, hour int32, codec parquet.Codec) (NewFile, int64, error) {
-	b, err := c.FS.ReadFile(c.rel(e.File.Path))
-	if err != nil {
-		return NewFile{}, 0, fmt.Errorf("reading %s: %w", e.File.Path, err)
-	}
-	pf, err := file.NewParquetReader(bytes.NewReader(b))
-	if err != nil {
-		return NewFile{}, 0, fmt.Errorf("%s: %w", e.File.Path, err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
+// withoutRows writes a copy of e's file without the rows f selects, row
+// group by row group, and says how many rows it kept (none: no file is
+// left).
+func (c *Catalog) withoutRows(e Entry, f *OffsetFilter, hour int32, wr dataWriting) (NewFile, int64, error) {
+	d, err := c.openData(e.File.Path, e.File.SizeBytes, nil)
 	if err != nil {
 		return NewFile{}, 0, err
 	}
-	tbl, err := fr.ReadTable(context.Background())
+	defer d.close()
+	fs, err := d.schema()
 	if err != nil {
-		return NewFile{}, 0, fmt.Errorf("%s: %w", e.File.Path, err)
+		return NewFile{}, 0, err
 	}
-	defer tbl.Release()
-	schema := plainSchema(tbl.Schema())
+	schema := withMappedIDs(fs, wr.mapping)
 	pi, oi := schema.FieldIndices("_partition"), schema.FieldIndices("_offset")
 	if len(pi) != 1 || len(oi) != 1 {
 		return NewFile{}, 0, fmt.Errorf("%s: no _partition and _offset columns to overwrite by", e.File.Path)
@@ -93,20 +83,18 @@ func (c *Catalog) withoutRows(e Entry, f *OffsetFilter, hour int32, codec parque
 		c.FS.RemoveAll(tmp)
 		return NewFile{}, 0, err
 	}
-	pw, err := parquet.NewWriter(w, schema, parquet.Options{Codec: codec})
+	pw, err := parquet.NewWriter(w, schema, wr.options())
 	if err != nil {
 		return fail(err)
 	}
-	rd := array.NewTableReader(tbl, 64<<10)
-	defer rd.Release()
 	var kept int64
-	for rd.Next() {
-		rec := array.NewRecord(schema, rd.Record().Columns(), rd.Record().NumRows())
+	err = d.each(context.Background(), func(rec arrow.Record) error {
+		rec = array.NewRecord(schema, rec.Columns(), rec.NumRows())
+		defer rec.Release()
 		ps, ok1 := rec.Column(pi[0]).(*array.Int32)
 		os, ok2 := rec.Column(oi[0]).(*array.Int64)
 		if !ok1 || !ok2 {
-			rec.Release()
-			return fail(fmt.Errorf("%s: _partition is %s and _offset %s, want int32 and int64", e.File.Path, rec.Column(pi[0]).DataType(), rec.Column(oi[0]).DataType()))
+			return fmt.Errorf("%s: _partition is %s and _offset %s, want int32 and int64", e.File.Path, rec.Column(pi[0]).DataType(), rec.Column(oi[0]).DataType())
 		}
 		// Runs of kept rows, written as slices.
 		n := int(rec.NumRows())
@@ -123,15 +111,14 @@ func (c *Catalog) withoutRows(e Entry, f *OffsetFilter, hour int32, codec parque
 			err := pw.Write(s)
 			s.Release()
 			if err != nil {
-				rec.Release()
-				return fail(err)
+				return err
 			}
 			kept += int64(j - i)
 			i = j
 		}
-		rec.Release()
-	}
-	if err := rd.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fail(err)
 	}
 	if _, err := pw.Close(); err != nil {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sort"
 	"strings"
+	"time"
 )
 
 // Pointer is a catalog that keeps, for each table, the location of its
@@ -38,6 +40,13 @@ func (c *Catalog) loadPointer(dir string) (*Table, error) {
 		return nil, err
 	}
 	file := c.rel(loc)
+	if file == loc || path.Dir(file) != metadataDir(dir) {
+		// Another warehouse's table of the same name in the same catalog
+		// database and namespace (two targets sharing one database), or
+		// this one spelled otherwise (hdfs://nn against hdfs://nn:8020):
+		// reading or committing on it would mix two tables.
+		return nil, fmt.Errorf("formats/iceberg: %s: the catalog's row for this table points at %s, outside the table's metadata directory %s: another target's table of the same name in the same catalog database and namespace? give each target its own namespace or database, and spell a target the same way everywhere", c.Location(dir), loc, c.Location(metadataDir(dir)))
+	}
 	var v int
 	if _, err := fmt.Sscanf(path.Base(file), "%d-", &v); err != nil || v <= 0 {
 		return nil, fmt.Errorf("formats/iceberg: %s: the catalog's metadata location %s has no version number", c.Location(dir), loc)
@@ -94,4 +103,45 @@ func tableName(dir string) (namespace, name string) {
 	dir = strings.Trim(path.Clean(dir), "/")
 	ns, name := path.Split(dir)
 	return strings.ReplaceAll(strings.Trim(ns, "/"), "/", "."), name
+}
+
+// creatingFor is how long a version-1 metadata file that no catalog row
+// points at may be another committer's creation in flight (written, not
+// yet swapped in): ForeignMetadata lets such a file be, so that two
+// creators racing in one catalog still race (the loser removes its file).
+const creatingFor = 10 * time.Minute
+
+// ForeignMetadata refuses to create, through a Pointer catalog that has no
+// row for dir, a table whose directory holds another table's metadata: a
+// Hadoop table (version-hint.text, v<N>.metadata.json) or one kept by
+// another catalog (another SQLite file: a scheduler host with its own, a
+// relative path resolved elsewhere, a lost or restored database). Creating
+// it would start a second table in the same directory, each hiding the
+// other's snapshots and the run ids exactly-once looks for. A version-1
+// file younger than creatingFor is let be (a creation racing this one).
+func (c *Catalog) ForeignMetadata(dir string) error {
+	ents, err := c.FS.ReadDir(metadataDir(dir))
+	if err != nil {
+		return nil // no metadata directory: a new table
+	}
+	var found []string
+	for _, e := range ents {
+		name := e.Name()
+		if name != "version-hint.text" && !strings.HasSuffix(name, ".metadata.json") {
+			continue
+		}
+		var v int
+		if _, err := fmt.Sscanf(name, "%05d-", &v); err == nil && v == 1 && c.now().Sub(e.ModTime()) < creatingFor {
+			continue
+		}
+		found = append(found, name)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	sort.Strings(found)
+	if len(found) > 3 {
+		found = append(found[:3], fmt.Sprintf("and %d more", len(found)-3))
+	}
+	return fmt.Errorf("formats/iceberg: %s: this catalog has no row for the table, but its metadata directory holds another table's metadata (%s): creating it would start a second table in the same directory; use the catalog the table was created in (every host must use the same catalog database), or move the directory away", c.Location(dir), strings.Join(found, ", "))
 }

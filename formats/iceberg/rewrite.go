@@ -8,8 +8,6 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow/go/v15/arrow"
-
-	"github.com/tributary-io/tributary/formats/parquet"
 )
 
 // Rewrite describes one commit that replaces data files of the table:
@@ -98,7 +96,7 @@ func (c *Catalog) RewriteManifests(dir string) (*Table, *Snapshot, error) {
 	}})
 }
 
-// rewriteMetadata writes the manifests of r's snapshot on t and returns
+// rewriteMetadata makes the manifests of r's snapshot on t and returns
 // the metadata that commits it, and the data files it wrote (Overwrite).
 func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot, written []NewFile, err error) {
 	defer func() {
@@ -123,7 +121,7 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	}
 	for _, e := range live {
 		if e.File.Partition != nil && len(spec.Fields) > 0 {
-			if _, ok := hourOf(e, spec); !ok {
+			if !hasPartition(e, spec) {
 				return nil, nil, nil, fmt.Errorf("formats/iceberg: %s: file %s is not of the table's partition spec %d: rewriting it is not supported", c.Location(r.Dir), e.File.Path, spec.ID)
 			}
 		}
@@ -142,11 +140,11 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 		del[p] = true
 	}
 	if r.Overwrite != nil {
-		codec, err := parquet.ParseCodec(old.Properties[PropCodec])
+		wr, err := writingFor(&m)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("formats/iceberg: table property %s: %w", PropCodec, err)
+			return nil, nil, nil, err
 		}
-		d, a, err := c.overwriteFiles(live, r.Overwrite, spec, codec)
+		d, a, err := c.overwriteFiles(live, r.Overwrite, spec, wr)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -188,9 +186,9 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	var addedRows, addedSize int64
 	stats := c.filesStats(adds, schema)
 	for i, f := range adds {
-		part := map[string]any{}
-		for _, pf := range spec.Fields {
-			part[pf.Name] = f.Hour
+		part, err := partitionOf(spec, f)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", c.Location(r.Dir), err)
 		}
 		entries = append(entries, Entry{Status: statusAdded, SnapshotID: &snap.ID, SequenceNumber: &seq, FileSequenceNumber: &seq,
 			File: withStats(DataFile{Path: c.Location(f.Path), Format: "PARQUET", Partition: part, Records: f.Records, SizeBytes: f.Bytes}, stats[i])})
@@ -201,33 +199,19 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 	totalSize += addedSize
 
 	var manifests []ManifestFile
+	var writes []newFile // with the metadata file, as an append's (appendMetadata)
 	if len(entries) > 0 {
 		b, err := encodeManifest(schema, spec, entries)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		name := path.Join(metadataDir(r.Dir), uuid()+"-m0.avro")
-		if err := c.writeNew(name, b); err != nil {
-			return nil, nil, nil, err
-		}
+		writes = append(writes, newFile{name, b})
 		mf := ManifestFile{Path: c.Location(name), Length: int64(len(b)), SpecID: int32(spec.ID),
 			SequenceNumber: seq, MinSequenceNumber: minSeq, AddedSnapshotID: snap.ID,
 			AddedFiles: int32(len(adds)), ExistingFiles: int32(kept), DeletedFiles: int32(deleted),
-			AddedRows: addedRows, ExistingRows: totalRows - addedRows, DeletedRows: deletedRows}
-		if len(spec.Fields) > 0 {
-			var lo, hi int32
-			for i, e := range entries {
-				h, _ := hourOf(e, spec)
-				if i == 0 || h < lo {
-					lo = h
-				}
-				if i == 0 || h > hi {
-					hi = h
-				}
-			}
-			ps := []FieldSummary{{Lower: intBound(lo), Upper: intBound(hi)}}
-			mf.Partitions = &ps
-		}
+			AddedRows: addedRows, ExistingRows: totalRows - addedRows, DeletedRows: deletedRows,
+			Partitions: partitionSummaries(spec, entries)}
 		manifests = append(manifests, mf)
 	}
 	b, err := encodeManifestList(&snap, manifests)
@@ -235,9 +219,7 @@ func (c *Catalog) rewriteMetadata(t *Table, r Rewrite) (_ *Metadata, _ *Snapshot
 		return nil, nil, nil, err
 	}
 	list := path.Join(metadataDir(r.Dir), fmt.Sprintf("snap-%d-1-%s.avro", snap.ID, uuid()))
-	if err := c.writeNew(list, b); err != nil {
-		return nil, nil, nil, err
-	}
+	m.pending = append(writes, newFile{list, b})
 	snap.ManifestList = c.Location(list)
 
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }

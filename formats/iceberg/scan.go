@@ -1,16 +1,11 @@
 package iceberg
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet/file"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 )
 
 // ErrStopScan, returned by a Scan callback, ends the scan without error.
@@ -21,7 +16,7 @@ var ErrStopScan = errors.New("formats/iceberg: stop the scan")
 // has (a file written before a column was added lacks it; the table's
 // name mapping says which column is which field). A read path for
 // inspection (`tributary lake query`), not a query engine: no pruning, no
-// projection pushdown, one file in memory at a time.
+// projection pushdown, one row group in memory at a time.
 func (c *Catalog) Scan(ctx context.Context, snap *Snapshot, fn func(file string, rec arrow.Record) error) error {
 	live, err := c.LiveFiles(snap)
 	if err != nil {
@@ -31,7 +26,7 @@ func (c *Catalog) Scan(ctx context.Context, snap *Snapshot, fn func(file string,
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := c.scanFile(ctx, e.File.Path, func(rec arrow.Record) error { return fn(e.File.Path, rec) })
+		err := c.scanFile(ctx, e, func(rec arrow.Record) error { return fn(e.File.Path, rec) })
 		if errors.Is(err, ErrStopScan) {
 			return nil
 		}
@@ -42,31 +37,52 @@ func (c *Catalog) Scan(ctx context.Context, snap *Snapshot, fn func(file string,
 	return nil
 }
 
-func (c *Catalog) scanFile(ctx context.Context, loc string, fn func(arrow.Record) error) error {
-	b, err := c.FS.ReadFile(c.rel(loc))
+func (c *Catalog) scanFile(ctx context.Context, e Entry, fn func(arrow.Record) error) error {
+	d, err := c.openData(e.File.Path, e.File.SizeBytes, nil)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", loc, err)
+		return err
 	}
-	pf, err := file.NewParquetReader(bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("%s: %w", loc, err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
-	if err != nil {
-		return fmt.Errorf("%s: %w", loc, err)
-	}
-	tbl, err := fr.ReadTable(ctx)
-	if err != nil {
-		return fmt.Errorf("%s: %w", loc, err)
-	}
-	defer tbl.Release()
-	rd := array.NewTableReader(tbl, 64<<10)
-	defer rd.Release()
-	for rd.Next() {
-		if err := fn(rd.Record()); err != nil {
-			return err
+	defer d.close()
+	return d.each(ctx, fn)
+}
+
+// ScanNamed is Scan with each file's top-level columns under the names
+// md's current schema gives their field ids (from the file, else from the
+// table's name mapping): a column renamed since a file was written reads
+// under its new name, as Iceberg readers show it.
+func (c *Catalog) ScanNamed(ctx context.Context, md *Metadata, snap *Snapshot, fn func(file string, rec arrow.Record) error) error {
+	cur := md.CurrentSchema()
+	mapping := parseMapping(md)
+	var last, renamed *arrow.Schema
+	return c.Scan(ctx, snap, func(file string, rec arrow.Record) error {
+		if cur == nil {
+			return fn(file, rec)
+		}
+		if s := rec.Schema(); s != last {
+			last, renamed = s, currentNames(withMappedIDs(s, mapping), cur)
+		}
+		if renamed == nil {
+			return fn(file, rec)
+		}
+		rec = array.NewRecord(renamed, rec.Columns(), rec.NumRows())
+		defer rec.Release()
+		return fn(file, rec)
+	})
+}
+
+// currentNames is s with its top-level fields named as cur names their
+// ids; nil when no name changes.
+func currentNames(s *arrow.Schema, cur *Schema) *arrow.Schema {
+	fields := s.Fields()
+	changed := false
+	for i, f := range fields {
+		if tf, ok := cur.fieldByID(arrowFieldID(f)); ok && tf.Name != f.Name {
+			fields[i].Name, changed = tf.Name, true
 		}
 	}
-	return rd.Err()
+	if !changed {
+		return nil
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
 }

@@ -107,13 +107,26 @@ func (s *Schema) Field(name string) (Field, bool) {
 	return Field{}, false
 }
 
+// fieldByID returns the top-level field of id (none for id <= 0).
+func (s *Schema) fieldByID(id int) (Field, bool) {
+	for _, f := range s.Fields {
+		if id > 0 && f.ID == id {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
 // ErrIncompatible says a new schema cannot evolve the table's: a column
 // changed to a type its old values cannot be read as.
 var ErrIncompatible = errors.New("formats/iceberg: incompatible schema change")
 
 // Evolve is the table schema for data written with the Arrow schema a,
 // given the table's current schema prev (nil for a new table) and the
-// highest column id the table ever used. Columns are matched by name: a
+// highest column id the table ever used. Columns are matched by name, or
+// by a former name a field's aliases list (AliasesKey: the column is
+// renamed, keeping its id); ids a's fields carry must be the ones the
+// result gives them (checkIDs). A
 // column keeps its id and a type may widen (int to long, float to double, a
 // decimal's precision); a new column gets the next id and is optional (old
 // files do not have it); a column the data no longer has stays in the
@@ -121,13 +134,33 @@ var ErrIncompatible = errors.New("formats/iceberg: incompatible schema change")
 // a later schema may leave any of them out. changed says whether the
 // result differs from prev.
 func Evolve(a *arrow.Schema, prev *Schema, lastID int) (next *Schema, newLastID int, changed bool, err error) {
+	return evolve(a, prev, lastID, nil)
+}
+
+// EvolveTable is Evolve on the table md (nil for a new one), knowing the
+// names its columns had before (its name mapping): a new column may not
+// take a renamed column's former name, since files written before the
+// field ids read that name as the renamed column (the mapping would name
+// two ids alike, which Iceberg's readers refuse), and an alias may name a
+// column by any name it had.
+func EvolveTable(a *arrow.Schema, md *Metadata) (next *Schema, newLastID int, changed bool, err error) {
+	if md == nil {
+		return evolve(a, nil, 0, nil)
+	}
+	return evolve(a, md.CurrentSchema(), md.LastColumnID, parseMapping(md))
+}
+
+func evolve(a *arrow.Schema, prev *Schema, lastID int, mapping []mapped) (next *Schema, newLastID int, changed bool, err error) {
 	e := &evolver{last: lastID}
 	var old []Field
 	if prev != nil {
 		old = prev.Fields
 	}
-	fields, err := e.structFields(a.Fields(), old, "")
+	fields, err := e.structFields(a.Fields(), old, "", mapping)
 	if err != nil {
+		return nil, 0, false, err
+	}
+	if err := checkIDs(a.Fields(), fields, ""); err != nil {
 		return nil, 0, false, err
 	}
 	next = &Schema{Type: "struct", Fields: fields}
@@ -148,10 +181,46 @@ type evolver struct{ last int }
 
 func (e *evolver) id() int { e.last++; return e.last }
 
-func (e *evolver) structFields(fs []arrow.Field, old []Field, at string) ([]Field, error) {
+// structFields evolves the fields of one struct level (the table's top
+// level for at ""): old are the table's, mapping the name mapping's
+// entries of that level (the names each id had).
+func (e *evolver) structFields(fs []arrow.Field, old []Field, at string, mapping []mapped) ([]Field, error) {
 	byName := map[string]Field{}
+	byID := map[int]Field{}
 	for _, f := range old {
 		byName[f.Name] = f
+		byID[f.ID] = f
+	}
+	// formerly is the id a name belonged to before a rename, for the
+	// names that are no current column's.
+	formerly := map[string]int{}
+	for _, m := range mapping {
+		for _, n := range m.Names {
+			if _, ok := byName[n]; !ok {
+				formerly[n] = m.ID
+			}
+		}
+	}
+	named := map[string]bool{}
+	aliasOf := map[string]string{}
+	for _, f := range fs {
+		named[f.Name] = true
+	}
+	// An ambiguous rename is refused rather than resolved by field order
+	// or by name: which column's id a field takes decides what its old
+	// files read as, for good.
+	for _, f := range fs {
+		for _, a := range aliases(f) {
+			if named[a] {
+				return nil, fmt.Errorf("%w: ambiguous rename: field %s%s lists %s in its aliases, but the data has a field %s%s too (a swap of names, or an alias of a field still there: give the fields new names)",
+					ErrIncompatible, at, f.Name, a, at, a)
+			}
+			if other, ok := aliasOf[a]; ok {
+				return nil, fmt.Errorf("%w: ambiguous rename: fields %s%s and %s%s both list %s in their aliases (only one field can take its column)",
+					ErrIncompatible, at, other, at, f.Name, a)
+			}
+			aliasOf[a] = f.Name
+		}
 	}
 	out := make([]Field, 0, len(fs)+len(old))
 	seen := map[string]bool{}
@@ -160,15 +229,42 @@ func (e *evolver) structFields(fs []arrow.Field, old []Field, at string) ([]Fiel
 		var prev *Field
 		if p, ok := byName[f.Name]; ok {
 			prev = &p
+		} else {
+			// A rename: the column of a former name keeps its id. The name
+			// may be the column's current one or any it had before.
+			for _, a := range aliases(f) {
+				p, ok := byName[a]
+				if !ok {
+					p, ok = byID[formerly[a]]
+				}
+				if ok && !named[p.Name] && !seen[p.Name] {
+					prev, seen[p.Name] = &p, true
+					break
+				}
+			}
 		}
 		id := 0
 		var prevType *Type
 		if prev != nil {
 			id, prevType = prev.ID, &prev.Type
 		} else {
+			if was, ok := formerly[f.Name]; ok {
+				now := "a dropped column"
+				if p, ok := byID[was]; ok {
+					now = p.Name
+				}
+				return nil, fmt.Errorf("%w: column %s%s was renamed to %s (field id %d): files written before the field ids read %s as that column; list %s in the aliases of %s to write that column, or give the new field another name",
+					ErrIncompatible, at, f.Name, at+now, was, f.Name, f.Name, at+now)
+			}
 			id = e.id()
 		}
-		t, err := e.typ(f.Type, prevType, at+f.Name)
+		var children []mapped
+		for _, m := range mapping {
+			if m.ID == id {
+				children = m.Fields
+			}
+		}
+		t, err := e.typ(f.Type, prevType, at+f.Name, children)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +278,16 @@ func (e *evolver) structFields(fs []arrow.Field, old []Field, at string) ([]Fiel
 	return out, nil
 }
 
-func (e *evolver) typ(a arrow.DataType, prev *Type, at string) (Type, error) {
+// typ evolves one type; mapping is the name mapping's entries below it.
+func (e *evolver) typ(a arrow.DataType, prev *Type, at string, mapping []mapped) (Type, error) {
+	below := func(id int) []mapped {
+		for _, m := range mapping {
+			if m.ID == id {
+				return m.Fields
+			}
+		}
+		return nil
+	}
 	switch a := a.(type) {
 	case *arrow.StructType:
 		var old []Field
@@ -192,7 +297,7 @@ func (e *evolver) typ(a arrow.DataType, prev *Type, at string) (Type, error) {
 			}
 			old = prev.Struct.Fields
 		}
-		fs, err := e.structFields(a.Fields(), old, at+".")
+		fs, err := e.structFields(a.Fields(), old, at+".", mapping)
 		if err != nil {
 			return Type{}, err
 		}
@@ -208,7 +313,7 @@ func (e *evolver) typ(a arrow.DataType, prev *Type, at string) (Type, error) {
 		} else {
 			l.ElementID = e.id()
 		}
-		el, err := e.typ(a.Elem(), prevElem, at+".element")
+		el, err := e.typ(a.Elem(), prevElem, at+".element", below(l.ElementID))
 		if err != nil {
 			return Type{}, err
 		}
@@ -225,18 +330,18 @@ func (e *evolver) typ(a arrow.DataType, prev *Type, at string) (Type, error) {
 		} else {
 			m.KeyID, m.ValueID = e.id(), e.id()
 		}
-		k, err := e.typ(a.KeyType(), pk, at+".key")
+		k, err := e.typ(a.KeyType(), pk, at+".key", below(m.KeyID))
 		if err != nil {
 			return Type{}, err
 		}
-		v, err := e.typ(a.ItemType(), pv, at+".value")
+		v, err := e.typ(a.ItemType(), pv, at+".value", below(m.ValueID))
 		if err != nil {
 			return Type{}, err
 		}
 		m.Key, m.Value = k, v
 		return Type{Map: m}, nil
 	case *arrow.DictionaryType:
-		return e.typ(a.ValueType, prev, at)
+		return e.typ(a.ValueType, prev, at, mapping)
 	}
 	p, err := primitive(a)
 	if err != nil {

@@ -19,6 +19,27 @@ import (
 type SQLCatalog struct {
 	DB   *sql.DB
 	Name string // catalog_name: several catalogs can share one database
+	// Namespace is the table_namespace of the tables at the warehouse's
+	// root. Engines cannot name a table in the empty namespace
+	// (pyiceberg's SqlCatalog refuses it, Trino maps namespaces to
+	// schemas), so it should be set; tables in subdirectories are in the
+	// namespace of their parent directories, dot-separated, under it.
+	Namespace string
+}
+
+// ident is the namespace and name of the table in dir. A table name may
+// contain dots (a Kafka topic web.clicks): engines name it as a
+// namespace and a quoted name, e.g. ("tributary", "web.clicks").
+func (s *SQLCatalog) ident(dir string) (namespace, name string) {
+	ns, name := tableName(dir)
+	switch {
+	case s.Namespace == "":
+	case ns == "":
+		ns = s.Namespace
+	default:
+		ns = s.Namespace + "." + ns
+	}
+	return ns, name
 }
 
 // OpenSQL creates iceberg_tables in db if it is not there.
@@ -37,7 +58,7 @@ func OpenSQL(db *sql.DB, name string) (*SQLCatalog, error) {
 }
 
 func (s *SQLCatalog) Current(dir string) (string, error) {
-	ns, name := tableName(dir)
+	ns, name := s.ident(dir)
 	var loc sql.NullString
 	err := s.DB.QueryRow(`SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?`,
 		s.Name, ns, name).Scan(&loc)
@@ -51,7 +72,7 @@ func (s *SQLCatalog) Current(dir string) (string, error) {
 }
 
 func (s *SQLCatalog) Swap(dir, old, next string) error {
-	ns, name := tableName(dir)
+	ns, name := s.ident(dir)
 	if old == "" {
 		_, err := s.DB.Exec(`INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location) VALUES (?, ?, ?, ?, NULL)`,
 			s.Name, ns, name, next)
@@ -82,7 +103,7 @@ WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_l
 }
 
 func (s *SQLCatalog) Tables(dir string) ([]string, error) {
-	ns, _ := tableName(path.Join(dir, "x"))
+	ns, _ := s.ident(path.Join(dir, "x"))
 	rows, err := s.DB.Query(`SELECT table_name FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? ORDER BY table_name`, s.Name, ns)
 	if err != nil {
 		return nil, fmt.Errorf("formats/iceberg: SQL catalog: %w", err)

@@ -127,3 +127,57 @@ WHERE catalog_name = 'lake' AND table_namespace = 'db' AND table_name = 'clicks'
 		t.Errorf("an unknown table: %v, want ErrNoTable", err)
 	}
 }
+
+// Two warehouses (a jobs file's two targets) share one catalog database:
+// in one namespace, the second's table of the same name is the first's
+// row, and is refused naming both places instead of read at a garbled
+// path; in namespaces of their own both are tables of their own.
+func TestSQLCatalogTwoTargets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "catalog.db")
+	var cats []*Catalog
+	for _, w := range []string{"a", "b"} {
+		fs, err := fsys.Open(filepath.Join(dir, w), fsys.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fs.Close()
+		s := openSQLite(t, db)
+		s.Namespace = "lake"
+		cats = append(cats, &Catalog{FS: fs, Pointer: s})
+	}
+	add := func(c *Catalog) error {
+		_, _, err := c.Append(Append{Dir: "clicks", Schema: testSchema(), TimeColumn: "_event_time",
+			Files: []NewFile{{Path: "clicks/data/x.parquet", Records: 10, Bytes: 100, Hour: 490000}}})
+		return err
+	}
+	if err := add(cats[0]); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cats[1].Load("clicks")
+	if err == nil || !strings.Contains(err.Error(), "outside the table's metadata directory") || !strings.Contains(err.Error(), filepath.Join(dir, "a")) {
+		t.Fatalf("the other target's row: %v; want it refused naming both", err)
+	}
+	if err := add(cats[1]); err == nil {
+		t.Fatal("an append to the other target's row was not refused")
+	}
+	cats[1].Pointer.(*SQLCatalog).Namespace = "lake_b"
+	if err := add(cats[1]); err != nil {
+		t.Fatal(err)
+	}
+	var ns []string
+	rows, err := cats[0].Pointer.(*SQLCatalog).DB.Query(`SELECT table_namespace FROM iceberg_tables WHERE table_name = 'clicks' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		ns = append(ns, s)
+	}
+	rows.Close()
+	if strings.Join(ns, ",") != "lake,lake_b" {
+		t.Fatalf("namespaces %v", ns)
+	}
+}

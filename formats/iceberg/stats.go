@@ -39,11 +39,9 @@ type KB struct {
 	Value []byte `avro:"value"`
 }
 
-// columnStats reads the footer of the Parquet file at name and returns
-// its statistics by the field ids of schema (matched by column name, as
-// the table's name mapping does). A file system whose files cannot be read
-// at an offset gets no statistics.
-func (c *Catalog) columnStats(name string, size int64, s *Schema) (*DataFile, error) {
+// readFooter reads the footer of the Parquet file at name. A file system
+// whose files cannot be read at an offset gives none (nil, nil).
+func (c *Catalog) readFooter(name string, size int64) (*metadata.FileMetaData, error) {
 	r, err := c.FS.Open(name)
 	if err != nil {
 		return nil, err
@@ -58,7 +56,13 @@ func (c *Catalog) columnStats(name string, size int64, s *Schema) (*DataFile, er
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer pf.Close()
-	md := pf.MetaData()
+	return pf.MetaData(), nil
+}
+
+// columnStats are the statistics of a file, from its footer md, by the
+// field ids of schema (the file's ids, or matched by column name as the
+// table's name mapping does).
+func columnStats(md *metadata.FileMetaData, s *Schema) (*DataFile, error) {
 	sch := md.Schema
 	out := &DataFile{}
 	var vc, nc []KV
@@ -68,14 +72,19 @@ func (c *Catalog) columnStats(name string, size int64, s *Schema) (*DataFile, er
 		if leaf.ColumnPath().String() != leaf.Name() {
 			continue // nested
 		}
-		f, ok := s.Field(leaf.Name())
+		// By the file's field id when it has one (a column renamed since
+		// keeps it), else by name, as the name mapping reads it.
+		f, ok := s.fieldByID(int(leaf.SchemaNode().FieldID()))
+		if !ok {
+			f, ok = s.Field(leaf.Name())
+		}
 		if !ok {
 			continue
 		}
 		var values, nulls int64
 		var merged metadata.TypedStatistics
 		bounded := boundsType(leaf, f.Type.Primitive)
-		for g := 0; g < pf.NumRowGroups(); g++ {
+		for g := 0; g < len(md.RowGroups); g++ {
 			cc, err := md.RowGroup(g).ColumnChunk(col)
 			if err != nil {
 				return nil, err
@@ -189,7 +198,15 @@ func (r *sizedReaderAt) Read([]byte) (int, error) {
 // footer cannot be read gets none (the statistics are an optimization for
 // readers, and the commit does not wait on them to be perfect).
 func (c *Catalog) filesStats(files []NewFile, s *Schema) []*DataFile {
-	out := make([]*DataFile, len(files))
+	return statsOf(c.footers(files)(), s)
+}
+
+// footers starts reading the footers of the files, 8 at a time, and
+// returns the function that waits for them: an append reads them while
+// it loads the table (on HDFS each is a NameNode and a DataNode round
+// trip, and the load a few more), not after.
+func (c *Catalog) footers(files []NewFile) func() []*metadata.FileMetaData {
+	out := make([]*metadata.FileMetaData, len(files))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i, f := range files {
@@ -197,16 +214,32 @@ func (c *Catalog) filesStats(files []NewFile, s *Schema) []*DataFile {
 			continue
 		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			st, err := c.columnStats(f.Path, f.Bytes, s)
-			if err == nil {
-				out[i] = st
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if md, err := c.readFooter(f.Path, f.Bytes); err == nil {
+				out[i] = md
 			}
 		}()
 	}
-	wg.Wait()
+	return func() []*metadata.FileMetaData {
+		wg.Wait()
+		return out
+	}
+}
+
+// statsOf are the statistics of the files whose footers are mds (nil:
+// none) by the field ids of s.
+func statsOf(mds []*metadata.FileMetaData, s *Schema) []*DataFile {
+	out := make([]*DataFile, len(mds))
+	for i, md := range mds {
+		if md != nil {
+			if st, err := columnStats(md, s); err == nil {
+				out[i] = st
+			}
+		}
+	}
 	return out
 }
 

@@ -3,6 +3,7 @@ package parquet
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -57,7 +58,7 @@ func pgoSchema(schema *arrow.Schema, dict func(path string, k pkind) bool) (*pgo
 	root := &orderedGroup{}
 	var nodes []*pnode
 	for _, f := range schema.Fields() {
-		pn, node, err := c.field(f.Name, f.Name, f.Type, f.Nullable, 0)
+		pn, node, err := c.field(f.Name, f.Name, f.Type, f.Nullable, fieldID(f.Metadata), 0)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -75,8 +76,9 @@ type schemaCompiler struct {
 	col  int
 }
 
-// field compiles one field at path, below rep repeated ancestors.
-func (c *schemaCompiler) field(name, path string, dt arrow.DataType, nullable bool, rep int) (*pnode, pgo.Node, error) {
+// field compiles one field at path, below rep repeated ancestors; id is its
+// Parquet field id (0: none).
+func (c *schemaCompiler) field(name, path string, dt arrow.DataType, nullable bool, id, rep int) (*pnode, pgo.Node, error) {
 	pn := &pnode{name: name, nullable: nullable, first: c.col}
 	var node pgo.Node
 	leaf := func(k pkind, n pgo.Node) {
@@ -126,7 +128,7 @@ func (c *schemaCompiler) field(name, path string, dt arrow.DataType, nullable bo
 		pn.kind = pStruct
 		g := &orderedGroup{}
 		for _, f := range dt.Fields() {
-			cn, n, err := c.field(f.Name, path+"."+f.Name, f.Type, f.Nullable, rep)
+			cn, n, err := c.field(f.Name, path+"."+f.Name, f.Type, f.Nullable, fieldID(f.Metadata), rep)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -136,11 +138,11 @@ func (c *schemaCompiler) field(name, path string, dt arrow.DataType, nullable bo
 		node = g
 	case *arrow.MapType: // before ListType's case: a map is a list
 		pn.kind, pn.rep = pMap, rep+1
-		k, kn, err := c.field("key", path+".key_value.key", dt.KeyType(), false, rep+1)
+		k, kn, err := c.field("key", path+".key_value.key", dt.KeyType(), false, fieldID(dt.KeyField().Metadata), rep+1)
 		if err != nil {
 			return nil, nil, err
 		}
-		v, vn, err := c.field("value", path+".key_value.value", dt.ItemType(), dt.ItemField().Nullable, rep+1)
+		v, vn, err := c.field("value", path+".key_value.value", dt.ItemType(), dt.ItemField().Nullable, fieldID(dt.ItemField().Metadata), rep+1)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -148,7 +150,7 @@ func (c *schemaCompiler) field(name, path string, dt arrow.DataType, nullable bo
 		node = pgo.Map(kn, vn)
 	case *arrow.ListType:
 		pn.kind, pn.rep = pList, rep+1
-		e, en, err := c.field("element", path+".list.element", dt.Elem(), dt.ElemField().Nullable, rep+1)
+		e, en, err := c.field("element", path+".list.element", dt.Elem(), dt.ElemField().Nullable, fieldID(dt.ElemField().Metadata), rep+1)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -163,7 +165,28 @@ func (c *schemaCompiler) field(name, path string, dt arrow.DataType, nullable bo
 	} else {
 		node = pgo.Required(node)
 	}
+	if id > 0 {
+		node = pgo.FieldID(node, id)
+	}
 	return pn, node, nil
+}
+
+// FieldIDKey is the Arrow field metadata key of a Parquet field id, as
+// pqarrow writes and reads it: Iceberg readers resolve a file's columns by
+// these ids (docs/iceberg.md, "Field ids").
+const FieldIDKey = "PARQUET:field_id"
+
+// fieldID is the field id md carries, 0 without one.
+func fieldID(md arrow.Metadata) int {
+	i := md.FindKey(FieldIDKey)
+	if i < 0 {
+		return 0
+	}
+	id, err := strconv.Atoi(md.Values()[i])
+	if err != nil || id <= 0 {
+		return 0
+	}
+	return id
 }
 
 // orderedGroup is a group node that keeps its fields in the order given:

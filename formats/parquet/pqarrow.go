@@ -60,7 +60,10 @@ const (
 	// column from the Arrow arrays: the default, measured about twice as
 	// fast as pqarrow end to end (docs/dependencies.md).
 	ParquetGo Engine = "parquet-go"
-	// PQArrow writes through arrow v15's pqarrow.
+	// PQArrow writes through arrow v15's pqarrow. It writes Parquet field
+	// ids (FieldIDKey) on leaf columns only, not on structs, lists and
+	// maps, which Iceberg readers that resolve by id need: the table
+	// writers use ParquetGo.
 	PQArrow Engine = "pqarrow"
 )
 

@@ -46,7 +46,7 @@ func avroFields(rec *avro.RecordSchema, depth int) ([]Field, error) {
 		if !ok {
 			continue
 		}
-		fd := Field{Name: f.Name(), Type: t, Nullable: nullable, Doc: f.Doc()}
+		fd := Field{Name: f.Name(), Type: t, Nullable: nullable, Doc: f.Doc(), Aliases: f.Aliases()}
 		if f.HasDefault() {
 			fd.Default = f.Default()
 			if fd.Default == nil {

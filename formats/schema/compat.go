@@ -9,8 +9,8 @@ package schema
 // schema). Forward: the old schema reads data written with the new one
 // (readers not yet upgraded keep working). Full: both.
 //
-// "reader reads writer" holds when, field by field (matched by name, at
-// every level):
+// "reader reads writer" holds when, field by field (matched by name, or
+// by an alias naming the other's field, at every level):
 //
 //   - a reader field the writer lacks is nullable or has a default;
 //   - a writer field the reader lacks is fine (the reader ignores it);
@@ -162,6 +162,9 @@ func (c *checker) fields(reader, writer []Field, parent []string) {
 		path := Path(append(append([]string(nil), parent...), r.Name)...)
 		w := byName[r.Name]
 		if w == nil {
+			w = renamed(r, writer)
+		}
+		if w == nil {
 			if r.Nullable || r.Default != nil {
 				continue
 			}
@@ -181,6 +184,25 @@ func (c *checker) fields(reader, writer []Field, parent []string) {
 		}
 		c.types(r.Type, w.Type, path)
 	}
+}
+
+// renamed is the writer field that r is a rename of: one named by r's
+// aliases (Avro's rule), or one whose aliases name r (the same rename
+// seen from the other side, Forward).
+func renamed(r Field, writer []Field) *Field {
+	for i := range writer {
+		for _, a := range r.Aliases {
+			if writer[i].Name == a {
+				return &writer[i]
+			}
+		}
+		for _, a := range writer[i].Aliases {
+			if a == r.Name {
+				return &writer[i]
+			}
+		}
+	}
+	return nil
 }
 
 func (c *checker) types(r, w Type, path string) {

@@ -215,6 +215,7 @@ func (p *parser) fields(n *yaml.Node, parent []string) []Field {
 		p.errorf(n, path, "fields are empty")
 	}
 	out := make([]Field, 0, len(n.Content))
+	var nodes []*yaml.Node // out's
 	seen := map[string]int{}
 	for i, fn := range n.Content {
 		f, ok := p.field(fn, parent, i)
@@ -227,6 +228,20 @@ func (p *parser) fields(n *yaml.Node, parent []string) []Field {
 		}
 		seen[strings.ToLower(f.Name)] = fn.Line
 		out = append(out, f)
+		nodes = append(nodes, fn)
+	}
+	// A rename must say one thing: which column's id a field takes
+	// decides for good what its old files read as (docs/iceberg.md).
+	aliasOf := map[string]string{}
+	for i, f := range out {
+		for _, a := range f.Aliases {
+			if _, ok := seen[strings.ToLower(a)]; ok {
+				p.errorf(nodes[i], Path(append(parent, f.Name)...), "alias %q is the name of another field here: a swap of names, or a rename of a field still there, is ambiguous (give the fields new names)", a)
+			} else if other, ok := aliasOf[strings.ToLower(a)]; ok {
+				p.errorf(nodes[i], Path(append(parent, f.Name)...), "alias %q is listed by %s too: only one field can take its column", a, other)
+			}
+			aliasOf[strings.ToLower(a)] = f.Name
+		}
 	}
 	return out
 }
@@ -246,7 +261,7 @@ func (p *parser) field(n *yaml.Node, parent []string, i int) (Field, bool) {
 			}
 		}
 	}
-	_, v, ok := p.mapping(n, where, "a field", "name", "type", "nullable", "default", "from", "doc", "fields")
+	_, v, ok := p.mapping(n, where, "a field", "name", "type", "nullable", "default", "from", "doc", "aliases", "fields")
 	if !ok {
 		return Field{}, false
 	}
@@ -271,6 +286,16 @@ func (p *parser) field(n *yaml.Node, parent []string, i int) (Field, bool) {
 	}
 	if n := v["doc"]; n != nil {
 		f.Doc, _ = p.scalar(n, fp, "doc")
+	}
+	if n := v["aliases"]; n != nil {
+		if err := n.Decode(&f.Aliases); err != nil {
+			p.errorf(n, fp, "aliases must be a list of former names")
+		}
+		for _, a := range f.Aliases {
+			if !ValidName(a) || a == f.Name {
+				p.errorf(n, fp, "alias %q: want a former name of the field (letters, digits and _, not its name)", a)
+			}
+		}
 	}
 	if n := v["from"]; n != nil {
 		if f.From, ok = p.scalar(n, fp, "from"); ok {
@@ -535,6 +560,14 @@ func marshalFields(fs []Field) (*yaml.Node, error) {
 		}
 		if f.Doc != "" {
 			addScalar(m, "doc", f.Doc)
+		}
+		if len(f.Aliases) > 0 {
+			var n yaml.Node
+			if err := n.Encode(f.Aliases); err != nil {
+				return nil, fmt.Errorf("formats/schema: %s: aliases: %w", f.Name, err)
+			}
+			n.Style = yaml.FlowStyle
+			addKV(m, "aliases", &n)
 		}
 		inner := &f.Type
 		for (inner.Kind == List || inner.Kind == Map) && inner.Elem != nil {

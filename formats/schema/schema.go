@@ -68,7 +68,16 @@ type Field struct {
 	// property is {Name: "price", From: "properties.price"}. Empty means
 	// the field's name.
 	From string
+	// Aliases are the field's former names (Avro's aliases; "aliases" in
+	// YAML): an Iceberg table renames its column of such a name, keeping
+	// the column's id, so old files read under the new name. They go to
+	// the Arrow field's metadata under AliasesKey.
+	Aliases []string
 }
+
+// AliasesKey is the Arrow field metadata key of a field's aliases,
+// comma-separated (formats/iceberg reads it).
+const AliasesKey = "aliases"
 
 // Schema is a named list of fields, the columns of a topic's events.
 type Schema struct {
@@ -163,9 +172,16 @@ func arrowFields(fs []Field) ([]arrow.Field, error) {
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", f.Name, err)
 		}
-		var md arrow.Metadata
+		var keys, values []string
 		if f.Doc != "" {
-			md = arrow.NewMetadata([]string{"doc"}, []string{f.Doc})
+			keys, values = append(keys, "doc"), append(values, f.Doc)
+		}
+		if len(f.Aliases) > 0 {
+			keys, values = append(keys, AliasesKey), append(values, strings.Join(f.Aliases, ","))
+		}
+		var md arrow.Metadata
+		if len(keys) > 0 {
+			md = arrow.NewMetadata(keys, values)
 		}
 		out[i] = arrow.Field{Name: f.Name, Type: dt, Nullable: f.Nullable, Metadata: md}
 	}

@@ -51,10 +51,19 @@ func IcebergJDK(t testing.TB) JDK {
 // (HADOOP_USER_NAME for an hdfs:// location).
 func ReadIcebergJava(t testing.TB, location, beforeMicros string, env ...string) []byte {
 	t.Helper()
+	return ReadIcebergJavaArgs(t, []string{location, beforeMicros}, env...)
+}
+
+// ReadIcebergJavaArgs is ReadIcebergJava with all of ReadIceberg's
+// arguments (a column=value to count the files planned for, a jdbc:
+// table of a SQL catalog: ReadIceberg.java).
+func ReadIcebergJavaArgs(t testing.TB, readerArgs []string, env ...string) []byte {
+	t.Helper()
+	location := readerArgs[0]
 	jdk := IcebergJDK(t)
 	classes := jdk.Compile(t, filepath.Join(RepoRoot(), "formats", "iceberg", "testdata", "java", "ReadIceberg.java"))
 	start := time.Now()
-	args := append(jdk.JVMArgs(jdk.Classpath(classes)), "ReadIceberg", location, beforeMicros)
+	args := append(jdk.JVMArgs(jdk.Classpath(classes)), append([]string{"ReadIceberg"}, readerArgs...)...)
 	cmd := exec.Command(jdk.Java, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr strings.Builder

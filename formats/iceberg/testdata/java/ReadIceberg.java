@@ -12,10 +12,14 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.hadoop.HadoopTables;
+import org.apache.iceberg.jdbc.JdbcCatalog;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.mapping.NameMapping;
 import org.apache.iceberg.mapping.NameMappingParser;
@@ -35,19 +39,52 @@ import org.apache.iceberg.types.Types;
  * mapping, falling back to column positions (it reads nulls for columns
  * whose position is not their id).
  *
- * Usage: ReadIceberg <table location, file:///...> <an event time in
- * microseconds: the files planned for _event_time below it are counted>
+ * With READ_ICEBERG_BY_ID=1 in the environment, rows are read with
+ * iceberg-data's IcebergGenerics instead, which resolves a file's columns
+ * by the Parquet field ids alone and never consults the name mapping: the
+ * check that the files carry the table's ids. READ_ICEBERG_COLUMNS then
+ * names columns (comma-separated, dotted for nested fields) whose values in
+ * the current snapshot are printed as "columns": [[v1, v2...], ...] by row.
+ *
+ * Usage: ReadIceberg <table> <an event time in microseconds: the files
+ * planned for _event_time below it are counted> [<column>=<string value>:
+ * the files planned for that equality are counted too]
+ *
+ * <table> is a location (file:///..., hdfs://...) read by HadoopTables, or
+ * jdbc:sqlite:<file>#<warehouse>#<namespace>#<table name>: a table of the
+ * loader's SQL catalog, loaded through iceberg-core's JdbcCatalog (catalog
+ * "tributary"); the table name may hold dots (a Kafka topic web.clicks).
  */
 public final class ReadIceberg {
   private ReadIceberg() {}
 
   public static void main(String[] args) throws Exception {
-    Table table = new HadoopTables(new Configuration()).load(args[0]);
+    Table table = load(args[0]);
     long before = Long.parseLong(args[1]);
     StringBuilder out = new StringBuilder("{");
 
     int version = ((HasTableOperations) table).operations().current().formatVersion();
     out.append("\"format_version\":").append(version);
+
+    // The name mapping parsed as Spark's and Flink's readers parse it on
+    // every scan (a name two ids share fails here): its top-level names by
+    // field id.
+    String nameMapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
+    if (nameMapping != null) {
+      out.append(",\"name_mapping\":{");
+      String msep = "";
+      for (org.apache.iceberg.mapping.MappedField f : NameMappingParser.fromJson(nameMapping).asMappedFields().fields()) {
+        out.append(msep).append(quote(String.valueOf(f.id()))).append(":[");
+        String nsep = "";
+        for (String n : f.names()) {
+          out.append(nsep).append(quote(n));
+          nsep = ",";
+        }
+        out.append(']');
+        msep = ",";
+      }
+      out.append('}');
+    }
 
     out.append(",\"schema\":[");
     String sep = "";
@@ -114,12 +151,76 @@ public final class ReadIceberg {
         files++;
       }
     }
-    out.append(",\"files\":").append(files).append('}');
+    out.append(",\"files\":").append(files);
+    if (args.length > 2) {
+      // Pruning by an identity partition value.
+      String[] kv = args[2].split("=", 2);
+      int equal = 0;
+      try (CloseableIterable<FileScanTask> tasks =
+          table.newScan().filter(Expressions.equal(kv[0], kv[1])).planFiles()) {
+        for (FileScanTask ignored : tasks) {
+          equal++;
+        }
+      }
+      out.append(",\"files_equal\":").append(equal);
+    }
+    String columns = System.getenv("READ_ICEBERG_COLUMNS");
+    if (byId() && columns != null && !columns.isEmpty()) {
+      String[] cols = columns.split(",");
+      out.append(",\"columns\":[");
+      sep = "";
+      try (CloseableIterable<Record> rows = IcebergGenerics.read(table).select(cols).build()) {
+        for (Record r : rows) {
+          out.append(sep).append('[');
+          String sep2 = "";
+          for (String c : cols) {
+            Object v = r;
+            for (String part : c.split("\\.")) {
+              v = v == null ? null : ((Record) v).getField(part);
+            }
+            out.append(sep2).append(v == null ? "null" : quote(v.toString()));
+            sep2 = ",";
+          }
+          out.append(']');
+          sep = ",";
+        }
+      }
+      out.append(']');
+    }
+    out.append('}');
     System.out.println(out);
+  }
+
+  private static Table load(String where) {
+    if (!where.startsWith("jdbc:")) {
+      return new HadoopTables(new Configuration()).load(where);
+    }
+    String[] parts = where.split("#", 4);
+    JdbcCatalog catalog = new JdbcCatalog();
+    catalog.setConf(new Configuration());
+    catalog.initialize("tributary", Map.of("uri", parts[0], "warehouse", parts[1]));
+    return catalog.loadTable(TableIdentifier.of(Namespace.of(parts[2]), parts[3]));
+  }
+
+  private static boolean byId() {
+    return "1".equals(System.getenv("READ_ICEBERG_BY_ID"));
   }
 
   /** The [partition, offset] pairs of a snapshot's rows, as a JSON array. */
   private static String offsets(Table table, long snapshotId) throws IOException {
+    if (byId()) {
+      StringBuilder b = new StringBuilder("[");
+      String sep = "";
+      try (CloseableIterable<Record> rows =
+          IcebergGenerics.read(table).useSnapshot(snapshotId).select("_partition", "_offset").build()) {
+        for (Record r : rows) {
+          b.append(sep).append('[').append(r.getField("_partition")).append(',')
+              .append(r.getField("_offset")).append(']');
+          sep = ",";
+        }
+      }
+      return b.append(']').toString();
+    }
     Schema projected = table.schema().select("_partition", "_offset");
     String json = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
     NameMapping mapping = json == null ? null : NameMappingParser.fromJson(json);
