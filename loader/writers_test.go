@@ -133,7 +133,10 @@ func TestHourWritersManyValues(t *testing.T) {
 	if rows != n {
 		t.Fatalf("%d rows in the files, %d written", rows, n)
 	}
-	if peak > 4*capBytes {
+	// The heap also holds what the race detector and the other tests of
+	// the package running beside this one allocate (19–33 MiB measured);
+	// without the cap it grew by 425 MiB.
+	if peak > 8*capBytes {
 		t.Fatalf("heap in use grew by %d MiB under a %d MiB cap", peak>>20, capBytes>>20)
 	}
 	if hw.Combinations() <= manyCombinations {
