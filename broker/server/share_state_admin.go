@@ -73,8 +73,63 @@ func (st *shareState) byCoordinator(keys []share.Key, create bool, errs map[shar
 	return out
 }
 
-// eachCoordinator runs fn for each share coordinator's keys, in parallel;
-// fn's results go to the shared maps under mu.
+// fanOut runs one persister call over one group's keys: each share
+// coordinator's keys in parallel, served by local on this broker and, on
+// another, by the request of request, whose answer answers walks key by
+// key. What each key yields (v) is kept in the first map, its error in
+// the second; a key a coordinator's answer leaves out is
+// COORDINATOR_NOT_AVAILABLE, and a call that failed fails all its keys.
+// create says to create the state topic if it does not exist yet.
+func fanOut[V any](st *shareState, group string, keys []share.Key, create bool,
+	local func(k share.Key) (V, bool, *kerr.Error),
+	request func(keys []share.Key) kmsg.Request,
+	answers func(r kmsg.Response, add func(k share.Key, code int16, v V, ok bool))) (map[share.Key]V, map[share.Key]*kerr.Error) {
+	out, errs := map[share.Key]V{}, map[share.Key]*kerr.Error{}
+	var mu sync.Mutex
+	eachCoordinator(st.byCoordinator(keys, create, errs), func(leader int32, keys []share.Key) {
+		if leader == st.s.nodeID {
+			for _, k := range keys {
+				v, ok, e := local(k)
+				mu.Lock()
+				if e != nil {
+					errs[k] = e
+				} else if ok {
+					out[k] = v
+				}
+				mu.Unlock()
+			}
+			return
+		}
+		r, err := st.remote(leader, request(keys))
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			for _, k := range keys {
+				errs[k] = asKerr(err)
+			}
+			return
+		}
+		answered := map[share.Key]bool{}
+		answers(r, func(k share.Key, code int16, v V, ok bool) {
+			k.Group = group
+			answered[k] = true
+			if code != 0 {
+				errs[k] = asKerr(kerr.ErrorForCode(code))
+			} else if ok {
+				out[k] = v
+			}
+		})
+		for _, k := range keys {
+			if !answered[k] {
+				errs[k] = kerr.CoordinatorNotAvailable
+			}
+		}
+	})
+	return out, errs
+}
+
+// eachCoordinator runs fn for each broker's keys, in parallel; fn's
+// results go to shared maps under the caller's lock.
 func eachCoordinator(groups map[int32][]share.Key, fn func(leader int32, keys []share.Key)) {
 	var wg sync.WaitGroup
 	for leader, keys := range groups {
@@ -163,78 +218,69 @@ func (st *shareState) Summaries(group string, keys []share.Key) (found map[share
 	return found, next, errs
 }
 
+// summaryOrNext is what a summary read says of a key: its state, or
+// (deleted) the state epoch a new state starts at.
+type summaryOrNext struct {
+	summary shareSummary
+	found   bool
+	next    int32
+}
+
 func (st *shareState) summariesOnce(group string, keys []share.Key) (map[share.Key]shareSummary, map[share.Key]int32, map[share.Key]*kerr.Error) {
-	found, next, errs := map[share.Key]shareSummary{}, map[share.Key]int32{}, map[share.Key]*kerr.Error{}
-	var mu sync.Mutex
-	eachCoordinator(st.byCoordinator(keys, false, errs), func(leader int32, keys []share.Key) {
-		if leader == st.s.nodeID {
-			for _, k := range keys {
-				p, e := st.localPartition(k)
-				var s share.Snapshot
-				var ok bool
-				var err error
-				if e != nil {
-					err = e
-				} else {
-					s, ok, err = st.readLocal(p, k)
+	read, errs := fanOut(st, group, keys, false,
+		func(k share.Key) (summaryOrNext, bool, *kerr.Error) {
+			p, e := st.localPartition(k)
+			if e != nil {
+				return summaryOrNext{}, false, e
+			}
+			s, found, err := st.readLocal(p, k)
+			if err != nil {
+				return summaryOrNext{}, false, asKerr(err)
+			}
+			return summaryOrNext{summaryOf(s), found, s.StateEpoch}, found || s.StateEpoch > 0, nil
+		},
+		func(keys []share.Key) kmsg.Request {
+			req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+			req.SetVersion(1)
+			st.secret(&req.UnknownTags)
+			req.GroupID = group
+			for id, parts := range byTopic(keys) {
+				rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+				rt.TopicID = id
+				for _, p := range parts {
+					rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+					rp.Partition, rp.LeaderEpoch = p, -1
+					rt.Partitions = append(rt.Partitions, rp)
 				}
-				mu.Lock()
-				switch {
-				case err != nil:
-					errs[k] = asKerr(err)
-				case ok:
-					found[k] = summaryOf(s)
-				case s.StateEpoch > 0:
-					next[k] = s.StateEpoch
-				}
-				mu.Unlock()
+				req.Topics = append(req.Topics, rt)
 			}
-			return
-		}
-		req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
-		req.SetVersion(1)
-		st.secret(&req.UnknownTags)
-		req.GroupID = group
-		for id, parts := range byTopic(keys) {
-			rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
-			rt.TopicID = id
-			for _, p := range parts {
-				rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
-				rp.Partition, rp.LeaderEpoch = p, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
-		}
-		r, err := st.remote(leader, req)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			for _, k := range keys {
-				errs[k] = asKerr(err)
-			}
-			return
-		}
-		answered := map[share.Key]bool{}
-		for _, rt := range r.(*kmsg.ReadShareGroupStateSummaryResponse).Topics {
-			for _, rp := range rt.Partitions {
-				k := share.Key{Group: group, Topic: rt.TopicID, Partition: rp.Partition}
-				answered[k] = true
-				switch {
-				case rp.ErrorCode != 0:
-					errs[k] = asKerr(kerr.ErrorForCode(rp.ErrorCode))
-				case rp.StartOffset >= 0: // -1: no state, as between our brokers for ReadShareGroupState
-					found[k] = shareSummary{StateEpoch: rp.StateEpoch, LeaderEpoch: rp.LeaderEpoch, StartOffset: rp.StartOffset, Complete: rp.DeliveryCompleteCount}
-				case rp.StateEpoch > 0: // deleted: the epoch a new state starts at
-					next[k] = rp.StateEpoch
+			return req
+		},
+		func(r kmsg.Response, add func(share.Key, int16, summaryOrNext, bool)) {
+			for _, rt := range r.(*kmsg.ReadShareGroupStateSummaryResponse).Topics {
+				for _, rp := range rt.Partitions {
+					k := share.Key{Topic: rt.TopicID, Partition: rp.Partition}
+					switch {
+					case rp.ErrorCode != 0:
+						add(k, rp.ErrorCode, summaryOrNext{}, false)
+					case rp.StartOffset >= 0: // -1: no state, as between our brokers for ReadShareGroupState
+						add(k, 0, summaryOrNext{summary: shareSummary{StateEpoch: rp.StateEpoch, LeaderEpoch: rp.LeaderEpoch, StartOffset: rp.StartOffset, Complete: rp.DeliveryCompleteCount}, found: true}, true)
+					case rp.StateEpoch > 0: // deleted: the epoch a new state starts at
+						add(k, 0, summaryOrNext{next: rp.StateEpoch}, true)
+					default:
+						add(k, 0, summaryOrNext{}, false)
+					}
 				}
 			}
+		})
+	found, next := map[share.Key]shareSummary{}, map[share.Key]int32{}
+	for k, v := range read {
+		if v.found {
+			found[k] = v.summary
+		} else {
+			next[k] = v.next
 		}
-		for _, k := range keys {
-			if !answered[k] {
-				errs[k] = kerr.CoordinatorNotAvailable
-			}
-		}
-	})
+	}
 	return found, next, errs
 }
 
@@ -258,60 +304,33 @@ func (st *shareState) Initialize(group string, inits map[share.Key]shareInit) ma
 }
 
 func (st *shareState) initializeOnce(group string, keys []share.Key, inits map[share.Key]shareInit) map[share.Key]*kerr.Error {
-	errs := map[share.Key]*kerr.Error{}
-	var mu sync.Mutex
-	eachCoordinator(st.byCoordinator(keys, true, errs), func(leader int32, keys []share.Key) {
-		if leader == st.s.nodeID {
-			for _, k := range keys {
-				e := st.initLocal(k, inits[k])
-				mu.Lock()
-				if e != nil {
-					errs[k] = e
+	_, errs := fanOut(st, group, keys, true,
+		func(k share.Key) (struct{}, bool, *kerr.Error) { return struct{}{}, false, st.initLocal(k, inits[k]) },
+		func(keys []share.Key) kmsg.Request {
+			req := kmsg.NewPtrInitializeShareGroupStateRequest()
+			req.SetVersion(0)
+			st.secret(&req.UnknownTags)
+			req.GroupID = group
+			for id, parts := range byTopic(keys) {
+				rt := kmsg.NewInitializeShareGroupStateRequestTopic()
+				rt.TopicID = id
+				for _, p := range parts {
+					in := inits[share.Key{Group: group, Topic: id, Partition: p}]
+					rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+					rp.Partition, rp.StateEpoch, rp.StartOffset = p, in.Epoch, in.Start
+					rt.Partitions = append(rt.Partitions, rp)
 				}
-				mu.Unlock()
+				req.Topics = append(req.Topics, rt)
 			}
-			return
-		}
-		req := kmsg.NewPtrInitializeShareGroupStateRequest()
-		req.SetVersion(0)
-		st.secret(&req.UnknownTags)
-		req.GroupID = group
-		for id, parts := range byTopic(keys) {
-			rt := kmsg.NewInitializeShareGroupStateRequestTopic()
-			rt.TopicID = id
-			for _, p := range parts {
-				in := inits[share.Key{Group: group, Topic: id, Partition: p}]
-				rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
-				rp.Partition, rp.StateEpoch, rp.StartOffset = p, in.Epoch, in.Start
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
-		}
-		r, err := st.remote(leader, req)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			for _, k := range keys {
-				errs[k] = asKerr(err)
-			}
-			return
-		}
-		answered := map[share.Key]bool{}
-		for _, rt := range r.(*kmsg.InitializeShareGroupStateResponse).Topics {
-			for _, rp := range rt.Partitions {
-				k := share.Key{Group: group, Topic: rt.TopicID, Partition: rp.Partition}
-				answered[k] = true
-				if rp.ErrorCode != 0 {
-					errs[k] = asKerr(kerr.ErrorForCode(rp.ErrorCode))
+			return req
+		},
+		func(r kmsg.Response, add func(share.Key, int16, struct{}, bool)) {
+			for _, rt := range r.(*kmsg.InitializeShareGroupStateResponse).Topics {
+				for _, rp := range rt.Partitions {
+					add(share.Key{Topic: rt.TopicID, Partition: rp.Partition}, rp.ErrorCode, struct{}{}, false)
 				}
 			}
-		}
-		for _, k := range keys {
-			if !answered[k] {
-				errs[k] = kerr.CoordinatorNotAvailable
-			}
-		}
-	})
+		})
 	return errs
 }
 
@@ -337,62 +356,38 @@ func (st *shareState) Delete(group string, keys []share.Key) map[share.Key]*kerr
 }
 
 func (st *shareState) deleteOnce(group string, keys []share.Key) map[share.Key]*kerr.Error {
-	errs := map[share.Key]*kerr.Error{}
-	var mu sync.Mutex
-	eachCoordinator(st.byCoordinator(keys, false, errs), func(leader int32, keys []share.Key) {
-		if leader == st.s.nodeID {
-			for _, k := range keys {
-				p, e := st.localPartition(k)
-				if e == nil {
-					e = st.writeLocal(p, k, nil, false)
+	_, errs := fanOut(st, group, keys, false,
+		func(k share.Key) (struct{}, bool, *kerr.Error) {
+			p, e := st.localPartition(k)
+			if e == nil {
+				e = st.writeLocal(p, k, nil, false)
+			}
+			return struct{}{}, false, e
+		},
+		func(keys []share.Key) kmsg.Request {
+			req := kmsg.NewPtrDeleteShareGroupStateRequest()
+			req.SetVersion(0)
+			st.secret(&req.UnknownTags)
+			req.GroupID = group
+			for id, parts := range byTopic(keys) {
+				rt := kmsg.NewDeleteShareGroupStateRequestTopic()
+				rt.TopicID = id
+				for _, p := range parts {
+					rp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+					rp.Partition = p
+					rt.Partitions = append(rt.Partitions, rp)
 				}
-				mu.Lock()
-				if e != nil {
-					errs[k] = e
-				}
-				mu.Unlock()
+				req.Topics = append(req.Topics, rt)
 			}
-			return
-		}
-		req := kmsg.NewPtrDeleteShareGroupStateRequest()
-		req.SetVersion(0)
-		st.secret(&req.UnknownTags)
-		req.GroupID = group
-		for id, parts := range byTopic(keys) {
-			rt := kmsg.NewDeleteShareGroupStateRequestTopic()
-			rt.TopicID = id
-			for _, p := range parts {
-				rp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
-				rp.Partition = p
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
-		}
-		r, err := st.remote(leader, req)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			for _, k := range keys {
-				errs[k] = asKerr(err)
-			}
-			return
-		}
-		answered := map[share.Key]bool{}
-		for _, rt := range r.(*kmsg.DeleteShareGroupStateResponse).Topics {
-			for _, rp := range rt.Partitions {
-				k := share.Key{Group: group, Topic: rt.TopicID, Partition: rp.Partition}
-				answered[k] = true
-				if rp.ErrorCode != 0 {
-					errs[k] = asKerr(kerr.ErrorForCode(rp.ErrorCode))
+			return req
+		},
+		func(r kmsg.Response, add func(share.Key, int16, struct{}, bool)) {
+			for _, rt := range r.(*kmsg.DeleteShareGroupStateResponse).Topics {
+				for _, rp := range rt.Partitions {
+					add(share.Key{Topic: rt.TopicID, Partition: rp.Partition}, rp.ErrorCode, struct{}{}, false)
 				}
 			}
-		}
-		for _, k := range keys {
-			if !answered[k] {
-				errs[k] = kerr.CoordinatorNotAvailable
-			}
-		}
-	})
+		})
 	return errs
 }
 
