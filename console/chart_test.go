@@ -51,7 +51,7 @@ func TestSamplerRing(t *testing.T) {
 	start := time.Now().Add(-299 * 30 * time.Second)
 	for i := range 300 {
 		at := start.Add(time.Duration(i) * 30 * time.Second)
-		s.add(sample{At: at, In: -1, Out: -1}, offsets{{"t", 0}: int64(i * 10)}, map[string]offsets{"g": {{"t", 0}: int64(i * 3)}, "new": {}}, 2)
+		s.add(sample{At: at, In: -1, Out: -1}, offsets{{"t", 0}: int64(i * 10)}, map[string]offsets{"g": {{"t", 0}: int64(i * 3)}, "new": {}})
 	}
 	got := s.samples()
 	if len(got) != 120 || !got[len(got)-1].At.Equal(start.Add(299*30*time.Second)) {
@@ -68,7 +68,7 @@ func TestSamplerRing(t *testing.T) {
 	// A reset (commits back) and a new group's first commit are no
 	// consumption; end offsets going back (a topic deleted) are no rate.
 	at := start.Add(300 * 30 * time.Second)
-	s.add(sample{At: at, In: -1, Out: -1}, offsets{{"t", 0}: 0}, map[string]offsets{"g": {{"t", 0}: 0}, "new": {}, "newer": {{"t", 0}: 500}}, 3)
+	s.add(sample{At: at, In: -1, Out: -1}, offsets{{"t", 0}: 0}, map[string]offsets{"g": {{"t", 0}: 0}, "new": {}, "newer": {{"t", 0}: 500}})
 	if last := s.samples(); last[len(last)-1].In != 0 || last[len(last)-1].Out != 0 {
 		t.Errorf("after going back: in %v out %v", last[len(last)-1].In, last[len(last)-1].Out)
 	}
@@ -136,13 +136,13 @@ func TestSamplerGaps(t *testing.T) {
 	s := newSampler(nil, 10*time.Second)
 	at := time.Now().Add(-time.Minute)
 	a, b := tp{"t", 0}, tp{"t", 1}
-	s.add(sample{At: at, In: -1, Out: -1}, offsets{a: 1000, b: 50_000_000}, map[string]offsets{"g": {a: 1000, b: 50_000_000}}, 1)
+	s.add(sample{At: at, In: -1, Out: -1}, offsets{a: 1000, b: 50_000_000}, map[string]offsets{"g": {a: 1000, b: 50_000_000}})
 	// b's leader is moving: it is missing from this sample.
-	s.add(sample{At: at.Add(10 * time.Second), In: -1, Out: -1}, offsets{a: 1100}, map[string]offsets{"g": {a: 1100}}, 1)
-	s.add(sample{At: at.Add(20 * time.Second), In: -1, Out: -1}, offsets{a: 1200, b: 50_000_100}, map[string]offsets{"g": {a: 1200, b: 50_000_100}}, 1)
+	s.add(sample{At: at.Add(10 * time.Second), In: -1, Out: -1}, offsets{a: 1100}, map[string]offsets{"g": {a: 1100}})
+	s.add(sample{At: at.Add(20 * time.Second), In: -1, Out: -1}, offsets{a: 1200, b: 50_000_100}, map[string]offsets{"g": {a: 1200, b: 50_000_100}})
 	// A sample fails whole; the next rate spans both intervals.
-	s.add(sample{At: at.Add(30 * time.Second), In: -1, Out: -1, Err: "down"}, nil, nil, 0)
-	s.add(sample{At: at.Add(40 * time.Second), In: -1, Out: -1}, offsets{a: 1400, b: 50_000_300}, map[string]offsets{"g": {a: 1400, b: 50_000_300}}, 1)
+	s.add(sample{At: at.Add(30 * time.Second), In: -1, Out: -1, Err: "down"}, nil, nil)
+	s.add(sample{At: at.Add(40 * time.Second), In: -1, Out: -1}, offsets{a: 1400, b: 50_000_300}, map[string]offsets{"g": {a: 1400, b: 50_000_300}})
 	got := s.samples()
 	want := []float64{-1, 10, 10, -1, 20}
 	for i, p := range got {

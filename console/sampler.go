@@ -67,7 +67,6 @@ type sampler struct {
 	commits   map[string]offsets // nil before a sample
 	endsAt    time.Time          // when ends was taken
 	commitsAt time.Time
-	groups    int // groups on the cluster at the last sample
 	// names interns group ids, so that the ring's samples share one copy
 	// of each name rather than one per sample; reset when it outgrows a
 	// few samples' worth, so churning names cannot grow it for ever.
@@ -141,7 +140,7 @@ func (s *sampler) once(parent context.Context) {
 			return
 		}
 		p.Err = err.Error()
-		s.add(p, nil, nil, 0)
+		s.add(p, nil, nil)
 		return
 	}
 	h := partitionHealth(md.Topics, nil)
@@ -162,9 +161,7 @@ func (s *sampler) once(parent context.Context) {
 		ends = offsets{}
 	}
 	var commits map[string]offsets
-	ngroups := 0
 	if gs, err := s.adm.ListGroups(ctx); err == nil {
-		ngroups = len(gs)
 		names := sampledGroups(gs)
 		commits = make(map[string]offsets, len(names))
 		p.Lag = make(map[string]int64, len(names))
@@ -193,7 +190,7 @@ func (s *sampler) once(parent context.Context) {
 	} else if p.Err == "" {
 		p.Err = "groups: " + err.Error()
 	}
-	s.add(p, ends, commits, ngroups)
+	s.add(p, ends, commits)
 }
 
 // sampledGroups chooses the groups a sample fetches: those with members
@@ -233,7 +230,7 @@ func (s *sampler) intern(g string) string {
 	return g
 }
 
-func (s *sampler) add(p sample, ends offsets, commits map[string]offsets, groups int) {
+func (s *sampler) add(p sample, ends offsets, commits map[string]offsets) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Each rate runs from the last sample that had its offsets, so a
@@ -262,7 +259,6 @@ func (s *sampler) add(p sample, ends offsets, commits map[string]offsets, groups
 	if commits != nil {
 		s.commits, s.commitsAt = commits, p.At
 	}
-	s.groups = groups
 	s.ring[s.next] = p
 	s.next = (s.next + 1) % len(s.ring)
 	if s.next == 0 {
@@ -282,12 +278,4 @@ func (s *sampler) samples() []sample {
 	cut := time.Now().Add(-chartSpan)
 	i := sort.Search(len(out), func(i int) bool { return out[i].At.After(cut) })
 	return out[i:]
-}
-
-// sampledGroups is how many groups the cluster had at the last sample, and
-// whether the sample left some out.
-func (s *sampler) sampledGroups() (int, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.groups, s.groups > maxSampledGroups
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,7 +91,7 @@ func (b *Broker) ValidateGroupConfigs(values map[string]string) error {
 		}
 		v := values[n]
 		if d.Values != nil {
-			if !slicesContains(d.Values, v) {
+			if !slices.Contains(d.Values, v) {
 				return fmt.Errorf("Invalid value %s for configuration %s: must be one of %s", v, n, strings.Join(d.Values, ", "))
 			}
 			continue
@@ -133,15 +134,6 @@ func pickName(a bool, x, y string) string {
 	return y
 }
 
-func slicesContains(vs []string, v string) bool {
-	for _, x := range vs {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // groupInt is an int group config's value: the group's, else the default.
 func (b *Broker) groupInt(values map[string]string, name string) int64 {
 	if v, ok := values[name]; ok {
@@ -177,7 +169,7 @@ func (b *Broker) GroupSettingsOf(values map[string]string) GroupSettings {
 	}
 	ms := func(name string) time.Duration { return time.Duration(capped(name)) * time.Millisecond }
 	str := func(name string) string {
-		if v, ok := values[name]; ok && slicesContains(GroupConfigDefs[name].Values, v) {
+		if v, ok := values[name]; ok && slices.Contains(GroupConfigDefs[name].Values, v) {
 			return v
 		}
 		return b.GroupDefault(name)

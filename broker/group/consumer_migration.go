@@ -3,7 +3,6 @@ package group
 import (
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -703,12 +702,4 @@ func (d *dec) classicTagged() *classicMeta {
 		}
 	}
 	return out
-}
-
-// memberTypeName is how tests print a member's protocol.
-func (m *cMember) memberTypeName() string {
-	if m.Classic != nil {
-		return "classic(session=" + strconv.Itoa(int(m.Classic.SessionTimeout.Milliseconds())) + "ms)"
-	}
-	return "consumer"
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/producer"
 	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
 // Transactions, on the partition side: the producer state knows each
@@ -52,10 +53,7 @@ type txnState struct {
 	files sync.Mutex
 }
 
-const (
-	txnIndexSuffix    = ".txnindex"
-	txnIndexEntrySize = 34
-)
+const txnIndexSuffix = ".txnindex"
 
 // LastStableOffset is the offset below which every transaction is decided:
 // a read_committed consumer reads up to it.
@@ -320,14 +318,13 @@ func readTxnIndex(path string) ([]producer.CompletedTxn, error) {
 	if err != nil {
 		return nil, err
 	}
-	be := binary.BigEndian
-	var out []producer.CompletedTxn
-	for ; len(data) >= txnIndexEntrySize; data = data[txnIndexEntrySize:] {
-		if v := be.Uint16(data); v != 0 {
-			return nil, fmt.Errorf("version %d", v)
-		}
-		out = append(out, producer.CompletedTxn{ProducerID: int64(be.Uint64(data[2:])), FirstOffset: int64(be.Uint64(data[10:])),
-			LastOffset: int64(be.Uint64(data[18:])), Aborted: true})
+	ents, err := remotelog.ParseTxnIndex(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]producer.CompletedTxn, len(ents))
+	for i, e := range ents {
+		out[i] = producer.CompletedTxn{ProducerID: e.ProducerID, FirstOffset: e.FirstOffset, LastOffset: e.LastOffset, Aborted: true}
 	}
 	return out, nil
 }

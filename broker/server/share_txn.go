@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 
@@ -49,7 +50,7 @@ func abortedBatches(b []byte, aborted []replica.AbortedTxn) [][2]int64 {
 		return nil
 	}
 	aborted = slices.Clone(aborted)
-	slices.SortFunc(aborted, func(x, y replica.AbortedTxn) int { return cmpInt64(x.FirstOffset, y.FirstOffset) })
+	slices.SortFunc(aborted, func(x, y replica.AbortedTxn) int { return cmp.Compare(x.FirstOffset, y.FirstOffset) })
 	open := map[int64]bool{} // producers inside an aborted transaction
 	var out [][2]int64
 	for len(b) >= record.HeaderSize {
@@ -76,16 +77,6 @@ func abortedBatches(b []byte, aborted []replica.AbortedTxn) [][2]int64 {
 		}
 	}
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // splitAborted splits acquired ranges into the offsets outside the

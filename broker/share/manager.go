@@ -138,8 +138,7 @@ type Manager struct {
 	fresh   map[Key]bool    // share partitions begun here with no state in the store: their writes may create it
 	busy    map[string]bool // groups an administrator's offset call is changing (AdminGroup to AdminDone)
 	pending map[Key]*Snapshot
-	failed  map[Key]error // the last write of a key failed
-	wmu     sync.Mutex    // one writer of pending at a time, so a key's writes stay in order
+	wmu     sync.Mutex // one writer of pending at a time, so a key's writes stay in order
 	// settings are the group configs of the groups that set some
 	// (broker/config's GroupSettings, from the metadata log); the others
 	// use cfg.
@@ -182,7 +181,6 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		fresh:    map[Key]bool{},
 		busy:     map[string]bool{},
 		pending:  map[Key]*Snapshot{},
-		failed:   map[Key]error{},
 		waiters:  map[Key]*waiter{},
 		now:      time.Now,
 		stop:     make(chan struct{}),
@@ -322,7 +320,7 @@ func (m *Manager) persist(k Key, p *Partition) {
 }
 
 // flush writes the queued states, without mu, and returns once they are
-// committed (or failed: the key is marked, see writeErr). A caller whose
+// committed or failed. A caller whose
 // state another flush took waits for that flush through wmu. A write
 // refused as fenced drops the share partition here: this broker is no
 // longer its leader's latest epoch, the next use reloads it.
@@ -364,16 +362,13 @@ func (m *Manager) flush() {
 			}
 		}
 		switch {
-		case err == nil:
-			delete(m.failed, k)
+		case err == nil: // written
 		case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.FencedStateEpoch), errors.Is(err, kerr.InvalidRequest):
 			// A newer leader, or an administrator's reset (a new state
 			// epoch) or delete (INVALID_REQUEST: no state to write to),
 			// owns the state now: the next use reloads it.
-			m.failed[k] = err
 			m.forget(k)
 		default:
-			m.failed[k] = err
 			if p := m.parts[k]; p != nil && s != nil {
 				// Rebuilt from memory, not s: it lacks what was rolled
 				// back, and a state queued meanwhile may hold it too.
@@ -406,17 +401,6 @@ func persisterErr(err error) *kerr.Error {
 		}
 	}
 	return kerr.CoordinatorNotAvailable
-}
-
-// writeErr is the error to answer for k after a flush: its last write
-// failed.
-func (m *Manager) writeErr(k Key) *kerr.Error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.failed[k]; err != nil {
-		return persisterErr(err)
-	}
-	return nil
 }
 
 // load makes k's share partition current for the topic partition's
@@ -454,7 +438,6 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 		return nil // loaded meanwhile
 	}
 	delete(m.pending, k)
-	delete(m.failed, k)
 	if found {
 		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfgFor(k.Group).MaxRecordLocks)
 		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
@@ -827,7 +810,6 @@ func (m *Manager) Forget(keys []Key) {
 	defer m.mu.Unlock()
 	for _, k := range keys {
 		delete(m.pending, k)
-		delete(m.failed, k)
 		m.forget(k)
 	}
 }

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -91,7 +92,7 @@ func stampAs(f arrow.Field, name string, mapping []mapped, keep bool) arrow.Fiel
 		id = arrowFieldID(f)
 	}
 	for i := range mapping {
-		if id > 0 && mapping[i].ID == id || id == 0 && hasName(mapping[i].Names, name) {
+		if id > 0 && mapping[i].ID == id || id == 0 && slices.Contains(mapping[i].Names, name) {
 			m = &mapping[i]
 			break
 		}
@@ -142,15 +143,6 @@ func setFieldID(md arrow.Metadata, id int) arrow.Metadata {
 		return arrow.Metadata{}
 	}
 	return arrow.NewMetadata(keys, values)
-}
-
-func hasName(names []string, n string) bool {
-	for _, x := range names {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 // ErrFieldIDsChanged says files were written with field ids the table no
@@ -248,7 +240,7 @@ func nameMapping(s *Schema, prev string) (string, error) {
 		owner := map[string]int{}
 		for i := range ms {
 			for _, n := range names[ms[i].ID] {
-				if !hasName(ms[i].Names, n) {
+				if !slices.Contains(ms[i].Names, n) {
 					ms[i].Names = append(ms[i].Names, n)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -144,7 +145,7 @@ func TestFieldIDs(t *testing.T) {
 	}
 	var mapping []mapped
 	json.Unmarshal([]byte(tb.Metadata.Properties["schema.name-mapping.default"]), &mapping)
-	if len(mapping) == 0 || mapping[0].ID != 1 || !hasName(mapping[0].Names, "account") || !hasName(mapping[0].Names, "user") {
+	if len(mapping) == 0 || mapping[0].ID != 1 || !slices.Contains(mapping[0].Names, "account") || !slices.Contains(mapping[0].Names, "user") {
 		t.Fatalf("name mapping %s: want id 1 under account and user", tb.Metadata.Properties["schema.name-mapping.default"])
 	}
 
