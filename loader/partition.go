@@ -195,31 +195,31 @@ func (g *groupWriter) write(rec arrow.Record, offsets, times []int64) error {
 	var order []string
 	groups := map[string]*group{}
 	runs := 0
-	prev := ""
-	var key strings.Builder
+	var prev *group
+	// One key buffer for every row: the map lookup by string(key) does
+	// not allocate, only a new group's key does.
+	var key []byte
 	for r := range times {
 		h := hourOf(times[r], g.loc)
-		key.Reset()
-		key.WriteString(strconv.FormatInt(h.UnixMilli(), 10))
+		key = strconv.AppendInt(key[:0], h.UnixMilli(), 10)
 		for _, col := range cols {
-			key.WriteByte(0)
-			key.WriteString(identityKey(col, r))
+			key = appendIdentityKey(append(key, 0), col, r)
 		}
-		k := key.String()
-		gr := groups[k]
+		gr := groups[string(key)]
 		if gr == nil {
 			gr = &group{hour: h, values: IdentityValues{}}
 			for ci, col := range cols {
 				gr.values[g.cols[ci]] = identityValue(col, r)
 			}
+			k := string(key)
 			groups[k] = gr
 			order = append(order, k)
 		}
 		gr.rows = append(gr.rows, int32(r))
-		if r == 0 || k != prev {
+		if gr != prev {
 			runs++
 		}
-		prev = k
+		prev = gr
 	}
 	if runs != len(groups) {
 		// Interleaved: one Take puts each group's rows together, in order,
@@ -361,12 +361,27 @@ func gather(arr arrow.Array, rows []int32, idx arrow.Array) (arrow.Array, error)
 	return compute.TakeArray(context.Background(), arr, idx)
 }
 
-// identityKey names row r's value of col, nulls apart from every value.
-func identityKey(col arrow.Array, r int) string {
+// appendIdentityKey appends to b a name of row r's value of col: strings
+// quoted (so no value holds the columns' separator), nulls apart from
+// every value.
+func appendIdentityKey(b []byte, col arrow.Array, r int) []byte {
 	if col.IsNull(r) {
-		return "\x01"
+		return append(b, 1)
 	}
-	return fmt.Sprintf("=%#v", identityValue(col, r)) // strings quoted
+	b = append(b, '=')
+	switch a := col.(type) {
+	case *array.String:
+		return strconv.AppendQuote(b, a.Value(r))
+	case *array.LargeString:
+		return strconv.AppendQuote(b, a.Value(r))
+	case *array.Int32:
+		return strconv.AppendInt(b, int64(a.Value(r)), 10)
+	case *array.Int64:
+		return strconv.AppendInt(b, a.Value(r), 10)
+	case *array.Boolean:
+		return strconv.AppendBool(b, a.Value(r))
+	}
+	return b
 }
 
 // identityValue is row r's value of col, as IdentityValues holds it.
