@@ -27,6 +27,10 @@ type groupsCommitLog struct {
 	again     int
 	bad       []string
 	resumed   map[int32]int64 // first offset the "resume-" members processed
+	// inflight counts the commits a member has decided to send and not
+	// yet seen answered: one sent before commits were held back may land
+	// after the restart (franz-go retries it), and is no held-back commit.
+	inflight atomic.Int64
 }
 
 func (c *groupsCommitLog) process(member string, p int32, o int64, v string) {
@@ -145,6 +149,7 @@ func groupsCrash(t *testing.T, b groupsBroker, topic, group string, opts ...kgo.
 	restart := time.Now()
 	b.Restart()
 	t.Logf("restarted in %v", time.Since(restart).Round(time.Millisecond))
+	groupsWait(t, "the commits sent before the kill to be answered", groupsDeadline, func() bool { return cl.inflight.Load() == 0 }, state)
 	got := groupsCommitted(t, b.Addr(), group, topic)
 	for p, o := range acked {
 		if got[p] < o {
@@ -216,6 +221,10 @@ func groupsCrash(t *testing.T, b groupsBroker, topic, group string, opts ...kgo.
 // answer; while hold is set it does not commit.
 func groupsCrashMember(ctx context.Context, addr, topic, group, member string, log *groupsCommitLog, hold *atomic.Bool, opts ...kgo.Opt) error {
 	commit := func(ctx context.Context, cl *kgo.Client) {
+		// Counted before the check: a commit that passes it is in
+		// flight by the time the test reads the count.
+		log.inflight.Add(1)
+		defer log.inflight.Add(-1)
 		if hold.Load() {
 			return
 		}
