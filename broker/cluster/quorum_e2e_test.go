@@ -28,16 +28,7 @@ func TestQuorumCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	// Registrations reach every node's metadata within moments.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		brokers, err := adm.ListBrokers(ctx)
-		if err == nil && len(brokers) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Metadata lists %d brokers (%v), want 3", len(brokers), err)
-		}
-	}
+	waitBrokers(t, adm, 3)
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "web"); err != nil {
 		t.Fatal(err)
 	}

@@ -47,11 +47,16 @@ func TestReplicationFailover(t *testing.T) {
 	waitReplicaHW(t, c.Node(leader).Addr(), "rep", 1000)
 }
 
+// waitBrokers waits until the metadata lists n brokers. The bound is
+// generous: on a loaded machine under the race detector a registration can
+// wait out an election and a controller request's timeout.
 func waitBrokers(t *testing.T, adm *kadm.Client, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	start := time.Now()
+	for deadline := start.Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		brokers, err := adm.ListBrokers(context.Background())
 		if err == nil && len(brokers) == n {
+			t.Logf("%d brokers in the metadata after %v", n, time.Since(start).Round(time.Millisecond))
 			return
 		}
 		if time.Now().After(deadline) {
