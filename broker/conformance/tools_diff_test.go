@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -689,6 +690,10 @@ func diffThreeNodes(t *testing.T, d *differ) {
 	d.step(t, topics("--create", "--topic", "throttled", "--replica-assignment", "1"))
 	throttled := reassign("--execute", "--reassignment-json-file", "{dir}/throttled.json", "--throttle", "1000000")
 	throttled.files = map[string]string{"throttled.json": `{"version":1,"partitions":[{"topic":"throttled","partition":0,"replicas":[2]}]}`}
+	// The tool prints the current replica's log dir, or "any" while the
+	// broker has not created the replica yet (a loaded Kafka takes
+	// seconds): both sides start from a replica that exists.
+	throttled.do = func(t *testing.T, side diffSide) { diffReplicaInLogDir(t, side.addrs[0], "throttled", 0) }
 	d.step(t, throttled)
 	// The runbook's next lines: the throttles are there, --verify reports
 	// the move complete and removes them.
@@ -807,6 +812,34 @@ func diffTopicsVisible(t *testing.T, addrs []string, topics ...string) {
 // broker's metadata shows topic's partitions on the replicas of want: the
 // tool may ask any of them (Kafka's brokers learn the end of a move a
 // moment after the controller lists none).
+// diffReplicaInLogDir waits until the broker at addr reports the
+// partition in one of its log dirs.
+func diffReplicaInLogDir(t *testing.T, addr, topic string, partition int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := kmsg.NewPtrDescribeLogDirsRequest().RequestWith(ctx, cl)
+		cancel()
+		if err == nil {
+			for _, d := range r.Dirs {
+				for _, tp := range d.Topics {
+					if tp.Topic == topic && slices.ContainsFunc(tp.Partitions, func(p kmsg.DescribeLogDirsResponseDirTopicPartition) bool { return p.Partition == partition }) {
+						return
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s-%d in no log dir after 60 s (%v)", addr, topic, partition, err)
+		}
+	}
+}
+
 func diffReassigned(t *testing.T, addrs []string, topic string, want map[int32][]int32) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
