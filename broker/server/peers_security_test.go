@@ -398,7 +398,7 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 	logged := func() bool {
 		return strings.Contains(c.Node(leader).Log(), "a replica Fetch from a connection that did not authenticate")
 	}
-	for deadline := time.Now().Add(5 * time.Second); !logged() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); !logged() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !logged() {

@@ -452,7 +452,7 @@ func TestSecurityListeners(t *testing.T) {
 // after the event it reports.
 func waitLog(t *testing.T, b *testbroker.Broker, line string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(b.Log(), line); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.Log(), line); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Errorf("the broker did not log %q", line)
 			return
