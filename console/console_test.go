@@ -309,9 +309,9 @@ func TestConsole(t *testing.T) {
 		if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/topics?done=deleted+topic+orders&ds=") {
 			t.Fatalf("delete: %d %q\n%s", code, loc, body)
 		}
-		for deadline := time.Now().Add(10 * time.Second); e.partitions(t, "orders") != 0; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); e.partitions(t, "orders") != 0; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatal("orders still exists 10s after its delete")
+				t.Fatal("orders still exists 30 s after its delete")
 			}
 		}
 		if code, body := b.get("/topics/orders"); code != http.StatusNotFound {
