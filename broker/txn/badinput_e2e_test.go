@@ -327,7 +327,13 @@ func TestTransactionalIDExpiration(t *testing.T) {
 	}
 	b.Kill()
 	b.Restart() // the tombstone is in the log: it stays forgotten
-	if st := describeTxn(t, cl, "exp-tx"); st.ErrorCode != kerr.TransactionalIDNotFound.Code {
-		t.Fatalf("after a restart the expired id is back: %s", st.State)
+	// The coordinator may still be loading its log: ask until it answers.
+	st := describeTxn(t, cl, "exp-tx")
+	for deadline := time.Now().Add(30 * time.Second); kerr.IsRetriable(kerr.ErrorForCode(st.ErrorCode)) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		st = describeTxn(t, cl, "exp-tx")
+	}
+	if st.ErrorCode != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("after a restart the expired id is back: %s (%v)", st.State, kerr.ErrorForCode(st.ErrorCode))
 	}
 }
