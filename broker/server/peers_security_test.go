@@ -368,7 +368,7 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 	// may not fetch as a replica; on the controller listener its TLS
 	// handshake is refused.
 	anon := func(host string) *tls.Config { return &tls.Config{RootCAs: pool, ServerName: host} }
-	if got := testcluster.ReadTopic(t, c.Bootstrap(), "m", 20*time.Second, kgo.DialTLSConfig(anon(""))); len(got) != 500 {
+	if got := testcluster.ReadTopic(t, c.Bootstrap(), "m", 60*time.Second, kgo.DialTLSConfig(anon(""))); len(got) != 500 {
 		t.Errorf("an anonymous consumer read %d records, want 500", len(got))
 	}
 	leader := c.Leaders("m", 10*time.Second)[0]
