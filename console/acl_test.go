@@ -62,7 +62,7 @@ func TestConsoleACLs(t *testing.T) {
 
 	// ACLs apply to new metadata at once; allow the broker a moment.
 	var list string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		_, list = c.get("/topics")
 		if strings.Contains(list, `href="/topics/shared"`) || time.Now().After(deadline) {
 			break

@@ -200,13 +200,13 @@ func testBrowser(t *testing.T, e *env) {
 	if code := track(t, e.tracker, `{"writeKey":"`+trackerWriteKey+`","type":"track","event":"Order Completed","userId":"`+tracked+`","properties":{"total":12.5}}`); code != 200 {
 		t.Fatalf("tracker answered %d", code)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(300 * time.Millisecond) {
 		do("search clicks", chromedp.Navigate(base+"/topics/clicks/messages?q="+tracked), chromedp.WaitVisible(chromedp.CSS("#summary")))
 		if strings.Contains(text("results", "#messages tbody"), tracked) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the event sent through the tracker is not in clicks after 20 s")
+			t.Fatalf("the event sent through the tracker is not in clicks after 60 s")
 		}
 	}
 
@@ -256,13 +256,13 @@ func testBrowser(t *testing.T, e *env) {
 			reader.PollFetches(readCtx)
 		}
 	}()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		lag, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById('group-lag') || {}).textContent || ''`))
 		if err == nil && lag == "0" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("web-readers' lag on the self-refreshing page is %q 30 s after its consumer started, want 0", lag)
+			t.Fatalf("web-readers' lag on the self-refreshing page is %q 60 s after its consumer started, want 0", lag)
 		}
 	}
 	stopReading()
@@ -281,7 +281,7 @@ func testBrowser(t *testing.T, e *env) {
 	// The load the trigger started, on the Pipeline page: its run
 	// committed with the files it wrote (the tracked event among them).
 	var firstRun string
-	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		do("pipeline", chromedp.Navigate(base+"/pipeline"), chromedp.WaitVisible(chromedp.CSS("#lake-runs")))
 		st, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const r = document.querySelector('#lake-runs tbody tr'); return r ? r.cells[3].textContent + '|' + r.cells[8].textContent + '|' + r.querySelector('a').getAttribute('href') : '' })()`))
 		if err != nil {
@@ -293,7 +293,7 @@ func testBrowser(t *testing.T, e *env) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the newest run on the Pipeline page is not committed with files 40 s after the trigger: %q", st)
+			t.Fatalf("the newest run on the Pipeline page is not committed with files 60 s after the trigger: %q", st)
 		}
 	}
 	shot("pipeline")

@@ -309,9 +309,9 @@ func TestConsole(t *testing.T) {
 		if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/topics?done=deleted+topic+orders&ds=") {
 			t.Fatalf("delete: %d %q\n%s", code, loc, body)
 		}
-		for deadline := time.Now().Add(10 * time.Second); e.partitions(t, "orders") != 0; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); e.partitions(t, "orders") != 0; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatal("orders still exists 10s after its delete")
+				t.Fatal("orders still exists 30 s after its delete")
 			}
 		}
 		if code, body := b.get("/topics/orders"); code != http.StatusNotFound {
@@ -463,7 +463,7 @@ func TestConsole(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer live.Close()
-		for deadline := time.Now().Add(20 * time.Second); ; {
+		for deadline := time.Now().Add(60 * time.Second); ; {
 			pctx, c := context.WithTimeout(ctx, 200*time.Millisecond)
 			live.PollRecords(pctx, 10)
 			c()
@@ -472,7 +472,7 @@ func TestConsole(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("group live not Stable after 20s")
+				t.Fatal("group live not Stable after 60 s")
 			}
 		}
 		_, body = b.get("/groups/live?to=latest")

@@ -189,7 +189,7 @@ func testLogin(t *testing.T, saslAddr, plainAddr string) {
 	if code, loc, body := ops.post("/acls", grant); code != http.StatusSeeOther || !strings.Contains(loc, "created+ACL") {
 		t.Fatalf("ops' grant: %d %s\n%s", code, loc, body)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if _, list = viewer.get("/topics"); strings.Contains(list, `href="/topics/secret"`) {
 			break
 		}

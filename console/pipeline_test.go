@@ -49,7 +49,7 @@ func testPipeline(t *testing.T, e *env, b *browserish) {
 	track(t, e.tracker, `{"writeKey":"`+trackerWriteKey+`","type":"track",`) // malformed: rejected
 
 	var body string
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		_, body = b.get("/pipeline")
 		if stat(body, "t-accepted") >= 3 && stat(body, "t-rejected") >= 1 && stat(body, "t-delivered") >= 3 {
 			break
@@ -86,9 +86,9 @@ func testPipeline(t *testing.T, e *env, b *browserish) {
 	errRE := regexp.MustCompile(`href="(/pipeline/errors\?file=[^"]+)"`)
 	var file string
 	var errLinks []string
-	for deadline := time.Now().Add(40 * time.Second); file == "" || len(errLinks) == 0; time.Sleep(300 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); file == "" || len(errLinks) == 0; time.Sleep(300 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no run with files and no _errors on the Pipeline page 40 s after the trigger:\n%s", body)
+			t.Fatalf("no run with files and no _errors on the Pipeline page 60 s after the trigger:\n%s", body)
 		}
 		_, body = b.get("/pipeline")
 		errLinks = nil
@@ -150,7 +150,7 @@ func testCharts(t *testing.T, e *env, b *browserish) {
 		t.Fatal(err)
 	}
 	peakRE := regexp.MustCompile(`aria-label="Records in over the last hour: now [^,]*, peak ([0-9.]+)([kM]?) `)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(300 * time.Millisecond) {
 		_, body := b.get("/")
 		if m := peakRE.FindStringSubmatch(body); m != nil && m[1] != "0" {
 			break
@@ -160,7 +160,7 @@ func testCharts(t *testing.T, e *env, b *browserish) {
 		}
 	}
 	lineRE := regexp.MustCompile(`<polyline class="line" points="[^"]+"`)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(300 * time.Millisecond) {
 		_, body := b.get("/")
 		_, group := b.get("/groups/reporting")
 		if strings.Contains(body, `id="chart-in"`) && strings.Contains(body, `id="chart-urp"`) && len(lineRE.FindAllString(body, -1)) >= 3 &&
@@ -171,7 +171,7 @@ func testCharts(t *testing.T, e *env, b *browserish) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no charts with lines after 15 s:\n%s\n%s", body, group)
+			t.Fatalf("no charts with lines after 60 s:\n%s\n%s", body, group)
 		}
 	}
 }

@@ -37,7 +37,7 @@ func TestBadConfigEdit(t *testing.T) {
 		jobYAML("slow", "clicks", "file://"+t.TempDir(), "    schedule: '0 25 * * *'\n")
 	writeConfig(t, file, bad)
 	var o *jobs.Overview
-	eventually(t, 20*time.Second, "the bad edit reported", func() bool {
+	eventually(t, 60*time.Second, "the bad edit reported", func() bool {
 		var err error
 		o, err = s.client.Overview(ctx)
 		return err == nil && len(o.Problems) == 2
@@ -63,23 +63,23 @@ func TestBadConfigEdit(t *testing.T) {
 		t.Errorf("job slow's next run moved from %s to %s", slowNext, got)
 	}
 	before := runs()
-	eventually(t, 30*time.Second, "job fast still running every 2s", func() bool { return runs() >= before+2 })
+	eventually(t, 60*time.Second, "job fast still running every 2s", func() bool { return runs() >= before+2 })
 
 	// Not YAML at all: nothing changes.
 	writeConfig(t, file, good+"  - name: [\n")
-	eventually(t, 20*time.Second, "the broken file reported", func() bool {
+	eventually(t, 60*time.Second, "the broken file reported", func() bool {
 		o, _ = s.client.Overview(ctx)
 		return o != nil && o.FileErr != ""
 	})
 	before = runs()
-	eventually(t, 30*time.Second, "job fast still running", func() bool { return runs() >= before+1 })
+	eventually(t, 60*time.Second, "job fast still running", func() bool { return runs() >= before+1 })
 	if got := nextRun(t, s, "slow"); !got.Equal(slowNext) {
 		t.Errorf("job slow's next run moved from %s to %s", slowNext, got)
 	}
 
 	// Fixed: the problems are gone, and a real change applies.
 	writeConfig(t, file, strings.Replace(good, "every: 1h", "every: 2h", 1))
-	eventually(t, 20*time.Second, "the fixed file applied", func() bool {
+	eventually(t, 60*time.Second, "the fixed file applied", func() bool {
 		o, _ = s.client.Overview(ctx)
 		return o != nil && o.FileErr == "" && len(o.Problems) == 0 && o.Jobs[1].Schedule == "every 2h0m0s"
 	})

@@ -115,7 +115,7 @@ func TestSecuredRegistry(t *testing.T) {
 	if code, body := register("bob", "bob-secret", "bob-value"); code != 403 || body["error_code"] != 40301.0 || !strings.Contains(fmt.Sprint(body["message"]), "User:bob") {
 		t.Errorf("bob registers without an ACL: %d %v, want 403 with 40301 naming User:bob", code, body)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		code, body := register("alice", "alice-secret", "alice-value")
 		if code == 200 {
 			break

@@ -123,7 +123,7 @@ func TestClusterForwarding(t *testing.T) {
 		subject := fmt.Sprintf("kill-%d-value", sub)
 		var views []string
 		for _, id := range others {
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 			for {
 				all, err := clients[id].Schemas(ctx, subject)
 				if err == nil && len(all) == n/4 {

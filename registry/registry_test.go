@@ -483,7 +483,7 @@ message Order { google.protobuf.Timestamp at = 1; ` + body + ` }`}
 			seen[ids[i]] = i / 2
 		}
 		for _, c := range []*sr.Client{cl, cl2} {
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 			for {
 				all, err := c.AllSchemas(ctx)
 				got := 0
@@ -512,7 +512,7 @@ message Order { google.protobuf.Timestamp at = 1; ` + body + ` }`}
 			}
 		}
 
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			got, err := cl.SchemaByVersion(ctx, "second-value", 1)
 			if err == nil && got.ID == n.ID {

@@ -221,7 +221,7 @@ func TestDynamicConfigsAndThrottledReassignment(t *testing.T) {
 // waitBrokerConfig waits until broker id describes name with value from src.
 func waitBrokerConfig(t *testing.T, adm *kadm.Client, id int32, name, value string, src kmsg.ConfigSource) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

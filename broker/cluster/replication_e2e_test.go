@@ -50,7 +50,7 @@ func TestReplicationFailover(t *testing.T) {
 // waitBrokers waits until the metadata lists n brokers. The bound is
 // generous: on a loaded machine under the race detector a registration can
 // wait out an election and a controller request's timeout.
-func waitBrokers(t *testing.T, adm *kadm.Client, n int) {
+func waitBrokers(t testing.TB, adm *kadm.Client, n int) {
 	t.Helper()
 	start := time.Now()
 	for deadline := start.Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -99,7 +99,7 @@ func topicState(c *testcluster.Cluster, topic string) ([]kmsg.MetadataResponseTo
 }
 
 // waitISR waits until partition 0 of topic has an ISR of n brokers.
-func waitISR(t *testing.T, c *testcluster.Cluster, topic string, n int) {
+func waitISR(t testing.TB, c *testcluster.Cluster, topic string, n int) {
 	t.Helper()
 	var last []int32
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -117,7 +117,7 @@ func waitISR(t *testing.T, c *testcluster.Cluster, topic string, n int) {
 func waitReplicaHW(t *testing.T, addr, topic string, hw int64) {
 	t.Helper()
 	var got int64 = -1
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(12)
 		req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1

@@ -167,7 +167,7 @@ func TestShareGroupSurvivesLeaderKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	hw, _ := ends.Lookup("q", 0)
-	if spso := shareStartOffset(t, c, "sg"); spso != hw.Offset {
+	if spso := shareStartOffset(t, c, "sg", hw.Offset); spso != hw.Offset {
 		var unconfirmed []string
 		for v := range delivered {
 			if strings.HasPrefix(v, "record-") && !acked[v] {
@@ -201,8 +201,11 @@ func counted[V any](m map[string]V) int {
 }
 
 // shareStartOffset reads group's state of q-0 from __share_group_state as
-// Kafka's records (the last ShareSnapshot of the key).
-func shareStartOffset(t *testing.T, c *testcluster.Cluster, group string) int64 {
+// Kafka's records (the last ShareSnapshot of the key) until its start
+// offset is want, or for 30 s, and returns the last one read. It used to
+// read for a fixed 5 s, which a fresh client on a loaded machine can spend
+// before it reaches the last snapshot.
+func shareStartOffset(t *testing.T, c *testcluster.Cluster, group string, want int64) int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.ConsumeTopics("__share_group_state"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -210,10 +213,15 @@ func shareStartOffset(t *testing.T, c *testcluster.Cluster, group string) int64 
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	spso := int64(-1)
 	for ctx.Err() == nil {
+		if spso == want {
+			t.Logf("share-partition start offset %d read after %v", spso, time.Since(start).Round(time.Millisecond))
+			break
+		}
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			k, update, err := share.ParseStateKey(r.Key)
 			if err != nil || update || k.Group != group || r.Value == nil {

@@ -143,7 +143,7 @@ func checkUnregister(t *testing.T, c *testcluster.Cluster) {
 	// The controller answered once the change was committed; the brokers
 	// learn of it a moment later.
 	var observers, brokers int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		q, err := testcluster.DescribeQuorum(c.Node(5).Addr())
 		m, merr := metadataAt(c.Node(4).Addr())
 		if err != nil || merr != nil {

@@ -14,7 +14,7 @@ import (
 // findCoordinator looks up a group until its partition is loaded.
 func findCoordinator(t *testing.T, s *Server, g string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey = g

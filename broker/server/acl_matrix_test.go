@@ -84,7 +84,7 @@ func (s *aclSide) setup(t *testing.T) {
 		}
 		s.ids[r.Topic] = r.TopicID
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		md := kmsg.NewPtrMetadataRequest()
 		mr := s.send(t, "admin", md).(*kmsg.MetadataResponse)

@@ -62,9 +62,9 @@ func TestLogDirFailureAnswersStorageError(t *testing.T) {
 	if code != kerr.KafkaStorageError.Code || acked < 5 {
 		t.Fatalf("after %d acknowledged produces: %v, want KAFKA_STORAGE_ERROR", acked, kerr.ErrorForCode(code))
 	}
-	for deadline := time.Now().Add(5 * time.Second); !s.parts.Offline("t", inTmpfs); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !s.parts.Offline("t", inTmpfs); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the partition in the failed dir is not offline after 5 s")
+			t.Fatal("the partition in the failed dir is not offline after 30 s")
 		}
 	}
 	if code := ldProduce(t, s, "t", inTmpfs, []byte("x")); code != kerr.KafkaStorageError.Code {
@@ -173,8 +173,8 @@ func TestEveryLogDirFailedStopsTheBroker(t *testing.T) {
 		if err := s.FailedErr(); err == nil || !strings.Contains(err.Error(), "every log dir failed") {
 			t.Errorf("FailedErr = %v", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("both log dirs are full, and Failed is not closed")
+	case <-time.After(30 * time.Second):
+		t.Fatal("both log dirs are full, and Failed is not closed after 30 s")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -368,7 +368,7 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 	// may not fetch as a replica; on the controller listener its TLS
 	// handshake is refused.
 	anon := func(host string) *tls.Config { return &tls.Config{RootCAs: pool, ServerName: host} }
-	if got := testcluster.ReadTopic(t, c.Bootstrap(), "m", 20*time.Second, kgo.DialTLSConfig(anon(""))); len(got) != 500 {
+	if got := testcluster.ReadTopic(t, c.Bootstrap(), "m", 60*time.Second, kgo.DialTLSConfig(anon(""))); len(got) != 500 {
 		t.Errorf("an anonymous consumer read %d records, want 500", len(got))
 	}
 	leader := c.Leaders("m", 10*time.Second)[0]
@@ -398,7 +398,7 @@ func TestSecuredPeersSplitMTLS(t *testing.T) {
 	logged := func() bool {
 		return strings.Contains(c.Node(leader).Log(), "a replica Fetch from a connection that did not authenticate")
 	}
-	for deadline := time.Now().Add(5 * time.Second); !logged() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); !logged() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !logged() {

@@ -516,8 +516,11 @@ func TestMaxConnectionCreationRate(t *testing.T) {
 	}
 	took := time.Since(began)
 	t.Logf("25 connections at max.connection.creation.rate=10: %v", took)
-	// 10 in the first (padded) second, then 10 a second.
-	if took < 1200*time.Millisecond || took > 4*time.Second {
+	// 10 in the first (padded) second, then 10 a second: about 1.5 s. The
+	// lower bound is the quota; the upper one only catches a broker that
+	// throttles many times too long, with room for a loaded machine's
+	// round trips under the race detector.
+	if took < 1200*time.Millisecond || took > 15*time.Second {
 		t.Errorf("25 connections at max.connection.creation.rate=10 took %v, want about 1.5 s", took)
 	}
 }

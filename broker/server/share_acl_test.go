@@ -173,7 +173,7 @@ func TestShareGroupAuthorization(t *testing.T) {
 	// served (after the state topic is there and loaded).
 	ini.UnknownTags, sum.UnknownTags = kmsg.Tags{}, kmsg.Tags{}
 	var code int16
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		code = s.send(t, "alice", ini).(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode
 		if code == 0 || !retriable(asKerr(kerr.ErrorForCode(code))) || time.Now().After(deadline) {
 			break

@@ -37,7 +37,7 @@ func TestShareAdminGroupBusy(t *testing.T) {
 	done := make(chan *kmsg.AlterShareGroupOffsetsResponse, 1)
 	go func() { done <- alterShareOffset(t, s, g, "bz", 0) }()
 	// The reset is under way once its state is appended (not committed).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if st, ok, _ := s.shareState.Read(k); ok && st.StateEpoch == 1 {
 			break
 		}
@@ -74,7 +74,7 @@ func waitGroupCoordinator(t *testing.T, s *Server, g string) {
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKeys = []string{g}
 	admSend[*kmsg.FindCoordinatorResponse](t, s, fc, 4)
-	for deadline := time.Now().Add(10 * time.Second); s.groups.Status(g) != nil; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); s.groups.Status(g) != nil; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("group coordinator: %v", s.groups.Status(g))
 		}

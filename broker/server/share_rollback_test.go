@@ -22,6 +22,9 @@ func TestShareAckRollback(t *testing.T) {
 		props[k] = v
 	}
 	props["group.share.record.lock.duration.ms"] = "1000"
+	// The member does not heartbeat: its session must outlast the whole
+	// test on a loaded machine (6 s could run out before the last fetch).
+	props["group.share.session.timeout.ms"] = "30000"
 	s := startAdminBroker(t, props)
 	id := admCreateTopic(t, s, "rb", 1, nil)
 	admProduce(t, admClient(t, s), "rb", 0, 3)
@@ -71,15 +74,15 @@ func TestShareAckRollback(t *testing.T) {
 	}
 	acquired := func() kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
 		t.Helper()
-		// Within the member's session timeout (6 s): it does not heartbeat.
-		deadline := time.Now().Add(5 * time.Second)
+		// Within the member's session timeout (30 s): it does not heartbeat.
+		deadline := time.Now().Add(20 * time.Second)
 		for {
 			p := fetch(nil)
 			if len(p.AcquiredRecords) > 0 {
 				return p.AcquiredRecords[0]
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("no records acquired in 5 s")
+				t.Fatal("no records acquired in 20 s")
 			}
 		}
 	}

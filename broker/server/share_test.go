@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -122,7 +123,12 @@ func TestShareGroupFranzGo(t *testing.T) {
 // requests Kafka refuses, with Kafka's codes.
 func TestShareGroupBadInput(t *testing.T) {
 	t.Parallel()
-	s := startAdminBroker(t, shareProps)
+	// m1 must outlive its record locks (4 s) without heartbeating: a
+	// 20 s session leaves a loaded machine's requests room around them
+	// (6 s left 1.7 s).
+	props := maps.Clone(shareProps)
+	props["group.share.session.timeout.ms"] = "20000"
+	s := startAdminBroker(t, props)
 	id := admCreateTopic(t, s, "bad-share", 1, nil)
 	admProduce(t, admClient(t, s), "bad-share", 0, 5)
 	setShareEarliest(t, s, "bad")
@@ -194,7 +200,7 @@ func TestShareGroupBadInput(t *testing.T) {
 	// acquisition) and 4 with its third; it lets their locks (4 s) run
 	// out: m2 gets them, delivered a second time.
 	time.Sleep(4300 * time.Millisecond)
-	// m1 stays a member (6 s session) for the zombie check and describe.
+	// m1 stays a member (20 s session) for the zombie check and describe.
 	admWantCode(t, "m1 heartbeat", hb("m1", j.MemberEpoch, nil).ErrorCode, nil, nil)
 	// Only members may fetch (review M1): m2 joins first.
 	admWantCode(t, "m2 joins", hb("m2", 0, []string{"bad-share"}).ErrorCode, nil, nil)

@@ -64,7 +64,7 @@ func txnEntry(pid, first, last, lso int64) []byte {
 
 func abortedTxns(t *testing.T, m *tier.Manager, tp log.TopicPartition, from, to int64) ([]remotelog.AbortedTxn, error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		out, wait, err := m.AbortedTxns(tp, from, to)
 		if err != nil || wait == nil {
@@ -72,7 +72,7 @@ func abortedTxns(t *testing.T, m *tier.Manager, tp log.TopicPartition, from, to 
 		}
 		<-wait
 	}
-	t.Fatal("AbortedTxns still waiting after 10s")
+	t.Fatal("AbortedTxns still waiting after 30 s")
 	return nil, nil
 }
 

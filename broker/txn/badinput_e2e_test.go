@@ -206,7 +206,7 @@ func TestTransactionsBadInput(t *testing.T) {
 	defer member.Close()
 	var memberID string
 	var gen int32
-	for deadline := time.Now().Add(15 * time.Second); ; {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		member.PollFetches(ctx)
 		cancel()
@@ -319,7 +319,7 @@ func TestTransactionalIDExpiration(t *testing.T) {
 	if _, _, code := initPID(t, cl, "exp-tx", 10000); code != 0 {
 		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(code))
 	}
-	for deadline := time.Now().Add(15 * time.Second); describeTxn(t, cl, "exp-tx").ErrorCode != kerr.TransactionalIDNotFound.Code; {
+	for deadline := time.Now().Add(30 * time.Second); describeTxn(t, cl, "exp-tx").ErrorCode != kerr.TransactionalIDNotFound.Code; {
 		if time.Now().After(deadline) {
 			t.Fatal("the idle transactional id was not expired")
 		}
@@ -327,7 +327,13 @@ func TestTransactionalIDExpiration(t *testing.T) {
 	}
 	b.Kill()
 	b.Restart() // the tombstone is in the log: it stays forgotten
-	if st := describeTxn(t, cl, "exp-tx"); st.ErrorCode != kerr.TransactionalIDNotFound.Code {
-		t.Fatalf("after a restart the expired id is back: %s", st.State)
+	// The coordinator may still be loading its log: ask until it answers.
+	st := describeTxn(t, cl, "exp-tx")
+	for deadline := time.Now().Add(30 * time.Second); kerr.IsRetriable(kerr.ErrorForCode(st.ErrorCode)) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		st = describeTxn(t, cl, "exp-tx")
+	}
+	if st.ErrorCode != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("after a restart the expired id is back: %s (%v)", st.State, kerr.ErrorForCode(st.ErrorCode))
 	}
 }

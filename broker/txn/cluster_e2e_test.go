@@ -189,7 +189,7 @@ func TestTransactionsCluster(t *testing.T) {
 		wantCode(t, "late Produce v12 of the old epoch, remote add", v12(other, txnBatch(t, pid, epoch, 1, "late")), kerr.InvalidProducerEpoch)
 	}
 	// Every partition's LSO reaches its high watermark.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for endOffsets(t, admin, "ctx", 3, true) != endOffsets(t, admin, "ctx", 3, false) {
 		if time.Now().After(deadline) {
 			t.Fatal("the LSO stays below the high watermark after the commit")

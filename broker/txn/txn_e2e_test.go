@@ -98,7 +98,7 @@ func consumeReads(t *testing.T, addr, topic string, committed bool, n int) []txn
 	}
 	defer cl.Close()
 	var out []txncheck.Read
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	quiet := 0
 	for time.Now().Before(deadline) && quiet < 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)

@@ -58,7 +58,7 @@ func TestTransactionsV2EpochExhaustion(t *testing.T) {
 	}
 	pid, epoch = commit("ex-b", pid, epoch, "b1")
 	wantCode(t, "Produce v12 of the transaction left to time out", produceV12(t, cl, "ex-b", "ex", 0, txnBatch(t, pid, epoch, 0, "b-timed-out")), nil)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for describeTxn(t, cl, "ex-b").State != "CompleteAbort" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the transaction at epoch %d did not time out: %+v", epoch, describeTxn(t, cl, "ex-b"))

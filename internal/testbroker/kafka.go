@@ -154,7 +154,7 @@ func (k *Kafka) start() {
 		k.t.Fatal(err)
 	}
 	go func() { k.cmd.Wait(); close(k.done) }()
-	deadline := time.After(90 * time.Second)
+	deadline := time.After(180 * time.Second)
 	for !strings.Contains(k.currentLog(), "Kafka Server started") {
 		select {
 		case <-k.done:
@@ -162,7 +162,7 @@ func (k *Kafka) start() {
 		case <-deadline:
 			k.cmd.Process.Kill()
 			<-k.done
-			k.t.Fatalf("kafka not started after 90s:\n%s", k.Tail())
+			k.t.Fatalf("kafka not started after 180 s:\n%s", k.Tail())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

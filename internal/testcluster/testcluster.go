@@ -209,18 +209,30 @@ func (c *Cluster) Admin() *kadm.Client {
 }
 
 // Controller waits until the running nodes agree on an active controller
-// that is one of them, and returns its id.
+// that is one of them, and returns its id. timeout is what the test
+// expects: a longer wait is logged, and only one past HangBound fails.
 func (c *Cluster) Controller(timeout time.Duration) int32 {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(hangBound(timeout))
 	for time.Now().Before(deadline) {
 		if id := c.agreedController(); id > 0 {
+			c.logSlow("an agreed active controller", start, timeout)
 			return id
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.t.Fatalf("no agreed active controller after %v", timeout)
+	c.t.Fatalf("no agreed active controller after %v", hangBound(timeout))
 	return -1
+}
+
+// logSlow logs a wait that took longer than the test expected, so that
+// slowness stays visible in the log without failing a correct cluster.
+func (c *Cluster) logSlow(what string, start time.Time, expected time.Duration) {
+	c.t.Helper()
+	if d := time.Since(start); d > expected {
+		c.t.Logf("%s after %v (the test expected it within %v)", what, d.Round(time.Millisecond), expected)
+	}
 }
 
 // agreedController asks every running node for the quorum's leader
@@ -244,11 +256,13 @@ func (c *Cluster) agreedController() int32 {
 }
 
 // Leaders waits until every partition of topic has a leader on a running
-// node and returns them by partition.
+// node and returns them by partition. timeout is what the test expects: a
+// longer wait is logged, and only one past HangBound fails.
 func (c *Cluster) Leaders(topic string, timeout time.Duration) map[int32]int32 {
 	c.t.Helper()
 	adm := c.Admin()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(hangBound(timeout))
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		m, err := adm.Metadata(ctx, topic)
@@ -263,12 +277,13 @@ func (c *Cluster) Leaders(topic string, timeout time.Duration) map[int32]int32 {
 					out[p] = pd.Leader
 				}
 				if ok {
+					c.logSlow("a leader for every partition of "+topic, start, timeout)
 					return out
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("topic %s has no leader for every partition after %v (last: %v)", topic, timeout, err)
+			c.t.Fatalf("topic %s has no leader for every partition after %v (last: %v)", topic, hangBound(timeout), err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -117,9 +117,10 @@ func (r *recorder) LastAck() time.Time {
 
 // AwaitAck waits until an acknowledgement arrives after since (a kill, say)
 // and returns how long after since it came: the time produce took to
-// resume. ok is false if none came within timeout.
+// resume, for the test to log. ok is false if none came within timeout or
+// HangBound, whichever is longer: a hang, not a slow machine.
 func (r *recorder) AwaitAck(since time.Time, timeout time.Duration) (after time.Duration, ok bool) {
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(hangBound(timeout))
 	for {
 		if last := r.LastAck(); last.After(since) {
 			return last.Sub(since), true

@@ -135,12 +135,12 @@ client.property:
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("the event did not reach the broker through SASL_SSL within 20 s")
+			t.Fatalf("the event did not reach the broker through SASL_SSL within 60 s")
 		}
 		var ev map[string]any
 		found := false

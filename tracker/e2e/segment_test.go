@@ -112,7 +112,7 @@ func TestSegmentLibraries(t *testing.T) {
 	for _, c := range calls {
 		id := c.Params["messageId"].(string)
 		what := fmt.Sprintf("%s %s %s", c.Library, c.Call, id)
-		r := s.records.wait(t, 15*time.Second, what, func(r record) bool { return r.Value["messageId"] == id })
+		r := s.records.wait(t, 30*time.Second, what, func(r record) bool { return r.Value["messageId"] == id })
 		v := r.Value
 		if v["type"] != c.Call {
 			t.Errorf("%s: type %v", what, v["type"])

@@ -70,14 +70,14 @@ func (p *producer) messages() []kafka.Message {
 // waitValues waits until the producer holds at least n records.
 func (p *producer) waitValues(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		v := p.values()
 		if len(v) >= n {
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d records after 10s, want %d: %q", len(v), n, v)
+			t.Fatalf("%d records after 30 s, want %d: %q", len(v), n, v)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -59,7 +59,7 @@ func TestPositionAfterAck(t *testing.T) {
 	p := &producer{gate: make(chan struct{}), fail: 2}
 	_, stop := run(t, cfg, p)
 	defer stop()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		p.mu.Lock()
 		calls := p.calls
 		p.mu.Unlock()
@@ -82,7 +82,7 @@ func TestPositionAfterAck(t *testing.T) {
 	close(p.gate)
 	equal(t, p.waitValues(t, 10), want("a", 0, 10))
 	fi, _ := os.Stat(log)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if saved := savedPositions(t, cfg.PositionsFile); len(saved) == 1 && saved[0].Offset == fi.Size() {
 			break
 		}
@@ -214,12 +214,12 @@ func TestRenameRotation(t *testing.T) {
 	if len(got) != 81 {
 		t.Errorf("%d records, want 81", len(got))
 	}
-	for deadline := time.Now().Add(5 * time.Second); counter(t, tl.m.files.WithLabelValues(log)) != 1; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); counter(t, tl.m.files.WithLabelValues(log)) != 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the rotated file is still followed")
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(savedPositions(t, cfg.PositionsFile)) != 1; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); len(savedPositions(t, cfg.PositionsFile)) != 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("positions %+v", savedPositions(t, cfg.PositionsFile))
 		}

@@ -720,8 +720,9 @@ public class GroupsConformance {
 
     static void expectType(Admin admin, GroupType want, String when) throws Exception {
         // The describe can see the group a moment before its last member
-        // reconciled: wait for Stable.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        // reconciled: wait for Stable. The bound detects a hang: a loaded
+        // machine stretches the members' reconciliation.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(45);
         ConsumerGroupDescription d;
         do {
             d = admin.describeConsumerGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
