@@ -700,19 +700,25 @@ func diffThreeNodes(t *testing.T, d *differ) {
 	configs := func(args ...string) diffStep {
 		return with("ConfigCommand", "org.apache.kafka.tools.ConfigCommand", args...)
 	}
-	throttles := func() {
-		for _, id := range []string{"1", "2"} {
-			d.step(t, configs("--describe", "--entity-type", "brokers", "--entity-name", id))
+	// Each describe first waits until the broker it asks has applied the
+	// tool's change (a loaded Kafka broker applies its metadata late).
+	throttles := func(set bool) {
+		for i, id := range []string{"1", "2"} {
+			s := configs("--describe", "--entity-type", "brokers", "--entity-name", id)
+			s.do = func(t *testing.T, side diffSide) {
+				diffBrokerConfig(t, side.addrs[i], int32(i+1), "leader.replication.throttled.rate", set)
+			}
+			d.step(t, s)
 		}
 		d.step(t, elr(configs("--describe", "--entity-type", "topics", "--entity-name", "throttled")))
 	}
-	throttles()
+	throttles(true)
 	verify = reassign("--verify", "--reassignment-json-file", "{dir}/throttled.json")
 	verify.do = func(t *testing.T, side diffSide) {
 		diffReassigned(t, side.addrs, "throttled", map[int32][]int32{0: {2}})
 	}
 	d.step(t, verify)
-	throttles()
+	throttles(false)
 	// A quota set through any node (forwarded to the active controller)
 	// is in every node's metadata when the tool's describe reads one.
 	d.step(t, configs("--alter", "--entity-type", "users", "--entity-name", "carol", "--add-config", "producer_byte_rate=1024"))
@@ -812,6 +818,37 @@ func diffTopicsVisible(t *testing.T, addrs []string, topics ...string) {
 // broker's metadata shows topic's partitions on the replicas of want: the
 // tool may ask any of them (Kafka's brokers learn the end of a move a
 // moment after the controller lists none).
+// diffBrokerConfig waits until the broker at addr (node id) reports the
+// dynamic config name set, or not.
+func diffBrokerConfig(t *testing.T, addr string, id int32, name string, set bool) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeBroker, fmt.Sprint(id), []string{name}
+		req.Resources = append(req.Resources, rr)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := req.RequestWith(ctx, cl)
+		cancel()
+		if err == nil && len(r.Resources) == 1 && r.Resources[0].ErrorCode == 0 {
+			found := slices.ContainsFunc(r.Resources[0].Configs, func(c kmsg.DescribeConfigsResponseResourceConfig) bool {
+				return c.Name == name && c.Source == kmsg.ConfigSourceDynamicBrokerConfig
+			})
+			if found == set {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: broker %d config %s set=%v not seen after 60 s (%v)", addr, id, name, set, err)
+		}
+	}
+}
+
 // diffReplicaInLogDir waits until the broker at addr reports the
 // partition in one of its log dirs.
 func diffReplicaInLogDir(t *testing.T, addr, topic string, partition int32) {
