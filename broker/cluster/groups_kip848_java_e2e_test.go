@@ -21,7 +21,9 @@ import (
 // feeds a 6-partition topic and the broker coordinating the group (found
 // with FindCoordinator) is killed with kill -9 in a 3-node cluster.
 // TRIBUTARY_TEST_LONG=1 (make test-long LONG=cluster) runs 30,000 records
-// through three kills, the killed node restarted each time.
+// through three kills, the killed node restarted each time. The producer
+// goes past its count until the last kill, so that every kill lands while
+// records flow, however long the restarts took.
 //
 // What it asserts, from the members' own account of their callbacks,
 // reads and returned commits (javaMembers.check):
@@ -52,7 +54,7 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 	c.Controller(15 * time.Second)
 	adm := c.Admin()
 	waitBrokers(t, adm, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(kills)*3*time.Minute)
 	defer cancel()
 	if _, err := adm.CreateTopic(ctx, 6, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "q"); err != nil {
 		t.Fatal(err)
@@ -61,10 +63,11 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 	t.Logf("cluster up %v", time.Since(start).Round(time.Millisecond))
 
 	ms := startJavaMembers(t, 3, c.Bootstrap(), group, "q")
-	consumerGroupOf(t, c, group, 90*time.Second)
+	consumerGroupOf(t, c, group, 150*time.Second) // three JVMs start slowly on a loaded machine (50 s seen)
 	t.Logf("three Java members in the group %v after the start", time.Since(start).Round(time.Millisecond))
 
 	var produced atomic.Int64
+	var killsDone atomic.Bool
 	prodDone := make(chan struct{})
 	go func() {
 		defer close(prodDone)
@@ -76,9 +79,11 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 		}
 		defer cl.Close()
 		const batch = 100
-		for i := 0; i < total && ctx.Err() == nil; i += batch {
+		// Past total until the last kill: each kill lands while records
+		// are produced, however long the restarts before it took.
+		for i := 0; (i < total || !killsDone.Load()) && ctx.Err() == nil; i += batch {
 			var rs []*kgo.Record
-			for j := i; j < i+batch && j < total; j++ {
+			for j := i; j < i+batch; j++ {
 				rs = append(rs, &kgo.Record{Key: []byte(fmt.Sprint(j)), Value: []byte(fmt.Sprintf("record-%d", j))})
 			}
 			if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
@@ -130,7 +135,9 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 			waitBrokers(t, c.Admin(), 3)
 		}
 	}
+	killsDone.Store(true)
 	<-prodDone
+	total = int(produced.Load())
 	waitFor("at the end", func() bool { return ms.consumed() >= total })
 	t.Logf("all %d records consumed %v after the start", total, time.Since(start).Round(time.Millisecond))
 	waitFor("the last commits", func() bool { n, _ := committedNow(t, c, group); return n >= int64(total) })
