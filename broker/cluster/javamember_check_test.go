@@ -78,3 +78,15 @@ func TestJavaMembersCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestUnexpectedClientLog: a lost connection to a killed node is expected
+// of a kill; a member fenced by the coordinator is a finding.
+func TestUnexpectedClientLog(t *testing.T) {
+	t.Parallel()
+	got := unexpectedClientLog(`[2026-12-02 19:50:23,337] WARN [Consumer clientId=java848-0, groupId=g] Connection to node +3 (/127.0.0.1:31004) could not be established. Node may not be available. (org.apache.kafka.clients.NetworkClient)
+[2026-12-02 19:50:24,000] ERROR [Consumer clientId=java848-0, groupId=g] Member x with epoch 4 fenced: FENCED_MEMBER_EPOCH (org.apache.kafka.clients.consumer.internals.ConsumerMembershipManager)
+	at some.Frame(Frame.java:1)`)
+	if len(got) != 1 || !strings.Contains(got[0], "FENCED_MEMBER_EPOCH") {
+		t.Errorf("findings %q, want the fenced member only", got)
+	}
+}

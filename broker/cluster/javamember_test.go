@@ -223,11 +223,34 @@ func (ms *javaMembers) stop() {
 		}
 		if s := strings.TrimSpace(m.stderr.String()); s != "" {
 			t.Logf("java member %d stderr (%d lines), the last:\n%s", m.id, strings.Count(s, "\n")+1, lastLines(s, 15))
+			for _, l := range unexpectedClientLog(s) {
+				t.Errorf("java member %d logged: %s", m.id, l)
+			}
 		}
 		if m.waitErr != nil || !m.closed || len(m.bad) > 0 {
 			t.Errorf("java member %d: exit %v, closed %v, unparsed lines %q\nstderr:\n%s", m.id, m.waitErr, m.closed, m.bad[:min(len(m.bad), 10)], lastLines(m.stderr.String(), 40))
 		}
 	}
+}
+
+// unexpectedClientLog is what the client logged (WARN and above) other
+// than losing its connection to a node, which a kill -9 causes. A fenced
+// member, a refused commit or a coordinator error would show here: the
+// client retries those quietly enough for the group to go on, but against
+// Kafka they do not happen on a coordinator move.
+func unexpectedClientLog(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if !strings.HasPrefix(l, "[") { // a stack trace's line, or blank
+			continue
+		}
+		if strings.Contains(l, "could not be established. Node may not be available") ||
+			strings.Contains(l, "Disconnecting from node") && strings.Contains(l, "timed out") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 func lastLines(s string, n int) string {
