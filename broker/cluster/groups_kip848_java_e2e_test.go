@@ -44,13 +44,39 @@ import (
 // commit every member got back after the kill, and the sum of committed
 // offsets moving again); it is not asserted.
 func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
+	javaCoordinatorKill(t, "consumer")
+}
+
+// TestGroupSurvivesCoordinatorKillClassicJava is the same scenario with
+// group.protocol=classic (the Java client's default assignors, eager
+// Range first), for the comparison of the two protocols' recovery from a
+// coordinator kill: the same assertions, DescribeGroups in place of
+// ConsumerGroupDescribe (a Stable classic group of the same three member
+// ids before and after the move).
+func TestGroupSurvivesCoordinatorKillClassicJava(t *testing.T) {
+	javaCoordinatorKill(t, "classic")
+}
+
+// javaCoordinatorKill runs the scenario with the members' group.protocol.
+func javaCoordinatorKill(t *testing.T, protocol string) {
 	total, kills := 3000, 1
 	if long() {
 		total, kills = 30000, 3
 	}
-	const group = "g848java"
+	group := "g848java"
+	if protocol == "classic" {
+		group = "gclassicjava"
+	}
 	start := time.Now()
 	c := testcluster.Start(t, 3, "group.consumer.heartbeat.interval.ms=500", "group.consumer.min.heartbeat.interval.ms=500")
+	// The members' ids as the group's description shows them, once it
+	// shows all three.
+	members := func(wait time.Duration) string {
+		if protocol == "classic" {
+			return classicGroupOf(t, c, group, wait)
+		}
+		return consumerGroupOf(t, c, group, wait)
+	}
 	c.Controller(15 * time.Second)
 	adm := c.Admin()
 	waitBrokers(t, adm, 3)
@@ -62,8 +88,8 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 	c.Leaders("q", 10*time.Second)
 	t.Logf("cluster up %v", time.Since(start).Round(time.Millisecond))
 
-	ms := startJavaMembers(t, 3, c.Bootstrap(), group, "q")
-	consumerGroupOf(t, c, group, 150*time.Second) // three JVMs start slowly on a loaded machine (50 s seen)
+	ms := startJavaMembers(t, 3, c.Bootstrap(), group, "q", protocol)
+	members(150 * time.Second) // three JVMs start slowly on a loaded machine (50 s seen)
 	t.Logf("three Java members in the group %v after the start", time.Since(start).Round(time.Millisecond))
 
 	var produced atomic.Int64
@@ -108,9 +134,9 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 		at := int64(total * (k + 1) / (kills + 1))
 		waitFor("before the kill", func() bool { return produced.Load() >= at && int64(ms.consumed()) >= at/2 })
 		coord := coordinatorOf(t, adm, group)
-		members := consumerGroupOf(t, c, group, 20*time.Second)
-		if printed := ms.memberIDs(); printed != members {
-			t.Errorf("ConsumerGroupDescribe shows members %s, the Java members say %s", members, printed)
+		ids := members(20 * time.Second)
+		if printed := ms.memberIDs(); printed != ids {
+			t.Errorf("the group's description shows members %s, the Java members say %s", ids, printed)
 		}
 		before := committedOf(t, adm, group)
 		n := ms.consumed()
@@ -125,10 +151,10 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 		for m, us := range ms.commitsAfter(killed.UnixMicro()) {
 			per = append(per, fmt.Sprintf("member %d %v", m, (time.Duration(us)*time.Microsecond).Round(time.Millisecond)))
 		}
-		t.Logf("kill %d: committed offsets move again %v after it (first commit returned: %s); new coordinator %d",
-			k+1, resumed.Round(time.Millisecond), strings.Join(per, ", "), coordinatorOf(t, c.Admin(), group))
-		if after := consumerGroupOf(t, c, group, 30*time.Second); after != members {
-			t.Errorf("kill %d: members %s before, %s after the coordinator moved", k+1, members, after)
+		t.Logf("%s kill %d: committed offsets move again %v after it (first commit returned: %s); new coordinator %d",
+			protocol, k+1, resumed.Round(time.Millisecond), strings.Join(per, ", "), coordinatorOf(t, c.Admin(), group))
+		if after := members(30 * time.Second); after != ids {
+			t.Errorf("kill %d: members %s before, %s after the coordinator moved", k+1, ids, after)
 		}
 		if k < kills-1 {
 			c.Node(coord).Restart()

@@ -7,6 +7,7 @@ package cluster_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os/exec"
@@ -18,7 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/tributary-io/tributary/internal/testbroker"
+	"github.com/tributary-io/tributary/internal/testcluster"
 )
 
 // memberEvent is one line a member printed. ts is the wall clock in
@@ -56,9 +61,9 @@ type javaMember struct {
 }
 
 // startJavaMembers compiles GroupMember848 (cached) and starts n members of
-// group on topic. A missing JDK or jar fails the test (the point of the test
+// group on topic with group.protocol protocol (consumer or classic). A missing JDK or jar fails the test (the point of the test
 // is the Java client). The members are killed at cleanup if still running.
-func startJavaMembers(t *testing.T, n int, bootstrap, group, topic string) *javaMembers {
+func startJavaMembers(t *testing.T, n int, bootstrap, group, topic, protocol string) *javaMembers {
 	t.Helper()
 	jdk := testbroker.FindJDK(testbroker.NoSkip(t))
 	classes := jdk.Compile(t, filepath.Join(testbroker.RepoRoot(), "broker", "cluster", "java", "GroupMember848.java"))
@@ -67,7 +72,7 @@ func startJavaMembers(t *testing.T, n int, bootstrap, group, topic string) *java
 		// A smaller heap than JVMArgs's: three JVMs beside three brokers
 		// on a 2-core machine.
 		args := append(append(jdk.JVMArgs(jdk.Classpath(classes)), "-Xmx256m", "GroupMember848"),
-			bootstrap, group, topic, fmt.Sprintf("java848-%d", i))
+			bootstrap, group, topic, fmt.Sprintf("java848-%d", i), protocol)
 		m := &javaMember{id: i, done: make(chan struct{})}
 		m.cmd = exec.Command(jdk.Java, args...)
 		m.cmd.Stderr = &m.stderr
@@ -354,4 +359,45 @@ func (ms *javaMembers) countKind(kind string) int {
 		}
 	}
 	return n
+}
+
+// classicGroupOf waits up to wait for DescribeGroups to show group as a
+// Stable classic consumer group of three members and returns their ids in
+// order. Each try is a new client: one that found the coordinator before
+// a kill keeps dialing the dead node.
+func classicGroupOf(t *testing.T, c *testcluster.Cluster, group string, wait time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		got := func() string {
+			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...)}, c.ClientOpts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			gs, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+			if err != nil {
+				return fmt.Sprintf("describe: %v", err)
+			}
+			g := gs[group]
+			if g.Err != nil || g.State != "Stable" || g.ProtocolType != "consumer" || len(g.Members) != 3 {
+				return fmt.Sprintf("state %s, protocol type %q, %d members (%v)", g.State, g.ProtocolType, len(g.Members), g.Err)
+			}
+			var ids []string
+			for _, m := range g.Members {
+				ids = append(ids, m.MemberID)
+			}
+			sort.Strings(ids)
+			return "ok " + strings.Join(ids, ",")
+		}()
+		if strings.HasPrefix(got, "ok ") {
+			return strings.TrimPrefix(got, "ok ")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not a Stable classic group of 3 members: %s", group, got)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 }

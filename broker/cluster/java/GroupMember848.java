@@ -5,7 +5,10 @@
 // that the test can check across members that no partition had two owners
 // and that nothing committed was read again.
 //
-//   java -cp "$classes:$lib/*" GroupMember848 <bootstrap> <group> <topic> <client-id>
+//   java -cp "$classes:$lib/*" GroupMember848 <bootstrap> <group> <topic> <client-id> [<group.protocol>]
+//
+// <group.protocol> is consumer (KIP-848, the default) or classic, for the
+// same scenario under the older protocol.
 //
 // Runs until stdin closes, then closes the consumer (which revokes, commits
 // and leaves) and prints "closed". Output, one event a line, <us> the wall
@@ -66,15 +69,16 @@ public class GroupMember848 {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 4) {
-            System.err.println("usage: GroupMember848 <bootstrap> <group> <topic> <client-id>");
+        if (args.length != 4 && args.length != 5) {
+            System.err.println("usage: GroupMember848 <bootstrap> <group> <topic> <client-id> [<group.protocol>]");
             System.exit(2);
         }
         String bootstrap = args[0], group = args[1], topic = args[2], clientId = args[3];
+        String protocol = args.length == 5 ? args[4] : "consumer";
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
