@@ -44,7 +44,9 @@ test:
 	@GO='$(GO)' PKGS='$(PKGS)' TEST_FUZZTIME='$(TEST_FUZZTIME)' bash scripts/test.sh
 
 # The long forms, repeated: the fault scenarios of a replicated cluster
-# (broker/cluster; what issue 5 asks before replication is called done),
+# (broker/cluster; what issue 5 asks before replication is called done;
+# TestGroupSurvives covers the coordinator kills under classic, franz-go
+# KIP-848 and Java KafkaConsumer KIP-848 members),
 # the 200 MB reassignment at a 1 MB/s throttle (issue 30; make test moves
 # 12 MB at 3 MB/s), the loader's loads at the record counts issue 7
 # names (make test runs a fifth of them) with its overlapping runs and
