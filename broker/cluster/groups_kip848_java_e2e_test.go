@@ -52,8 +52,13 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 // Range first), for the comparison of the two protocols' recovery from a
 // coordinator kill: the same assertions, DescribeGroups in place of
 // ConsumerGroupDescribe (a Stable classic group of the same three member
-// ids before and after the move).
+// ids before and after the move). It runs in make test-long only: the
+// classic protocol's Java kill is the comparison, and make test's time
+// goes to the consumer protocol's.
 func TestGroupSurvivesCoordinatorKillClassicJava(t *testing.T) {
+	if !long() {
+		t.Skip("the classic protocol's comparison runs in make test-long (TRIBUTARY_TEST_LONG=1)")
+	}
 	javaCoordinatorKill(t, "classic")
 }
 
