@@ -142,7 +142,12 @@ func TestGroupSurvivesCoordinatorKillKIP848(t *testing.T) {
 		killed := time.Now()
 		allowed += int64(n) - before + 300 // and what the members held in polls (100 each)
 		t.Logf("kill %d: coordinator %d killed; %d records produced, %d consumed, %d committed", k+1, coord, produced.Load(), n, before)
-		waitFor("after the kill", func() bool { n, ok := committedNow(t, c, group); return ok && n > before+100 })
+		// A late kill (slow restarts before it) can find the records all
+		// produced and nearly all committed: the rest is then enough.
+		waitFor("after the kill", func() bool {
+			n, ok := committedNow(t, c, group)
+			return ok && n >= min(before+101, int64(total))
+		})
 		t.Logf("kill %d: commits go on %v after it; new coordinator %d", k+1, time.Since(killed).Round(time.Millisecond), coordinatorOf(t, c.Admin(), group))
 		if after := consumerGroupOf(t, c, group, 60*time.Second); after != members {
 			t.Errorf("kill %d: members %s before, %s after the coordinator moved", k+1, members, after)
