@@ -205,11 +205,23 @@ func newest(fs fsys.FS, dir string, seq int64) error {
 		}
 		stale = err != nil
 	} else {
+		// No version before the first: it is stale when version 2
+		// was closed before it (a version 2 based on it is written
+		// after it, on the same NameNode's clock).
 		vs, err := Versions(fs, dir)
 		if err != nil {
 			return err
 		}
-		stale = len(vs) > 0 && vs[len(vs)-1].Seq > seq+1
+		var mine, second *Version
+		for i := range vs {
+			switch vs[i].Seq {
+			case seq:
+				mine = &vs[i]
+			case seq + 1:
+				second = &vs[i]
+			}
+		}
+		stale = mine != nil && second != nil && second.ModTime.Before(mine.ModTime)
 	}
 	if stale {
 		fs.RemoveAll(path.Join(dir, ManifestName(seq)))
