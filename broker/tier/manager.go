@@ -37,9 +37,9 @@ type Config struct {
 	// files no version names (an upload interrupted or refused) stay in
 	// remote storage before the leader removes them (gc.go). Zero
 	// removes them at the leader's next pass.
-	Grace time.Duration
-	Logger     *slog.Logger
-	Now        func() time.Time
+	Grace  time.Duration
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // DefaultCacheBytes and DefaultChunkBytes size the remote read cache;
@@ -131,7 +131,7 @@ type partition struct {
 	versions map[int64]*Manifest
 	gcNext   time.Time
 	backoff  time.Duration
-	next    time.Time // no work before this after a failure
+	next     time.Time // no work before this after a failure
 }
 
 // New returns a Manager; Run does the work.
