@@ -69,7 +69,9 @@ func Versions(fs fsys.FS, dir string) ([]Version, error) {
 	}
 	var out []Version
 	for _, e := range ents {
-		if seq, ok := parseManifestName(e.Name()); ok && !e.IsDir() {
+		// A directory of a version's name is listed too: reading it
+		// fails, rather than an older version passing for the newest.
+		if seq, ok := parseManifestName(e.Name()); ok {
 			out = append(out, Version{Seq: seq, ModTime: e.ModTime()})
 		}
 	}
