@@ -446,7 +446,9 @@ func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, base *Manifest, c
 		p.manifest.Store(nil)
 		p.loaded = false
 		m.logger.Warn("tiered storage: a newer leader wrote the remote manifest; not writing it", "partition", l.TopicPartition().String(), "leader_epoch", epoch, "err", err)
-		return fmt.Errorf("%w: %v", errFenced, err)
+		// Retriable for a client (DeleteRecords): the new leader
+		// answers it.
+		return fmt.Errorf("%w: %w: %v", ErrUnavailable, errFenced, err)
 	}
 	if err != nil {
 		if errors.Is(err, errHole) || errors.Is(err, errStopped) {
@@ -560,6 +562,11 @@ func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
 	}
 	if len(man.Segments) == 0 || man.LogStartOffset >= offset {
 		return nil
+	}
+	if p.follower || !p.loaded {
+		// Just elected: the manifest is still the one read as a
+		// follower, and this broker has not claimed it for its epoch.
+		return fmt.Errorf("%w: the remote metadata of %s is not loaded as its leader yet", ErrUnavailable, tp)
 	}
 	l := p.log.Load()
 	fs, err := m.store()
