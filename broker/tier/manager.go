@@ -109,10 +109,11 @@ type partition struct {
 	log    atomic.Pointer[log.Log]
 
 	// txns are the parsed .txnindex entries of remote segments, by
-	// segment file name (FileName("")): a read_committed fetch searches every remote segment from
-	// its offset on (AbortedTxns), and keeping the few bytes per aborted
-	// transaction here means that search never depends on the chunk cache
-	// holding all the indexes at once.
+	// segment file name (FileName(""), so a replaced segment is never
+	// answered from its predecessor's): a read_committed fetch searches
+	// every remote segment from its offset on (AbortedTxns), and keeping
+	// the few bytes per aborted transaction here means that search never
+	// depends on the chunk cache holding all the indexes at once.
 	txnMu sync.Mutex
 	txns  map[string][]remotelog.AbortedTxn
 
