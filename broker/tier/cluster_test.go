@@ -189,7 +189,13 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 
 	// Kafka's Java consumer, from offset 0: every offset, in order (the
 	// values are franz-go's to check; 5 GB of them would not fit here).
-	out, stderr, err := testbroker.RunKafkaTool(t, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", c.Bootstrap(),
+	// 5 GB (the long form) takes the Java consumer longer than the
+	// tools' usual 2 minutes.
+	javaTime := 2 * time.Minute
+	if long {
+		javaTime = 40 * time.Minute
+	}
+	out, stderr, err := testbroker.RunKafkaToolWithin(t, javaTime, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", c.Bootstrap(),
 		"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", fmt.Sprint(hw), "--timeout-ms", "60000",
 		"--formatter-property", "print.offset=true", "--formatter-property", "print.value=false")
 	if err != nil {
