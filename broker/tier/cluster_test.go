@@ -3,6 +3,8 @@ package tier_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,6 +96,9 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 			mu.Unlock()
 			for _, node := range c.Nodes {
 				t.Logf("node %d log:\n%s", node.ID, lastLines(node.Log(), 40))
+				// A pass that stops making progress logs nothing: what
+				// its goroutines wait on says why.
+				t.Logf("node %d tier goroutines:\n%s", node.ID, tierStacks(node.AdminAddr()))
 			}
 		}
 	})
@@ -184,7 +189,13 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 
 	// Kafka's Java consumer, from offset 0: every offset, in order (the
 	// values are franz-go's to check; 5 GB of them would not fit here).
-	out, stderr, err := testbroker.RunKafkaTool(t, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", c.Bootstrap(),
+	// 5 GB (the long form) takes the Java consumer longer than the
+	// tools' usual 2 minutes.
+	javaTime := 2 * time.Minute
+	if long {
+		javaTime = 40 * time.Minute
+	}
+	out, stderr, err := testbroker.RunKafkaToolWithin(t, javaTime, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", c.Bootstrap(),
 		"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", fmt.Sprint(hw), "--timeout-ms", "60000",
 		"--formatter-property", "print.offset=true", "--formatter-property", "print.value=false")
 	if err != nil {
@@ -553,4 +564,25 @@ func TestTieredFollowerWipedRejoins(t *testing.T) {
 		acked[i] = true
 	}
 	checkInOrder(t, "franz-go through the rejoined follower", values, acked, &mu)
+}
+
+// tierStacks are the stacks of a broker's goroutines that run tiered
+// storage code, from its admin endpoint's goroutine dump.
+func tierStacks(admin string) string {
+	resp, err := http.Get("http://" + admin + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	dump, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, g := range strings.Split(string(dump), "\n\n") {
+		if strings.Contains(g, "broker/tier.") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }

@@ -161,18 +161,18 @@ type segReader struct {
 }
 
 func (r *segReader) name(suffix string) string {
-	return path.Join(r.dir, SegmentFileName(r.seg.BaseOffset, suffix))
+	return path.Join(r.dir, r.seg.FileName(suffix))
 }
 
 func (r *segReader) index() ([]byte, <-chan struct{}, error) {
-	return r.m.cache.get(chunkKey{r.dir, r.seg.BaseOffset, suffixIndex, 0}, func() ([]byte, error) {
+	return r.m.cache.get(chunkKey{r.dir, r.seg.FileName(""), suffixIndex, 0}, func() ([]byte, error) {
 		return r.fs.ReadFile(r.name(suffixIndex))
 	}, r.seg.Files[suffixIndex])
 }
 
 func (r *segReader) chunk(i int64) ([]byte, <-chan struct{}, error) {
 	c := r.m.cfg.ChunkBytes
-	return r.m.cache.get(chunkKey{r.dir, r.seg.BaseOffset, suffixLog, i}, func() ([]byte, error) {
+	return r.m.cache.get(chunkKey{r.dir, r.seg.FileName(""), suffixLog, i}, func() ([]byte, error) {
 		f, err := r.fs.Open(r.name(suffixLog))
 		if err != nil {
 			return nil, err
@@ -263,8 +263,12 @@ type chunkCache struct {
 }
 
 type chunkKey struct {
-	dir    string
-	base   int64
+	dir string
+	// seg is the segment's file name without suffix: it names the
+	// upload, so a segment replaced by one of the same base offset (a
+	// longer upload after a leader change) is never served from the
+	// replaced one's chunks.
+	seg    string
 	suffix string
 	i      int64
 }
@@ -345,14 +349,14 @@ func (c *chunkCache) evict() {
 
 // dropSegments forgets the chunks of deleted remote segments.
 func (c *chunkCache) dropSegments(dir string, segs []SegmentMetadata) {
-	gone := map[int64]bool{}
+	gone := map[string]bool{}
 	for _, s := range segs {
-		gone[s.BaseOffset] = true
+		gone[s.FileName("")] = true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, ch := range c.items {
-		if k.dir == dir && gone[k.base] {
+		if k.dir == dir && gone[k.seg] {
 			delete(c.items, k)
 			if ch.elem != nil {
 				c.lru.Remove(ch.elem)
