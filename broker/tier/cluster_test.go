@@ -99,6 +99,9 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 				// A pass that stops making progress logs nothing: what
 				// its goroutines wait on says why.
 				t.Logf("node %d tier goroutines:\n%s", node.ID, tierStacks(node.AdminAddr()))
+				// Where the records are: a pass with nothing closed to
+				// upload is silent too.
+				t.Logf("node %d local segments (base offset: bytes): %s", node.ID, segmentSizes(filepath.Join(node.DataDir(), topic+"-0")))
 			}
 		}
 	})
@@ -162,13 +165,34 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 	t.Logf("%d of %d records acknowledged", len(acked), n)
 	mu.Unlock()
 
-	// Everything but the active segment goes remote, and the brokers keep
-	// only the recent segments.
+	// Everything but the leader's active segment goes remote, and the
+	// brokers keep only the recent segments. The active segment is the
+	// bound, not a count of records below the high watermark: it may hold
+	// many times segment.bytes. The records the producer held back during
+	// the election reach the new leader as one batch (franz-go's batches
+	// go up to 1 MB), a batch is never split across segments (nor in
+	// Kafka), and when the kill came late in the produce nothing comes
+	// after it to roll the segment, so it stays local (segment.ms is 7
+	// days). This wait used to be "within 2 segments' worth of records of
+	// the high watermark", which failed on exactly that (the uploads had
+	// stopped at 2,400 of 3,000, correctly: 2,400-2,999 was one active
+	// segment).
 	hw := highWatermark(t, ctx, adm, topic)
+	var active int64
 	waitFor(t, ctx, "uploads to catch up", func() bool {
 		m := manifest()
-		return m != nil && m.UploadedEnd() > 0 && hw-m.UploadedEnd() < 2*int64(atoi(segBytes))/int64(size)
+		if m == nil || m.UploadedEnd() <= 0 {
+			return false
+		}
+		leader := c.Leaders(topic, 30*time.Second)[0]
+		segs := localLogs(t, c.Node(leader).DataDir(), topic+"-0")
+		if len(segs) == 0 {
+			return false
+		}
+		active = segs[len(segs)-1]
+		return m.UploadedEnd() >= active
 	})
+	t.Logf("uploaded end %d, the leader's active segment starts at %d, high watermark %d", manifest().UploadedEnd(), active, hw)
 	checkContiguous(t, manifest())
 
 	// A consumer reading the remote range loses its leader mid-way.
@@ -585,4 +609,22 @@ func tierStacks(admin string) string {
 		}
 	}
 	return strings.Join(out, "\n\n")
+}
+
+// segmentSizes lists a partition directory's segments as "base: bytes".
+func segmentSizes(dir string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range ents {
+		if base, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			if fi, err := e.Info(); err == nil {
+				b, _ := strconv.ParseInt(base, 10, 64)
+				out = append(out, fmt.Sprintf("%d: %d", b, fi.Size()))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
