@@ -52,7 +52,10 @@
 // remote segments without a broker (load run --from-tier).
 //
 // Followers (follow.go) only read the manifest, for their local
-// retention; the leader alone writes.
+// retention; the leader alone writes. A follower below its leader's local
+// log start (auxstate.go, KIP-405) reads the newest manifest version and
+// the .leader-epoch-checkpoint and .snapshot of one segment, by the names
+// that version gives them (SegmentMetadata.FileName).
 //
 // Concurrency: Manager.Run is one goroutine driving every upload and remote
 // deletion (it writes a group of segments' files on goroutines of its own

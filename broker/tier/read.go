@@ -91,12 +91,12 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 			return nil, wait, nil
 		}
 		if len(hdr) < 27 {
-			return nil, nil, fmt.Errorf("broker/tier: %s: truncated batch at %d", SegmentFileName(seg.BaseOffset, suffixLog), pos)
+			return nil, nil, fmt.Errorf("broker/tier: %s: truncated batch at %d", seg.FileName(suffixLog), pos)
 		}
 		size := record.LogOverhead + int64(int32(binary.BigEndian.Uint32(hdr[8:12])))
 		if size < record.HeaderSize {
 			// A malformed length would not move pos on: spin no more.
-			return nil, nil, fmt.Errorf("broker/tier: %s: malformed batch length at %d", SegmentFileName(seg.BaseOffset, suffixLog), pos)
+			return nil, nil, fmt.Errorf("broker/tier: %s: malformed batch length at %d", seg.FileName(suffixLog), pos)
 		}
 		if record.Batch(hdr).LastOffset() >= offset {
 			first = size
