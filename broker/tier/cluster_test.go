@@ -170,13 +170,13 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 	// bound, not a count of records below the high watermark: it may hold
 	// many times segment.bytes. The records the producer held back during
 	// the election reach the new leader as one batch (franz-go's batches
-	// go up to 1 MB), a batch is never split across segments (nor in
-	// Kafka), and when the kill came late in the produce nothing comes
-	// after it to roll the segment, so it stays local (segment.ms is 7
-	// days). This wait used to be "within 2 segments' worth of records of
-	// the high watermark", which failed on exactly that (the uploads had
-	// stopped at 2,400 of 3,000, correctly: 2,400-2,999 was one active
-	// segment).
+	// go up to 1 MB), and a lagging follower appends each fetched chunk
+	// to one segment; neither is split (nor in Kafka). When the kill came
+	// late in the produce nothing comes after to roll the segment, so it
+	// stays local (segment.ms is 7 days). This wait used to be "within 2
+	// segments' worth of records of the high watermark", which failed on
+	// exactly that, once each way (the uploads had stopped at 2,400 and
+	// 2,500 of 3,000, correctly: the rest was one active segment).
 	hw := highWatermark(t, ctx, adm, topic)
 	var active int64
 	waitFor(t, ctx, "uploads to catch up", func() bool {
