@@ -71,13 +71,11 @@ func (m *Manager) gc(fs fsys.FS, p *partition, t Target) error {
 	for _, e := range ents {
 		name := e.Name()
 		switch {
-		case name == remotelog.ManifestDir || named[name]:
+		case name == remotelog.ManifestDir || name == remotelog.LegacyManifestFile || named[name]:
+			// manifest.json is the fence (remotelog.Fence), or a
+			// legacy manifest about to be replaced by it: never
+			// removed, or an earlier build would sweep everything.
 			continue
-		case name == remotelog.LegacyManifestFile:
-			// Replaced by version 1 (its segments carried over).
-			if vs[0].ModTime.After(cutoff) {
-				continue
-			}
 		case e.ModTime().After(cutoff):
 			continue
 		}

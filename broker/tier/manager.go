@@ -132,6 +132,8 @@ type partition struct {
 	// loaded: the manifest was loaded (and swept) as a leader since the
 	// partition was last followed; ioMu.
 	loaded bool
+	// fenced: manifest.json was seen to be the fence; ioMu.
+	fenced bool
 	// versions are manifest versions read or written, by sequence (they
 	// never change), for gc; gcNext is when gc runs next. ioMu.
 	versions map[int64]*Manifest
@@ -340,10 +342,16 @@ func (m *Manager) work(p *partition, t Target) error {
 		// consumers would reset past it (review 2).
 		p.follower = false
 		p.loaded = false
+		p.fenced = false
 	}
 	p.epoch.Store(t.LeaderEpoch)
 	if !p.loaded || p.manifest.Load() == nil {
 		if err := m.load(fs, p, t); err != nil {
+			return err
+		}
+	}
+	if !p.fenced {
+		if err := m.fence(fs, p, t); err != nil {
 			return err
 		}
 	}
@@ -355,6 +363,11 @@ func (m *Manager) work(p *partition, t Target) error {
 			return err
 		}
 		m.logger.Info("tiered storage: the remote manifest carries this leader's epoch", "partition", t.TP.String(), "leader_epoch", t.LeaderEpoch, "version", p.manifest.Load().Sequence)
+	}
+	if !p.fenced {
+		if err := m.fence(fs, p, t); err != nil {
+			return err
+		}
 	}
 	n, err := m.upload(fs, p, t)
 	if err != nil {
@@ -430,6 +443,30 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 	p.loaded = true
 	m.logger.Info("tiered storage: partition loaded", "partition", t.TP.String(), "remote_segments", len(man.Segments),
 		"remote_log_start_offset", man.LogStartOffset, "uploaded_end", man.UploadedEnd(), "version", man.Sequence, "leader_epoch", man.LeaderEpoch)
+	return nil
+}
+
+// fence puts the fence (remotelog.Fence) in manifest.json, so that an
+// earlier build leading the partition fails rather than sweeping this
+// build's files: before the claim when there is no manifest.json (before
+// anything it could sweep exists), after it when a legacy manifest is
+// there (its segments must be in version 1 before it is replaced).
+func (m *Manager) fence(fs fsys.FS, p *partition, t Target) error {
+	state, err := remotelog.ReadFence(fs, p.dir)
+	if err != nil {
+		return fmt.Errorf("%w: read %s of %s: %v", ErrUnavailable, remotelog.LegacyManifestFile, t.TP, err)
+	}
+	switch {
+	case state == remotelog.FenceInPlace:
+	case state == remotelog.FenceLegacy && p.manifest.Load().Sequence == 0:
+		return nil // not claimed yet: after the claim
+	default:
+		if err := remotelog.WriteFence(fs, p.dir); err != nil {
+			return fmt.Errorf("%w: write the fence of %s: %v", ErrUnavailable, t.TP, err)
+		}
+		m.logger.Info("tiered storage: manifest.json is now the fence earlier builds refuse", "partition", t.TP.String(), "replaced", state == remotelog.FenceLegacy)
+	}
+	p.fenced = true
 	return nil
 }
 

@@ -119,7 +119,9 @@ func ReadLatest(fs fsys.FS, dir string) (*Manifest, error) {
 }
 
 // readLegacy reads manifest.json, the single manifest that versions
-// replaced, with its segments' files named by base offset alone.
+// replaced, with its segments' files named by base offset alone; nil for
+// none, and for the fence (fence.go: written before version 1 when there
+// was no legacy manifest, so no version may exist yet).
 func readLegacy(fs fsys.FS, dir string) (*Manifest, error) {
 	data, err := fs.ReadFile(path.Join(dir, LegacyManifestFile))
 	if fsys.IsNotExist(err) {
@@ -127,6 +129,9 @@ func readLegacy(fs fsys.FS, dir string) (*Manifest, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if IsFence(data) {
+		return nil, nil
 	}
 	return ParseManifest(data)
 }
