@@ -216,7 +216,7 @@ func TestTieredStorageHDFS(t *testing.T) {
 		// registered segment's.
 		waitFor(t, ctx, "files no manifest names to be removed", func() bool {
 			m := readManifest(t, fs, remote)
-			names := map[string]bool{remotelog.ManifestDir: true}
+			names := map[string]bool{remotelog.ManifestDir: true, remotelog.LegacyManifestFile: true}
 			for _, s := range m.Segments {
 				for suf := range s.Files {
 					names[s.FileName(suf)] = true
