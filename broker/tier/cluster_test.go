@@ -165,34 +165,50 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 	t.Logf("%d of %d records acknowledged", len(acked), n)
 	mu.Unlock()
 
-	// Everything but the leader's active segment goes remote, and the
-	// brokers keep only the recent segments. The active segment is the
-	// bound, not a count of records below the high watermark: it may hold
-	// many times segment.bytes. The records the producer held back during
-	// the election reach the new leader as one batch (franz-go's batches
-	// go up to 1 MB), and a lagging follower appends each fetched chunk
-	// to one segment; neither is split (nor in Kafka). When the kill came
-	// late in the produce nothing comes after to roll the segment, so it
-	// stays local (segment.ms is 7 days). This wait used to be "within 2
-	// segments' worth of records of the high watermark", which failed on
-	// exactly that, once each way (the uploads had stopped at 2,400 and
-	// 2,500 of 3,000, correctly: the rest was one active segment).
+	// Every acknowledged record goes remote, and the brokers keep only
+	// the recent segments. The active segment stays local whatever its
+	// size, and it may hold many times segment.bytes: the records the
+	// producer held back during the election reach the new leader as one
+	// batch (franz-go's batches go up to 1 MB), and a lagging follower
+	// appends each fetched chunk to one segment; neither is split (nor in
+	// Kafka), and segment.ms is 7 days. (Waiting for "within 2 segments'
+	// worth of records of the high watermark" failed on exactly that,
+	// once each way: the uploads had stopped at 2,400 and 2,500 of 3,000,
+	// correctly.) So trailer records, past the high watermark taken here
+	// and read by no consumer, each as big as a segment (up to what a
+	// batch may be), make the leader roll, and every record below the
+	// high watermark must then reach remote storage: a leader that never
+	// rolls, or does not upload what it rolled, fails here.
 	hw := highWatermark(t, ctx, adm, topic)
-	var active int64
-	waitFor(t, ctx, "uploads to catch up", func() bool {
-		m := manifest()
-		if m == nil || m.UploadedEnd() <= 0 {
-			return false
-		}
+	trailer := &kgo.Record{Value: []byte(strings.Repeat("t", min(atoi(segBytes), 900_000)))}
+	leaderTail := func() []int64 {
 		leader := c.Leaders(topic, 30*time.Second)[0]
-		segs := localLogs(t, c.Node(leader).DataDir(), topic+"-0")
-		if len(segs) == 0 {
-			return false
+		return localLogs(t, c.Node(leader).DataDir(), topic+"-0")
+	}
+	for trailers := 0; ; trailers++ {
+		if segs := leaderTail(); len(segs) > 0 && segs[len(segs)-1] >= hw {
+			t.Logf("high watermark %d before %d trailer records; the leader's active segment starts at %d", hw, trailers, segs[len(segs)-1])
+			break
 		}
-		active = segs[len(segs)-1]
-		return m.UploadedEnd() >= active
+		if trailers == 40 {
+			t.Fatalf("the leader did not roll past the high watermark %d after %d trailer records: its segments start at %v", hw, trailers, leaderTail())
+		}
+		if err := prod.ProduceSync(ctx, trailer).FirstErr(); err != nil {
+			t.Fatalf("trailer record: %v", err)
+		}
+	}
+	waitFor(t, ctx, "uploads to reach the high watermark", func() bool {
+		m := manifest()
+		return m != nil && m.UploadedEnd() >= hw
 	})
-	t.Logf("uploaded end %d, the leader's active segment starts at %d, high watermark %d", manifest().UploadedEnd(), active, hw)
+	t.Logf("uploaded end %d, high watermark %d", manifest().UploadedEnd(), hw)
+	// The reads below are served from HDFS: the leader no longer has
+	// offset 0 on its disk.
+	waitFor(t, ctx, "the leader's local log to start above 0", func() bool {
+		segs := leaderTail()
+		return len(segs) > 0 && segs[0] > 0
+	})
+	t.Logf("the leader's local segments start at %d", leaderTail()[0])
 	checkContiguous(t, manifest())
 
 	// A consumer reading the remote range loses its leader mid-way.
@@ -391,6 +407,9 @@ func consumeValues(t *testing.T, ctx context.Context, bootstrap string, end int6
 		fs := cl.PollFetches(ctx)
 		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
 		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= end {
+				return // a trailer record
+			}
 			if next == 0 {
 				seen <- r.Offset
 			}
