@@ -39,7 +39,27 @@ func (m *Manager) gc(fs fsys.FS, p *partition, t Target) error {
 	if cur == nil || len(vs) == 0 || vs[len(vs)-1].Seq != cur.Sequence {
 		return nil
 	}
+	// Ages are the remote store's: file times are the NameNode's clock,
+	// and the broker's may be ahead of it by more than the grace period
+	// (then a deposed leader's gc would take a new leader's fresh upload
+	// for an old orphan). The newest time listed is a lower bound of the
+	// NameNode's now, so an age measured from it is never overstated; it
+	// only understates, keeping files longer, while nothing new is
+	// written.
+	remoteNow := vs[len(vs)-1].ModTime
+	ents, err := fs.ReadDir(p.dir)
+	if err != nil {
+		return fmt.Errorf("%w: list %s: %v", ErrUnavailable, p.dir, err)
+	}
+	for _, e := range ents {
+		if e.ModTime().After(remoteNow) {
+			remoteNow = e.ModTime()
+		}
+	}
 	cutoff := now.Add(-m.cfg.Grace)
+	if remoteNow.Before(now) {
+		cutoff = remoteNow.Add(-m.cfg.Grace)
+	}
 	var drop []remotelog.Version
 	kept := map[int64]bool{}
 	for i, v := range vs {
@@ -64,9 +84,12 @@ func (m *Manager) gc(fs fsys.FS, p *partition, t Target) error {
 			}
 		}
 	}
-	ents, err := fs.ReadDir(p.dir)
-	if err != nil {
-		return fmt.Errorf("%w: list %s: %v", ErrUnavailable, p.dir, err)
+	// A newer leader may have claimed the partition since the listing
+	// above: what it uploads next is named by no version seen here.
+	if _, err := fs.Stat(path.Join(p.dir, remotelog.ManifestName(cur.Sequence+1))); err == nil {
+		return nil
+	} else if !fsys.IsNotExist(err) {
+		return fmt.Errorf("%w: stat manifest version %d of %s: %v", ErrUnavailable, cur.Sequence+1, t.TP, err)
 	}
 	for _, e := range ents {
 		name := e.Name()

@@ -35,8 +35,9 @@ type Config struct {
 	// Grace is rsm.config.storage.cleanup.grace.ms: how long a
 	// superseded manifest version, the segment files only it names, and
 	// files no version names (an upload interrupted or refused) stay in
-	// remote storage before the leader removes them (gc.go). Zero
-	// removes them at the leader's next pass.
+	// remote storage before the leader removes them (gc.go). The
+	// broker setting is at least 1 s; tests set less here (zero removes
+	// them at the leader's next pass).
 	Grace  time.Duration
 	Logger *slog.Logger
 	Now    func() time.Time
