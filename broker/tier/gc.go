@@ -37,7 +37,15 @@ func (m *Manager) gc(fs fsys.FS, p *partition, t Target) error {
 		return fmt.Errorf("%w: list the manifests of %s: %v", ErrUnavailable, t.TP, err)
 	}
 	if cur == nil || len(vs) == 0 || vs[len(vs)-1].Seq != cur.Sequence {
+		// Not the newest: listed again in half a grace period, not at
+		// every pass.
+		p.gcNext = now.Add(m.cfg.Grace / 2)
 		return nil
+	}
+	for seq := range p.versions {
+		if seq < vs[0].Seq {
+			delete(p.versions, seq) // removed by another leader's gc
+		}
 	}
 	// Ages are the remote store's: file times are the NameNode's clock,
 	// and the broker's may be ahead of it by more than the grace period

@@ -436,6 +436,10 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 		// (it is no longer the leader, or will not be told it is yet).
 		return fmt.Errorf("%w: %s: the remote manifest was written at leader epoch %d, above this broker's %d", ErrUnavailable, t.TP, man.LeaderEpoch, t.LeaderEpoch)
 	}
+	// Versions remembered while this broker led before are gone or
+	// going, removed by the leaders since: kept, they would never be
+	// pruned (gc drops only what it lists).
+	p.versions = nil
 	p.remember(man)
 	if man.Sequence > 0 {
 		m.writeLocalManifest(t.Log, man)
