@@ -214,21 +214,31 @@ func newest(fs fsys.FS, dir string, seq int64) error {
 	} else {
 		// No version before the first: it is stale when version 2
 		// was closed before it (a version 2 based on it is written
-		// after it, on the same NameNode's clock).
+		// after it, on the same NameNode's clock), and when version 2
+		// is gone but a later one exists: versions go oldest first, so
+		// version 1 existed and was removed before this write.
 		vs, err := Versions(fs, dir)
 		if err != nil {
 			return err
 		}
 		var mine, second *Version
+		later := false
 		for i := range vs {
-			switch vs[i].Seq {
-			case seq:
+			switch {
+			case vs[i].Seq == seq:
 				mine = &vs[i]
-			case seq + 1:
+			case vs[i].Seq == seq+1:
 				second = &vs[i]
+			case vs[i].Seq > seq+1:
+				later = true
 			}
 		}
-		stale = mine != nil && second != nil && second.ModTime.Before(mine.ModTime)
+		switch {
+		case second != nil:
+			stale = mine != nil && second.ModTime.Before(mine.ModTime)
+		default:
+			stale = later
+		}
 	}
 	if stale {
 		fs.RemoveAll(path.Join(dir, ManifestName(seq)))
