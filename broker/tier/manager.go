@@ -38,9 +38,18 @@ type Config struct {
 	// remote storage before the leader removes them (gc.go). The
 	// broker setting is at least 1 s; tests set less here (zero removes
 	// them at the leader's next pass).
-	Grace  time.Duration
-	Logger *slog.Logger
-	Now    func() time.Time
+	Grace time.Duration
+	// PassTimeout bounds one partition's work in a pass (its remote
+	// calls and uploads): past it the pass moves on, the partition
+	// counts as unavailable and is skipped until the stuck work returns
+	// (internal/fsys has no deadlines of its own: a NameNode or DataNode
+	// that accepts and never answers would hold the tier loop of every
+	// partition). CallTimeout bounds a remote read's chunk load and
+	// DeleteRecords' wait for the partition and its commit.
+	PassTimeout time.Duration
+	CallTimeout time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // DefaultCacheBytes and DefaultChunkBytes size the remote read cache;
@@ -49,6 +58,9 @@ const (
 	DefaultCacheBytes = 128 << 20
 	DefaultChunkBytes = 4 << 20
 	DefaultGrace      = 10 * time.Minute
+	// A pass uploads a group of segments: minutes at worst.
+	DefaultPassTimeout = 5 * time.Minute
+	DefaultCallTimeout = 30 * time.Second
 )
 
 // Target is a partition this broker leads and whose topic has
@@ -139,8 +151,11 @@ type partition struct {
 	// never change), for gc; gcNext is when gc runs next. ioMu.
 	versions map[int64]*Manifest
 	gcNext   time.Time
-	backoff  time.Duration
-	next     time.Time // no work before this after a failure
+	// busy: a pass's work for the partition runs (it may have outlived
+	// its PassTimeout).
+	busy    atomic.Bool
+	backoff time.Duration
+	next    time.Time // no work before this after a failure
 }
 
 // New returns a Manager; Run does the work.
@@ -160,8 +175,14 @@ func New(cfg Config) *Manager {
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = DefaultChunkBytes
 	}
+	if cfg.PassTimeout <= 0 {
+		cfg.PassTimeout = DefaultPassTimeout
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger.With("component", "tier"), parts: map[log.TopicPartition]*partition{}, topics: map[string]string{}}
-	m.cache = newChunkCache(cfg.CacheBytes, cfg.ChunkBytes)
+	m.cache = newChunkCache(cfg.CacheBytes, cfg.ChunkBytes, cfg.CallTimeout)
 	return m
 }
 
@@ -243,7 +264,17 @@ func (m *Manager) Pass(targets []Target, live func(topicID string) bool) {
 		if now := m.cfg.Now(); now.Before(p.next) {
 			continue
 		}
-		err := m.bounded(func() error { return m.work(p, t) })
+		if p.busy.Load() {
+			// A pass that timed out is still in a remote call: a second
+			// would only queue behind it on ioMu.
+			m.logger.Warn("tiered storage: skipping the partition: an earlier pass's remote call has not returned", "partition", t.TP.String())
+			continue
+		}
+		p.busy.Store(true)
+		err := m.bounded(m.cfg.PassTimeout, func() error {
+			defer p.busy.Store(false)
+			return m.work(p, t)
+		})
 		if errors.Is(err, errStopped) {
 			return
 		}
@@ -485,7 +516,7 @@ func (m *Manager) fence(fs fsys.FS, p *partition, t Target) error {
 func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, base *Manifest, change func(*Manifest) (*Manifest, error)) error {
 	epoch := p.epoch.Load()
 	var out *Manifest
-	err := m.bounded(func() error {
+	err := m.bounded(0, func() error {
 		var err error
 		out, err = remotelog.Commit(fs, p.dir, base, epoch, change)
 		return err
@@ -535,18 +566,44 @@ var errFenced = errors.New("broker/tier: the remote manifest was written by a ne
 // errStopped is a pass cut short by the manager's stop.
 var errStopped = errors.New("broker/tier: stopping")
 
-// bounded runs f, returning early with errStopped when the manager stops:
-// a hung remote write must not hang the broker's shutdown (f goes on
-// alone until it fails or the process exits).
-func (m *Manager) bounded(f func() error) error {
+// bounded runs f, returning early with errStopped when the manager stops,
+// and with ErrUnavailable (errTimedOut) after timeout (0: none): a hung
+// remote call must not hang the broker's shutdown, nor the tier loop of
+// the other partitions. f goes on alone until it fails or the process
+// exits; the caller must not start another f that would wait on it.
+func (m *Manager) bounded(timeout time.Duration, f func() error) error {
 	done := make(chan error, 1)
 	go func() { done <- f() }()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case err := <-done:
 		return err
 	case <-m.stopCh():
 		return errStopped
+	case <-expired:
+		return fmt.Errorf("%w: %w after %v", ErrUnavailable, errTimedOut, timeout)
 	}
+}
+
+// errTimedOut is remote work that did not return within its timeout.
+var errTimedOut = errors.New("broker/tier: remote storage did not answer")
+
+// lockWithin takes mu unless it stays held for d (a pass stuck in a
+// remote call holds it).
+func lockWithin(mu *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !mu.TryLock() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 func (m *Manager) stopCh() <-chan struct{} {
@@ -599,8 +656,20 @@ func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
 	if p == nil {
 		return nil
 	}
-	p.ioMu.Lock()
-	defer p.ioMu.Unlock()
+	if !lockWithin(&p.ioMu, m.cfg.CallTimeout) {
+		return fmt.Errorf("%w: %w: %s is busy with remote work for over %v", ErrUnavailable, errTimedOut, tp, m.cfg.CallTimeout)
+	}
+	// The work keeps ioMu until it returns, also when the client's
+	// answer went on timeout: nothing else writes the partition's state
+	// meanwhile.
+	return m.bounded(m.cfg.CallTimeout, func() error {
+		defer p.ioMu.Unlock()
+		return m.deleteRecords(p, tp, offset)
+	})
+}
+
+// deleteRecords is DeleteRecords' work, under ioMu.
+func (m *Manager) deleteRecords(p *partition, tp log.TopicPartition, offset int64) error {
 	man := p.manifest.Load()
 	if man == nil {
 		if c := p.cached.Load(); c != nil && len(c.Segments) > 0 && c.LogStartOffset < offset {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
@@ -251,12 +252,14 @@ const readAheadChunks = 4
 // finds them all busy waits for one to finish, so that many consumers far
 // behind cannot make the broker hold or read without bound.
 type chunkCache struct {
-	limit int64
-	slots int
+	limit   int64
+	slots   int
+	timeout time.Duration // of a load (timed)
 
 	mu      sync.Mutex
 	size    int64         // ready chunks' bytes plus loading ones' expected bytes
 	loading int           // loads under way
+	hung    int           // loads past their timeout that have not returned
 	freed   chan struct{} // closed when a load ends; then replaced
 	lru     *list.List    // of *chunk, most recent first; ready ones only
 	items   map[chunkKey]*chunk
@@ -284,9 +287,9 @@ type chunk struct {
 // maxLoadSlots bounds concurrent chunk loads whatever the cache size.
 const maxLoadSlots = 16
 
-func newChunkCache(limit, chunkBytes int64) *chunkCache {
+func newChunkCache(limit, chunkBytes int64, timeout time.Duration) *chunkCache {
 	slots := int(min(max(limit/(2*chunkBytes), 1), maxLoadSlots))
-	return &chunkCache{limit: limit, slots: slots, freed: make(chan struct{}), lru: list.New(), items: map[chunkKey]*chunk{}}
+	return &chunkCache{limit: limit, slots: slots, timeout: timeout, freed: make(chan struct{}), lru: list.New(), items: map[chunkKey]*chunk{}}
 }
 
 // get returns the chunk, or starts loading it (of about expect bytes) and
@@ -309,6 +312,11 @@ func (c *chunkCache) get(k chunkKey, load func() ([]byte, error), expect int64) 
 		c.lru.MoveToFront(ch.elem)
 		return ch.data, nil, nil
 	}
+	if c.hung >= c.slots {
+		// Every slot's load outlived its timeout and still runs: new
+		// ones would only pile up behind the same remote store.
+		return nil, nil, fmt.Errorf("%w: %w: %d remote reads have not returned", ErrUnavailable, errTimedOut, c.hung)
+	}
 	if c.loading >= c.slots {
 		return nil, c.freed, nil
 	}
@@ -318,7 +326,7 @@ func (c *chunkCache) get(k chunkKey, load func() ([]byte, error), expect int64) 
 	c.size += expect
 	c.evict()
 	go func() {
-		data, err := load()
+		data, err := c.timed(load)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.loading--
@@ -335,6 +343,43 @@ func (c *chunkCache) get(k chunkKey, load func() ([]byte, error), expect int64) 
 		c.evict()
 	}()
 	return nil, ch.ready, nil
+}
+
+// timed runs load with the cache's timeout: a load that hangs (a
+// DataNode that accepts and never answers; internal/fsys has no
+// deadlines) fails with errTimedOut and frees its slot, so that it does
+// not take a slot for ever, and with all of them every remote read of the
+// broker. It is counted in c.hung until it returns.
+func (c *chunkCache) timed(load func() ([]byte, error)) ([]byte, error) {
+	if c.timeout <= 0 {
+		return load()
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := load()
+		done <- result{data, err}
+	}()
+	t := time.NewTimer(c.timeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.data, r.err
+	case <-t.C:
+	}
+	c.mu.Lock()
+	c.hung++
+	c.mu.Unlock()
+	go func() {
+		<-done
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.hung--
+	}()
+	return nil, fmt.Errorf("%w after %v", errTimedOut, c.timeout)
 }
 
 // evict drops least recently used ready chunks while the cache is over

@@ -69,7 +69,7 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 				metas[i], errs[i] = m.uploadSegment(fs, p, t, &group[i])
 			}()
 		}
-		if err := m.bounded(func() error { wg.Wait(); return nil }); err != nil {
+		if err := m.bounded(0, func() error { wg.Wait(); return nil }); err != nil {
 			return n, err
 		}
 		// Only an unbroken run from the uploaded end is registered.
