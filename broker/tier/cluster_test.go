@@ -187,7 +187,7 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 	}
 	for trailers := 0; ; trailers++ {
 		if segs := leaderTail(); len(segs) > 0 && segs[len(segs)-1] >= hw {
-			t.Logf("high watermark %d before %d trailer records; the leader's active segment starts at %d", hw, trailers, segs[len(segs)-1])
+			t.Logf("high watermark %d; after %d trailer records the leader's active segment starts at %d", hw, trailers, segs[len(segs)-1])
 			break
 		}
 		if trailers == 40 {
