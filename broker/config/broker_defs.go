@@ -122,6 +122,8 @@ var BrokerDefs = defs(
 		Doc: "Where tiered storage keeps segments: hdfs://namenode:port/path (several NameNodes comma separated, or a nameservice of HADOOP_CONF_DIR) or file:///path. Kafka passes rsm.config.* to its remote storage manager; this is Tributary's, which speaks HDFS."},
 	Def{Name: "rsm.config.fetch.chunk.cache.size", Type: Long, Default: "134217728", Check: atLeast(1),
 		Doc: "Bytes of remote segment data the broker keeps in memory for remote reads and their read-ahead (4 MiB chunks, least recently used out first). The name is that of Aiven's remote storage manager."},
+	Def{Name: "rsm.config.storage.cleanup.grace.ms", Type: Long, Default: "600000", Check: atLeast(1000),
+		Doc: "How long a superseded version of a partition's remote manifest, the remote segment files only it names, and remote files no manifest names (an interrupted or refused upload) stay in remote storage before the leader removes them: readers that listed the older version (tributary load run --from-tier, followers) finish with it. Also the youngest an unnamed file must be to count as an upload in progress. Ages are measured on the remote store's clock. At least 1000: with 0 a leader would remove a file as it is being uploaded."},
 	Def{Name: "rsm.config.storage.hdfs.user", Type: String, Default: "",
 		Doc: "The HDFS user tiered storage acts as (simple authentication); empty: HADOOP_USER_NAME, else the OS user."},
 	Def{Name: "log.retention.check.interval.ms", Type: Long, Default: "300000", Check: atLeast(1), Doc: "How often retention runs."},

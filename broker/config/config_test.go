@@ -221,11 +221,12 @@ var brokerOnly = map[string]string{
 	"schema.registry.kafkastore.sasl.mechanism":          "the in-process registry's client properties; Confluent's kafkastore.*",
 	"schema.registry.kafkastore.sasl.jaas.config":        "the in-process registry's client properties; Confluent's kafkastore.*",
 	"schema.registry.kafkastore.ssl.truststore.location": "the in-process registry's client properties; Confluent's kafkastore.*",
-	"super.users":                       "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
-	"allow.everyone.if.no.acl.found":    "StandardAuthorizer's setting, like super.users",
-	"rsm.config.storage.uri":            "the remote storage manager's own setting, under Kafka's rsm.config. prefix (docs/tiered-storage.md)",
-	"rsm.config.storage.hdfs.user":      "the remote storage manager's own setting, like rsm.config.storage.uri",
-	"rsm.config.fetch.chunk.cache.size": "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"super.users":                         "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
+	"allow.everyone.if.no.acl.found":      "StandardAuthorizer's setting, like super.users",
+	"rsm.config.storage.uri":              "the remote storage manager's own setting, under Kafka's rsm.config. prefix (docs/tiered-storage.md)",
+	"rsm.config.storage.hdfs.user":        "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"rsm.config.storage.cleanup.grace.ms": "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"rsm.config.fetch.chunk.cache.size":   "the remote storage manager's own setting, like rsm.config.storage.uri",
 }
 
 // TestBrokerDefaultsMatchKafka checks every broker property's default and

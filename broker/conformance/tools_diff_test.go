@@ -422,7 +422,7 @@ var brokerAllDiffers = []struct{ why, names string }{
 	{"Tributary only: Kafka reads it from meta.properties", "cluster.id"},
 	{"Tributary only: the in-process schema registry and its client properties",
 		"schema.registry.listeners schema.registry.authentication.method schema.registry.kafkastore.sasl.jaas.config schema.registry.kafkastore.sasl.mechanism schema.registry.kafkastore.security.protocol schema.registry.kafkastore.ssl.truststore.location"},
-	{"Tributary only: its HDFS remote storage manager's settings, under Kafka's rsm.config. prefix", "rsm.config.fetch.chunk.cache.size rsm.config.storage.hdfs.user rsm.config.storage.uri"},
+	{"Tributary only: its HDFS remote storage manager's settings, under Kafka's rsm.config. prefix", "rsm.config.fetch.chunk.cache.size rsm.config.storage.cleanup.grace.ms rsm.config.storage.hdfs.user rsm.config.storage.uri"},
 	{"Kafka's StandardAuthorizer reads them from the broker's file, but Kafka does not list them", "allow.everyone.if.no.acl.found super.users"},
 	{"Kafka's defaults are GSSAPI and JKS, which Tributary does not offer (docs/security.md)",
 		"sasl.enabled.mechanisms ssl.keystore.type ssl.truststore.type"},

@@ -55,6 +55,7 @@ func (s *Server) newTier() {
 		NodeID:     s.nodeID,
 		Interval:   time.Duration(s.cfg.Int("remote.log.manager.task.interval.ms")) * time.Millisecond,
 		CacheBytes: s.cfg.Int("rsm.config.fetch.chunk.cache.size"),
+		Grace:      time.Duration(s.cfg.Int("rsm.config.storage.cleanup.grace.ms")) * time.Millisecond,
 		Logger:     s.logger,
 	})
 }

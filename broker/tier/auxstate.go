@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
@@ -57,13 +56,15 @@ func (m *Manager) AuxState(tp log.TopicPartition, topicID string, localStart int
 	dir := RemoteDir(tp.Topic, topicID, tp.Partition)
 	// Read again, not the follower's copy: the leader's local start may
 	// have moved past what it last saw.
-	data, err := fs.ReadFile(path.Join(dir, ManifestFile))
+	// The newest version, whoever wrote it: a follower only reads the
+	// state of a segment, and every version names files that stay for
+	// the grace period after it was superseded.
+	man, err := remotelog.ReadLatest(fs, dir)
 	if err != nil {
-		return AuxState{}, fmt.Errorf("%w: read %s: %v", ErrUnavailable, path.Join(dir, ManifestFile), err)
+		return AuxState{}, fmt.Errorf("%w: read the remote manifest of %s: %v", ErrUnavailable, tp, err)
 	}
-	man, err := parseManifest(data)
-	if err != nil {
-		return AuxState{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	if man == nil {
+		return AuxState{}, fmt.Errorf("%w: %s: no remote manifest in %s", ErrUnavailable, tp, dir)
 	}
 	if man.TopicID != topicID {
 		return AuxState{}, fmt.Errorf("%w: %s: the remote manifest is topic id %s's, not %s's", ErrUnavailable, tp, man.TopicID, topicID)

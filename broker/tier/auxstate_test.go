@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,7 +95,7 @@ func TestAuxState(t *testing.T) {
 	dir := filepath.Join(root, remotelog.Dir(l.TopicPartition().Topic, "id", 0))
 	// What a reader of the segments needs of the upload: the snapshot is
 	// exact, and the topic's max.message.bytes bounds decompression.
-	data, err := os.ReadFile(filepath.Join(dir, remotelog.ManifestFile))
+	data, err := os.ReadFile(newestVersion(t, root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +109,12 @@ func TestAuxState(t *testing.T) {
 				s.BaseOffset, s.EndOffset, s.ProducerState, s.MaxMessageBytes, cfg.MaxMessageBytes)
 		}
 	}
-	ck := filepath.Join(dir, remotelog.SegmentFileName(firstBase(t, dir, localStart), remotelog.SuffixEpochs))
+	seg, ok := man.Find(localStart - 1)
+	if !ok {
+		t.Fatalf("no remote segment holds %d", localStart-1)
+	}
+	// The file the newest manifest names (by upload), the one AuxState reads.
+	ck := filepath.Join(dir, seg.FileName(remotelog.SuffixEpochs))
 	good, err := os.ReadFile(ck)
 	if err != nil {
 		t.Fatal(err)
@@ -129,25 +132,6 @@ func TestAuxState(t *testing.T) {
 	if _, err := m.AuxState(l.TopicPartition(), "id", localStart); err == nil {
 		t.Fatal("a checkpoint longer than its metadata says was taken")
 	}
-}
-
-// firstBase is the base offset of the remote segment holding offset-1, by
-// its file names in dir.
-func firstBase(t *testing.T, dir string, offset int64) int64 {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	best := int64(-1)
-	for _, e := range ents {
-		digits, ok := strings.CutSuffix(e.Name(), remotelog.SuffixLog)
-		base, err := strconv.ParseInt(digits, 10, 64)
-		if ok && err == nil && base < offset && base > best {
-			best = base
-		}
-	}
-	return best
 }
 
 // TestAuxStateNeedsExactSnapshot: a remote segment uploaded without the

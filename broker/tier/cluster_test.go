@@ -3,6 +3,8 @@ package tier_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,6 +96,12 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 			mu.Unlock()
 			for _, node := range c.Nodes {
 				t.Logf("node %d log:\n%s", node.ID, lastLines(node.Log(), 40))
+				// A pass that stops making progress logs nothing: what
+				// its goroutines wait on says why.
+				t.Logf("node %d tier goroutines:\n%s", node.ID, tierStacks(node.AdminAddr()))
+				// Where the records are: a pass with nothing closed to
+				// upload is silent too.
+				t.Logf("node %d local segments (base offset: bytes): %s", node.ID, segmentSizes(filepath.Join(node.DataDir(), topic+"-0")))
 			}
 		}
 	})
@@ -157,13 +165,50 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 	t.Logf("%d of %d records acknowledged", len(acked), n)
 	mu.Unlock()
 
-	// Everything but the active segment goes remote, and the brokers keep
-	// only the recent segments.
+	// Every acknowledged record goes remote, and the brokers keep only
+	// the recent segments. The active segment stays local whatever its
+	// size, and it may hold many times segment.bytes: the records the
+	// producer held back during the election reach the new leader as one
+	// batch (franz-go's batches go up to 1 MB), and a lagging follower
+	// appends each fetched chunk to one segment; neither is split (nor in
+	// Kafka), and segment.ms is 7 days. (Waiting for "within 2 segments'
+	// worth of records of the high watermark" failed on exactly that,
+	// once each way: the uploads had stopped at 2,400 and 2,500 of 3,000,
+	// correctly.) So trailer records, past the high watermark taken here
+	// and read by no consumer, each as big as a segment (up to what a
+	// batch may be), make the leader roll, and every record below the
+	// high watermark must then reach remote storage: a leader that never
+	// rolls, or does not upload what it rolled, fails here.
 	hw := highWatermark(t, ctx, adm, topic)
-	waitFor(t, ctx, "uploads to catch up", func() bool {
+	trailer := &kgo.Record{Value: []byte(strings.Repeat("t", min(atoi(segBytes), 900_000)))}
+	leaderTail := func() []int64 {
+		leader := c.Leaders(topic, 30*time.Second)[0]
+		return localLogs(t, c.Node(leader).DataDir(), topic+"-0")
+	}
+	for trailers := 0; ; trailers++ {
+		if segs := leaderTail(); len(segs) > 0 && segs[len(segs)-1] >= hw {
+			t.Logf("high watermark %d; after %d trailer records the leader's active segment starts at %d", hw, trailers, segs[len(segs)-1])
+			break
+		}
+		if trailers == 40 {
+			t.Fatalf("the leader did not roll past the high watermark %d after %d trailer records: its segments start at %v", hw, trailers, leaderTail())
+		}
+		if err := prod.ProduceSync(ctx, trailer).FirstErr(); err != nil {
+			t.Fatalf("trailer record: %v", err)
+		}
+	}
+	waitFor(t, ctx, "uploads to reach the high watermark", func() bool {
 		m := manifest()
-		return m != nil && m.UploadedEnd() > 0 && hw-m.UploadedEnd() < 2*int64(atoi(segBytes))/int64(size)
+		return m != nil && m.UploadedEnd() >= hw
 	})
+	t.Logf("uploaded end %d, high watermark %d", manifest().UploadedEnd(), hw)
+	// The reads below are served from HDFS: the leader no longer has
+	// offset 0 on its disk.
+	waitFor(t, ctx, "the leader's local log to start above 0", func() bool {
+		segs := leaderTail()
+		return len(segs) > 0 && segs[0] > 0
+	})
+	t.Logf("the leader's local segments start at %d", leaderTail()[0])
 	checkContiguous(t, manifest())
 
 	// A consumer reading the remote range loses its leader mid-way.
@@ -184,7 +229,13 @@ func TestTieredClusterLeaderKills(t *testing.T) {
 
 	// Kafka's Java consumer, from offset 0: every offset, in order (the
 	// values are franz-go's to check; 5 GB of them would not fit here).
-	out, stderr, err := testbroker.RunKafkaTool(t, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", c.Bootstrap(),
+	// 5 GB (the long form) takes the Java consumer longer than the
+	// tools' usual 2 minutes.
+	javaTime := 2 * time.Minute
+	if long {
+		javaTime = 40 * time.Minute
+	}
+	out, stderr, err := testbroker.RunKafkaToolWithin(t, javaTime, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", c.Bootstrap(),
 		"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", fmt.Sprint(hw), "--timeout-ms", "60000",
 		"--formatter-property", "print.offset=true", "--formatter-property", "print.value=false")
 	if err != nil {
@@ -356,6 +407,9 @@ func consumeValues(t *testing.T, ctx context.Context, bootstrap string, end int6
 		fs := cl.PollFetches(ctx)
 		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
 		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= end {
+				return // a trailer record
+			}
 			if next == 0 {
 				seen <- r.Offset
 			}
@@ -553,4 +607,43 @@ func TestTieredFollowerWipedRejoins(t *testing.T) {
 		acked[i] = true
 	}
 	checkInOrder(t, "franz-go through the rejoined follower", values, acked, &mu)
+}
+
+// tierStacks are the stacks of a broker's goroutines that run tiered
+// storage code, from its admin endpoint's goroutine dump.
+func tierStacks(admin string) string {
+	resp, err := http.Get("http://" + admin + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	dump, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, g := range strings.Split(string(dump), "\n\n") {
+		if strings.Contains(g, "broker/tier.") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// segmentSizes lists a partition directory's segments as "base: bytes".
+func segmentSizes(dir string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range ents {
+		if base, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			if fi, err := e.Info(); err == nil {
+				b, _ := strconv.ParseInt(base, 10, 64)
+				out = append(out, fmt.Sprintf("%d: %d", b, fi.Size()))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }

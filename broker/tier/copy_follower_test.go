@@ -94,29 +94,30 @@ func TestTieredFollowerCopiesWithoutRemoteState(t *testing.T) {
 		return localLogs(t, c.Node(1).DataDir(), topic+"-0")[0] > 0
 	})
 	// Wait for the uploads to settle, then take the exact-snapshot mark
-	// off every remote segment, as older code uploaded them.
-	var man string
+	// off every remote segment, as older code uploaded them: in every
+	// manifest version, so that whichever is the newest says so.
+	var vers []string
 	waitFor(t, ctx, "the remote manifest", func() bool {
-		m, _ := filepath.Glob(filepath.Join(root, "*", "0", remotelog.ManifestFile))
-		if len(m) == 1 {
-			man = m[0]
-		}
-		return man != ""
+		vers, _ = filepath.Glob(filepath.Join(root, "*", "0", remotelog.ManifestDir, "*.json"))
+		return len(vers) > 0
 	})
 	time.Sleep(500 * time.Millisecond)
-	data, err := os.ReadFile(man)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := remotelog.ParseManifest(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range m.Segments {
-		m.Segments[i].ProducerState = ""
-	}
-	if err := atomicfile.WriteFile(man, m.Encode()); err != nil {
-		t.Fatal(err)
+	vers, _ = filepath.Glob(filepath.Join(root, "*", "0", remotelog.ManifestDir, "*.json"))
+	for _, man := range vers {
+		data, err := os.ReadFile(man)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := remotelog.ParseManifest(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m.Segments {
+			m.Segments[i].ProducerState = ""
+		}
+		if err := atomicfile.WriteFile(man, m.Encode()); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	t.Logf("remote segments unmarked after %v", time.Since(began))

@@ -10,50 +10,52 @@
 // (rsm.config.storage.uri):
 //
 //	<root>/<topic>-<topic id>/<partition>/
-//	    00000000000000001200.log                      the segment, byte for byte
-//	    00000000000000001200.index                    its offset index (Kafka's format)
-//	    00000000000000001200.timeindex                its time index
-//	    00000000000000001200.leader-epoch-checkpoint  the leader-epoch cache up to the segment end
-//	    00000000000000001200.snapshot                 the newest producer snapshot at or below the segment end, if any
-//	    00000000000000001200.txnindex                 the aborted transactions of the segment, if any
-//	    manifest.json                                 the remote log metadata (internal/remotelog)
+//	    <base offset>-<upload id>.log                      the segment, byte for byte
+//	    <base offset>-<upload id>.index                    its offset index (Kafka's format)
+//	    <base offset>-<upload id>.timeindex                its time index
+//	    <base offset>-<upload id>.leader-epoch-checkpoint  the leader-epoch cache up to the segment end
+//	    <base offset>-<upload id>.snapshot                 the newest producer snapshot at or below the segment end, if any
+//	    <base offset>-<upload id>.txnindex                 the aborted transactions of the segment, if any
+//	    manifests/<sequence>.json                          the remote log metadata, one file per version (internal/remotelog)
 //
 // Every file is in Kafka's own format, so a segment copied back to a local
-// directory is read by Kafka's kafka-dump-log.
+// directory (under its base offset name) is read by Kafka's kafka-dump-log.
 //
 // Upload protocol (upload.go), per segment, by the partition's leader:
 //
-//  1. each file is written under a temporary name, closed (HDFS makes it
-//     whole and visible at close) and renamed to its final name, replacing
-//     whatever an earlier, interrupted attempt left there;
-//  2. the manifest with the segment added is written atomically (a new file
-//     renamed over the old one), and then copied to the partition's local
-//     directory (remote-log-manifest.json) as a cache;
+//  1. each file is written under the upload's own name and closed (HDFS
+//     makes it whole and visible at close);
+//  2. the next manifest version, the segment added, is committed with a
+//     no-replace rename (remotelog.Commit, a compare-and-swap), then copied
+//     to the partition's local directory (remote-log-manifest.json);
 //  3. only then does the local log see the segment as uploaded
 //     (log.TierView), and local retention may delete it.
 //
 // A segment exists remotely only when the manifest names it: a crash
-// before step 2 leaves files that no manifest names, which the next upload
-// overwrites and the start-up sweep removes; a crash after it leaves a
-// registered segment whose files are all complete. Uploads are therefore
-// idempotent. Deletion by total retention runs the other way round: the
-// manifest without the segments (and with the new remote log start) is
-// written first, then their files are removed.
+// before step 2 leaves files that no manifest names, which gc (gc.go)
+// removes after the grace period; a crash after it leaves a registered
+// segment whose files are all complete. No name is written twice, so
+// nothing overwrites a registered file. Deletion by total retention
+// commits a version without the segments; gc removes their files once no
+// version kept for readers names them.
 //
-// What it does not protect against yet: two brokers uploading the same
-// partition at once (a deposed leader that has not noticed): the manifest is
-// written by the leader alone, and the metadata is not replicated with the
-// cluster. The manifest's entries are shaped as Kafka's
+// Fencing: a new leader's first commit claims the manifest for its leader
+// epoch (work); a commit that loses the rename to a newer epoch's version
+// writes nothing (remotelog.ErrFenced). The metadata stays in HDFS rather
+// than the metadata log, by decision (docs/tiered-storage.md, "Why the
+// metadata stays in HDFS"). The manifest's entries are shaped as Kafka's
 // RemoteLogSegmentMetadata (a segment id, offsets, times, size, leader
-// epochs, broker and state), so that they can become records of the
-// metadata log, which would fence a deposed leader by its epoch.
+// epochs, broker and state).
 //
 // The manifest's format, the file names and the reading of remote
 // segments are internal/remotelog's, shared with the loader, which reads
 // remote segments without a broker (load run --from-tier).
 //
 // Followers (follow.go) only read the manifest, for their local
-// retention; the leader alone writes.
+// retention; the leader alone writes. A follower below its leader's local
+// log start (auxstate.go, KIP-405) reads the newest manifest version and
+// the .leader-epoch-checkpoint and .snapshot of one segment, by the names
+// that version gives them (SegmentMetadata.FileName).
 //
 // Concurrency: Manager.Run is one goroutine driving every upload and remote
 // deletion (it writes a group of segments' files on goroutines of its own

@@ -1,13 +1,12 @@
 package tier
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"path"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
 // Followers.
@@ -26,34 +25,35 @@ import (
 
 func (m *Manager) follow(fs fsys.FS, p *partition, t Target) error {
 	p.follower = true
-	data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
-	if fsys.IsNotExist(err) {
+	man, err := remotelog.ReadLatest(fs, p.dir)
+	if err != nil {
+		return fmt.Errorf("%w: read the manifest of %s: %v", ErrUnavailable, t.TP, err)
+	}
+	if man == nil || man.TopicID != t.TopicID {
 		return nil // nothing remote yet
 	}
-	if err != nil {
-		return fmt.Errorf("%w: read %s: %v", ErrUnavailable, path.Join(p.dir, ManifestFile), err)
-	}
-	man, err := parseManifest(data)
-	if err != nil {
-		// Read while the leader renamed a new one over it: the next
-		// pass reads it again.
-		return nil
-	}
-	if man.TopicID != t.TopicID {
-		return nil
-	}
 	if cur := p.cached.Load(); cur != nil && cur.TopicID == man.TopicID &&
-		(man.LeaderEpoch < cur.LeaderEpoch || (man.LeaderEpoch == cur.LeaderEpoch && cur.UploadedEnd() > man.UploadedEnd())) {
-		// An older manifest (a deposed leader's late rename, review 4):
-		// never trim by it; the one kept stands.
+		(man.Sequence < cur.Sequence || man.LeaderEpoch < cur.LeaderEpoch) {
+		// Older than one this follower saw (versions removed or put
+		// back by hand; a commit never writes one): never trim by it;
+		// the one kept stands.
 		m.logger.Warn("tiered storage: the remote manifest is older than one this follower saw; ignoring it",
-			"partition", t.TP.String(), "remote_leader_epoch", man.LeaderEpoch, "known_leader_epoch", cur.LeaderEpoch)
+			"partition", t.TP.String(), "remote_version", man.Sequence, "known_version", cur.Sequence,
+			"remote_leader_epoch", man.LeaderEpoch, "known_leader_epoch", cur.LeaderEpoch)
+		return nil
+	}
+	if man.LeaderEpoch != t.LeaderEpoch {
+		// Not (yet) written by the leader this follower follows: a
+		// new leader claims the manifest for its epoch before it
+		// uploads anything (Manager.work), so until then this one may
+		// still be a deposed leader's, and the disk is not trimmed by
+		// it (review 4).
 		return nil
 	}
 	// Kept on disk and as the fallback too: when this follower is
 	// elected, or restarts, while remote storage cannot be read, its
 	// trimmed local log must not become the partition's start (review 2).
-	if cur := p.manifest.Load(); cur == nil || !bytes.Equal(cur.Encode(), man.Encode()) {
+	if cur := p.manifest.Load(); cur == nil || cur.Sequence != man.Sequence {
 		m.writeLocalManifest(t.Log, man)
 	}
 	p.publish(man)

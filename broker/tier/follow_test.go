@@ -34,13 +34,7 @@ func TestPromotedFollowerKeepsRemoteRange(t *testing.T) {
 		t.Errorf("the follower keeps no local copy of the manifest: %v", err)
 	}
 
-	man := filepath.Join(root, tier.RemoteDir("t", "id", 0), tier.ManifestFile)
-	if err := os.Rename(man, man+".saved"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(man, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	breakManifest(t, root)
 	check := func(what string, m *tier.Manager) {
 		t.Helper()
 		if start, ok := m.LogStart(tp); !ok || start != 0 {

@@ -1,7 +1,6 @@
 package tier
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,14 +32,35 @@ type Config struct {
 	CacheBytes int64
 	// ChunkBytes is the unit of remote reads and of the cache.
 	ChunkBytes int64
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Grace is rsm.config.storage.cleanup.grace.ms: how long a
+	// superseded manifest version, the segment files only it names, and
+	// files no version names (an upload interrupted or refused) stay in
+	// remote storage before the leader removes them (gc.go). The
+	// broker setting is at least 1 s; tests set less here (zero removes
+	// them at the leader's next pass).
+	Grace time.Duration
+	// PassTimeout bounds one partition's work in a pass (its remote
+	// calls and uploads): past it the pass moves on, the partition
+	// counts as unavailable and is skipped until the stuck work returns
+	// (internal/fsys has no deadlines of its own: a NameNode or DataNode
+	// that accepts and never answers would hold the tier loop of every
+	// partition). CallTimeout bounds a remote read's chunk load and
+	// DeleteRecords' wait for the partition and its commit.
+	PassTimeout time.Duration
+	CallTimeout time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
-// DefaultCacheBytes and DefaultChunkBytes size the remote read cache.
+// DefaultCacheBytes and DefaultChunkBytes size the remote read cache;
+// DefaultGrace is Config.Grace's default.
 const (
 	DefaultCacheBytes = 128 << 20
 	DefaultChunkBytes = 4 << 20
+	DefaultGrace      = 10 * time.Minute
+	// A pass uploads a group of segments: minutes at worst.
+	DefaultPassTimeout = 5 * time.Minute
+	DefaultCallTimeout = 30 * time.Second
 )
 
 // Target is a partition this broker leads and whose topic has
@@ -106,13 +126,14 @@ type partition struct {
 	cached atomic.Pointer[Manifest]
 	log    atomic.Pointer[log.Log]
 
-	// txns are the parsed .txnindex entries of remote segments, by base
-	// offset: a read_committed fetch searches every remote segment from
-	// its offset on (AbortedTxns), and keeping the few bytes per aborted
-	// transaction here means that search never depends on the chunk cache
-	// holding all the indexes at once.
+	// txns are the parsed .txnindex entries of remote segments, by
+	// segment file name (FileName(""), so a replaced segment is never
+	// answered from its predecessor's): a read_committed fetch searches
+	// every remote segment from its offset on (AbortedTxns), and keeping
+	// the few bytes per aborted transaction here means that search never
+	// depends on the chunk cache holding all the indexes at once.
 	txnMu sync.Mutex
-	txns  map[int64][]remotelog.AbortedTxn
+	txns  map[string][]remotelog.AbortedTxn
 
 	// ioMu orders the manifest writes and file removals of the partition
 	// (only the Run goroutine takes it today).
@@ -123,7 +144,16 @@ type partition struct {
 	follower bool
 	// loaded: the manifest was loaded (and swept) as a leader since the
 	// partition was last followed; ioMu.
-	loaded  bool
+	loaded bool
+	// fenced: manifest.json was seen to be the fence; ioMu.
+	fenced bool
+	// versions are manifest versions read or written, by sequence (they
+	// never change), for gc; gcNext is when gc runs next. ioMu.
+	versions map[int64]*Manifest
+	gcNext   time.Time
+	// busy: a pass's work for the partition runs (it may have outlived
+	// its PassTimeout).
+	busy    atomic.Bool
 	backoff time.Duration
 	next    time.Time // no work before this after a failure
 }
@@ -145,8 +175,14 @@ func New(cfg Config) *Manager {
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = DefaultChunkBytes
 	}
+	if cfg.PassTimeout <= 0 {
+		cfg.PassTimeout = DefaultPassTimeout
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger.With("component", "tier"), parts: map[log.TopicPartition]*partition{}, topics: map[string]string{}}
-	m.cache = newChunkCache(cfg.CacheBytes, cfg.ChunkBytes)
+	m.cache = newChunkCache(cfg.CacheBytes, cfg.ChunkBytes, cfg.CallTimeout)
 	return m
 }
 
@@ -228,7 +264,17 @@ func (m *Manager) Pass(targets []Target, live func(topicID string) bool) {
 		if now := m.cfg.Now(); now.Before(p.next) {
 			continue
 		}
-		err := m.bounded(func() error { return m.work(p, t) })
+		if p.busy.Load() {
+			// A pass that timed out is still in a remote call: a second
+			// would only queue behind it on ioMu.
+			m.logger.Warn("tiered storage: skipping the partition: an earlier pass's remote call has not returned", "partition", t.TP.String())
+			continue
+		}
+		p.busy.Store(true)
+		err := m.bounded(m.cfg.PassTimeout, func() error {
+			defer p.busy.Store(false)
+			return m.work(p, t)
+		})
 		if errors.Is(err, errStopped) {
 			return
 		}
@@ -328,10 +374,30 @@ func (m *Manager) work(p *partition, t Target) error {
 		// consumers would reset past it (review 2).
 		p.follower = false
 		p.loaded = false
+		p.fenced = false
 	}
 	p.epoch.Store(t.LeaderEpoch)
 	if !p.loaded || p.manifest.Load() == nil {
 		if err := m.load(fs, p, t); err != nil {
+			return err
+		}
+	}
+	if !p.fenced {
+		if err := m.fence(fs, p, t); err != nil {
+			return err
+		}
+	}
+	if man := p.manifest.Load(); man.Sequence == 0 || man.LeaderEpoch < t.LeaderEpoch {
+		// The first write of a new leader epoch, before any upload:
+		// from here on a deposed leader's commit finds a newer epoch
+		// and writes nothing.
+		if err := m.commit(fs, p, t.Log, man, func(next *Manifest) (*Manifest, error) { return next, nil }); err != nil {
+			return err
+		}
+		m.logger.Info("tiered storage: the remote manifest carries this leader's epoch", "partition", t.TP.String(), "leader_epoch", t.LeaderEpoch, "version", p.manifest.Load().Sequence)
+	}
+	if !p.fenced {
+		if err := m.fence(fs, p, t); err != nil {
 			return err
 		}
 	}
@@ -340,6 +406,9 @@ func (m *Manager) work(p *partition, t Target) error {
 		return err
 	}
 	if err := m.expire(fs, p, t); err != nil {
+		return err
+	}
+	if err := m.gc(fs, p, t); err != nil {
 		return err
 	}
 	if n > 0 {
@@ -352,101 +421,135 @@ func (m *Manager) work(p *partition, t Target) error {
 	return nil
 }
 
-// load reads the partition's manifest, and removes the files that no
-// manifest names: what interrupted uploads and deletions left.
+// load reads the partition's newest manifest as its leader. The work
+// then claims it for this leader's epoch (work), and gc removes, after
+// the grace period, what interrupted uploads left.
 func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
-	man := &Manifest{Version: remotelog.ManifestVersion, Topic: t.TP.Topic, TopicID: t.TopicID, Partition: t.TP.Partition, LogStartOffset: -1}
-	data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
-	switch {
-	case err == nil:
-		if man, err = parseManifest(data); err != nil {
-			return err
-		}
-	case fsys.IsNotExist(err):
-	default:
-		return fmt.Errorf("%w: read %s: %v", ErrUnavailable, path.Join(p.dir, ManifestFile), err)
+	man, err := remotelog.ReadLatest(fs, p.dir)
+	if err != nil {
+		return fmt.Errorf("%w: read the manifest of %s: %v", ErrUnavailable, t.TP, err)
 	}
-	if known := p.cached.Load(); err == nil && known != nil && known.TopicID == man.TopicID && man.LeaderEpoch < known.LeaderEpoch {
-		// A deposed leader's late rename rolled the manifest back
-		// (review 4). Adopting it would sweep the newer segments' files
-		// as interrupted uploads, and this broker (and its followers)
-		// may have trimmed what only those hold. Nothing is swept or
-		// uploaded until an operator restores the newer one.
-		m.logger.Error("tiered storage: the remote manifest has a lower leader epoch than one this broker saw; refusing to load it",
+	known := p.cached.Load()
+	if known != nil && known.TopicID != t.TopicID {
+		known = nil
+	}
+	if man == nil {
+		if known != nil && len(known.Segments) > 0 {
+			// Remote storage lost the metadata (removed by hand, or a
+			// different storage root): starting empty would upload from
+			// the local log start and leave everything below it
+			// unreachable, and gc would remove the segment files.
+			m.logger.Error("tiered storage: no manifest in remote storage, but this broker knows one with segments; refusing to start the partition's remote log afresh",
+				"partition", t.TP.String(), "known_segments", len(known.Segments), "known_uploaded_end", known.UploadedEnd())
+			return fmt.Errorf("%w: %s: no remote manifest, but %d remote segments known", ErrUnavailable, t.TP, len(known.Segments))
+		}
+		man = &Manifest{Version: remotelog.ManifestVersion, Topic: t.TP.Topic, TopicID: t.TopicID, Partition: t.TP.Partition, LogStartOffset: -1}
+	}
+	if man.TopicID != t.TopicID {
+		return fmt.Errorf("%w: %s: the remote manifest is topic id %s's", ErrUnavailable, t.TP, man.TopicID)
+	}
+	if known != nil && (man.LeaderEpoch < known.LeaderEpoch || man.Sequence < known.Sequence) {
+		// Older than what this broker saw (versions removed or put
+		// back by hand: a commit never writes one). Adopting it would
+		// let gc remove the newer segments' files, and this broker
+		// (and its followers) may have trimmed what only those hold.
+		// Nothing is removed or uploaded until an operator restores
+		// the newer one.
+		m.logger.Error("tiered storage: the remote manifest is older than one this broker saw; refusing to load it",
 			"partition", t.TP.String(), "remote_leader_epoch", man.LeaderEpoch, "known_leader_epoch", known.LeaderEpoch,
+			"remote_version", man.Sequence, "known_version", known.Sequence,
 			"remote_uploaded_end", man.UploadedEnd(), "known_uploaded_end", known.UploadedEnd())
-		return fmt.Errorf("%w: %s: the remote manifest's leader epoch %d is below %d, seen before", ErrUnavailable, t.TP, man.LeaderEpoch, known.LeaderEpoch)
+		return fmt.Errorf("%w: %s: the remote manifest (version %d, leader epoch %d) is older than version %d, leader epoch %d, seen before",
+			ErrUnavailable, t.TP, man.Sequence, man.LeaderEpoch, known.Sequence, known.LeaderEpoch)
 	}
-	keep := map[string]bool{ManifestFile: true}
-	for _, s := range man.Segments {
-		for suf := range s.Files {
-			keep[SegmentFileName(s.BaseOffset, suf)] = true
-		}
+	if man.LeaderEpoch > t.LeaderEpoch {
+		// A newer leader wrote it: this broker's metadata is behind
+		// (it is no longer the leader, or will not be told it is yet).
+		return fmt.Errorf("%w: %s: the remote manifest was written at leader epoch %d, above this broker's %d", ErrUnavailable, t.TP, man.LeaderEpoch, t.LeaderEpoch)
 	}
-	ents, err := fs.ReadDir(p.dir)
-	if err != nil && !fsys.IsNotExist(err) {
-		return fmt.Errorf("%w: list %s: %v", ErrUnavailable, p.dir, err)
+	// Versions remembered while this broker led before are gone or
+	// going, removed by the leaders since: kept, they would never be
+	// pruned (gc drops only what it lists).
+	p.versions = nil
+	p.remember(man)
+	if man.Sequence > 0 {
+		m.writeLocalManifest(t.Log, man)
 	}
-	for _, e := range ents {
-		if !keep[e.Name()] {
-			m.logger.Info("tiered storage: removing a file no manifest names (an interrupted upload or deletion)", "partition", t.TP.String(), "file", e.Name())
-			if err := fs.RemoveAll(path.Join(p.dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	m.writeLocalManifest(t.Log, man)
 	p.publish(man)
 	p.loaded = true
 	m.logger.Info("tiered storage: partition loaded", "partition", t.TP.String(), "remote_segments", len(man.Segments),
-		"remote_log_start_offset", man.LogStartOffset, "uploaded_end", man.UploadedEnd())
+		"remote_log_start_offset", man.LogStartOffset, "uploaded_end", man.UploadedEnd(), "version", man.Sequence, "leader_epoch", man.LeaderEpoch)
 	return nil
 }
 
-// commit makes man the partition's remote metadata: durable in remote
-// storage first, then cached locally and published to readers and to
-// local retention.
-//
-// The remote manifest is read again first: when another broker wrote it
-// since this one loaded it, or with a newer leader epoch, leadership moved
-// and this broker writes nothing; it reloads at its next pass.
-func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, man *Manifest) error {
+// fence puts the fence (remotelog.Fence) in manifest.json, so that an
+// earlier build leading the partition fails rather than sweeping this
+// build's files: before the claim when there is no manifest.json (before
+// anything it could sweep exists), after it when a legacy manifest is
+// there (its segments must be in version 1 before it is replaced).
+func (m *Manager) fence(fs fsys.FS, p *partition, t Target) error {
+	state, err := remotelog.ReadFence(fs, p.dir)
+	if err != nil {
+		return fmt.Errorf("%w: read %s of %s: %v", ErrUnavailable, remotelog.LegacyManifestFile, t.TP, err)
+	}
+	switch {
+	case state == remotelog.FenceInPlace:
+	case state == remotelog.FenceLegacy && p.manifest.Load().Sequence == 0:
+		return nil // not claimed yet: after the claim
+	default:
+		if err := remotelog.WriteFence(fs, p.dir); err != nil {
+			return fmt.Errorf("%w: write the fence of %s: %v", ErrUnavailable, t.TP, err)
+		}
+		m.logger.Info("tiered storage: manifest.json is now the fence earlier builds refuse", "partition", t.TP.String(), "replaced", state == remotelog.FenceLegacy)
+	}
+	p.fenced = true
+	return nil
+}
+
+// commit writes the partition's next manifest version, change applied to
+// base (the version this broker holds), as a compare-and-swap
+// (remotelog.Commit): durable in remote storage first, then cached
+// locally and published to readers and to local retention. When another
+// writer took the version, change is applied to theirs, unless it was
+// written at a newer leader epoch: leadership moved, this broker writes
+// nothing and reloads at its next pass.
+func (m *Manager) commit(fs fsys.FS, p *partition, l *log.Log, base *Manifest, change func(*Manifest) (*Manifest, error)) error {
 	epoch := p.epoch.Load()
-	cur := p.manifest.Load()
-	err := m.bounded(func() error {
-		data, err := fs.ReadFile(path.Join(p.dir, ManifestFile))
-		switch {
-		case fsys.IsNotExist(err):
-			if cur != nil && len(cur.Segments) > 0 {
-				return errFenced
-			}
-		case err != nil:
-			return fmt.Errorf("%w: read manifest: %v", ErrUnavailable, err)
-		default:
-			remote, err := parseManifest(data)
-			if err != nil {
-				return err
-			}
-			if remote.LeaderEpoch > epoch || cur == nil || !bytes.Equal(remote.Encode(), cur.Encode()) {
-				return errFenced
-			}
-		}
-		man.LeaderEpoch = max(man.LeaderEpoch, epoch)
-		if err := fs.WriteFileAtomic(path.Join(p.dir, ManifestFile), man.Encode()); err != nil {
-			return fmt.Errorf("%w: write manifest: %v", ErrUnavailable, err)
-		}
-		return nil
+	var out *Manifest
+	err := m.bounded(0, func() error {
+		var err error
+		out, err = remotelog.Commit(fs, p.dir, base, epoch, change)
+		return err
 	})
-	if errors.Is(err, errFenced) {
+	if errors.Is(err, remotelog.ErrFenced) {
 		p.manifest.Store(nil)
-		m.logger.Warn("tiered storage: the remote manifest changed under this broker (leadership moved); not writing it", "partition", l.TopicPartition().String(), "leader_epoch", epoch)
+		p.loaded = false
+		m.logger.Warn("tiered storage: a newer leader wrote the remote manifest; not writing it", "partition", l.TopicPartition().String(), "leader_epoch", epoch, "err", err)
+		// Retriable for a client (DeleteRecords): the new leader
+		// answers it.
+		return fmt.Errorf("%w: %w: %v", ErrUnavailable, errFenced, err)
 	}
 	if err != nil {
-		return err
+		if errors.Is(err, errHole) || errors.Is(err, errStopped) {
+			return err
+		}
+		return fmt.Errorf("%w: write the manifest of %s: %v", ErrUnavailable, l.TopicPartition(), err)
 	}
-	m.writeLocalManifest(l, man)
-	p.publish(man)
+	p.remember(out)
+	m.writeLocalManifest(l, out)
+	p.publish(out)
 	return nil
+}
+
+// remember keeps a manifest version for gc.
+func (p *partition) remember(man *Manifest) {
+	if man.Sequence == 0 {
+		return
+	}
+	if p.versions == nil {
+		p.versions = map[int64]*Manifest{}
+	}
+	p.versions[man.Sequence] = man
 }
 
 // publish makes man what readers and local retention use, and the
@@ -457,24 +560,50 @@ func (p *partition) publish(man *Manifest) {
 	p.manifest.Store(man)
 }
 
-// errFenced is a manifest another leader wrote since this broker read it.
-var errFenced = errors.New("broker/tier: the remote manifest was written by another leader")
+// errFenced is a manifest a newer leader wrote since this broker read it.
+var errFenced = errors.New("broker/tier: the remote manifest was written by a newer leader")
 
 // errStopped is a pass cut short by the manager's stop.
 var errStopped = errors.New("broker/tier: stopping")
 
-// bounded runs f, returning early with errStopped when the manager stops:
-// a hung remote write must not hang the broker's shutdown (f goes on
-// alone until it fails or the process exits).
-func (m *Manager) bounded(f func() error) error {
+// bounded runs f, returning early with errStopped when the manager stops,
+// and with ErrUnavailable (errTimedOut) after timeout (0: none): a hung
+// remote call must not hang the broker's shutdown, nor the tier loop of
+// the other partitions. f goes on alone until it fails or the process
+// exits; the caller must not start another f that would wait on it.
+func (m *Manager) bounded(timeout time.Duration, f func() error) error {
 	done := make(chan error, 1)
 	go func() { done <- f() }()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case err := <-done:
 		return err
 	case <-m.stopCh():
 		return errStopped
+	case <-expired:
+		return fmt.Errorf("%w: %w after %v", ErrUnavailable, errTimedOut, timeout)
 	}
+}
+
+// errTimedOut is remote work that did not return within its timeout.
+var errTimedOut = errors.New("broker/tier: remote storage did not answer")
+
+// lockWithin takes mu unless it stays held for d (a pass stuck in a
+// remote call holds it).
+func lockWithin(mu *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !mu.TryLock() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 func (m *Manager) stopCh() <-chan struct{} {
@@ -527,8 +656,20 @@ func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
 	if p == nil {
 		return nil
 	}
-	p.ioMu.Lock()
-	defer p.ioMu.Unlock()
+	if !lockWithin(&p.ioMu, m.cfg.CallTimeout) {
+		return fmt.Errorf("%w: %w: %s is busy with remote work for over %v", ErrUnavailable, errTimedOut, tp, m.cfg.CallTimeout)
+	}
+	// The work keeps ioMu until it returns, also when the client's
+	// answer went on timeout: nothing else writes the partition's state
+	// meanwhile.
+	return m.bounded(m.cfg.CallTimeout, func() error {
+		defer p.ioMu.Unlock()
+		return m.deleteRecords(p, tp, offset)
+	})
+}
+
+// deleteRecords is DeleteRecords' work, under ioMu.
+func (m *Manager) deleteRecords(p *partition, tp log.TopicPartition, offset int64) error {
 	man := p.manifest.Load()
 	if man == nil {
 		if c := p.cached.Load(); c != nil && len(c.Segments) > 0 && c.LogStartOffset < offset {
@@ -539,14 +680,20 @@ func (m *Manager) DeleteRecords(tp log.TopicPartition, offset int64) error {
 	if len(man.Segments) == 0 || man.LogStartOffset >= offset {
 		return nil
 	}
+	if p.follower || !p.loaded {
+		// Just elected: the manifest is still the one read as a
+		// follower, and this broker has not claimed it for its epoch.
+		return fmt.Errorf("%w: the remote metadata of %s is not loaded as its leader yet", ErrUnavailable, tp)
+	}
 	l := p.log.Load()
 	fs, err := m.store()
 	if err != nil {
 		return err
 	}
-	next := man.Clone()
-	next.LogStartOffset = offset
-	return m.commit(fs, p, l, next)
+	return m.commit(fs, p, l, man, func(next *Manifest) (*Manifest, error) {
+		next.LogStartOffset = max(next.LogStartOffset, offset)
+		return next, nil
+	})
 }
 
 // UploadedEnd is one past the last remote offset of the partition, -1

@@ -12,7 +12,6 @@ type (
 )
 
 const (
-	ManifestFile        = remotelog.ManifestFile
 	LocalManifestFile   = remotelog.LocalManifestFile
 	CopySegmentFinished = remotelog.CopySegmentFinished
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
@@ -91,12 +92,12 @@ func (m *Manager) Read(tp log.TopicPartition, offset, maxBytes int64, minOneBatc
 			return nil, wait, nil
 		}
 		if len(hdr) < 27 {
-			return nil, nil, fmt.Errorf("broker/tier: %s: truncated batch at %d", SegmentFileName(seg.BaseOffset, suffixLog), pos)
+			return nil, nil, fmt.Errorf("broker/tier: %s: truncated batch at %d", seg.FileName(suffixLog), pos)
 		}
 		size := record.LogOverhead + int64(int32(binary.BigEndian.Uint32(hdr[8:12])))
 		if size < record.HeaderSize {
 			// A malformed length would not move pos on: spin no more.
-			return nil, nil, fmt.Errorf("broker/tier: %s: malformed batch length at %d", SegmentFileName(seg.BaseOffset, suffixLog), pos)
+			return nil, nil, fmt.Errorf("broker/tier: %s: malformed batch length at %d", seg.FileName(suffixLog), pos)
 		}
 		if record.Batch(hdr).LastOffset() >= offset {
 			first = size
@@ -161,18 +162,18 @@ type segReader struct {
 }
 
 func (r *segReader) name(suffix string) string {
-	return path.Join(r.dir, SegmentFileName(r.seg.BaseOffset, suffix))
+	return path.Join(r.dir, r.seg.FileName(suffix))
 }
 
 func (r *segReader) index() ([]byte, <-chan struct{}, error) {
-	return r.m.cache.get(chunkKey{r.dir, r.seg.BaseOffset, suffixIndex, 0}, func() ([]byte, error) {
+	return r.m.cache.get(chunkKey{r.dir, r.seg.FileName(""), suffixIndex, 0}, func() ([]byte, error) {
 		return r.fs.ReadFile(r.name(suffixIndex))
 	}, r.seg.Files[suffixIndex])
 }
 
 func (r *segReader) chunk(i int64) ([]byte, <-chan struct{}, error) {
 	c := r.m.cfg.ChunkBytes
-	return r.m.cache.get(chunkKey{r.dir, r.seg.BaseOffset, suffixLog, i}, func() ([]byte, error) {
+	return r.m.cache.get(chunkKey{r.dir, r.seg.FileName(""), suffixLog, i}, func() ([]byte, error) {
 		f, err := r.fs.Open(r.name(suffixLog))
 		if err != nil {
 			return nil, err
@@ -251,20 +252,26 @@ const readAheadChunks = 4
 // finds them all busy waits for one to finish, so that many consumers far
 // behind cannot make the broker hold or read without bound.
 type chunkCache struct {
-	limit int64
-	slots int
+	limit   int64
+	slots   int
+	timeout time.Duration // of a load (timed)
 
 	mu      sync.Mutex
 	size    int64         // ready chunks' bytes plus loading ones' expected bytes
 	loading int           // loads under way
+	hung    int           // loads past their timeout that have not returned
 	freed   chan struct{} // closed when a load ends; then replaced
 	lru     *list.List    // of *chunk, most recent first; ready ones only
 	items   map[chunkKey]*chunk
 }
 
 type chunkKey struct {
-	dir    string
-	base   int64
+	dir string
+	// seg is the segment's file name without suffix: it names the
+	// upload, so a segment replaced by one of the same base offset (a
+	// longer upload after a leader change) is never served from the
+	// replaced one's chunks.
+	seg    string
 	suffix string
 	i      int64
 }
@@ -280,9 +287,9 @@ type chunk struct {
 // maxLoadSlots bounds concurrent chunk loads whatever the cache size.
 const maxLoadSlots = 16
 
-func newChunkCache(limit, chunkBytes int64) *chunkCache {
+func newChunkCache(limit, chunkBytes int64, timeout time.Duration) *chunkCache {
 	slots := int(min(max(limit/(2*chunkBytes), 1), maxLoadSlots))
-	return &chunkCache{limit: limit, slots: slots, freed: make(chan struct{}), lru: list.New(), items: map[chunkKey]*chunk{}}
+	return &chunkCache{limit: limit, slots: slots, timeout: timeout, freed: make(chan struct{}), lru: list.New(), items: map[chunkKey]*chunk{}}
 }
 
 // get returns the chunk, or starts loading it (of about expect bytes) and
@@ -305,6 +312,11 @@ func (c *chunkCache) get(k chunkKey, load func() ([]byte, error), expect int64) 
 		c.lru.MoveToFront(ch.elem)
 		return ch.data, nil, nil
 	}
+	if c.hung >= c.slots {
+		// Every slot's load outlived its timeout and still runs: new
+		// ones would only pile up behind the same remote store.
+		return nil, nil, fmt.Errorf("%w: %w: %d remote reads have not returned", ErrUnavailable, errTimedOut, c.hung)
+	}
 	if c.loading >= c.slots {
 		return nil, c.freed, nil
 	}
@@ -314,7 +326,7 @@ func (c *chunkCache) get(k chunkKey, load func() ([]byte, error), expect int64) 
 	c.size += expect
 	c.evict()
 	go func() {
-		data, err := load()
+		data, err := c.timed(load)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.loading--
@@ -333,6 +345,43 @@ func (c *chunkCache) get(k chunkKey, load func() ([]byte, error), expect int64) 
 	return nil, ch.ready, nil
 }
 
+// timed runs load with the cache's timeout: a load that hangs (a
+// DataNode that accepts and never answers; internal/fsys has no
+// deadlines) fails with errTimedOut and frees its slot, so that it does
+// not take a slot for ever, and with all of them every remote read of the
+// broker. It is counted in c.hung until it returns.
+func (c *chunkCache) timed(load func() ([]byte, error)) ([]byte, error) {
+	if c.timeout <= 0 {
+		return load()
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := load()
+		done <- result{data, err}
+	}()
+	t := time.NewTimer(c.timeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.data, r.err
+	case <-t.C:
+	}
+	c.mu.Lock()
+	c.hung++
+	c.mu.Unlock()
+	go func() {
+		<-done
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.hung--
+	}()
+	return nil, fmt.Errorf("%w after %v", errTimedOut, c.timeout)
+}
+
 // evict drops least recently used ready chunks while the cache is over
 // its bound, keeping the newest. c.mu is held.
 func (c *chunkCache) evict() {
@@ -345,14 +394,14 @@ func (c *chunkCache) evict() {
 
 // dropSegments forgets the chunks of deleted remote segments.
 func (c *chunkCache) dropSegments(dir string, segs []SegmentMetadata) {
-	gone := map[int64]bool{}
+	gone := map[string]bool{}
 	for _, s := range segs {
-		gone[s.BaseOffset] = true
+		gone[s.FileName("")] = true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, ch := range c.items {
-		if k.dir == dir && gone[k.base] {
+		if k.dir == dir && gone[k.seg] {
 			delete(c.items, k)
 			if ch.elem != nil {
 				c.lru.Remove(ch.elem)

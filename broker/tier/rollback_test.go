@@ -10,12 +10,13 @@ import (
 	"github.com/tributary-io/tributary/internal/remotelog"
 )
 
-// TestRolledBackManifestRefused: a deposed leader's late rename puts back
-// a manifest of a lower leader epoch that lacks the newest segment. A
-// broker that saw the newer one must not load it (its sweep would remove
-// the newest segment's files, which no replica may hold any more), nor
-// trim by it as a follower; and a remote read in the hole it would leave
-// is an error, not the next segment.
+// TestRolledBackManifestRefused: a manifest version of a lower leader
+// epoch that lacks the newest segment (a commit never writes one since
+// the compare-and-swap; an operator's restore, or an older build, could).
+// A broker that saw the newer one must not load it (gc would remove the
+// newest segment's files, which no replica may hold any more), nor trim
+// by it as a follower; and a remote read in the hole it would leave is an
+// error, not the next segment.
 func TestRolledBackManifestRefused(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -27,13 +28,23 @@ func TestRolledBackManifestRefused(t *testing.T) {
 	m.Pass([]tier.Target{{TP: tp, TopicID: "id", Log: l, LeaderEpoch: 5, Bound: l.LogEndOffset()}}, nil)
 
 	dir := filepath.Join(root, tier.RemoteDir("t", "id", 0))
-	data, err := os.ReadFile(filepath.Join(dir, tier.ManifestFile))
+	data, err := os.ReadFile(newestVersion(t, root))
 	if err != nil {
 		t.Fatal(err)
 	}
 	newer, err := remotelog.ParseManifest(data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// put writes man as the next version, by hand.
+	put := func(man *tier.Manifest) {
+		t.Helper()
+		data, _ := os.ReadFile(newestVersion(t, root))
+		cur, _ := remotelog.ParseManifest(data)
+		man.Sequence = cur.Sequence + 1
+		if err := os.WriteFile(filepath.Join(dir, remotelog.ManifestName(man.Sequence)), man.Encode(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(newer.Segments) < 3 || newer.LeaderEpoch != 5 {
 		t.Fatalf("manifest: %d segments, leader epoch %d", len(newer.Segments), newer.LeaderEpoch)
@@ -42,19 +53,17 @@ func TestRolledBackManifestRefused(t *testing.T) {
 	older := newer.Clone()
 	older.LeaderEpoch = 4
 	older.Segments = older.Segments[:len(older.Segments)-1]
-	if err := os.WriteFile(filepath.Join(dir, tier.ManifestFile), older.Encode(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	put(older)
 
 	// Restarted (the local copy of epoch 5 is what it knows) and
 	// re-elected.
 	m2 := tier.New(cfg)
 	defer m2.Close()
 	m2.Pass([]tier.Target{{TP: tp, TopicID: "id", Log: l, LeaderEpoch: 6, Bound: l.LogEndOffset()}}, nil)
-	if _, err := os.Stat(filepath.Join(dir, tier.SegmentFileName(last.BaseOffset, ".log"))); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, last.FileName(".log"))); err != nil {
 		t.Errorf("the newest segment's files were swept by loading a rolled-back manifest: %v", err)
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, tier.ManifestFile)); err != nil {
+	if data, err := os.ReadFile(newestVersion(t, root)); err != nil {
 		t.Fatal(err)
 	} else if now, err := remotelog.ParseManifest(data); err != nil || now.LeaderEpoch != 4 {
 		t.Errorf("the broker loaded the rolled-back manifest and wrote over it (leader epoch now %d, %v)", now.LeaderEpoch, err)
@@ -70,9 +79,7 @@ func TestRolledBackManifestRefused(t *testing.T) {
 	if _, ok := hole.Find(newer.Segments[1].BaseOffset); ok || !hole.Hole(newer.Segments[1].BaseOffset) {
 		t.Errorf("Find in a hole: found, or not reported as a hole")
 	}
-	if err := os.WriteFile(filepath.Join(dir, tier.ManifestFile), hole.Encode(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	put(hole)
 	m3 := tier.New(cfg)
 	defer m3.Close()
 	m3.Pass([]tier.Target{{TP: tp, TopicID: "id", Log: l, LeaderEpoch: 7, Bound: l.LogEndOffset()}}, nil)

@@ -2,7 +2,6 @@ package tier_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/tier"
 	"github.com/tributary-io/tributary/internal/fsys"
+	"github.com/tributary-io/tributary/internal/remotelog"
 	"github.com/tributary-io/tributary/internal/testbroker"
 	"github.com/tributary-io/tributary/internal/testhdfs"
 )
@@ -41,6 +41,7 @@ func TestTieredStorageHDFS(t *testing.T) {
 		"rsm.config.storage.uri="+uri,
 		"rsm.config.storage.hdfs.user="+hd.User,
 		"remote.log.manager.task.interval.ms=100",
+		"rsm.config.storage.cleanup.grace.ms=1000",
 		"log.retention.check.interval.ms=100",
 		"log.segment.delete.delay.ms=0",
 	)
@@ -156,8 +157,9 @@ func TestTieredStorageHDFS(t *testing.T) {
 		dir := t.TempDir()
 		var files []string
 		for _, suf := range []string{".log", ".index", ".timeindex"} {
+			// Named by upload in HDFS, by base offset for Kafka's tools.
 			name := tier.SegmentFileName(seg.BaseOffset, suf)
-			data, err := fs.ReadFile(path.Join(remote, name))
+			data, err := fs.ReadFile(path.Join(remote, seg.FileName(suf)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +200,7 @@ func TestTieredStorageHDFS(t *testing.T) {
 		man := readManifest(t, fs, remote)
 		for _, s := range man.Segments {
 			for suf, size := range s.Files {
-				st, err := fs.Stat(path.Join(remote, tier.SegmentFileName(s.BaseOffset, suf)))
+				st, err := fs.Stat(path.Join(remote, s.FileName(suf)))
 				if err != nil || st.Size() != size {
 					t.Errorf("segment %d, %s: %v (size %v, the manifest says %d)", s.BaseOffset, suf, err, st, size)
 				}
@@ -209,30 +211,38 @@ func TestTieredStorageHDFS(t *testing.T) {
 			return m != nil && m.UploadedEnd() > man.UploadedEnd() && m.UploadedEnd() > n
 		})
 		consumeAll(t, ctx, b.Addr(), 2*n)
-		// What interrupted uploads left was swept when the partition
-		// loaded: every remote file is a registered segment's.
-		m := readManifest(t, fs, remote)
-		names := map[string]bool{tier.ManifestFile: true}
-		for _, s := range m.Segments {
-			for suf := range s.Files {
-				names[tier.SegmentFileName(s.BaseOffset, suf)] = true
+		// What interrupted uploads left is removed once older than
+		// the grace period (1 s here): every remote file is then a
+		// registered segment's.
+		waitFor(t, ctx, "files no manifest names to be removed", func() bool {
+			m := readManifest(t, fs, remote)
+			names := map[string]bool{remotelog.ManifestDir: true, remotelog.LegacyManifestFile: true}
+			for _, s := range m.Segments {
+				for suf := range s.Files {
+					names[s.FileName(suf)] = true
+				}
 			}
-		}
-		ents, err := fs.ReadDir(remote)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			// Files at or past the uploaded end are an upload in
-			// progress; below it, an orphan would be a leak.
-			var base int64
-			if _, err := fmt.Sscanf(e.Name(), "%d.", &base); err == nil && base >= m.UploadedEnd() || strings.HasPrefix(e.Name(), ".") {
-				continue
+			ents, err := fs.ReadDir(remote)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !names[e.Name()] {
-				t.Errorf("remote file %s is no registered segment's", e.Name())
+			var orphans []string
+			for _, e := range ents {
+				// Files at or past the uploaded end are an upload in
+				// progress; below it, an orphan would be a leak.
+				var base int64
+				if _, err := fmt.Sscanf(e.Name(), "%d-", &base); err == nil && base >= m.UploadedEnd() {
+					continue
+				}
+				if !names[e.Name()] {
+					orphans = append(orphans, e.Name())
+				}
 			}
-		}
+			if len(orphans) > 0 {
+				t.Logf("remote files no registered segment's: %v", orphans)
+			}
+			return len(orphans) == 0
+		})
 	})
 
 	if problems := <-dumped; problems != "" {
@@ -343,27 +353,14 @@ func findRemoteDir(t *testing.T, fs fsys.FS, ctx context.Context) string {
 	return dir
 }
 
-// readManifest reads the remote manifest as the broker leaves it; a read
-// that races with the broker renaming a new one over it (HDFS then cuts
-// the old file's read short) is retried.
+// readManifest reads the newest remote manifest version.
 func readManifest(t testing.TB, fs fsys.FS, dir string) *tier.Manifest {
 	t.Helper()
-	for try := 0; ; try++ {
-		data, err := fs.ReadFile(path.Join(dir, tier.ManifestFile))
-		if fsys.IsNotExist(err) {
-			return nil
-		}
-		var m tier.Manifest
-		if err == nil {
-			if err = json.Unmarshal(data, &m); err == nil {
-				return &m
-			}
-		}
-		if try == 5 {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	m, err := remotelog.ReadLatest(fs, dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m
 }
 
 func localSegments(t *testing.T, b *testbroker.Broker) int {

@@ -99,9 +99,9 @@ func (m *Manager) segmentOffsetForTimestamp(fs fsys.FS, p *partition, man *Manif
 	}
 	from := max(seg.BaseOffset, man.LogStartOffset)
 	if size, has := seg.Files[suffixTimeIndex]; has && size > 0 {
-		name := path.Join(p.dir, SegmentFileName(seg.BaseOffset, suffixTimeIndex))
+		name := path.Join(p.dir, seg.FileName(suffixTimeIndex))
 		for {
-			idx, w, err := m.cache.get(chunkKey{p.dir, seg.BaseOffset, suffixTimeIndex, 0}, func() ([]byte, error) { return fs.ReadFile(name) }, size)
+			idx, w, err := m.cache.get(chunkKey{p.dir, seg.FileName(""), suffixTimeIndex, 0}, func() ([]byte, error) { return fs.ReadFile(name) }, size)
 			if err != nil {
 				return 0, 0, false, err
 			}

@@ -2,8 +2,6 @@ package tier_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -56,13 +54,7 @@ func TestOffsetForTimestampRemote(t *testing.T) {
 	want("after DeleteRecords to 10", m, base+60, 20)
 	want("after DeleteRecords to 10", m, base, 10)
 
-	man := filepath.Join(root, tier.RemoteDir("t", "id", 0), tier.ManifestFile)
-	if err := os.Rename(man, man+".saved"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(man, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	breakManifest(t, root)
 	m2 := tier.New(cfg)
 	defer m2.Close()
 	m2.Pass([]tier.Target{{TP: tp, TopicID: "id", Log: l, LeaderEpoch: 1, Bound: l.LogEndOffset()}}, nil)

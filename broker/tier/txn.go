@@ -53,10 +53,10 @@ func (m *Manager) AbortedTxns(tp log.TopicPartition, from, to int64) (out []remo
 			continue
 		}
 		p.txnMu.Lock()
-		entries, parsed := p.txns[seg.BaseOffset]
+		entries, parsed := p.txns[seg.FileName("")]
 		p.txnMu.Unlock()
 		if !parsed {
-			if entries, wait, err = m.loadTxnIndex(fs, p, man, seg.BaseOffset, size, wait); err != nil {
+			if entries, wait, err = m.loadTxnIndex(fs, p, man, seg, size, wait); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -72,12 +72,12 @@ func (m *Manager) AbortedTxns(tp log.TopicPartition, from, to int64) (out []remo
 	return out, nil, nil
 }
 
-// loadTxnIndex returns the parsed .txnindex of the remote segment at base
-// and keeps it in p.txns; while it is being read it returns no entries,
+// loadTxnIndex returns the parsed .txnindex of the remote segment and
+// keeps it in p.txns; while it is being read it returns no entries,
 // and wait (the first of those pending) is set.
-func (m *Manager) loadTxnIndex(fs fsys.FS, p *partition, man *Manifest, base, size int64, wait <-chan struct{}) ([]remotelog.AbortedTxn, <-chan struct{}, error) {
-	name := path.Join(p.dir, SegmentFileName(base, suffixTxnIndex))
-	data, w, err := m.cache.get(chunkKey{p.dir, base, suffixTxnIndex, 0}, func() ([]byte, error) {
+func (m *Manager) loadTxnIndex(fs fsys.FS, p *partition, man *Manifest, seg SegmentMetadata, size int64, wait <-chan struct{}) ([]remotelog.AbortedTxn, <-chan struct{}, error) {
+	name := path.Join(p.dir, seg.FileName(suffixTxnIndex))
+	data, w, err := m.cache.get(chunkKey{p.dir, seg.FileName(""), suffixTxnIndex, 0}, func() ([]byte, error) {
 		return fs.ReadFile(name)
 	}, size)
 	if err != nil {
@@ -98,16 +98,18 @@ func (m *Manager) loadTxnIndex(fs fsys.FS, p *partition, man *Manifest, base, si
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
 	if p.txns == nil {
-		p.txns = map[int64][]remotelog.AbortedTxn{}
+		p.txns = map[string][]remotelog.AbortedTxn{}
 	}
-	// Segments expired from remote storage are forgotten.
-	if len(man.Segments) > 0 {
-		for b := range p.txns {
-			if b < man.Segments[0].BaseOffset {
-				delete(p.txns, b)
-			}
+	// Segments expired or replaced in remote storage are forgotten.
+	live := make(map[string]bool, len(man.Segments))
+	for _, s := range man.Segments {
+		live[s.FileName("")] = true
+	}
+	for k := range p.txns {
+		if !live[k] {
+			delete(p.txns, k)
 		}
 	}
-	p.txns[base] = entries
+	p.txns[seg.FileName("")] = entries
 	return entries, wait, nil
 }

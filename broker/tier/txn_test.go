@@ -126,13 +126,7 @@ func TestAbortedTxnsAcrossSegments(t *testing.T) {
 
 	// A restarted broker whose manifest cannot be read (a directory in its
 	// place, as HDFS trouble): retriable, not "no aborted transactions".
-	man := filepath.Join(root, tier.RemoteDir("t", "id", 0), tier.ManifestFile)
-	if err := os.Rename(man, man+".saved"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(man, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	breakManifest(t, root)
 	m2 := tier.New(tier.Config{URI: "file://" + root, ChunkBytes: 1000, CacheBytes: 8000})
 	defer m2.Close()
 	m2.Pass([]tier.Target{{TP: tp, TopicID: "id", Log: l, LeaderEpoch: 1, Bound: l.LogEndOffset()}}, nil)

@@ -69,7 +69,7 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 				metas[i], errs[i] = m.uploadSegment(fs, p, t, &group[i])
 			}()
 		}
-		if err := m.bounded(func() error { wg.Wait(); return nil }); err != nil {
+		if err := m.bounded(0, func() error { wg.Wait(); return nil }); err != nil {
 			return n, err
 		}
 		// Only an unbroken run from the uploaded end is registered.
@@ -78,48 +78,23 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 			ok++
 		}
 		if ok > 0 {
-			next := p.manifest.Load().Clone()
-			if len(next.Segments) == 0 && (next.LogStartOffset < 0 || next.LogStartOffset > group[0].Base) {
-				// Not below the local log start: DeleteRecords or
-				// retention may have moved it inside the segment.
-				next.LogStartOffset = max(group[0].Base, t.Log.LogStartOffset())
-			}
-			// A segment starting at or below a remote one's base covers
-			// it (its end is past theirs): it replaces them. One with the
-			// same base has already replaced its files.
-			var covered []SegmentMetadata
-			keep := next.Segments[:0]
-			for _, s := range next.Segments {
-				if s.BaseOffset >= metas[0].BaseOffset {
-					covered = append(covered, s)
-				} else {
-					keep = append(keep, s)
-				}
-			}
-			if len(keep) > 0 && metas[0].BaseOffset > keep[len(keep)-1].EndOffset+1 {
-				// The local log starts past the uploaded end (it was
-				// trimmed by a manifest since rolled back, review 4):
-				// registering would leave offsets in no segment, which
-				// readers would skip. Nothing here can fill the hole.
+			before := p.manifest.Load()
+			add := metas[:ok]
+			logStart := t.Log.LogStartOffset()
+			err := m.commit(fs, p, t.Log, before, func(next *Manifest) (*Manifest, error) {
+				return register(next, add, logStart)
+			})
+			if errors.Is(err, errHole) {
 				m.logger.Error("tiered storage: the local log starts past the uploaded end; not registering a segment that would leave a hole",
-					"partition", t.TP.String(), "uploaded_end", keep[len(keep)-1].EndOffset+1, "segment_base", metas[0].BaseOffset)
-				return n, fmt.Errorf("%w: %s: a segment at %d would leave a hole after the uploaded end %d", ErrUnavailable, t.TP, metas[0].BaseOffset, keep[len(keep)-1].EndOffset+1)
+					"partition", t.TP.String(), "err", err)
 			}
-			next.Segments = append(keep, metas[:ok]...)
-			if err := m.commit(fs, p, t.Log, next); err != nil {
+			if err != nil {
 				return n, err
 			}
-			if len(covered) > 0 {
-				m.cache.dropSegments(p.dir, covered)
-				for _, s := range covered {
-					if s.BaseOffset == metas[0].BaseOffset {
-						continue
-					}
-					for suf := range s.Files {
-						// What fails to go is swept at the next load.
-						fs.RemoveAll(path.Join(p.dir, SegmentFileName(s.BaseOffset, suf)))
-					}
-				}
+			if gone := replaced(before, p.manifest.Load()); len(gone) > 0 {
+				// Their files go with gc, once no manifest version
+				// kept for readers names them.
+				m.cache.dropSegments(p.dir, gone)
 			}
 			for _, s := range group[:ok] {
 				m.uploadedSegments.Add(1)
@@ -135,8 +110,64 @@ func (m *Manager) upload(fs fsys.FS, p *partition, t Target) (int, error) {
 	return n, nil
 }
 
-// uploadSegment writes the segment's files under their final names; the
-// segment is not registered yet.
+// register adds the uploaded segments add (an unbroken run, oldest
+// first) to next. A segment starting at or below a remote one's base
+// covers it (its end is past theirs): it replaces them. When next
+// already reaches past them (another writer of this epoch registered
+// more meanwhile), nothing changes.
+func register(next *Manifest, add []SegmentMetadata, logStart int64) (*Manifest, error) {
+	last := add[len(add)-1]
+	if next.UploadedEnd() > last.EndOffset {
+		return next, nil
+	}
+	if len(next.Segments) == 0 && (next.LogStartOffset < 0 || next.LogStartOffset > add[0].BaseOffset) {
+		// Not below the local log start: DeleteRecords or retention
+		// may have moved it inside the segment.
+		next.LogStartOffset = max(add[0].BaseOffset, logStart)
+	}
+	keep := next.Segments[:0:0]
+	for _, s := range next.Segments {
+		if s.BaseOffset < add[0].BaseOffset {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) > 0 && add[0].BaseOffset > keep[len(keep)-1].EndOffset+1 {
+		// The local log starts past the uploaded end (it was trimmed by
+		// a manifest since lost, review 4): registering would leave
+		// offsets in no segment, which readers would skip. Nothing here
+		// can fill the hole.
+		return nil, fmt.Errorf("%w: a segment at %d would leave a hole after the uploaded end %d", errHole, add[0].BaseOffset, keep[len(keep)-1].EndOffset+1)
+	}
+	next.Segments = append(keep, add...)
+	return next, nil
+}
+
+// errHole is an upload that would leave offsets in no remote segment.
+var errHole = errors.New("broker/tier: the segment would leave a hole in the remote log")
+
+// replaced are the segments of before that after no longer names.
+func replaced(before, after *Manifest) []SegmentMetadata {
+	if before == nil || after == nil {
+		return nil
+	}
+	still := map[string]bool{}
+	for _, s := range after.Segments {
+		still[s.FileName("")] = true
+	}
+	var out []SegmentMetadata
+	for _, s := range before.Segments {
+		if !still[s.FileName("")] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// uploadSegment writes the segment's files under names of their own
+// (SegmentMetadata.FileName: base offset and upload id); the segment is
+// not registered yet. A name is never reused, so no upload, retried,
+// concurrent or a deposed leader's, writes over a file a manifest names;
+// what is never registered is removed by gc.
 func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.ClosedSegment) (SegmentMetadata, error) {
 	meta := SegmentMetadata{ID: remotelog.NewSegmentID(), BaseOffset: seg.Base, EndOffset: seg.Next - 1, MaxTimestamp: seg.MaxTimestamp,
 		Size: seg.Size, BrokerID: m.cfg.NodeID, LeaderEpoch: t.LeaderEpoch, State: CopySegmentFinished, Files: map[string]int64{},
@@ -183,8 +214,8 @@ func (m *Manager) uploadSegment(fs fsys.FS, p *partition, t Target, seg *log.Clo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := writeRemote(fs, path.Join(p.dir, SegmentFileName(seg.Base, f.suffix)), meta.ID, f.r, f.size); err != nil {
-				errs[i] = fmt.Errorf("%w: upload %s of %s: %v", ErrUnavailable, SegmentFileName(seg.Base, f.suffix), t.TP, err)
+			if err := writeRemote(fs, path.Join(p.dir, meta.FileName(f.suffix)), f.r, f.size); err != nil {
+				errs[i] = fmt.Errorf("%w: upload %s of %s: %v", ErrUnavailable, meta.FileName(f.suffix), t.TP, err)
 			}
 		}()
 	}
@@ -202,11 +233,13 @@ type upFile struct {
 	size   int64
 }
 
-// writeRemote writes a file under a temporary name and renames it into
-// place once HDFS has it whole, replacing what an earlier attempt left.
-func writeRemote(fs fsys.FS, name, id string, r io.Reader, size int64) error {
-	tmp := path.Join(path.Dir(name), "."+path.Base(name)+".tmp-"+id)
-	w, err := fs.Create(tmp)
+// writeRemote writes a file under its final name: it is read only once
+// a manifest names it, which happens after every file of the segment is
+// closed (HDFS makes a file whole and visible at close), and the name is
+// the upload's own, so there is nothing to replace (Create refuses an
+// existing name).
+func writeRemote(fs fsys.FS, name string, r io.Reader, size int64) error {
+	w, err := fs.Create(name)
 	if err != nil {
 		return err
 	}
@@ -217,11 +250,8 @@ func writeRemote(fs fsys.FS, name, id string, r io.Reader, size int64) error {
 	if err == nil && n != size {
 		err = fmt.Errorf("wrote %d bytes of %d", n, size)
 	}
-	if err == nil {
-		err = fs.Rename(tmp, name)
-	}
 	if err != nil {
-		fs.RemoveAll(tmp)
+		fs.RemoveAll(name)
 	}
 	return err
 }
@@ -275,7 +305,8 @@ func snapshotFor(dir string, next int64) (string, bool) {
 
 // expire applies the topic's total retention (retention.ms,
 // retention.bytes) to the remote segments, oldest first: the manifest
-// without them is written before their files are removed.
+// without them is written, and gc removes their files after the grace
+// period.
 func (m *Manager) expire(fs fsys.FS, p *partition, t Target) error {
 	cfg := t.Log.Config()
 	man := p.manifest.Load()
@@ -298,23 +329,28 @@ func (m *Manager) expire(fs fsys.FS, p *partition, t Target) error {
 	if n == 0 {
 		return nil
 	}
-	gone := man.Segments[:n]
-	next := man.Clone()
-	next.Segments = next.Segments[n:]
-	next.LogStartOffset = max(next.LogStartOffset, gone[n-1].EndOffset+1)
-	if err := m.commit(fs, p, t.Log, next); err != nil {
+	err := m.commit(fs, p, t.Log, man, func(next *Manifest) (*Manifest, error) {
+		// Applied to another writer's version, the same segments go
+		// (those it still has).
+		cut := 0
+		for cut < len(next.Segments) && next.Segments[cut].EndOffset <= man.Segments[n-1].EndOffset {
+			cut++
+		}
+		if cut > 0 {
+			next.LogStartOffset = max(next.LogStartOffset, next.Segments[cut-1].EndOffset+1)
+		}
+		next.Segments = next.Segments[cut:]
+		return next, nil
+	})
+	if err != nil {
 		return err
 	}
-	m.cache.dropSegments(p.dir, gone)
+	next := p.manifest.Load()
+	// Their files go with gc, once no manifest version kept for readers
+	// names them (a loader may be reading them).
+	m.cache.dropSegments(p.dir, replaced(man, next))
 	var errs []error
-	for _, s := range gone {
-		for suf := range s.Files {
-			if err := fs.RemoveAll(path.Join(p.dir, SegmentFileName(s.BaseOffset, suf))); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	m.logger.Info("tiered storage: retention deleted remote segments", "partition", t.TP.String(), "segments", n, "remote_log_start_offset", next.LogStartOffset)
+	m.logger.Info("tiered storage: retention deleted remote segments", "partition", t.TP.String(), "segments", n, "remote_log_start_offset", next.LogStartOffset, "version", next.Sequence)
 	// The total retention also bounds the disk: what it removed remotely
 	// is gone locally too.
 	if next.LogStartOffset > t.Log.LogStartOffset() {
@@ -322,6 +358,5 @@ func (m *Manager) expire(fs fsys.FS, p *partition, t Target) error {
 			errs = append(errs, err)
 		}
 	}
-	// Files that failed to go are swept at the next load.
 	return errors.Join(errs...)
 }

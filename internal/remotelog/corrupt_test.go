@@ -17,7 +17,8 @@ import (
 )
 
 // oneSegment writes seg as the remote segment at 0 whose manifest says it
-// holds offsets 0..end in size bytes.
+// holds offsets 0..end in size bytes. Its files are named as before
+// versioned manifests (by base offset alone), which readers still read.
 func oneSegment(t *testing.T, seg []byte, end, size int64) (*Partition, *Manifest) {
 	t.Helper()
 	fs, err := fsys.Open("file://"+t.TempDir(), fsys.Options{})
@@ -30,7 +31,7 @@ func oneSegment(t *testing.T, seg []byte, end, size int64) (*Partition, *Manifes
 		t.Fatal(err)
 	}
 	man := &Manifest{Version: ManifestVersion, Topic: "t", TopicID: "id", Segments: []SegmentMetadata{
-		{BaseOffset: 0, EndOffset: end, Size: size, Files: map[string]int64{SuffixLog: size}}}}
+		{BaseOffset: 0, EndOffset: end, Size: size, OffsetNamed: true, Files: map[string]int64{SuffixLog: size}}}}
 	return p, man
 }
 
@@ -73,7 +74,7 @@ func TestReadCorruptSegments(t *testing.T) {
 		if err := p.FS.WriteFileAtomic(path.Join(p.Dir, SegmentFileName(4, SuffixLog)), seg2); err != nil {
 			t.Fatal(err)
 		}
-		man.Segments = append(man.Segments, SegmentMetadata{BaseOffset: 4, EndOffset: 4, Size: int64(len(seg2)), Files: map[string]int64{SuffixLog: int64(len(seg2))}})
+		man.Segments = append(man.Segments, SegmentMetadata{BaseOffset: 4, EndOffset: 4, Size: int64(len(seg2)), OffsetNamed: true, Files: map[string]int64{SuffixLog: int64(len(seg2))}})
 		got, next, err := readValues(p, man, 0, 5)
 		if !errors.Is(err, ErrCorrupt) || next > 2 {
 			t.Errorf("a .log cut short before another segment: got %v, next %d, err %v; want ErrCorrupt and next <= 2", got, next, err)
@@ -116,7 +117,7 @@ func TestReadCorruptSegments(t *testing.T) {
 		if err := p.FS.WriteFileAtomic(path.Join(p.Dir, SegmentFileName(4, SuffixLog)), seg2); err != nil {
 			t.Fatal(err)
 		}
-		man.Segments = append(man.Segments, SegmentMetadata{BaseOffset: 4, EndOffset: 4, Size: int64(len(seg2)), Files: map[string]int64{SuffixLog: int64(len(seg2))}})
+		man.Segments = append(man.Segments, SegmentMetadata{BaseOffset: 4, EndOffset: 4, Size: int64(len(seg2)), OffsetNamed: true, Files: map[string]int64{SuffixLog: int64(len(seg2))}})
 		if !man.Hole(2) || man.Hole(4) {
 			t.Errorf("Hole(2) %v, Hole(4) %v", man.Hole(2), man.Hole(4))
 		}
@@ -184,7 +185,7 @@ func TestIsAbortedIndexed(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &committedReader{p: p, loaded: map[int64]bool{}}
-	if err := r.loadTxnIndex(SegmentMetadata{BaseOffset: 0, Files: map[string]int64{SuffixTxnIndex: int64(len(idx))}}); err != nil {
+	if err := r.loadTxnIndex(SegmentMetadata{BaseOffset: 0, OffsetNamed: true, Files: map[string]int64{SuffixTxnIndex: int64(len(idx))}}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -9,15 +9,16 @@
 // (rsm.config.storage.uri):
 //
 //	<root>/<topic>-<topic id>/<partition>/
-//	    00000000000000001200.log                      the segment, byte for byte
-//	    00000000000000001200.index                    its offset index
-//	    00000000000000001200.timeindex                its time index
-//	    00000000000000001200.leader-epoch-checkpoint  the leader-epoch cache up to the segment end
-//	    00000000000000001200.snapshot                 a producer snapshot, if any
-//	    00000000000000001200.txnindex                 the aborted transactions whose marker is in the segment, if any
-//	    manifest.json                                 the remote log metadata (manifest.go)
+//	    <base offset>-<upload id>.log                      the segment, byte for byte
+//	    <base offset>-<upload id>.index                    its offset index
+//	    <base offset>-<upload id>.timeindex                its time index
+//	    <base offset>-<upload id>.leader-epoch-checkpoint  the leader-epoch cache up to the segment end
+//	    <base offset>-<upload id>.snapshot                 a producer snapshot, if any
+//	    <base offset>-<upload id>.txnindex                 the aborted transactions whose marker is in the segment, if any
+//	    manifests/<sequence>.json                          the remote log metadata, by version (manifest.go, versions.go)
 //
-// A segment exists remotely only when the manifest names it; files the
-// manifest does not name are an interrupted upload and are never read.
+// A segment exists remotely only when the newest manifest version names
+// it; files no version names are an interrupted or refused upload and are
+// never read. Commit is the one writer (the broker's tier manager calls it).
 // Everything here is safe for concurrent use: it holds no state.
 package remotelog

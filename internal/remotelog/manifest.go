@@ -9,13 +9,17 @@ import (
 	"sort"
 )
 
-// ManifestFile is the remote log metadata of one partition, in its remote
-// directory; LocalManifestFile is the copy in the partition's local
-// directory.
+// LocalManifestFile is the copy of the newest manifest in the
+// partition's local directory. The remote metadata itself is a series of
+// versions (versions.go); LegacyManifestFile is the single manifest that
+// earlier builds renamed over itself, read when no version exists.
 const (
-	ManifestFile      = "manifest.json"
-	LocalManifestFile = "remote-log-manifest.json"
-	ManifestVersion   = 1
+	LocalManifestFile  = "remote-log-manifest.json"
+	LegacyManifestFile = "manifest.json"
+	// ManifestVersion 2: versioned files, and segment files named by
+	// upload (SegmentMetadata.FileName). Version 1 (manifest.json) is
+	// read, its segments marked OffsetNamed.
+	ManifestVersion = 2
 )
 
 // Segment states, Kafka's RemoteLogSegmentState names. Only finished copies
@@ -35,9 +39,9 @@ type EpochEntry struct {
 // SegmentMetadata describes one remote segment, as Kafka's
 // RemoteLogSegmentMetadata does.
 type SegmentMetadata struct {
-	// ID names this upload (Kafka's RemoteLogSegmentId); files are named
-	// by BaseOffset, so that a retried upload replaces what an interrupted
-	// one left.
+	// ID names this upload (Kafka's RemoteLogSegmentId). The segment's
+	// files carry it (FileName), so that no upload, retried, concurrent
+	// or a deposed leader's, writes over a file a manifest names.
 	ID           string `json:"id"`
 	BaseOffset   int64  `json:"base_offset"`
 	EndOffset    int64  `json:"end_offset"` // the last offset the segment covers
@@ -64,6 +68,20 @@ type SegmentMetadata struct {
 	// floor of what a batch may decompress to when read back, as it was
 	// when the broker took it (BatchReader).
 	MaxMessageBytes int `json:"max_message_bytes,omitempty"`
+	// OffsetNamed: uploaded before files were named by upload; its files
+	// are named by BaseOffset alone.
+	OffsetNamed bool `json:"offset_named,omitempty"`
+}
+
+// FileName is the remote name of the segment's file with suffix, in the
+// partition's directory: <base offset>-<upload id><suffix>, as Kafka's
+// remote storage plugins name them (copied back to a broker's directory
+// for Kafka's tools, it takes the name SegmentFileName gives).
+func (s *SegmentMetadata) FileName(suffix string) string {
+	if s.OffsetNamed {
+		return SegmentFileName(s.BaseOffset, suffix)
+	}
+	return fmt.Sprintf("%020d-%s%s", s.BaseOffset, s.ID, suffix)
 }
 
 // ProducerStateExact is SegmentMetadata.ProducerState for an exact snapshot.
@@ -71,11 +89,15 @@ const ProducerStateExact = "exact"
 
 // Manifest is a partition's remote log metadata.
 //
-// Format (JSON, version 1): {"version":1,"topic":..,"topic_id":..,
-// "partition":..,"log_start_offset":..,"segments":[SegmentMetadata...]}
-// with segments by base offset. A reader refuses another version.
+// Format (JSON, version 2): {"version":2,"sequence":..,"topic":..,
+// "topic_id":..,"partition":..,"log_start_offset":..,"leader_epoch":..,
+// "segments":[SegmentMetadata...]} with segments by base offset. A reader
+// refuses a version it does not know.
 type Manifest struct {
-	Version   int    `json:"version"`
+	Version int `json:"version"`
+	// Sequence is the manifest's version number (versions.go): the
+	// number in its file name.
+	Sequence  int64  `json:"sequence"`
 	Topic     string `json:"topic"`
 	TopicID   string `json:"topic_id"`
 	Partition int32  `json:"partition"`
@@ -94,7 +116,14 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("remotelog: corrupt manifest: %w", err)
 	}
-	if m.Version != ManifestVersion {
+	switch m.Version {
+	case ManifestVersion:
+	case 1:
+		m.Version, m.Sequence = ManifestVersion, 0
+		for i := range m.Segments {
+			m.Segments[i].OffsetNamed = true
+		}
+	default:
 		return nil, fmt.Errorf("remotelog: manifest version %d, this reader reads %d", m.Version, ManifestVersion)
 	}
 	if !sort.SliceIsSorted(m.Segments, func(i, j int) bool { return m.Segments[i].BaseOffset < m.Segments[j].BaseOffset }) {

@@ -8,7 +8,6 @@ import (
 	"path"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/tributary-io/tributary/internal/fsys"
 )
@@ -47,27 +46,11 @@ type Partition struct {
 	Dir string // Dir(topic, topicID, partition)
 }
 
-// Manifest reads the partition's manifest; nil and no error when the
-// partition has nothing in remote storage.
-//
-// The broker replaces the manifest by renaming a new one over it; on HDFS
-// a read that races with the rename can be cut short, so a manifest that
-// does not parse is read again a few times before it is an error.
+// Manifest reads the partition's newest manifest; nil and no error when
+// the partition has nothing in remote storage. Versions are never
+// written over (versions.go), so a read never races with a writer.
 func (p *Partition) Manifest() (*Manifest, error) {
-	for try := 0; ; try++ {
-		data, err := p.FS.ReadFile(path.Join(p.Dir, ManifestFile))
-		if fsys.IsNotExist(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		m, err := ParseManifest(data)
-		if err == nil || try == 4 {
-			return m, err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return ReadLatest(p.FS, p.Dir)
 }
 
 // ReadCommitted calls fn with the committed records of [from, to), in
@@ -125,13 +108,13 @@ func (r *committedReader) loadTxnIndex(s SegmentMetadata) error {
 	if _, ok := s.Files[SuffixTxnIndex]; !ok {
 		return nil
 	}
-	data, err := r.p.FS.ReadFile(path.Join(r.p.Dir, SegmentFileName(s.BaseOffset, SuffixTxnIndex)))
+	data, err := r.p.FS.ReadFile(path.Join(r.p.Dir, s.FileName(SuffixTxnIndex)))
 	if err != nil {
 		return err
 	}
 	entries, err := ParseTxnIndex(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", SegmentFileName(s.BaseOffset, SuffixTxnIndex), err)
+		return fmt.Errorf("%s: %w", s.FileName(SuffixTxnIndex), err)
 	}
 	if r.aborted == nil {
 		r.aborted = map[int64][]AbortedTxn{}
@@ -196,10 +179,10 @@ func (r *committedReader) resume() int64 {
 // past the size, or leading past the offset sought, is not trusted: the
 // segment is read from its start instead.
 func (r *committedReader) segment(s SegmentMetadata) (done bool, err error) {
-	name := path.Join(r.p.Dir, SegmentFileName(s.BaseOffset, SuffixLog))
+	name := path.Join(r.p.Dir, s.FileName(SuffixLog))
 	pos := int64(0)
 	if r.next > s.BaseOffset {
-		if idx, err := r.p.FS.ReadFile(path.Join(r.p.Dir, SegmentFileName(s.BaseOffset, SuffixIndex))); err == nil {
+		if idx, err := r.p.FS.ReadFile(path.Join(r.p.Dir, s.FileName(SuffixIndex))); err == nil {
 			if p := IndexLookup(idx, s.BaseOffset, r.next); p >= 0 && p < s.Size {
 				pos = p
 			}

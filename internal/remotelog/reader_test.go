@@ -96,16 +96,18 @@ func TestReadCommitted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(SegmentFileName(0, SuffixLog), seg0)
-	write(SegmentFileName(0, SuffixTxnIndex), txnEntry(8, 5, 6))
-	write(SegmentFileName(7, SuffixLog), seg1)
-	man := &Manifest{Version: ManifestVersion, Topic: "t", TopicID: "id", Segments: []SegmentMetadata{
-		{BaseOffset: 0, EndOffset: 6, Size: int64(len(seg0)), Files: map[string]int64{SuffixLog: int64(len(seg0)), SuffixTxnIndex: 34}},
-		{BaseOffset: 7, EndOffset: 9, Size: int64(len(seg1)), Files: map[string]int64{SuffixLog: int64(len(seg1))}},
+	man := &Manifest{Topic: "t", TopicID: "id", Segments: []SegmentMetadata{
+		{ID: NewSegmentID(), BaseOffset: 0, EndOffset: 6, Size: int64(len(seg0)), Files: map[string]int64{SuffixLog: int64(len(seg0)), SuffixTxnIndex: 34}},
+		{ID: NewSegmentID(), BaseOffset: 7, EndOffset: 9, Size: int64(len(seg1)), Files: map[string]int64{SuffixLog: int64(len(seg1))}},
 	}}
-	write(ManifestFile, man.Encode())
-	if man, err = p.Manifest(); err != nil {
+	write(man.Segments[0].FileName(SuffixLog), seg0)
+	write(man.Segments[0].FileName(SuffixTxnIndex), txnEntry(8, 5, 6))
+	write(man.Segments[1].FileName(SuffixLog), seg1)
+	if _, err := Commit(fs, p.Dir, nil, 0, func(*Manifest) (*Manifest, error) { return man, nil }); err != nil {
 		t.Fatal(err)
+	}
+	if man, err = p.Manifest(); err != nil || man == nil || man.Sequence != 1 {
+		t.Fatalf("manifest read back: %+v %v", man, err)
 	}
 	read := func(from, to int64) ([]string, int64) {
 		var got []string

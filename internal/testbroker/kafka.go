@@ -80,11 +80,18 @@ func kafkaJVM(lib string, level string, heap ...string) []string {
 func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // RunKafkaTool runs one of Kafka's command-line tools (its main class) to
-// the end and returns what it printed.
+// the end and returns what it printed; it is killed after 2 minutes.
 func RunKafkaTool(t testing.TB, class string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return RunKafkaToolWithin(t, 2*time.Minute, class, args...)
+}
+
+// RunKafkaToolWithin is RunKafkaTool killed after d instead: a long
+// test's tool reads gigabytes.
+func RunKafkaToolWithin(t testing.TB, d time.Duration, class string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	java, lib := KafkaLib(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	cmd := exec.CommandContext(ctx, java, append(append(kafkaJVM(lib, "WARN", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"), class), args...)...)

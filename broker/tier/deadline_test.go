@@ -1,0 +1,125 @@
+package tier_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/record"
+	"github.com/tributary-io/tributary/broker/tier"
+)
+
+// syncBuffer is a log sink the manager's goroutines write to.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPassTimeoutOnSilentNameNode: a "NameNode" that accepts connections
+// and never answers (internal/fsys has only a dial timeout). A pass
+// gives up on the partition after PassTimeout and logs it, the next pass
+// skips it while the stuck call runs rather than queueing behind it, and
+// DeleteRecords answers within CallTimeout. Before, the
+// pass never returned: no partition of the broker uploaded again.
+func TestPassTimeoutOnSilentNameNode(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	var connMu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			connMu.Lock()
+			conns = append(conns, c)
+			connMu.Unlock()
+			go io.Copy(io.Discard, c) // read, never answer
+		}
+	}()
+	defer func() {
+		connMu.Lock()
+		defer connMu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+
+	cfg := log.DefaultConfig()
+	cfg.SegmentBytes = 2048
+	cfg.RemoteStorage = true
+	l, err := log.Open(filepath.Join(t.TempDir(), "t-0"), cfg, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	opts := record.DefaultBuildOptions()
+	opts.BaseTimestamp = time.Now().UnixMilli()
+	for range 30 {
+		b, _ := record.Build(opts, record.NewRecords(record.KV{Value: bytes.Repeat([]byte{1}, 200)}))
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs syncBuffer
+	m := tier.New(tier.Config{URI: fmt.Sprintf("hdfs://%s/silent", ln.Addr()), User: "tributary",
+		Interval: 100 * time.Millisecond, PassTimeout: 500 * time.Millisecond, CallTimeout: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer m.Close()
+	target := tier.Target{TP: l.TopicPartition(), TopicID: "id", Log: l, Bound: l.LogEndOffset(), LeaderEpoch: 0}
+	start := time.Now()
+	m.Pass([]tier.Target{target}, nil)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the pass took %v with PassTimeout 500ms", d)
+	}
+	if !strings.Contains(logs.String(), "remote storage did not answer") {
+		t.Fatalf("the pass did not report the timeout; its log:\n%s", logs.String())
+	}
+	start = time.Now()
+	// Nothing is known remote here, so nil is right too; what matters is
+	// that it answers.
+	if err := m.DeleteRecords(l.TopicPartition(), 5); err != nil && !errors.Is(err, tier.ErrUnavailable) {
+		t.Errorf("DeleteRecords while the pass is stuck: %v, want nil or ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("DeleteRecords took %v with CallTimeout 500ms", d)
+	}
+	time.Sleep(time.Second) // past the backoff
+	start = time.Now()
+	m.Pass([]tier.Target{target}, nil)
+	if d := time.Since(start); d > 400*time.Millisecond {
+		t.Errorf("a later pass took %v: it waited on the stuck one", d)
+	}
+	if !strings.Contains(logs.String(), "an earlier pass's remote call has not returned") {
+		t.Errorf("a later pass did not skip the stuck partition; the log:\n%s", logs.String())
+	}
+	if l.LogStartOffset() != 0 {
+		t.Errorf("local log start %d with nothing uploaded", l.LogStartOffset())
+	}
+}
