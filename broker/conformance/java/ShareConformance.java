@@ -74,18 +74,6 @@ public class ShareConformance {
                         new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET)))).all().get();
             }
         }
-        Properties pp = new Properties();
-        pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        pp.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-        try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
-            for (int id = first; id < first + count; id++) {
-                p.send(new ProducerRecord<>(topic, 0, null, Integer.toString(id)));
-            }
-            p.flush();
-        }
-
         // id -> delivery counts seen, in order; finished ids.
         Map<Integer, List<Integer>> seen = new ConcurrentHashMap<>();
         Set<Integer> accepted = ConcurrentHashMap.newKeySet();
@@ -155,6 +143,35 @@ public class ShareConformance {
             th.start();
             threads.add(th);
         }
+        // The records are produced once all five consumers are members:
+        // on a loaded machine the first to join would otherwise take
+        // every record before the others have joined.
+        try (Admin admin = Admin.create(ap)) {
+            long joinBy = System.currentTimeMillis() + 120_000;
+            int members = 0;
+            while (System.currentTimeMillis() < joinBy) {
+                try {
+                    members = admin.describeShareGroups(List.of(group)).all().get().get(group).members().size();
+                } catch (java.util.concurrent.ExecutionException e) {
+                    members = 0; // not known yet
+                }
+                if (members == 5) break;
+                Thread.sleep(100);
+            }
+            System.out.println(members + " members joined");
+        }
+        Properties pp = new Properties();
+        pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        pp.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
+            for (int id = first; id < first + count; id++) {
+                p.send(new ProducerRecord<>(topic, 0, null, Integer.toString(id)));
+            }
+            p.flush();
+        }
+
         long deadline = System.currentTimeMillis() + 90_000;
         while (System.currentTimeMillis() < deadline) {
             if (accepted.size() + rejected.size() == expected && (poison < 0 || poisonDone.get() > 0)) break;
