@@ -10,13 +10,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // TestShareGroupIDsKeepTheirType: a group id belongs to one kind of group.
 // With a share group live, the classic protocol's JoinGroup is
 // INCONSISTENT_GROUP_PROTOCOL, its SyncGroup, Heartbeat and LeaveGroup's
-// member UNKNOWN_MEMBER_ID, an OffsetCommit and a ConsumerGroupHeartbeat
-// GROUP_ID_NOT_FOUND; and a ShareGroupHeartbeat naming a live classic or
+// member UNKNOWN_MEMBER_ID, an OffsetCommit, a TxnOffsetCommit (in a
+// transaction) and a ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND; and a ShareGroupHeartbeat naming a live classic or
 // consumer (KIP-848) group is GROUP_ID_NOT_FOUND. Kafka 4.4's answers
 // (GroupMetadataManager, ShareGroup.validateOffsetCommit): the test passes
 // against Apache Kafka 4.4 too (TRIBUTARY_GROUPS_AGAINST_KAFKA=1). A
@@ -135,6 +136,43 @@ func TestShareGroupIDsKeepTheirType(t *testing.T) {
 			t.Errorf("OffsetFetch naming a share group: %+v, want offset -1 without an error", g.Topics)
 		}
 	}
+	// A transactional producer committing offsets under the share
+	// group's id: every partition GROUP_ID_NOT_FOUND (Kafka 4.4's
+	// OffsetMetadataManager.validateTransactionalOffsetCommit, once the
+	// transaction checks pass). Pre-4.0 versions, so that AddOffsetsToTxn
+	// is part of the flow on both brokers.
+	txc, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.MaxVersions(kversion.V3_9_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txc.Close()
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = kmsg.StringPtr("typed-txn"), 60000
+	ipr, err := ip.RequestWith(ctx, txc)
+	if err != nil || ipr.ErrorCode != 0 {
+		t.Fatalf("InitProducerID: %v %v", err, kerr.ErrorForCode(ipr.ErrorCode))
+	}
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "typed-txn", ipr.ProducerID, ipr.ProducerEpoch, "typed-share"
+	if r, err := ao.RequestWith(ctx, txc); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v %v", err, kerr.ErrorForCode(r.ErrorCode))
+	}
+	toc := kmsg.NewPtrTxnOffsetCommitRequest()
+	toc.TransactionalID, toc.Group, toc.ProducerID, toc.ProducerEpoch, toc.Generation = "typed-txn", "typed-share", ipr.ProducerID, ipr.ProducerEpoch, -1
+	toc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0, LeaderEpoch: -1}}}}
+	if r, err := toc.RequestWith(ctx, txc); err != nil {
+		t.Fatal(err)
+	} else if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		t.Fatalf("TxnOffsetCommit answer %+v", r)
+	} else {
+		want("TxnOffsetCommit naming a share group", r.Topics[0].Partitions[0].ErrorCode, kerr.GroupIDNotFound)
+	}
+	et := kmsg.NewPtrEndTxnRequest()
+	et.TransactionalID, et.ProducerID, et.ProducerEpoch, et.Commit = "typed-txn", ipr.ProducerID, ipr.ProducerEpoch, false
+	if r, err := et.RequestWith(ctx, txc); err != nil || r.ErrorCode != 0 {
+		t.Errorf("EndTxn (abort): %v %v", err, kerr.ErrorForCode(r.ErrorCode))
+	}
+
 	chb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	chb.Group, chb.MemberID, chb.MemberEpoch, chb.RebalanceTimeoutMillis = "typed-share", "c-member-0000000001", 0, 10000
 	chb.Topics, chb.SubscribedTopicNames = []kmsg.ConsumerGroupHeartbeatRequestTopic{}, []string{topic}

@@ -10,8 +10,8 @@ import (
 // Kafka 4.4's GroupMetadataManager refuses them (compared on the wire by
 // broker/conformance's TestShareGroupIDsKeepTheirType): JoinGroup is
 // INCONSISTENT_GROUP_PROTOCOL, SyncGroup, Heartbeat and LeaveGroup's
-// members UNKNOWN_MEMBER_ID, OffsetCommit's partitions and
-// ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND. (The other way round,
+// members UNKNOWN_MEMBER_ID, OffsetCommit's and TxnOffsetCommit's
+// partitions and ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND. (The other way round,
 // ShareGroupHeartbeat naming a classic or consumer group, is
 // GROUP_ID_NOT_FOUND in broker/share.) Share groups live on their
 // coordinator, the broker these requests go to, so its share manager
@@ -58,6 +58,27 @@ func commitToShareGroup(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitRespons
 		t.Topic, t.TopicID = rt.Topic, rt.TopicID
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetCommitResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, kerr.GroupIDNotFound.Code
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+// txnCommitToShareGroup answers a TxnOffsetCommit naming a share group:
+// every partition GROUP_ID_NOT_FOUND, as Kafka 4.4's
+// OffsetMetadataManager.validateTransactionalOffsetCommit answers it
+// (ShareGroup.validateOffsetCommit throws GroupIdNotFoundException, which
+// nothing there catches). Without it the offsets would be kept pending
+// under the share group's id, as if it were a classic group's.
+func txnCommitToShareGroup(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewTxnOffsetCommitResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			p.Partition, p.ErrorCode = rp.Partition, kerr.GroupIDNotFound.Code
 			t.Partitions = append(t.Partitions, p)
 		}

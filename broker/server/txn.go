@@ -127,6 +127,11 @@ func (s *Server) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 		}
 		return resp, nil
 	}
+	if s.isShareGroup(req.Group) {
+		// After the transaction check, as Kafka's coordinator runtime
+		// verifies the transaction before its shard sees the group.
+		return txnCommitToShareGroup(req), nil
+	}
 	return s.groups.TxnCommitOffsets(req, known), nil
 }
 
