@@ -46,7 +46,8 @@ test:
 # The long forms, repeated: the fault scenarios of a replicated cluster
 # (broker/cluster; what issue 5 asks before replication is called done;
 # TestGroupSurvives covers the coordinator kills under classic, franz-go
-# KIP-848 and Java KafkaConsumer KIP-848 members),
+# KIP-848 and Java KafkaConsumer KIP-848 members; the Java classic
+# members' kill, a comparison, runs with LONG=groups, outside CI's parts),
 # the 200 MB reassignment at a 1 MB/s throttle (issue 30; make test moves
 # 12 MB at 3 MB/s), the loader's loads at the record counts issue 7
 # names (make test runs a fifth of them) with its overlapping runs and
@@ -76,7 +77,8 @@ test-long:
 	@if [[ " $(LONG) " == *" txn "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestKafkaStreamsExactlyOnceCluster|TestTransactionalMessageCopierRestarts|TestTransactionsCluster|TestTransactionsCheckerFaults' -v ./broker/txn/; fi
 	@if [[ " $(LONG) " == *" groups "* ]]; then set -x; \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestGroupsKIP848Crash|TestGroupsKIP848Migration' -v ./broker/conformance/; fi
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestGroupsKIP848Crash|TestGroupsKIP848Migration' -v ./broker/conformance/ && \
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestClassicJavaCoordinatorKillComparison' -v ./broker/cluster/; fi
 	@if [[ " $(LONG) " == *" hadoop "* ]]; then set -x; \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestYARNApplicationKilled|TestYARNLoadTwelvePartitions|TestKerberosProcessExecutor' -v ./jobs/ && \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestKerberosTicketRenewal' -v ./internal/fsys/; fi

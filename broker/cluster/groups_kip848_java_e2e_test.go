@@ -47,15 +47,15 @@ func TestGroupSurvivesCoordinatorKillKIP848Java(t *testing.T) {
 	javaCoordinatorKill(t, "consumer")
 }
 
-// TestGroupSurvivesCoordinatorKillClassicJava is the same scenario with
+// TestClassicJavaCoordinatorKillComparison is the same scenario with
 // group.protocol=classic (the Java client's default assignors, eager
 // Range first), for the comparison of the two protocols' recovery from a
 // coordinator kill: the same assertions, DescribeGroups in place of
 // ConsumerGroupDescribe (a Stable classic group of the same three member
-// ids before and after the move). It runs in make test-long only: the
-// classic protocol's Java kill is the comparison, and make test's time
+// ids before and after the move). It runs in make test-long LONG=groups only:
+// it is the comparison, and make test's and CI's time
 // goes to the consumer protocol's.
-func TestGroupSurvivesCoordinatorKillClassicJava(t *testing.T) {
+func TestClassicJavaCoordinatorKillComparison(t *testing.T) {
 	if !long() {
 		t.Skip("the classic protocol's comparison runs in make test-long (TRIBUTARY_TEST_LONG=1)")
 	}
