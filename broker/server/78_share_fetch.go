@@ -224,6 +224,12 @@ func (b *shareResponse) partition(topic [16]byte, p int32) *kmsg.ShareFetchRespo
 	sp := kmsg.NewShareFetchResponseTopicPartition()
 	sp.Partition = p
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1
+	// Records is non-nullable from ShareFetch v1 on; kmsg writes a nil
+	// slice as null, which the Java client refuses for the whole
+	// response ("non-nullable field records was serialized as null"), so
+	// a partition answered with only an error or acknowledgement codes
+	// carries empty records.
+	sp.Records = []byte{}
 	b.resp.Topics[ti].Partitions = append(b.resp.Topics[ti].Partitions, sp)
 	b.index[k] = [2]int{ti, len(b.resp.Topics[ti].Partitions) - 1}
 	return &b.resp.Topics[ti].Partitions[len(b.resp.Topics[ti].Partitions)-1]

@@ -143,22 +143,26 @@ public class ShareConformance {
             th.start();
             threads.add(th);
         }
-        // The records are produced once all five consumers are members:
-        // on a loaded machine the first to join would otherwise take
+        // The records are produced once all five consumers are members
+        // with the partition assigned: on a loaded machine the first to
+        // join would otherwise take
         // every record before the others have joined.
         try (Admin admin = Admin.create(ap)) {
             long joinBy = System.currentTimeMillis() + 120_000;
             int members = 0;
             while (System.currentTimeMillis() < joinBy) {
                 try {
-                    members = admin.describeShareGroups(List.of(group)).all().get().get(group).members().size();
+                    // A member counts once it has the partition: a new
+                    // member gets its assignment at its next heartbeat.
+                    members = (int) admin.describeShareGroups(List.of(group)).all().get().get(group).members().stream()
+                            .filter(m -> !m.assignment().topicPartitions().isEmpty()).count();
                 } catch (java.util.concurrent.ExecutionException e) {
                     members = 0; // not known yet
                 }
                 if (members == 5) break;
                 Thread.sleep(100);
             }
-            System.out.println(members + " members joined");
+            System.out.println(members + " members joined with the partition assigned");
         }
         Properties pp = new Properties();
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
