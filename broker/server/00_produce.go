@@ -31,20 +31,33 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 		}
 	}
 	budget := record.NewBudget(size)
+	// A transactional produce looks each partition up, and walks its
+	// batches, once: Produce v12's add (addProducePartitions) and the
+	// appends below share the lookups.
+	var targets [][]produceTarget
 	var added map[txn.TP]produceAdd
-	if req.TransactionID != nil && req.Version >= 12 {
-		added = s.addProducePartitions(*req.TransactionID, req)
+	if req.TransactionID != nil {
+		targets = s.produceTargets(req)
+		if req.Version >= 12 {
+			added = s.addProducePartitions(*req.TransactionID, req, targets)
+		}
 	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
-	for _, rt := range req.Topics {
+	for i, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 		t := img.Topics[rt.Topic]
-		for _, rp := range rt.Partitions {
+		for j, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
-			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
+			var tg produceTarget
+			if targets != nil {
+				tg = targets[i][j]
+			} else {
+				tg.part, tg.perr = s.leaderPartition(rt.Topic, rp.Partition)
+			}
+			part, perr := tg.part, tg.perr
 			var guard *replica.VerificationGuard
 			switch {
 			case t == nil || perr != nil:
@@ -55,7 +68,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) (kmsg.Response
 				// opens, and the last stable offset would stay behind it.
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				sp.ErrorMessage = strPtr("a transactional batch needs the produce's transactional id")
-			case req.TransactionID != nil && !txnBatch(rp.Records):
+			case req.TransactionID != nil && !tg.txn:
 				sp.ErrorCode = kerr.InvalidRecord.Code
 				sp.ErrorMessage = strPtr("a transactional produce must send transactional batches of one producer id and epoch")
 			case req.TransactionID != nil && s.txnProduceCode(added, part, *req.TransactionID, rt.Topic, rp, req.Version >= 12, &sp.ErrorCode, &guard):
@@ -172,6 +185,31 @@ func (s *Server) awaitCommit(resp *kmsg.ProduceResponse, pending []pendingAck, t
 			}
 		}
 	}
+}
+
+// produceTarget is a partition of a transactional produce, looked up
+// once for the whole request: its partition led here (or why not), and
+// whether its records are one producer's transactional batches
+// (txnBatch).
+type produceTarget struct {
+	part *replica.Partition
+	perr *kerr.Error
+	txn  bool
+}
+
+// produceTargets looks up every partition of req, by topic and partition
+// index as in the request.
+func (s *Server) produceTargets(req *kmsg.ProduceRequest) [][]produceTarget {
+	out := make([][]produceTarget, len(req.Topics))
+	for i, rt := range req.Topics {
+		out[i] = make([]produceTarget, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			tg := &out[i][j]
+			tg.part, tg.perr = s.leaderPartition(rt.Topic, rp.Partition)
+			tg.txn = txnBatch(rp.Records)
+		}
+	}
+	return out
 }
 
 // txnBatch says whether records open with a transactional batch of a

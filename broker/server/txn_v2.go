@@ -146,8 +146,9 @@ type produceAdd struct {
 // request's partitions per coordinator; one at a time each would cost a
 // replicated write in series. Each partition keeps its own verification
 // guard. Partitions it leaves out (not led here, not one producer's
-// transactional batches) take the per-partition path.
-func (s *Server) addProducePartitions(id string, req *kmsg.ProduceRequest) map[txn.TP]produceAdd {
+// transactional batches) take the per-partition path. targets are the
+// request's partitions looked up (produceTargets).
+func (s *Server) addProducePartitions(id string, req *kmsg.ProduceRequest, targets [][]produceTarget) map[txn.TP]produceAdd {
 	out := map[txn.TP]produceAdd{}
 	type want struct {
 		tp    txn.TP
@@ -156,12 +157,13 @@ func (s *Server) addProducePartitions(id string, req *kmsg.ProduceRequest) map[t
 	}
 	var wants []want
 	pid, epoch, seen := int64(-1), int16(-1), false
-	for _, rt := range req.Topics {
-		for _, rp := range rt.Partitions {
-			part, perr := s.leaderPartition(rt.Topic, rp.Partition)
-			if perr != nil || !txnBatch(rp.Records) {
+	for i, rt := range req.Topics {
+		for j, rp := range rt.Partitions {
+			tg := targets[i][j]
+			if tg.perr != nil || !tg.txn {
 				continue
 			}
+			part := tg.part
 			b, _, _ := record.Split(rp.Records)
 			if seen && (b.ProducerID() != pid || b.ProducerEpoch() != epoch) {
 				continue
