@@ -68,6 +68,12 @@ type metrics struct {
 
 	reg prometheus.Registerer
 
+	// series are the request series of each API key and version seen,
+	// looked up on its first request: observe is on every request's
+	// path, and a label lookup hashes the labels (and formats the
+	// version) each time.
+	series [kmsg.MaxKey + 1][maxCachedVersion + 1]atomic.Pointer[requestSeries]
+
 	// live is what the scrape-time gauges read; nil until Start loaded the
 	// metadata, and read by the scraping goroutine, hence atomic.
 	live atomic.Pointer[liveState]
@@ -160,14 +166,44 @@ func (m *metrics) watchPool(p *requestPool) {
 			}))
 }
 
+// maxCachedVersion is the highest request version whose series observe
+// keeps; a higher one (no API has one yet) is looked up every time.
+const maxCachedVersion = 31
+
+// requestSeries are one API key and version's series.
+type requestSeries struct {
+	api                 string
+	requests, byVersion prometheus.Counter
+	latency             prometheus.Observer
+}
+
 func (m *metrics) observe(key, version int16, d time.Duration, err error) {
-	api := kmsg.NameForKey(key)
-	m.requests.WithLabelValues(api).Inc()
-	m.byVersion.WithLabelValues(api, strconv.Itoa(int(version))).Inc()
-	m.latency.WithLabelValues(api).Observe(d.Seconds())
+	rs := m.requestSeries(key, version)
+	rs.requests.Inc()
+	rs.byVersion.Inc()
+	rs.latency.Observe(d.Seconds())
 	if err != nil {
-		m.requestErrors.WithLabelValues(api).Inc()
+		m.requestErrors.WithLabelValues(rs.api).Inc()
 	}
+}
+
+// requestSeries are the series of key and version, made on their first
+// request as the label lookup makes them.
+func (m *metrics) requestSeries(key, version int16) *requestSeries {
+	inRange := key >= 0 && int(key) < len(m.series) && version >= 0 && int(version) <= maxCachedVersion
+	if inRange {
+		if rs := m.series[key][version].Load(); rs != nil {
+			return rs
+		}
+	}
+	api := kmsg.NameForKey(key)
+	rs := &requestSeries{api: api, requests: m.requests.WithLabelValues(api),
+		byVersion: m.byVersion.WithLabelValues(api, strconv.Itoa(int(version))), latency: m.latency.WithLabelValues(api)}
+	if inRange {
+		// Two first requests may race: both find the same series.
+		m.series[key][version].Store(rs)
+	}
+	return rs
 }
 
 // serves makes the failure counter of every served API exist from the

@@ -168,6 +168,18 @@ func TestBrokerMetricsAfterTraffic(t *testing.T) {
 		}
 	}
 
+	// Each request is counted once under its version too: the produces,
+	// all done, add up by version to the produce count.
+	var byVersion float64
+	for k, v := range m {
+		if strings.HasPrefix(k, `tributary_broker_requests_by_version_total{api="Produce",version="`) {
+			byVersion += v
+		}
+	}
+	if total := m[`tributary_broker_requests_total{api="Produce"}`]; byVersion != total || total == 0 {
+		t.Errorf("Produce requests by version add up to %v, want the %v counted", byVersion, total)
+	}
+
 	// Deleting a topic removes its series, as Kafka removes its metrics,
 	// so that topic churn does not grow /metrics without bound.
 	cons.Close()
