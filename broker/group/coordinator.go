@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,6 +43,12 @@ type Coordinator struct {
 	logger         *slog.Logger
 	now            func() time.Time
 	retentionCheck time.Duration
+
+	// settings are the groups' own configs, parsed by the server once
+	// per change of the metadata's group configs (SetGroupSettings),
+	// the map it gives the share groups: a heartbeat reads its group's
+	// timeouts here rather than parse them. Nil until first set.
+	settings atomic.Pointer[map[string]config.GroupSettings]
 
 	mu      sync.Mutex
 	gs      *Groups        // mu
@@ -83,6 +90,12 @@ func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replic
 		stop: make(chan struct{})}
 	c.gs.Topics = c.topicsView // called by Groups with c.mu held
 	c.gs.GroupTimeouts = func(group string) (time.Duration, time.Duration, bool) {
+		if all := c.settings.Load(); all != nil {
+			st, ok := (*all)[group]
+			return st.ConsumerSessionTimeout, st.ConsumerHeartbeatInterval, ok
+		}
+		// Not set yet (the server sets them as it starts its share
+		// groups): what they would say.
 		vs := c.ctrl.Image().GroupConfigs[group]
 		if vs == nil {
 			return 0, 0, false
@@ -91,6 +104,13 @@ func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replic
 		return st.ConsumerSessionTimeout, st.ConsumerHeartbeatInterval, true
 	}
 	return c
+}
+
+// SetGroupSettings replaces the groups' configs in force (groups not in
+// s use the broker's): the metadata's group configs parsed, set whenever
+// they change. s is not modified afterwards.
+func (c *Coordinator) SetGroupSettings(s map[string]config.GroupSettings) {
+	c.settings.Store(&s)
 }
 
 // Start loads the partitions of __consumer_offsets this node leads, follows

@@ -134,3 +134,81 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 		t.Errorf("admin commit to the empty consumer group: error %d", got)
 	}
 }
+
+// TestConsumerGroupHeartbeatGroupConfigs: a consumer group's own
+// consumer.heartbeat.interval.ms (IncrementalAlterConfigs on the GROUP
+// resource) is the interval its members are told, from the next
+// heartbeat after each change; deleting it brings back the broker's, and
+// another group keeps the broker's throughout.
+func TestConsumerGroupHeartbeatGroupConfigs(t *testing.T) {
+	s := startAdminBroker(t, nil)
+	admCreateTopic(t, s, "cgc", 1, nil)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"cgc-own"}
+	admSend[*kmsg.FindCoordinatorResponse](t, s, fc, 4) // creates __consumer_offsets
+	setInterval := func(v *string) {
+		t.Helper()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "cgc-own"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "consumer.heartbeat.interval.ms", v
+		if v == nil {
+			c.Op = kmsg.IncrementalAlterConfigOpDelete
+		}
+		rr.Configs = append(rr.Configs, c)
+		req.Resources = append(req.Resources, rr)
+		if code := admSend[*kmsg.IncrementalAlterConfigsResponse](t, s, req, 1).Resources[0].ErrorCode; code != 0 {
+			t.Fatalf("consumer.heartbeat.interval.ms=%v: %v", v, kerr.ErrorForCode(code))
+		}
+	}
+	epochs := map[string]int32{}
+	interval := func(group string) int32 {
+		t.Helper()
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.MemberEpoch = group, group+"-member", epochs[group]
+		if r.MemberEpoch == 0 {
+			r.RebalanceTimeoutMillis, r.SubscribedTopicNames = 30000, []string{"cgc"}
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		var resp *kmsg.ConsumerGroupHeartbeatResponse
+		// The first ask may find __consumer_offsets still loading.
+		for range 100 {
+			resp = admSend[*kmsg.ConsumerGroupHeartbeatResponse](t, s, r, 1)
+			if resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.CoordinatorNotAvailable.Code && resp.ErrorCode != kerr.NotCoordinator.Code {
+				break
+			}
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat of %s: %v", group, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		epochs[group] = resp.MemberEpoch
+		return resp.HeartbeatIntervalMillis
+	}
+	for _, step := range []struct {
+		set       *string
+		own, rest int32
+	}{
+		{nil, 5000, 5000},
+		{strPtr("7000"), 7000, 5000},
+		{strPtr("9000"), 9000, 5000},
+		{nil, 5000, 5000},
+	} {
+		if step.set != nil || epochs["cgc-own"] != 0 {
+			setInterval(step.set)
+		}
+		if got := interval("cgc-own"); got != step.own {
+			t.Errorf("after consumer.heartbeat.interval.ms=%v: the group's members are told %d ms, want %d", ptrString(step.set), got, step.own)
+		}
+		if got := interval("cgc-other"); got != step.rest {
+			t.Errorf("after consumer.heartbeat.interval.ms=%v on another group: told %d ms, want the broker's %d", ptrString(step.set), got, step.rest)
+		}
+	}
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return "(deleted)"
+	}
+	return *p
+}

@@ -97,7 +97,16 @@ func (s *Server) groupConfigEntries(img *cluster.Image, group string) ([]kmsg.De
 	return out, nil
 }
 
-// groupSettings evaluates the groups' configs for the share manager.
+// setGroupSettings evaluates the groups' configs once for the consumer
+// groups' coordinator and the share manager, which both read them on
+// every heartbeat.
+func (s *Server) setGroupSettings(all map[string]map[string]string) {
+	gs := s.groupSettings(all)
+	s.groups.SetGroupSettings(gs)
+	s.shares.SetGroupSettings(gs)
+}
+
+// groupSettings evaluates the groups' configs.
 func (s *Server) groupSettings(all map[string]map[string]string) map[string]config.GroupSettings {
 	out := make(map[string]config.GroupSettings, len(all))
 	for g, vs := range all {

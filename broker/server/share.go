@@ -19,12 +19,13 @@ func (s *Server) startShares() error {
 	s.shares = m
 	m.SetGroupSettings(s.groupSettings(s.ctrl.Image().GroupConfigs))
 	m.Start()
+	s.groups.SetGroupSettings(s.groupSettings(s.ctrl.Image().GroupConfigs))
 	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
 		if prev == nil || next == nil {
 			return
 		}
 		if !sameGroupConfigs(prev.GroupConfigs, next.GroupConfigs) {
-			m.SetGroupSettings(s.groupSettings(next.GroupConfigs))
+			s.setGroupSettings(next.GroupConfigs)
 		}
 		// Only a topic seen in one image and gone from the next was
 		// deleted: an image not yet caught up must not drop state.
