@@ -33,22 +33,38 @@ type epochCache struct {
 
 func loadEpochCache(dir string) (*epochCache, error) {
 	c := &epochCache{path: filepath.Join(dir, LeaderEpochFile)}
-	rows, err := readCheckpoint(c.path, 2)
+	data, err := os.ReadFile(c.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	if c.entries, err = ParseLeaderEpochCheckpoint(c.path, data); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ParseLeaderEpochCheckpoint reads a leader-epoch-checkpoint's bytes
+// (name says whose, in errors): its entries, each epoch and start offset
+// a non-negative number. It is the tiered storage's parser too, for the
+// checkpoints uploaded beside remote segments, which adds its own checks.
+func ParseLeaderEpochCheckpoint(name string, data []byte) ([]EpochEntry, error) {
+	rows, err := parseCheckpoint(name, data, 2)
+	if err != nil {
+		return nil, err
+	}
+	var out []EpochEntry
 	for i, r := range rows {
 		e, err1 := strconv.ParseInt(r[0], 10, 32)
 		o, err2 := strconv.ParseInt(r[1], 10, 64)
 		if err1 != nil || err2 != nil || e < 0 || o < 0 {
-			return nil, fmt.Errorf("%w %s, line %d", ErrCorruptCheckpoint, c.path, 3+i)
+			return nil, fmt.Errorf("%w %s, line %d", ErrCorruptCheckpoint, name, 3+i)
 		}
-		c.entries = append(c.entries, EpochEntry{int32(e), o})
+		out = append(out, EpochEntry{int32(e), o})
 	}
-	return c, nil
+	return out, nil
 }
 
 func (c *epochCache) persistLocked() error {

@@ -1,12 +1,8 @@
 package tier
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/fsys"
@@ -87,8 +83,8 @@ func (m *Manager) AuxState(tp log.TopicPartition, topicID string, localStart int
 	if err != nil {
 		return AuxState{}, err
 	}
-	if st.Epochs, err = parseEpochCheckpoint(ck); err != nil {
-		return AuxState{}, fmt.Errorf("%s: %w", r.name(suffixEpochs), err)
+	if st.Epochs, err = parseEpochCheckpoint(r.name(suffixEpochs), ck); err != nil {
+		return AuxState{}, err
 	}
 	for _, e := range st.Epochs {
 		if e.StartOffset > st.Next {
@@ -119,41 +115,17 @@ func readWhole(fs fsys.FS, name string, size, limit int64) ([]byte, error) {
 }
 
 // parseEpochCheckpoint reads Kafka's leader-epoch-checkpoint format, as
-// epochCheckpoint writes it: version 0, the entry count, "epoch offset"
-// lines, epochs and offsets increasing.
-func parseEpochCheckpoint(data []byte) ([]log.EpochEntry, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	line := func() (string, bool) {
-		if !sc.Scan() {
-			return "", false
+// epochCheckpoint writes it, with broker/log's parser; a follower starts
+// from these epochs, so they must also increase, as a log's do.
+func parseEpochCheckpoint(name string, data []byte) ([]log.EpochEntry, error) {
+	es, err := log.ParseLeaderEpochCheckpoint(name, data)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < len(es); i++ {
+		if es[i].Epoch <= es[i-1].Epoch || es[i].StartOffset <= es[i-1].StartOffset {
+			return nil, fmt.Errorf("%s: leader epoch %d at %d follows epoch %d at %d", name, es[i].Epoch, es[i].StartOffset, es[i-1].Epoch, es[i-1].StartOffset)
 		}
-		return strings.TrimSpace(sc.Text()), true
 	}
-	if v, ok := line(); !ok || v != "0" {
-		return nil, fmt.Errorf("leader-epoch checkpoint version %q, want 0", v)
-	}
-	c, ok := line()
-	n, err := strconv.Atoi(c)
-	if !ok || err != nil || n < 0 || n > len(data) {
-		return nil, fmt.Errorf("leader-epoch checkpoint entry count %q", c)
-	}
-	out := make([]log.EpochEntry, 0, n)
-	for i := 0; i < n; i++ {
-		l, ok := line()
-		f := strings.Fields(l)
-		if !ok || len(f) != 2 {
-			return nil, fmt.Errorf("leader-epoch checkpoint entry %d of %d: %q", i+1, n, l)
-		}
-		e, err1 := strconv.ParseInt(f[0], 10, 32)
-		o, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil || e < 0 || o < 0 ||
-			i > 0 && (int32(e) <= out[i-1].Epoch || o <= out[i-1].StartOffset) {
-			return nil, fmt.Errorf("leader-epoch checkpoint entry %d: %q", i+1, l)
-		}
-		out = append(out, log.EpochEntry{Epoch: int32(e), StartOffset: o})
-	}
-	if l, ok := line(); ok && l != "" {
-		return nil, fmt.Errorf("leader-epoch checkpoint: %q after %d entries", l, n)
-	}
-	return out, nil
+	return es, nil
 }
