@@ -266,6 +266,13 @@ func deleteIndexes(dir string) {
 // q's replicas are brokers 1, 2 and 3.
 func TestFaultMinISR(t *testing.T) {
 	c := testcluster.Start(t, 5)
+	// A failure shows what the brokers said: the controller's fencing,
+	// the ISR changes, elections.
+	defer func() {
+		if t.Failed() {
+			dumpLogs(t, c)
+		}
+	}()
 	c.Controller(15 * time.Second)
 	adm := c.Admin()
 	waitBrokers(t, adm, 5)
@@ -283,7 +290,15 @@ func TestFaultMinISR(t *testing.T) {
 			paused = append(paused, id)
 		}
 	}
-	waitISR(t, c, "q", 1)
+	paused0 := time.Now()
+	// What the produce below meets is the leader's own metadata, which
+	// may trail another broker's: wait for the leader's. The controller
+	// shrinks the ISR when it fences the paused brokers, a session
+	// timeout after their last heartbeat or after its own takeover; the
+	// leader would shrink it itself only after replica.lag.time.max.ms
+	// (30 s, checked every 15 s). So this is a hang detector, not 30 s.
+	waitISROf(t, c, l, "q", []int32{l})
+	t.Logf("the ISR of q-0 is leader %d alone, in its own metadata, %v after the pause", l, time.Since(paused0).Round(time.Millisecond))
 	// Requests in flight when the ISR shrank may still be answered (with
 	// an error); give them a moment before counting.
 	time.Sleep(time.Second)
@@ -308,7 +323,10 @@ func TestFaultMinISR(t *testing.T) {
 	for _, id := range paused {
 		c.Node(id).Signal(syscall.SIGCONT)
 	}
-	waitISR(t, c, "q", 3)
+	resumed := time.Now()
+	// The resumed brokers rejoin once the controller has unfenced them.
+	waitISROf(t, c, -1, "q", []int32{1, 2, 3})
+	t.Logf("the ISR of q-0 is whole again %v after the followers resumed", time.Since(resumed).Round(time.Millisecond))
 	if _, ok := w.AwaitAck(time.Now(), 15*time.Second); !ok {
 		t.Fatal("nothing acknowledged after the followers came back")
 	}
@@ -379,6 +397,36 @@ func waitISRAll(t *testing.T, c *testcluster.Cluster, topic string, n int) {
 		}
 	}
 	t.Fatalf("not every partition of %s has %d in-sync replicas after 30 s", topic, n)
+}
+
+// waitISROf waits until partition 0 of topic has exactly the ISR isr, led
+// by leader, in leader's own metadata; leader -1 takes any leader, in any
+// running broker's. It waits testcluster.HangBound: ISR changes wait out
+// sessions and elections.
+func waitISROf(t *testing.T, c *testcluster.Cluster, leader int32, topic string, isr []int32) {
+	t.Helper()
+	var last []kmsg.MetadataResponseTopicPartition
+	for deadline := time.Now().Add(testcluster.HangBound); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var ps []kmsg.MetadataResponseTopicPartition
+		var ok bool
+		if leader < 0 {
+			ps, ok = topicState(c, topic)
+		} else {
+			ps, ok = nodeTopicState(c.Node(leader).Addr(), topic)
+		}
+		if !ok {
+			continue
+		}
+		last = ps
+		if (leader < 0 || ps[0].Leader == leader) && equalSets(ps[0].ISR, isr) {
+			return
+		}
+	}
+	if len(last) == 0 {
+		t.Fatalf("%s-0: no metadata from broker %d in %v", topic, leader, testcluster.HangBound)
+	}
+	t.Fatalf("%s-0 has leader %d and ISR %v after %v, want leader %d and ISR %v (broker %d's metadata; -1: any's)",
+		topic, last[0].Leader, last[0].ISR, testcluster.HangBound, leader, isr, leader)
 }
 
 // createAssigned creates topic with partition p on the replicas assign[p].

@@ -72,30 +72,39 @@ func topicState(c *testcluster.Cluster, topic string) ([]kmsg.MetadataResponseTo
 		if !n.Running() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		conn, err := kwire.Dial(ctx, n.Addr(), "test")
-		cancel()
-		if err != nil {
-			continue
-		}
-		req := kmsg.NewPtrMetadataRequest()
-		req.SetVersion(12)
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-		resp, err := conn.RoundTrip(req, time.Second)
-		conn.Close()
-		if err != nil {
-			continue
-		}
-		m := resp.(*kmsg.MetadataResponse)
-		if len(m.Topics) == 1 && m.Topics[0].ErrorCode == 0 && len(m.Topics[0].Partitions) > 0 {
-			ps := m.Topics[0].Partitions
-			sort.Slice(ps, func(i, j int) bool { return ps[i].Partition < ps[j].Partition })
+		if ps, ok := nodeTopicState(n.Addr(), topic); ok {
 			return ps, true
 		}
 	}
 	return nil, false
+}
+
+// nodeTopicState asks the broker at addr, for at most a second, for
+// topic's partitions as its own metadata has them.
+func nodeTopicState(addr, topic string) ([]kmsg.MetadataResponseTopicPartition, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	conn, err := kwire.Dial(ctx, addr, "test")
+	cancel()
+	if err != nil {
+		return nil, false
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := conn.RoundTrip(req, time.Second)
+	conn.Close()
+	if err != nil {
+		return nil, false
+	}
+	m := resp.(*kmsg.MetadataResponse)
+	if len(m.Topics) != 1 || m.Topics[0].ErrorCode != 0 || len(m.Topics[0].Partitions) == 0 {
+		return nil, false
+	}
+	ps := m.Topics[0].Partitions
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Partition < ps[j].Partition })
+	return ps, true
 }
 
 // waitISR waits until partition 0 of topic has an ISR of n brokers.
