@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +133,14 @@ func TestReadCorruptSegments(t *testing.T) {
 		p, man := oneSegment(t, seg, 0, int64(len(seg)))
 		if got, _, err := readValues(p, man, 0, 1); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("a batch whose CRC does not match: got %v, err %v; want ErrCorrupt", got, err)
+		}
+	})
+	t.Run("magic", func(t *testing.T) {
+		seg := batch(t, 0, -1, false, false, false, kgo.CompressionCodec{}, "hello")
+		seg[16] = 1 // magic, which the CRC does not cover
+		p, man := oneSegment(t, seg, 0, int64(len(seg)))
+		if got, _, err := readValues(p, man, 0, 1); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "magic 1") {
+			t.Errorf("a batch of magic 1: got %v, err %v; want ErrCorrupt", got, err)
 		}
 	})
 }

@@ -47,10 +47,10 @@ func batch(t *testing.T, base, pid int64, txn, control, commit bool, codec kgo.C
 		attrs |= int16(typ)
 	}
 	if txn {
-		attrs |= attrTxn
+		attrs |= 0x10 // transactional
 	}
 	if control {
-		attrs |= attrControl
+		attrs |= 0x20 // control
 	}
 	kb := kmsg.RecordBatch{FirstOffset: base, Magic: 2, Attributes: attrs, LastOffsetDelta: int32(n - 1), FirstTimestamp: 1000 + base,
 		MaxTimestamp: 1000 + base, ProducerID: pid, NumRecords: int32(n), Records: recs}

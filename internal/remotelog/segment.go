@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"sort"
 
@@ -21,14 +20,11 @@ import (
 //	batchLength int32   bytes that follow
 //	...         the rest of the batch header and its records
 //
-// The attributes (int16 at byte 21) hold the codec (bits 0-2), the
-// timestamp type (bit 3), transactional (bit 4) and control (bit 5).
+// The batch header is read, and its CRC checked, with broker/record's
+// Batch, as the broker reads what producers send.
 const (
-	logOverhead    = 12
-	batchHeaderLen = 61
-	attrCodecMask  = 0x07
-	attrTxn        = 0x10
-	attrControl    = 0x20
+	logOverhead    = record.LogOverhead
+	batchHeaderLen = record.HeaderSize
 )
 
 // maxBatchBytes bounds one batch read from a remote segment: a corrupt
@@ -40,8 +36,6 @@ const maxBatchBytes = 256 << 20
 // key, value and header bytes (the Record and kmsg.Header structs and
 // slice headers), for the held-bytes bound.
 const recordOverhead = 128
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrCorrupt wraps every malformed segment.
 var ErrCorrupt = errors.New("remotelog: corrupt segment")
@@ -137,41 +131,41 @@ func (br *BatchReader) Next() (*Batch, error) {
 	return br.decode(raw)
 }
 
+// decode decodes raw, a whole batch of at least batchHeaderLen bytes (Next
+// checks both).
 func (br *BatchReader) decode(raw []byte) (*Batch, error) {
-	var kb kmsg.RecordBatch
-	if err := kb.ReadFrom(raw); err != nil {
-		return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, int64(binary.BigEndian.Uint64(raw)), err)
-	}
-	if kb.Magic != 2 {
-		return nil, fmt.Errorf("%w: batch at offset %d has magic %d", ErrCorrupt, kb.FirstOffset, kb.Magic)
+	rb := record.Batch(raw)
+	base := rb.BaseOffset()
+	if rb.Magic() != 2 {
+		return nil, fmt.Errorf("%w: batch at offset %d has magic %d", ErrCorrupt, base, rb.Magic())
 	}
 	// As Kafka's clients (and kafka-go, the loader's broker path) do: a
 	// corrupt or tampered segment must not load wrong values silently.
-	if got := crc32.Checksum(raw[21:], castagnoli); got != uint32(kb.CRC) {
-		return nil, fmt.Errorf("%w: batch at offset %d: CRC %08x, computed %08x", ErrCorrupt, kb.FirstOffset, uint32(kb.CRC), got)
+	if got := rb.ComputeCRC(); got != rb.CRC() {
+		return nil, fmt.Errorf("%w: batch at offset %d: CRC %08x, computed %08x", ErrCorrupt, base, rb.CRC(), got)
 	}
-	b := &Batch{BaseOffset: kb.FirstOffset, LastOffset: kb.FirstOffset + int64(kb.LastOffsetDelta), ProducerID: kb.ProducerID,
-		Transactional: kb.Attributes&attrTxn != 0, Control: kb.Attributes&attrControl != 0}
-	recs := kb.Records
-	if c := kb.Attributes & attrCodecMask; c != 0 && len(recs) > 0 {
+	b := &Batch{BaseOffset: base, LastOffset: rb.LastOffset(), ProducerID: rb.ProducerID(),
+		Transactional: rb.Transactional(), Control: rb.Control()}
+	recs := rb.Records()
+	if c := rb.Codec(); c != record.CodecNone && len(recs) > 0 {
 		var err error
 		limit := record.DecompressLimit(len(raw), br.MaxMessageBytes)
-		if recs, err = record.DecompressWithin(record.Codec(c), recs, limit); err != nil {
-			return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, kb.FirstOffset, err)
+		if recs, err = record.DecompressWithin(c, recs, limit); err != nil {
+			return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrCorrupt, base, err)
 		}
 	}
 	recordsLen := int64(len(recs))
 	for i := 0; len(recs) > 0; i++ {
-		if i >= int(kb.NumRecords) {
-			return nil, fmt.Errorf("%w: batch at offset %d holds more than its %d records", ErrCorrupt, kb.FirstOffset, kb.NumRecords)
+		if i >= int(rb.RecordCount()) {
+			return nil, fmt.Errorf("%w: batch at offset %d holds more than its %d records", ErrCorrupt, base, rb.RecordCount())
 		}
 		l, n := binary.Varint(recs)
 		if n <= 0 || l < 0 || int64(n)+l > int64(len(recs)) {
-			return nil, fmt.Errorf("%w: record %d of the batch at offset %d", ErrCorrupt, i, kb.FirstOffset)
+			return nil, fmt.Errorf("%w: record %d of the batch at offset %d", ErrCorrupt, i, base)
 		}
 		var kr kmsg.Record
 		if err := kr.ReadFrom(recs[:int64(n)+l]); err != nil {
-			return nil, fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrCorrupt, i, kb.FirstOffset, err)
+			return nil, fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrCorrupt, i, base, err)
 		}
 		recs = recs[int64(n)+l:]
 		if b.Control {
@@ -184,7 +178,7 @@ func (br *BatchReader) decode(raw []byte) (*Batch, error) {
 		}
 		// The timestamp is the batch's first one plus the record's delta,
 		// as the clients the loader fetches with compute it.
-		b.Records = append(b.Records, Record{Offset: kb.FirstOffset + int64(kr.OffsetDelta), Timestamp: kb.FirstTimestamp + kr.TimestampDelta64,
+		b.Records = append(b.Records, Record{Offset: base + int64(kr.OffsetDelta), Timestamp: rb.BaseTimestamp() + kr.TimestampDelta64,
 			Key: kr.Key, Value: kr.Value, Headers: kr.Headers})
 	}
 	b.mem = recordsLen + recordOverhead*int64(len(b.Records))
