@@ -165,6 +165,14 @@ func (p *Partition) rebuildProducers() error {
 // LeaderEpoch is the partition's current leader epoch.
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 
+// leading says whether this broker leads the partition, by the metadata
+// last applied, and under which leader epoch.
+func (p *Partition) leading() (int32, bool) {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	return p.meta.LeaderEpoch, p.meta.Leader == p.self
+}
+
 // HighWatermark is the offset below which records are committed: visible
 // to consumers and never truncated.
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
@@ -197,6 +205,17 @@ func (p *Partition) AppendAsLeaderWithin(batches []byte, budget *record.Budget) 
 func (p *Partition) appendAsLeader(batches []byte, budget *record.Budget, txn bool, guard *VerificationGuard) (AppendResult, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	// Leadership is checked here, under the append lock, and not only
+	// where the caller looked the partition up: a transactional produce's
+	// verification or Produce v12 add can take a replicated write or a
+	// round trip, and a broker deposed meanwhile must not write a batch
+	// the new leader lacks, stamped with the new leader's epoch, into what
+	// is now a follower's log (Kafka appends under leaderIsrUpdateLock).
+	// The epoch read with the check is the one the batch is stamped with.
+	epoch, leads := p.leading()
+	if !leads {
+		return AppendResult{}, kerr.NotLeaderForPartition
+	}
 	first, _, ok := record.Split(batches)
 	if !ok {
 		return AppendResult{}, &record.Error{Kafka: kerr.CorruptMessage, Reason: "records are not a whole batch"}
@@ -215,7 +234,7 @@ func (p *Partition) appendAsLeader(batches []byte, budget *record.Budget, txn bo
 	if dup != nil {
 		return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: -1, LogStartOffset: p.Log.LogStartOffset(), Duplicate: true}, nil
 	}
-	info, err := p.Log.AppendAsLeaderWithin(batches, p.LeaderEpoch(), budget)
+	info, err := p.Log.AppendAsLeaderWithin(batches, epoch, budget)
 	if err != nil {
 		return AppendResult{}, err
 	}

@@ -642,3 +642,40 @@ func TestTxnV2MarkerStrict(t *testing.T) {
 		t.Fatalf("v1 marker at the open transaction's epoch: %v, open %v", err, open())
 	}
 }
+
+// TestAppendAfterLeadershipMoved: a produce looks its partition up, then
+// may spend a replicated write or a round trip verifying or adding it to
+// its transaction; if leadership moves meanwhile, the append it then
+// makes is refused with NOT_LEADER_OR_FOLLOWER and leaves the log as it
+// was, rather than writing into what is now a follower's log a batch the
+// new leader lacks, under the new leader's epoch.
+func TestAppendAfterLeadershipMoved(t *testing.T) {
+	d := testDir(t, t.TempDir())
+	defer d.Close()
+	p := testPartition(t, d)
+	defer p.Close()
+	mustProduce(t, p, 3, 0, 0, 1)
+	open, g := p.BeginTxnVerification(7, 0)
+	if open || g == nil {
+		t.Fatalf("no transaction open: BeginTxnVerification %v %v", open, g)
+	}
+	// The verification's round trip: node 2 takes over.
+	p.applyMeta(cluster.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 1)
+	end := p.Log.LogEndOffset()
+	opts := record.DefaultBuildOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = 7, 0, 0, true
+	opts.BaseTimestamp = testNow.UnixMilli()
+	b, err := record.Build(opts, record.NewRecords(record.KV{Value: []byte("v")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendTxnAsLeader(b, nil, g); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("transactional append after losing the leadership: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+	if _, err := produce(t, p, 3, 0, 1, 1); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("idempotent append after losing the leadership: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+	if got := p.Log.LogEndOffset(); got != end {
+		t.Fatalf("a deposed leader's appends moved the log end to %d from %d", got, end)
+	}
+}
