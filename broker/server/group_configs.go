@@ -99,9 +99,15 @@ func (s *Server) groupConfigEntries(img *cluster.Image, group string) ([]kmsg.De
 
 // setGroupSettings evaluates the groups' configs once for the consumer
 // groups' coordinator and the share manager, which both read them on
-// every heartbeat.
-func (s *Server) setGroupSettings(all map[string]map[string]string) {
-	gs := s.groupSettings(all)
+// every heartbeat. It parses the newest image's, not the image a caller
+// was handed, under groupSettingsMu: then whichever call ends last sets
+// configs at least as new as every image published before it started,
+// so neither a publish racing the start (the call after Subscribe) nor
+// two callbacks overtaking each other can leave an older copy in force.
+func (s *Server) setGroupSettings() {
+	s.groupSettingsMu.Lock()
+	defer s.groupSettingsMu.Unlock()
+	gs := s.groupSettings(s.ctrl.Image().GroupConfigs)
 	s.groups.SetGroupSettings(gs)
 	s.shares.SetGroupSettings(gs)
 }

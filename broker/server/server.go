@@ -45,6 +45,8 @@ type Server struct {
 	pids      *producerIDs
 	groups    *group.Coordinator
 	shares    *share.Manager // KIP-932 share groups (share.go)
+	// groupSettingsMu serializes setGroupSettings (group_configs.go).
+	groupSettingsMu sync.Mutex
 	// shareState is __share_group_state, where shares keeps its state.
 	shareState *shareState
 	// authorizer judges requests (acl_authz.go); nil allows everything.

@@ -17,15 +17,17 @@ func (s *Server) startShares() error {
 		return err
 	}
 	s.shares = m
-	m.SetGroupSettings(s.groupSettings(s.ctrl.Image().GroupConfigs))
-	m.Start()
-	s.groups.SetGroupSettings(s.groupSettings(s.ctrl.Image().GroupConfigs))
+	// Subscribe first, then read the image: a group-config change
+	// published between a read and the subscription would otherwise be
+	// missed until the next change (Controller.publish calls only the
+	// subscribers it has then, and the groups read the settings set here,
+	// not the image).
 	s.ctrl.Subscribe(func(prev, next *cluster.Image) {
 		if prev == nil || next == nil {
 			return
 		}
 		if !sameGroupConfigs(prev.GroupConfigs, next.GroupConfigs) {
-			s.setGroupSettings(next.GroupConfigs)
+			s.setGroupSettings()
 		}
 		// Only a topic seen in one image and gone from the next was
 		// deleted: an image not yet caught up must not drop state.
@@ -40,6 +42,8 @@ func (s *Server) startShares() error {
 		}
 		m.ForgetTopics(gone)
 	})
+	s.setGroupSettings()
+	m.Start()
 	return nil
 }
 
