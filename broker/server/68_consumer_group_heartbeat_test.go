@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/cluster"
 	"github.com/tributary-io/tributary/internal/testcluster"
 )
 
@@ -216,4 +217,44 @@ func ptrString(p *string) string {
 		return "(deleted)"
 	}
 	return *p
+}
+
+// TestGroupConfigChangedDuringStart: a group config set while the broker
+// starts, just as it subscribes to group-config changes, is in force once
+// it has started. Consumer groups read the settings parsed at each
+// change, not the image; read before the subscription, a change published
+// in between was missed until the next change, and members were told the
+// broker's default heartbeat interval.
+func TestGroupConfigChangedDuringStart(t *testing.T) {
+	// Not parallel: the hook is the package's.
+	beforeGroupSubscribe = func(s *Server) {
+		v := "7000"
+		if err := s.ctrl.AlterGroupConfigs("cgs", []cluster.ConfigChange{{Name: "consumer.heartbeat.interval.ms", Value: &v}}, s.cfg.ValidateGroupConfigs, false); err != nil {
+			t.Errorf("setting the group config during start: %v", err)
+		}
+	}
+	t.Cleanup(func() { beforeGroupSubscribe = nil })
+	s := startAdminBroker(t, nil)
+	beforeGroupSubscribe = nil
+	admCreateTopic(t, s, "cgs", 1, nil)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"cgs"}
+	admSend[*kmsg.FindCoordinatorResponse](t, s, fc, 4) // creates __consumer_offsets
+	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	r.Group, r.MemberID = "cgs", "cgs-member"
+	r.RebalanceTimeoutMillis, r.SubscribedTopicNames = 30000, []string{"cgs"}
+	r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	var resp *kmsg.ConsumerGroupHeartbeatResponse
+	for deadline := time.Now().Add(testcluster.HangBound); ; time.Sleep(50 * time.Millisecond) {
+		resp = admSend[*kmsg.ConsumerGroupHeartbeatResponse](t, s, r, 1)
+		if resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.CoordinatorNotAvailable.Code && resp.ErrorCode != kerr.NotCoordinator.Code || time.Now().After(deadline) {
+			break
+		}
+	}
+	if resp.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if resp.HeartbeatIntervalMillis != 7000 {
+		t.Errorf("heartbeat interval %d ms, want the 7000 set while the broker started", resp.HeartbeatIntervalMillis)
+	}
 }

@@ -17,6 +17,9 @@ func (s *Server) startShares() error {
 		return err
 	}
 	s.shares = m
+	if beforeGroupSubscribe != nil {
+		beforeGroupSubscribe(s)
+	}
 	// Subscribe first, then read the image: a group-config change
 	// published between a read and the subscription would otherwise be
 	// missed until the next change (Controller.publish calls only the
@@ -46,6 +49,11 @@ func (s *Server) startShares() error {
 	m.Start()
 	return nil
 }
+
+// beforeGroupSubscribe, set only by a test
+// (TestGroupConfigChangedDuringStart), runs as startShares subscribes to
+// group-config changes: a change published there must not be missed.
+var beforeGroupSubscribe func(*Server)
 
 // isOtherGroup says whether a classic or consumer group holds id (Kafka's
 // groups have one type).
