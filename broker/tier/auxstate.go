@@ -48,7 +48,25 @@ type AuxState struct {
 // share boundaries (a segment uploaded by an earlier leader): the
 // snapshot describes the log up to the segment's end, and the leader holds
 // everything from localStart on locally.
+//
+// It gives up after Config.PassTimeout with ErrUnavailable: the follower's
+// fetcher calls it, and a remote store that never answers must not hold
+// the fetcher (and so the partition's replication) for ever.
 func (m *Manager) AuxState(tp log.TopicPartition, topicID string, localStart int64) (AuxState, error) {
+	var st AuxState
+	err := m.bounded(m.cfg.PassTimeout, func() error {
+		var err error
+		st, err = m.auxState(tp, topicID, localStart)
+		return err
+	})
+	if err != nil {
+		// Not st: a read that outlived the timeout may still write it.
+		return AuxState{}, err
+	}
+	return st, nil
+}
+
+func (m *Manager) auxState(tp log.TopicPartition, topicID string, localStart int64) (AuxState, error) {
 	fs, err := m.store()
 	if err != nil {
 		return AuxState{}, err
