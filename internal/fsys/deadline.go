@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -43,26 +44,69 @@ func deadlineDialer(timeout time.Duration) func(ctx context.Context, network, ad
 // connection after a failed read (only after a failed write, or a standby
 // answer), and the late answer would be read as the next call's (a
 // sequence number mismatch on every call after). Closed, the next call's
-// write fails and the client dials again.
+// write fails and the client dials again. A deadline the caller sets
+// (colinmarc's FileReader.SetDeadline and FileWriter.SetDeadline set the
+// DataNode connection's) is kept when it is the earlier one.
 type deadlineConn struct {
 	net.Conn
 	timeout time.Duration
+
+	mu              sync.Mutex
+	readBy, writeBy time.Time // the caller's deadlines; zero for none
 }
 
 func (c *deadlineConn) Read(p []byte) (int, error) {
-	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+	c.mu.Lock()
+	by := c.readBy
+	c.mu.Unlock()
+	ours, d := c.arm(by)
+	if err := c.Conn.SetReadDeadline(d); err != nil {
 		return 0, err
 	}
 	n, err := c.Conn.Read(p)
-	return n, c.timedOut("read from", err)
+	return n, c.timedOut("read from", ours, err)
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+	c.mu.Lock()
+	by := c.writeBy
+	c.mu.Unlock()
+	ours, d := c.arm(by)
+	if err := c.Conn.SetWriteDeadline(d); err != nil {
 		return 0, err
 	}
 	n, err := c.Conn.Write(p)
-	return n, c.timedOut("write to", err)
+	return n, c.timedOut("write to", ours, err)
+}
+
+// arm is the deadline of a call: ours, or the caller's when earlier.
+func (c *deadlineConn) arm(by time.Time) (ours bool, d time.Time) {
+	d = time.Now().Add(c.timeout)
+	if !by.IsZero() && by.Before(d) {
+		return false, by
+	}
+	return true, d
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readBy, c.writeBy = t, t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readBy = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.writeBy = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // ErrTimeout is a NameNode or DataNode that did not answer a read or take
@@ -70,8 +114,10 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 // holds too.
 var ErrTimeout = errors.New("fsys: HDFS did not answer")
 
-func (c *deadlineConn) timedOut(op string, err error) error {
-	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+// timedOut closes the connection when our deadline passed (the caller's
+// own is the caller's business, as without the wrapper).
+func (c *deadlineConn) timedOut(op string, ours bool, err error) error {
+	if err == nil || !ours || !errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
 	}
 	c.Conn.Close()
