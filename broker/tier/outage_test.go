@@ -294,6 +294,7 @@ func TestTieredHDFSOutage(t *testing.T) {
 	leaderBytes := dirBytes(leaderDir)
 	up := time.Now()
 	hd.Start()
+	started := time.Now()
 	t.Logf("HDFS down for %v: %d records acknowledged meanwhile; the tail consumer went from %d to %d; the leader held up to %d segments (%d bytes at the end, local.retention.bytes %d)",
 		up.Sub(down).Round(time.Second), duringOutage, tailAt, tailEnd, peak, leaderBytes, localBytes)
 	if duringOutage == 0 {
@@ -321,6 +322,7 @@ func TestTieredHDFSOutage(t *testing.T) {
 		n, err := remoteRead()
 		return err == nil && n > 0
 	})
+	t.Logf("HDFS took %v to start; the remote read worked %v after", started.Sub(up).Round(100*time.Millisecond), time.Since(started).Round(100*time.Millisecond))
 	// No broker's local log started past what was remote: the remote end
 	// during the outage is that of the newest manifest version written
 	// before HDFS came back (none was written while it was down).
@@ -370,7 +372,7 @@ func TestTieredHDFSOutage(t *testing.T) {
 	})
 	m := manifest()
 	checkContiguous(t, m)
-	t.Logf("uploaded end %d, high watermark %d", m.UploadedEnd(), hw)
+	t.Logf("uploaded end %d, high watermark %d, %v after HDFS started", m.UploadedEnd(), hw, time.Since(started).Round(100*time.Millisecond))
 	waitFor(t, ctx, "the leader to say remote storage answers again", func() bool {
 		return strings.Contains(c.Node(leader).Log(), "remote storage answers again")
 	})
