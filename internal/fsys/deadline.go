@@ -44,7 +44,16 @@ func deadlineDialer(timeout time.Duration) func(ctx context.Context, network, ad
 // connection after a failed read (only after a failed write, or a standby
 // answer), and the late answer would be read as the next call's (a
 // sequence number mismatch on every call after). Closed, the next call's
-// write fails and the client dials again. A deadline the caller sets
+// write on it fails, and colinmarc/hdfs marks the NameNode failed: for
+// its host backoff (5 s in v2.4.0, namenode.go's backoffDuration) every
+// call through that client fails at once with "no available namenodes"
+// without dialling, even if the NameNode has recovered; after it the next
+// call (often colinmarc's own lease renewal, every second) dials again.
+// So a timeout costs about 5 s more of failed calls, which the tier's
+// retries absorb; a fresh client per timeout would avoid them, but
+// hdfsFS shares one client with every caller and its idle streams. A
+// DataNode connection that timed out belongs to one block stream, which
+// fails; the next read or write opens another. A deadline the caller sets
 // (colinmarc's FileReader.SetDeadline and FileWriter.SetDeadline set the
 // DataNode connection's) is kept when it is the earlier one.
 type deadlineConn struct {
