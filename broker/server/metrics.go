@@ -255,7 +255,7 @@ var (
 	descFetchSessions = prometheus.NewDesc("tributary_broker_fetch_sessions",
 		"Open fetch sessions (Kafka FetchSessionCache NumIncrementalFetchSessions); max.incremental.fetch.session.cache.slots bounds them.", nil, nil)
 	descRemoteFailing = prometheus.NewDesc("tributary_broker_remote_storage_failing_partitions",
-		"Tiered partitions whose latest tier pass failed (remote storage unreachable, refusing or too slow): nothing of them is uploaded and local retention keeps what is not remote, so their disks fill; alert when above 0 for longer than a few remote.log.manager.task.interval.ms.", nil, nil)
+		"Tiered partitions whose tier passes fail on remote storage (unreachable, refusing or too slow; not a leader change or a local disk error), until one succeeds: nothing of them is uploaded and local retention keeps what is not remote, so their disks fill; alert when above 0 for longer than a few remote.log.manager.task.interval.ms.", nil, nil)
 	descRemoteErrors = prometheus.NewDesc("tributary_broker_remote_storage_errors_total",
 		"Tier passes of a partition that failed (each is retried with a backoff of up to 30 s); Kafka counts copy failures as RemoteCopyErrorsPerSec.", nil, nil)
 	descRebalances = prometheus.NewDesc("tributary_broker_group_rebalances_total",

@@ -174,7 +174,8 @@ type partition struct {
 	// its PassTimeout).
 	busy    atomic.Bool
 	backoff time.Duration
-	// failing: the partition's latest pass failed (FailingPartitions);
+	// failing: the partition's passes fail on remote storage
+	// (remoteFailure), and none has succeeded since (FailingPartitions);
 	// failingSince is when the failures began (Run's goroutine).
 	failing      atomic.Bool
 	failingSince time.Time
@@ -309,7 +310,7 @@ func (m *Manager) Pass(targets []Target, live func(topicID string) bool) {
 		}
 		if err != nil {
 			m.passErrors.Add(1)
-			if !p.failing.Swap(true) {
+			if remoteFailure(err) && !p.failing.Swap(true) {
 				// Once per outage, at error level: the retries below are
 				// warnings, and what an operator must learn is that
 				// nothing of the partition goes remote and its disk
@@ -508,7 +509,7 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 	if man.LeaderEpoch > t.LeaderEpoch {
 		// A newer leader wrote it: this broker's metadata is behind
 		// (it is no longer the leader, or will not be told it is yet).
-		return fmt.Errorf("%w: %s: the remote manifest was written at leader epoch %d, above this broker's %d", ErrUnavailable, t.TP, man.LeaderEpoch, t.LeaderEpoch)
+		return fmt.Errorf("%w: %w: %s: written at leader epoch %d, above this broker's %d", ErrUnavailable, errFenced, t.TP, man.LeaderEpoch, t.LeaderEpoch)
 	}
 	// Versions remembered while this broker led before are gone or
 	// going, removed by the leaders since: kept, they would never be
@@ -605,6 +606,18 @@ func (p *partition) publish(man *Manifest) {
 
 // errFenced is a manifest a newer leader wrote since this broker read it.
 var errFenced = errors.New("broker/tier: the remote manifest was written by a newer leader")
+
+// remoteFailure says whether a failed pass is remote storage failing (down,
+// refusing, too slow, or its metadata unusable), which the outage alarm
+// (the "remote storage is failing" log line and FailingPartitions) is for.
+// A leader change (errFenced), an upload that would leave a hole
+// (errHole) and the local log's own errors (retention, reading a local
+// segment) fail the pass too, but an operator sent to look at HDFS for
+// them would find nothing there: they are the pass's "will retry"
+// warnings and PassErrors only.
+func remoteFailure(err error) bool {
+	return errors.Is(err, ErrUnavailable) && !errors.Is(err, errFenced)
+}
 
 // errStopped is a pass cut short by the manager's stop.
 var errStopped = errors.New("broker/tier: stopping")
@@ -779,7 +792,9 @@ func (m *Manager) RemoteSize(tp log.TopicPartition) int64 {
 	return 0
 }
 
-// FailingPartitions is how many partitions' latest pass failed: their
+// FailingPartitions is how many partitions' passes fail on remote
+// storage (remoteFailure), from the first such failure to the next pass
+// that succeeds: their
 // uploads (or, on a follower, the metadata reads that let local
 // retention remove what is remote) wait for remote storage, and their
 // local logs grow. An alert above 0 is the outage alarm.
