@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/record"
 	"github.com/tributary-io/tributary/broker/tier"
+	"github.com/tributary-io/tributary/internal/testcluster"
 )
 
 // syncBuffer is a log sink the manager's goroutines write to.
@@ -190,11 +191,22 @@ func TestStuckCallReturnsOnSilentNameNode(t *testing.T) {
 	if a, c := accepted.Load(), closed.Load(); a == 0 || c < a {
 		t.Fatalf("%d connections to the silent NameNode, %d closed: the stuck call still waits", a, c)
 	}
-	time.Sleep(time.Second) // past the partition's backoff
-	before := len(logs.String())
-	m.Pass([]tier.Target{target}, nil)
-	if later := logs.String()[before:]; strings.Contains(later, "has not returned") || !strings.Contains(later, "will retry") {
-		t.Errorf("the pass after the stuck call returned did not work on the partition; its log:\n%s", later)
+	// The stuck goroutine still has to return up the stack (fsys.Open
+	// closes its client, Pass's deferred clear of busy) and the backoff
+	// to pass: pass again until one works on the partition, within the
+	// hang bound. A pass that found it busy says "has not returned", one
+	// that worked on it "will retry" (the NameNode is still silent).
+	var later string
+	for deadline := time.Now().Add(testcluster.HangBound); ; time.Sleep(100 * time.Millisecond) {
+		before := len(logs.String())
+		m.Pass([]tier.Target{target}, nil)
+		later = logs.String()[before:]
+		if strings.Contains(later, "will retry") && !strings.Contains(later, "has not returned") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if strings.Contains(later, "has not returned") || !strings.Contains(later, "will retry") {
+		t.Errorf("no pass worked on the partition after the stuck call returned; the last one's log:\n%s", later)
 	}
 	if !strings.Contains(logs.String(), "remote storage is failing for the partition") {
 		t.Errorf("the manager did not log that remote storage is failing; its log:\n%s", logs.String())
