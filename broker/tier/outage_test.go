@@ -242,6 +242,11 @@ func TestTieredHDFSOutage(t *testing.T) {
 	// The outage.
 	before := manifest()
 	t.Logf("before the outage: uploaded end %d, leader %d's local log from %v", before.UploadedEnd(), leader, localLogsIfAny(leaderDir)[0])
+	// The log checks below read only what the leader logged after the
+	// outage began (and, for the recovery, after HDFS was started): a
+	// transient failure before it, and its recovery, must not satisfy
+	// them.
+	logAtDown := len(c.Node(leader).Log())
 	hd.Stop()
 	down := time.Now()
 	// lowest[node] is the highest local log start each broker had during
@@ -280,7 +285,7 @@ func TestTieredHDFSOutage(t *testing.T) {
 		if tailAt == 0 && time.Since(down) > outage/3 {
 			tailAt = tailOffset.Load()
 		}
-		if !alarmed && strings.Contains(c.Node(leader).Log(), "remote storage is failing for the partition") {
+		if !alarmed && strings.Contains(c.Node(leader).Log()[logAtDown:], "remote storage is failing for the partition") {
 			alarmed = true
 		}
 		if !metricSeen && metricValue(t, c.Node(leader).AdminAddr(), "tributary_broker_remote_storage_failing_partitions") > 0 {
@@ -293,6 +298,7 @@ func TestTieredHDFSOutage(t *testing.T) {
 	duringOutage := ackedSince(down)
 	leaderBytes := dirBytes(leaderDir)
 	up := time.Now()
+	logAtUp := len(c.Node(leader).Log())
 	hd.Start()
 	started := time.Now()
 	t.Logf("HDFS down for %v: %d records acknowledged meanwhile; the tail consumer went from %d to %d; the leader held up to %d segments (%d bytes at the end, local.retention.bytes %d)",
@@ -374,7 +380,7 @@ func TestTieredHDFSOutage(t *testing.T) {
 	checkContiguous(t, m)
 	t.Logf("uploaded end %d, high watermark %d, %v after HDFS started", m.UploadedEnd(), hw, time.Since(started).Round(100*time.Millisecond))
 	waitFor(t, ctx, "the leader to say remote storage answers again", func() bool {
-		return strings.Contains(c.Node(leader).Log(), "remote storage answers again")
+		return strings.Contains(c.Node(leader).Log()[logAtUp:], "remote storage answers again")
 	})
 	waitFor(t, ctx, "every broker's failing-partitions gauge back to 0", func() bool {
 		for _, node := range c.Brokers() {
