@@ -52,10 +52,21 @@ func deadlineDialer(timeout time.Duration) func(ctx context.Context, network, ad
 // So a timeout costs about 5 s more of failed calls, which the tier's
 // retries absorb; a fresh client per timeout would avoid them, but
 // hdfsFS shares one client with every caller and its idle streams. A
-// DataNode connection that timed out belongs to one block stream, which
-// fails; the next read or write opens another. A deadline the caller sets
+// DataNode connection belongs to one block stream, with no such backoff:
+// a read that timed out goes on at the block's next replica (colinmarc's
+// BlockReader), or fails when none is left. A deadline the caller sets
 // (colinmarc's FileReader.SetDeadline and FileWriter.SetDeadline set the
 // DataNode connection's) is kept when it is the earlier one.
+//
+// Not handled: a caller's Set*Deadline racing a Read or Write in flight
+// on another goroutine. Read and Write copy the caller's deadline, then
+// arm theirs outside the lock, so a caller's deadline set in between is
+// lost for that call (up to IOTimeout late), and one set during the call
+// replaces ours on the connection (a zero one removes the hang detector
+// for that call). Nothing does it today: Tributary never calls
+// FileReader/FileWriter.SetDeadline, and colinmarc/hdfs sets deadlines only
+// at connect, before any I/O. A caller that starts to must hold the lock
+// across arming, and apply the earlier of its deadline and the armed one.
 type deadlineConn struct {
 	net.Conn
 	timeout time.Duration
