@@ -60,7 +60,8 @@ test:
 # classic members too, and the
 # Hadoop side (a killed YARN application, Kerberos tickets renewed and
 # passed to load workers), and tiered storage's 5 GB through a 3-node
-# cluster with a 100 MB local retention under leader kills (issue 26).
+# cluster with a 100 MB local retention under leader kills and a minute's
+# HDFS outage under a producer (issue 26).
 # LONG=cluster, throttle, loader, registry, txn, groups, hadoop or tier runs
 # one part only.
 LONG ?= cluster throttle loader registry txn groups hadoop tier
@@ -83,7 +84,7 @@ test-long:
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 3h -run 'TestYARNApplicationKilled|TestYARNLoadTwelvePartitions|TestKerberosProcessExecutor' -v ./jobs/ && \
 	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),5) -timeout 1h -run 'TestKerberosTicketRenewal' -v ./internal/fsys/; fi
 	@if [[ " $(LONG) " == *" tier "* ]]; then set -x; \
-	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),1) -timeout 4h -run 'TestTieredClusterLeaderKills' -v ./broker/tier/; fi
+	TRIBUTARY_TEST_LONG=1 $(GO) test -race -count=$(or $(COUNT),1) -timeout 4h -run 'TestTieredClusterLeaderKills|TestTieredHDFSOutage' -v ./broker/tier/; fi
 
 # Fuzz targets are found, not listed: `go test -list` prints each package's
 # Fuzz* names, then "ok <package>". Go fuzzes one target at a time.

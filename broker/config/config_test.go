@@ -192,12 +192,13 @@ var brokerDefaultDifferences = map[string]string{
 // notDynamic are the properties Kafka 4.4 changes at run time (KIP-226)
 // and Tributary does not.
 var notDynamic = map[string]string{
-	"listeners":                         "a listener is bound once, at start",
-	"listener.security.protocol.map":    "a listener is bound once, at start",
-	"max.connections.per.ip.overrides":  "its host names are resolved once, at start",
-	"num.io.threads":                    "no pool: requests run on their connection's goroutine",
-	"num.network.threads":               "no pool: a goroutine per connection",
-	"num.recovery.threads.per.data.dir": "used only while the logs open at start, before the metadata is read",
+	"listeners":                              "a listener is bound once, at start",
+	"listener.security.protocol.map":         "a listener is bound once, at start",
+	"max.connections.per.ip.overrides":       "its host names are resolved once, at start",
+	"num.io.threads":                         "no pool: requests run on their connection's goroutine",
+	"remote.list.offsets.request.timeout.ms": "read when the tier manager starts, with the other tier settings",
+	"num.network.threads":                    "no pool: a goroutine per connection",
+	"num.recovery.threads.per.data.dir":      "used only while the logs open at start, before the metadata is read",
 }
 
 func init() {
@@ -221,12 +222,16 @@ var brokerOnly = map[string]string{
 	"schema.registry.kafkastore.sasl.mechanism":          "the in-process registry's client properties; Confluent's kafkastore.*",
 	"schema.registry.kafkastore.sasl.jaas.config":        "the in-process registry's client properties; Confluent's kafkastore.*",
 	"schema.registry.kafkastore.ssl.truststore.location": "the in-process registry's client properties; Confluent's kafkastore.*",
-	"super.users":                         "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
-	"allow.everyone.if.no.acl.found":      "StandardAuthorizer's setting, like super.users",
-	"rsm.config.storage.uri":              "the remote storage manager's own setting, under Kafka's rsm.config. prefix (docs/tiered-storage.md)",
-	"rsm.config.storage.hdfs.user":        "the remote storage manager's own setting, like rsm.config.storage.uri",
-	"rsm.config.storage.cleanup.grace.ms": "the remote storage manager's own setting, like rsm.config.storage.uri",
-	"rsm.config.fetch.chunk.cache.size":   "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"super.users":                              "StandardAuthorizer's setting: Kafka reads it from the broker's file but lists it among no broker configs",
+	"allow.everyone.if.no.acl.found":           "StandardAuthorizer's setting, like super.users",
+	"rsm.config.storage.uri":                   "the remote storage manager's own setting, under Kafka's rsm.config. prefix (docs/tiered-storage.md)",
+	"rsm.config.storage.hdfs.user":             "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"rsm.config.storage.cleanup.grace.ms":      "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"rsm.config.fetch.chunk.cache.size":        "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"rsm.config.storage.hdfs.io.timeout.ms":    "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"rsm.config.fetch.chunk.timeout.ms":        "the remote storage manager's own setting, like rsm.config.storage.uri",
+	"tributary.tier.pass.timeout.ms":           "Kafka's copier threads have no deadline; Tributary bounds a partition's tier pass (docs/tiered-storage.md)",
+	"tributary.tier.delete.records.timeout.ms": "Kafka's DeleteRecords waits on its own RemoteLogManager; Tributary bounds the wait for the tier (docs/tiered-storage.md)",
 }
 
 // TestBrokerDefaultsMatchKafka checks every broker property's default and
@@ -304,6 +309,13 @@ func TestParseBrokerRejects(t *testing.T) {
 		{"bad listener", map[string]string{"listeners": "PLAINTEXT://127.0.0.1:99999"}, []string{`listener "PLAINTEXT://127.0.0.1:99999": port "99999" is not 0-65535`}},
 		{"cross check", map[string]string{"message.max.bytes": "2000000"}, []string{"replica.fetch.max.bytes=1048576 must be at least message.max.bytes=2000000"}},
 		{"no connections per ip", map[string]string{"max.connections.per.ip": "0"}, []string{"max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}},
+		// The tier's deadlines (docs/tiered-storage.md): none may be 0,
+		// which would give up on every remote call.
+		{"tier pass timeout", map[string]string{"tributary.tier.pass.timeout.ms": "500"}, []string{`invalid value "500" for tributary.tier.pass.timeout.ms: must be at least 1000`}},
+		{"tier delete records timeout", map[string]string{"tributary.tier.delete.records.timeout.ms": "0"}, []string{`invalid value "0" for tributary.tier.delete.records.timeout.ms: must be at least 1`}},
+		{"chunk timeout", map[string]string{"rsm.config.fetch.chunk.timeout.ms": "30s"}, []string{`invalid value "30s" for rsm.config.fetch.chunk.timeout.ms: not a number`}},
+		{"list offsets timeout", map[string]string{"remote.list.offsets.request.timeout.ms": "-1"}, []string{`invalid value "-1" for remote.list.offsets.request.timeout.ms: must be at least 1`}},
+		{"hdfs io timeout", map[string]string{"rsm.config.storage.hdfs.io.timeout.ms": "10"}, []string{`invalid value "10" for rsm.config.storage.hdfs.io.timeout.ms: must be at least 1000`}},
 		{"all at once", map[string]string{"no.such.thing": "1", "num.partitions": "x", "log.segment.bytes": "1"},
 			[]string{"unknown property no.such.thing", "num.partitions", `invalid value "1" for log.segment.bytes: must be at least 14`}},
 	} {

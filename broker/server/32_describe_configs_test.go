@@ -210,6 +210,7 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 		"log.dir": "", "queued.max.request.bytes": "", "socket.receive.buffer.bytes": "",
 		// Dynamic in Kafka, read once at start here (docs/cluster.md).
 		"max.connections.per.ip.overrides": "",
+		"remote.list.offsets.request.timeout.ms": "",
 		// Kafka's defaults are GSSAPI and JKS, which Tributary does not
 		// have (docs/security.md).
 		"sasl.enabled.mechanisms": "", "ssl.keystore.type": "", "ssl.truststore.type": "",

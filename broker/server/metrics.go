@@ -290,6 +290,10 @@ var (
 		"Consumer groups coordinated here, by state (Kafka GroupMetadataManager NumGroups{Stable,...}).", []string{"state"}, nil)
 	descFetchSessions = prometheus.NewDesc("tributary_broker_fetch_sessions",
 		"Open fetch sessions (Kafka FetchSessionCache NumIncrementalFetchSessions); max.incremental.fetch.session.cache.slots bounds them.", nil, nil)
+	descRemoteFailing = prometheus.NewDesc("tributary_broker_remote_storage_failing_partitions",
+		"Tiered partitions whose tier passes fail on remote storage (unreachable, refusing or too slow; not a leader change or a local disk error), until one succeeds: nothing of them is uploaded and local retention keeps what is not remote, so their disks fill; alert when above 0 for longer than a few remote.log.manager.task.interval.ms.", nil, nil)
+	descRemoteErrors = prometheus.NewDesc("tributary_broker_remote_storage_errors_total",
+		"Tier passes of a partition that failed (each is retried with a backoff of up to 30 s); Kafka counts copy failures as RemoteCopyErrorsPerSec.", nil, nil)
 	descRebalances = prometheus.NewDesc("tributary_broker_group_rebalances_total",
 		"Rebalances completed by the groups coordinated here: join phases that ended in a new generation with members.", nil, nil)
 )
@@ -298,7 +302,7 @@ var (
 var groupStates = []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable}
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descOfflineLogDirs, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions} {
+	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descOfflineLogDirs, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions, descRemoteFailing, descRemoteErrors} {
 		ch <- d
 	}
 }
@@ -310,6 +314,8 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	live := c.m.live.Load()
 	var hosted, leaders, under, underMin, offline, offlineReplicas, offlineDirs, topics, sessions int
 	var stats group.Stats
+	var remoteFailing int
+	var remoteErrors int64
 	sizes := map[string]int64{}
 	if live != nil {
 		img := live.ctrl.Image()
@@ -344,6 +350,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		stats = live.groups.Stats()
 		sessions = live.s.fetchSessions.open()
+		if live.s.tier != nil {
+			remoteFailing, remoteErrors = live.s.tier.FailingPartitions(), live.s.tier.PassErrors()
+		}
 	}
 	gauge(descPartitions, hosted)
 	gauge(descLeaders, leaders)
@@ -361,4 +370,6 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descGroups, stats.Groups[st], st.String())
 	}
 	ch <- prometheus.MustNewConstMetric(descRebalances, prometheus.CounterValue, float64(stats.Rebalances))
+	gauge(descRemoteFailing, remoteFailing)
+	ch <- prometheus.MustNewConstMetric(descRemoteErrors, prometheus.CounterValue, float64(remoteErrors))
 }

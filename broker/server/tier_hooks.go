@@ -49,6 +49,7 @@ func (s *Server) newTier() {
 	if !s.cfg.Bool("remote.log.storage.system.enable") {
 		return
 	}
+	ms := func(name string) time.Duration { return time.Duration(s.cfg.Int(name)) * time.Millisecond }
 	s.tier = tier.New(tier.Config{
 		URI:        s.cfg.String("rsm.config.storage.uri"),
 		User:       s.cfg.String("rsm.config.storage.hdfs.user"),
@@ -57,6 +58,12 @@ func (s *Server) newTier() {
 		CacheBytes: s.cfg.Int("rsm.config.fetch.chunk.cache.size"),
 		Grace:      time.Duration(s.cfg.Int("rsm.config.storage.cleanup.grace.ms")) * time.Millisecond,
 		Logger:     s.logger,
+		// The deadlines (docs/tiered-storage.md, "Deadlines").
+		PassTimeout:        ms("tributary.tier.pass.timeout.ms"),
+		CallTimeout:        ms("tributary.tier.delete.records.timeout.ms"),
+		ChunkTimeout:       ms("rsm.config.fetch.chunk.timeout.ms"),
+		ListOffsetsTimeout: ms("remote.list.offsets.request.timeout.ms"),
+		IOTimeout:          ms("rsm.config.storage.hdfs.io.timeout.ms"),
 	})
 }
 

@@ -44,7 +44,30 @@ type AuxState struct {
 // share boundaries (a segment uploaded by an earlier leader): the
 // snapshot describes the log up to the segment's end, and the leader holds
 // everything from localStart on locally.
+//
+// It gives up after Config.PassTimeout with ErrUnavailable, so that the
+// partition's rebuild retries rather than waiting for a store that never
+// answers. The fetcher itself was never held: it calls this on a goroutine
+// of its own, one at a time per partition (replica/fetcher.go). The bound
+// weakens that guard: the read that timed out may still run when the
+// fetcher starts the next, so each PassTimeout can add one more stuck
+// read per partition. Config.IOTimeout (at least 1 s, 2 min by default,
+// under the 5 min PassTimeout) ends the inner calls, which bounds them.
 func (m *Manager) AuxState(tp log.TopicPartition, topicID string, localStart int64) (AuxState, error) {
+	var st AuxState
+	err := m.bounded(m.cfg.PassTimeout, func() error {
+		var err error
+		st, err = m.auxState(tp, topicID, localStart)
+		return err
+	})
+	if err != nil {
+		// Not st: a read that outlived the timeout may still write it.
+		return AuxState{}, err
+	}
+	return st, nil
+}
+
+func (m *Manager) auxState(tp log.TopicPartition, topicID string, localStart int64) (AuxState, error) {
 	fs, err := m.store()
 	if err != nil {
 		return AuxState{}, err

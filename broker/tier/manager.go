@@ -39,17 +39,32 @@ type Config struct {
 	// broker setting is at least 1 s; tests set less here (zero removes
 	// them at the leader's next pass).
 	Grace time.Duration
-	// PassTimeout bounds one partition's work in a pass (its remote
-	// calls and uploads): past it the pass moves on, the partition
-	// counts as unavailable and is skipped until the stuck work returns
-	// (internal/fsys has no deadlines of its own: a NameNode or DataNode
-	// that accepts and never answers would hold the tier loop of every
-	// partition). CallTimeout bounds a remote read's chunk load and
-	// DeleteRecords' wait for the partition and its commit.
+	// PassTimeout (tributary.tier.pass.timeout.ms) bounds one
+	// partition's work in a pass (its remote calls and uploads): past it
+	// the pass moves on, the partition counts as unavailable and is
+	// skipped until the stuck work returns, so that a slow or silent
+	// remote store never holds the tier loop of every partition. It also
+	// bounds a follower's AuxState read.
 	PassTimeout time.Duration
+	// CallTimeout (tributary.tier.delete.records.timeout.ms) bounds
+	// DeleteRecords' wait for the partition and its commit, and a chunk
+	// load when ChunkTimeout is 0.
 	CallTimeout time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// ChunkTimeout (rsm.config.fetch.chunk.timeout.ms) bounds a remote
+	// read's chunk load: past it its readers fail retriably and its slot
+	// is freed.
+	ChunkTimeout time.Duration
+	// ListOffsetsTimeout (remote.list.offsets.request.timeout.ms) bounds
+	// a ListOffsets by timestamp's wait for remote storage.
+	ListOffsetsTimeout time.Duration
+	// IOTimeout (rsm.config.storage.hdfs.io.timeout.ms) is the store's
+	// fsys.Options.IOTimeout: how long one read or write on an HDFS
+	// connection waits for the peer before the call fails and the
+	// connection is closed. The timeouts above free the caller; this one
+	// frees the stuck call itself, its goroutine and its connection.
+	IOTimeout time.Duration
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // DefaultCacheBytes and DefaultChunkBytes size the remote read cache;
@@ -61,6 +76,8 @@ const (
 	// A pass uploads a group of segments: minutes at worst.
 	DefaultPassTimeout = 5 * time.Minute
 	DefaultCallTimeout = 30 * time.Second
+	// Kafka's remote.list.offsets.request.timeout.ms default.
+	DefaultListOffsetsTimeout = 30 * time.Second
 )
 
 // Target is a partition this broker leads and whose topic has
@@ -107,6 +124,8 @@ type Manager struct {
 
 	// uploaded counts segments and bytes uploaded, for metrics and tests.
 	uploadedSegments, uploadedBytes atomic.Int64
+	// passErrors counts the partition passes that failed (PassErrors).
+	passErrors atomic.Int64
 }
 
 type fsBox struct{ fsys.FS }
@@ -155,7 +174,12 @@ type partition struct {
 	// its PassTimeout).
 	busy    atomic.Bool
 	backoff time.Duration
-	next    time.Time // no work before this after a failure
+	// failing: the partition's passes fail on remote storage
+	// (remoteFailure), and none has succeeded since (FailingPartitions);
+	// failingSince is when the failures began (Run's goroutine).
+	failing      atomic.Bool
+	failingSince time.Time
+	next         time.Time // no work before this after a failure
 }
 
 // New returns a Manager; Run does the work.
@@ -181,8 +205,14 @@ func New(cfg Config) *Manager {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
+	if cfg.ChunkTimeout <= 0 {
+		cfg.ChunkTimeout = cfg.CallTimeout
+	}
+	if cfg.ListOffsetsTimeout <= 0 {
+		cfg.ListOffsetsTimeout = DefaultListOffsetsTimeout
+	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger.With("component", "tier"), parts: map[log.TopicPartition]*partition{}, topics: map[string]string{}}
-	m.cache = newChunkCache(cfg.CacheBytes, cfg.ChunkBytes, cfg.CallTimeout)
+	m.cache = newChunkCache(cfg.CacheBytes, cfg.ChunkBytes, cfg.ChunkTimeout)
 	return m
 }
 
@@ -205,7 +235,7 @@ func (m *Manager) store() (fsys.FS, error) {
 	if now := time.Now(); now.Before(m.openNext) {
 		return nil, fmt.Errorf("%w: %s is not reachable yet", ErrUnavailable, m.cfg.URI)
 	}
-	fs, err := fsys.Open(m.cfg.URI, fsys.Options{User: m.cfg.User, Log: m.logger})
+	fs, err := fsys.Open(m.cfg.URI, fsys.Options{User: m.cfg.User, Log: m.logger, IOTimeout: m.cfg.IOTimeout})
 	if err != nil {
 		m.openNext = time.Now().Add(2 * time.Second)
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -279,10 +309,24 @@ func (m *Manager) Pass(targets []Target, live func(topicID string) bool) {
 			return
 		}
 		if err != nil {
+			m.passErrors.Add(1)
+			if remoteFailure(err) && !p.failing.Swap(true) {
+				// Once per outage, at error level: the retries below are
+				// warnings, and what an operator must learn is that
+				// nothing of the partition goes remote and its disk
+				// fills (local retention waits for the uploads).
+				p.failingSince = m.cfg.Now()
+				m.logger.Error("tiered storage: remote storage is failing for the partition: no uploads, local retention keeps what is not uploaded",
+					"partition", t.TP.String(), "uri", m.cfg.URI, "err", err)
+			}
 			p.backoff = min(max(2*p.backoff, m.cfg.Interval), 30*time.Second)
 			p.next = m.cfg.Now().Add(p.backoff)
 			m.logger.Warn("tiered storage: will retry", "partition", t.TP.String(), "retry_in", p.backoff, "err", err)
 			continue
+		}
+		if p.failing.Swap(false) {
+			m.logger.Info("tiered storage: remote storage answers again for the partition", "partition", t.TP.String(),
+				"failed_for", m.cfg.Now().Sub(p.failingSince).Round(time.Millisecond))
 		}
 		p.backoff, p.next = 0, time.Time{}
 	}
@@ -465,7 +509,7 @@ func (m *Manager) load(fs fsys.FS, p *partition, t Target) error {
 	if man.LeaderEpoch > t.LeaderEpoch {
 		// A newer leader wrote it: this broker's metadata is behind
 		// (it is no longer the leader, or will not be told it is yet).
-		return fmt.Errorf("%w: %s: the remote manifest was written at leader epoch %d, above this broker's %d", ErrUnavailable, t.TP, man.LeaderEpoch, t.LeaderEpoch)
+		return fmt.Errorf("%w: %w: %s: written at leader epoch %d, above this broker's %d", ErrUnavailable, errFenced, t.TP, man.LeaderEpoch, t.LeaderEpoch)
 	}
 	// Versions remembered while this broker led before are gone or
 	// going, removed by the leaders since: kept, they would never be
@@ -562,6 +606,18 @@ func (p *partition) publish(man *Manifest) {
 
 // errFenced is a manifest a newer leader wrote since this broker read it.
 var errFenced = errors.New("broker/tier: the remote manifest was written by a newer leader")
+
+// remoteFailure says whether a failed pass is remote storage failing (down,
+// refusing, too slow, or its metadata unusable), which the outage alarm
+// (the "remote storage is failing" log line and FailingPartitions) is for.
+// A leader change (errFenced), an upload that would leave a hole
+// (errHole) and the local log's own errors (retention, reading a local
+// segment) fail the pass too, but an operator sent to look at HDFS for
+// them would find nothing there: they are the pass's "will retry"
+// warnings and PassErrors only.
+func remoteFailure(err error) bool {
+	return errors.Is(err, ErrUnavailable) && !errors.Is(err, errFenced)
+}
 
 // errStopped is a pass cut short by the manager's stop.
 var errStopped = errors.New("broker/tier: stopping")
@@ -735,6 +791,27 @@ func (m *Manager) RemoteSize(tp log.TopicPartition) int64 {
 	}
 	return 0
 }
+
+// FailingPartitions is how many partitions' passes fail on remote
+// storage (remoteFailure), from the first such failure to the next pass
+// that succeeds: their
+// uploads (or, on a follower, the metadata reads that let local
+// retention remove what is remote) wait for remote storage, and their
+// local logs grow. An alert above 0 is the outage alarm.
+func (m *Manager) FailingPartitions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, p := range m.parts {
+		if p.failing.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// PassErrors is how many partition passes have failed since the start.
+func (m *Manager) PassErrors() int64 { return m.passErrors.Load() }
 
 // Uploaded is how many segments and bytes this manager has uploaded.
 func (m *Manager) Uploaded() (segments, bytes int64) {

@@ -15,10 +15,6 @@ import (
 
 // ListOffsets by timestamp in the remote range.
 
-// listOffsetsTimeout bounds how long a ListOffsets waits for remote
-// bytes (Kafka's remote.list.offsets.request.timeout.ms default).
-const listOffsetsTimeout = 30 * time.Second
-
 // timeIndexEntry is an entry of Kafka's time index: timestamp int64,
 // relative offset int32. An entry (T, O) says the largest timestamp of
 // the segment became T at the batch holding offset O: every record before
@@ -31,7 +27,7 @@ const timeIndexEntry = 12
 // timestamp is at least ts, with that timestamp. ok is false when no
 // remote segment below below has one, or the manager has never seen the
 // partition (the caller decides whether that is a tiered partition not
-// passed yet). It waits for HDFS, up to listOffsetsTimeout, through the
+// passed yet). It waits for HDFS, up to Config.ListOffsetsTimeout, through the
 // chunk cache (a ListOffsets is answered on its connection's goroutine).
 //
 // With the manifest not loaded (a restart while HDFS is down, a leader
@@ -40,15 +36,15 @@ const timeIndexEntry = 12
 // later offset and the caller would skip the remote records silently
 // (review 3).
 func (m *Manager) OffsetForTimestamp(tp log.TopicPartition, ts, below int64) (offset, timestamp int64, ok bool, err error) {
-	return m.OffsetForTimestampWithin(tp, ts, below, listOffsetsTimeout)
+	return m.OffsetForTimestampWithin(tp, ts, below, m.cfg.ListOffsetsTimeout)
 }
 
 // OffsetForTimestampWithin is OffsetForTimestamp waiting at most timeout
-// (capped at listOffsetsTimeout) for remote storage: ListOffsets v10's
+// (capped at Config.ListOffsetsTimeout) for remote storage: ListOffsets v10's
 // TimeoutMs (KIP-1075).
 func (m *Manager) OffsetForTimestampWithin(tp log.TopicPartition, ts, below int64, timeout time.Duration) (offset, timestamp int64, ok bool, err error) {
-	if timeout <= 0 || timeout > listOffsetsTimeout {
-		timeout = listOffsetsTimeout
+	if timeout <= 0 || timeout > m.cfg.ListOffsetsTimeout {
+		timeout = m.cfg.ListOffsetsTimeout
 	}
 	p := m.lookup(tp)
 	if p == nil {
@@ -117,7 +113,7 @@ func (m *Manager) segmentOffsetForTimestamp(fs fsys.FS, p *partition, man *Manif
 	// Read on from there, batch by batch, within the segment.
 	for from <= seg.EndOffset {
 		if time.Now().After(deadline) {
-			return 0, 0, false, fmt.Errorf("%w: remote storage did not answer within %v", ErrUnavailable, listOffsetsTimeout)
+			return 0, 0, false, fmt.Errorf("%w: remote storage did not answer within %v", ErrUnavailable, m.cfg.ListOffsetsTimeout)
 		}
 		data, w, err := m.Read(p.tp, from, m.maxRead(), true)
 		if errors.Is(err, ErrNotRemote) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 )
 
 // ErrExist and ErrNotExist are the errors Create and the readers wrap.
@@ -67,6 +68,11 @@ type Options struct {
 	HadoopConfDir string
 	// Log receives the Kerberos login line; nil is slog.Default().
 	Log *slog.Logger
+	// IOTimeout bounds each read and write on a NameNode or DataNode
+	// connection (deadline.go): a peer silent for longer fails the call
+	// with ErrTimeout and its connection is closed. 0 is
+	// DefaultIOTimeout; negative waits for ever, as before.
+	IOTimeout time.Duration
 }
 
 // Open opens the target at uri: file:///path, a plain path, or

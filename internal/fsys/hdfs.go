@@ -53,7 +53,11 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", uri, err)
 	}
-	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	timeout := opts.IOTimeout
+	if timeout == 0 {
+		timeout = DefaultIOTimeout
+	}
+	dial := deadlineDialer(timeout)
 	co.Addresses = addrs
 	co.User = opts.User
 	co.NamenodeDialFunc, co.DatanodeDialFunc = dial, dial
@@ -75,6 +79,9 @@ func openHDFS(uri string, u *url.URL, opts Options) (FS, error) {
 	// target fails before anything is planned.
 	if err := c.MkdirAll(root, 0o755); err != nil {
 		h.Close()
+		if errors.Is(err, ErrTimeout) {
+			return nil, fmt.Errorf("target %s: the NameNode %s did not answer: %w", uri, strings.Join(addrs, ","), err)
+		}
 		if kc == nil && strings.Contains(err.Error(), "unexpected sequence number") {
 			// What colinmarc/hdfs makes of a NameNode's "SIMPLE
 			// authentication is not enabled" answer.
