@@ -86,6 +86,9 @@ func (s *Server) handleDescribeShareGroupOffsets(c *conn, req *kmsg.DescribeShar
 				case errs[k] != nil:
 					sp.ErrorCode = errs[k].Code
 					sp.ErrorMessage = strPtr(errs[k].Message)
+				case has && sum.StartOffset == share.StartUnset:
+					// Initialized, never read: no start offset yet, as
+					// Kafka describes it.
 				case has:
 					sp.StartOffset, sp.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
 					if hw, ok := hws[k]; ok {

@@ -17,6 +17,9 @@ func (s *Server) startShares() error {
 		return err
 	}
 	s.shares = m
+	// The coordinator initializes a group's share partitions before it
+	// assigns them; leaders refuse the others (broker/share/init.go).
+	m.SetInitializer(s.shareState.InitializeNew)
 	m.SetGroupSettings(s.groupSettings(s.ctrl.Image().GroupConfigs))
 	m.Start()
 	s.ctrl.Subscribe(func(prev, next *cluster.Image) {

@@ -38,6 +38,10 @@ type group struct {
 	// shape is the subscribed topics' ids and partition counts at the
 	// group epoch: a topic created, deleted or grown moves the epoch.
 	shape map[string]TopicMeta
+	// ready is the partitions whose share state the coordinator
+	// initialized (init.go); the others are held back from the
+	// assignment. nil: nothing is held back (no store).
+	ready map[tpKey]bool
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.

@@ -137,6 +137,9 @@ type Manager struct {
 	verify  map[Key]bool    // loaded share partitions to check against the store's state epoch at their next use
 	fresh   map[Key]bool    // share partitions begun here with no state in the store: their writes may create it
 	busy    map[string]bool // groups an administrator's offset call is changing (AdminGroup to AdminDone)
+	init    Initializer     // nil: partitions are assigned without initialization (init.go)
+	initing map[string]bool // groups whose initialization run is under way
+	initWG  sync.WaitGroup
 	pending map[Key]*Snapshot
 	wmu     sync.Mutex // one writer of pending at a time, so a key's writes stay in order
 	// settings are the group configs of the groups that set some
@@ -180,6 +183,7 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		verify:   map[Key]bool{},
 		fresh:    map[Key]bool{},
 		busy:     map[string]bool{},
+		initing:  map[string]bool{},
 		pending:  map[Key]*Snapshot{},
 		waiters:  map[Key]*waiter{},
 		now:      time.Now,
@@ -212,10 +216,11 @@ func tick(cfg Config) time.Duration {
 	return min(max(cfg.LockDuration/10, 10*time.Millisecond), time.Second)
 }
 
-// Stop ends the timers.
+// Stop ends the timers and the initializations.
 func (m *Manager) Stop() {
 	close(m.stop)
 	<-m.done
+	m.initWG.Wait()
 }
 
 // Released is closed the next time records of share partition k become
@@ -429,7 +434,7 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 	defer m.mu.Unlock()
 	if check && m.verify[k] {
 		delete(m.verify, k)
-		if e, ok := m.epochs[k]; ok && e == epoch && found == (m.parts[k] != nil) && (!found || s.StateEpoch == m.states[k]) {
+		if e, ok := m.epochs[k]; ok && e == epoch && found && s.StateEpoch == m.states[k] && (m.parts[k] != nil || s.StartOffset == StartUnset) {
 			// Still the state this copy was loaded from: keep the
 			// copy, which holds the acquisitions not yet written.
 			return nil
@@ -438,15 +443,24 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 		return nil // loaded meanwhile
 	}
 	delete(m.pending, k)
-	if found {
+	if !found {
+		// Never initialized by the group's coordinator (or deleted
+		// since): refused, and nothing of it is kept here, as Kafka's
+		// share-partition leader refuses it. Whoever asked may have made
+		// the group up.
+		m.forget(k)
+		return ErrUninitialized
+	}
+	if s.StartOffset == StartUnset {
+		// Initialized, never read: Acquire starts it where
+		// share.auto.offset.reset says (Manager.partition).
+		delete(m.parts, k)
+	} else {
 		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfgFor(k.Group).MaxRecordLocks)
 		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
-		m.states[k] = s.StateEpoch
-		delete(m.fresh, k)
-	} else {
-		delete(m.parts, k)
-		m.states[k] = s.StateEpoch // past a deleted state's epochs
 	}
+	m.states[k] = s.StateEpoch
+	delete(m.fresh, k)
 	m.epochs[k] = epoch
 	return nil
 }
@@ -487,12 +501,19 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 		}
 		g = &group{id: req.GroupID, members: map[string]*member{}}
 	}
+	if m.init != nil && g.ready == nil {
+		g.ready = map[tpKey]bool{}
+	}
 	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfgFor(req.GroupID).HeartbeatInterval)
 	if resp.ErrorCode == 0 {
 		// A group exists from its first member on, and stays (empty) as
 		// long as the broker runs, as Kafka's share groups do until
 		// deleted.
 		m.groups[g.id] = g
+		// Only a heartbeat that was accepted initializes anything: a
+		// refused one (unknown member, a full group...) would be a
+		// stranger's way around the leaders' fence.
+		m.maybeInitialize(g)
 	}
 	if left != "" {
 		m.releaseMember(g.id, left)
@@ -629,7 +650,11 @@ func (m *Manager) partition(k Key, hw, logStart int64) *Partition {
 		p = NewPartition(start)
 		p.dirty = true
 		m.parts[k] = p
-		m.fresh[k] = true
+		// With a store the state exists (initialized by the coordinator,
+		// checked by load): the write never needs to create it, and must
+		// not, or a write racing an administrator's delete would bring
+		// the state back.
+		m.fresh[k] = m.store == nil
 	}
 	p.Advance(logStart)
 	return p
@@ -683,7 +708,11 @@ type AckBatch struct {
 // back (the records are the member's again, and come back when their
 // lock expires) and the answer is the write's error.
 func (m *Manager) Acknowledge(k Key, epoch int32, member string, batches []AckBatch) *kerr.Error {
-	if e := m.load(k, epoch); e != nil {
+	if e := m.load(k, epoch); e == ErrUninitialized {
+		// Kafka 4.4 answers an acknowledgement for a share partition
+		// it has not loaded UNKNOWN_TOPIC_OR_PARTITION.
+		return kerr.UnknownTopicOrPartition
+	} else if e != nil {
 		return e
 	}
 	t, err := m.acknowledge(k, member, batches)
@@ -777,7 +806,9 @@ func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
 	switch {
-	case m.busy[groupID]:
+	case m.busy[groupID], m.initing[groupID]:
+		// An initialization under way would race the call's own writes
+		// (a delete it creates back); both end soon, the client retries.
 		return kerr.CoordinatorLoadInProgress
 	case g != nil && len(g.members) > 0:
 		return kerr.NonEmptyGroup
@@ -799,6 +830,11 @@ func (m *Manager) AdminDone(groupID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.busy, groupID)
+	if g := m.groups[groupID]; g != nil && g.ready != nil {
+		// The call may have deleted states: the next join checks them
+		// all again (initialization leaves existing states alone).
+		g.ready = map[tpKey]bool{}
+	}
 }
 
 // Forget drops this broker's copies of share partitions whose state an

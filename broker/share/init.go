@@ -1,0 +1,156 @@
+package share
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Share-partition initialization, as Kafka 4.4's group coordinator does
+// it (GroupMetadataManager's initializing topics, the persister's
+// InitializeShareGroupState): a share partition has state in the store
+// only once its group's coordinator put it there, when the group's
+// assignment first included it. A partition leader refuses a share
+// partition without state (Manager.load), so a ShareFetch under a made-up
+// group id, at a leader that is not the group's coordinator and so cannot
+// know the group, acquires nothing and leaves nothing behind.
+//
+// The coordinator holds back from the assignment the partitions not yet
+// initialized (only those: what a member has keeps), initializes them in
+// the background, one run per group at a time and with backoff on
+// failure, and adds them to the assignment once their state is written;
+// the heartbeat that asked is answered at once, and members see the new
+// assignment at their next heartbeat, as in Kafka.
+
+// StartUnset is the start offset an initialization leaves: the partition
+// leader picks it from share.auto.offset.reset when it first uses the
+// share partition, as Kafka's SharePartition does with the -1 its
+// coordinator initializes.
+const StartUnset int64 = -2
+
+// ErrUninitialized answers a ShareFetch or ShareAcknowledge for a share
+// partition the store has no state for: Kafka 4.4's share-partition
+// leader answers UNKNOWN_SERVER_ERROR, without a message, for a share
+// partition its persister never initialized.
+var ErrUninitialized = kerr.UnknownServerError
+
+// Initializer creates the state of keys (all of group) in the store if
+// they have none, and leaves any state they have; it returns the keys
+// that failed. It may wait for I/O.
+type Initializer func(group string, keys []Key) map[Key]error
+
+// SetInitializer makes this manager's coordinator initialize share
+// partitions through init before assigning them. Without one (no store)
+// every partition is assigned at once.
+func (m *Manager) SetInitializer(init Initializer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init = init
+}
+
+// initBackoff bounds the wait between failed initializations of a group.
+var initBackoff = [2]time.Duration{100 * time.Millisecond, 5 * time.Second}
+
+// uninitialized is the group's subscribed partitions not yet initialized.
+// mu must be held.
+func (g *group) uninitialized() []tpKey {
+	var out []tpKey
+	for _, tm := range g.shape {
+		for p := range tm.Partitions {
+			if k := (tpKey{tm.ID, p}); !g.ready[k] {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// maybeInitialize starts the group's initialization run if some of its
+// subscribed partitions are not initialized, none runs, and no
+// administrator's call is changing the group. mu must be held.
+func (m *Manager) maybeInitialize(g *group) {
+	if m.init == nil || m.initing[g.id] || m.busy[g.id] || len(g.uninitialized()) == 0 {
+		return
+	}
+	m.initing[g.id] = true
+	m.initWG.Add(1)
+	go func() {
+		defer m.initWG.Done()
+		m.initialize(g.id)
+	}()
+}
+
+// initialize runs one group's initializations until every subscribed
+// partition is initialized, the group is gone, an administrator's call
+// begins, or the manager stops.
+func (m *Manager) initialize(id string) {
+	backoff := initBackoff[0]
+	for {
+		m.mu.Lock()
+		g := m.groups[id]
+		var todo []tpKey
+		if g != nil && !m.busy[id] && !m.stopped() {
+			todo = g.uninitialized()
+		}
+		if len(todo) == 0 {
+			delete(m.initing, id)
+			m.mu.Unlock()
+			return
+		}
+		init := m.init
+		m.mu.Unlock()
+		keys := make([]Key, len(todo))
+		for i, tp := range todo {
+			keys[i] = Key{Group: id, Topic: tp.topic, Partition: tp.partition}
+		}
+		failed := init(id, keys)
+		m.mu.Lock()
+		if g2 := m.groups[id]; g2 == g {
+			added := false
+			for _, k := range keys {
+				if _, bad := failed[k]; !bad {
+					tp := tpKey{k.Topic, k.Partition}
+					added = added || !g.ready[tp]
+					g.ready[tp] = true
+				}
+			}
+			if added {
+				// A new group epoch: members get the partitions at their
+				// next heartbeat.
+				g.epoch++
+				g.assign()
+			}
+		}
+		m.mu.Unlock()
+		if len(failed) == 0 {
+			backoff = initBackoff[0]
+			continue
+		}
+		for k, err := range failed {
+			m.logger.Warn("share partition not initialized", "group", id, "partition", k.Partition, "err", err)
+			break
+		}
+		select {
+		case <-time.After(backoff):
+		case <-m.stop:
+		}
+		backoff = min(2*backoff, initBackoff[1])
+	}
+}
+
+func (m *Manager) stopped() bool {
+	select {
+	case <-m.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// InitRunning says whether a group's initialization run is under way
+// (tests).
+func (m *Manager) InitRunning(group string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.initing[group]
+}
