@@ -254,6 +254,8 @@ var (
 		"Consumer groups coordinated here, by state (Kafka GroupMetadataManager NumGroups{Stable,...}).", []string{"state"}, nil)
 	descFetchSessions = prometheus.NewDesc("tributary_broker_fetch_sessions",
 		"Open fetch sessions (Kafka FetchSessionCache NumIncrementalFetchSessions); max.incremental.fetch.session.cache.slots bounds them.", nil, nil)
+	descSharePartitions = prometheus.NewDesc("tributary_broker_share_partitions",
+		"Share partitions held in memory by this broker as their topic partition's leader (Kafka's SharePartitionManager cache); only partitions their group's coordinator initialized are held.", nil, nil)
 	descRebalances = prometheus.NewDesc("tributary_broker_group_rebalances_total",
 		"Rebalances completed by the groups coordinated here: join phases that ended in a new generation with members.", nil, nil)
 )
@@ -262,7 +264,7 @@ var (
 var groupStates = []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable}
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descOfflineLogDirs, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions} {
+	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descOfflineLogDirs, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions, descSharePartitions} {
 		ch <- d
 	}
 }
@@ -272,7 +274,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	live := c.m.live.Load()
-	var hosted, leaders, under, underMin, offline, offlineReplicas, offlineDirs, topics, sessions int
+	var hosted, leaders, under, underMin, offline, offlineReplicas, offlineDirs, topics, sessions, shares int
 	var stats group.Stats
 	sizes := map[string]int64{}
 	if live != nil {
@@ -308,6 +310,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		stats = live.groups.Stats()
 		sessions = live.s.fetchSessions.open()
+		if live.s.shares != nil {
+			shares = live.s.shares.LoadedPartitions()
+		}
 	}
 	gauge(descPartitions, hosted)
 	gauge(descLeaders, leaders)
@@ -318,6 +323,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descOfflineLogDirs, offlineDirs)
 	gauge(descTopics, topics)
 	gauge(descFetchSessions, sessions)
+	gauge(descSharePartitions, shares)
 	for topic, n := range sizes {
 		ch <- prometheus.MustNewConstMetric(descLogSize, prometheus.GaugeValue, float64(n), topic)
 	}
