@@ -63,7 +63,7 @@ func (s *Server) handleShareAcknowledge(c *conn, req *kmsg.ShareAcknowledgeReque
 // carries one, UNKNOWN_TOPIC_OR_PARTITION's own.
 func shareAckMessage(e *kerr.Error) *string {
 	if e == kerr.UnknownTopicOrPartition {
-		return &e.Message
+		return &e.Description
 	}
 	return nil
 }
