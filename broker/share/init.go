@@ -65,10 +65,34 @@ func (g *group) uninitialized() []tpKey {
 	return out
 }
 
+// pruneReady forgets partitions no longer subscribed (a topic deleted or
+// left), so that what the group remembers stays bounded by what it reads.
+// Subscribed again, they are initialized again: create-only, so their
+// state is kept.
+func (g *group) pruneReady() {
+	n := 0
+	for _, tm := range g.shape {
+		n += int(tm.Partitions)
+	}
+	if len(g.ready) <= n {
+		return
+	}
+	ids := make(map[[16]byte]int32, len(g.shape))
+	for _, tm := range g.shape {
+		ids[tm.ID] = tm.Partitions
+	}
+	for k := range g.ready {
+		if p, ok := ids[k.topic]; !ok || k.partition >= p {
+			delete(g.ready, k)
+		}
+	}
+}
+
 // maybeInitialize starts the group's initialization run if some of its
 // subscribed partitions are not initialized, none runs, and no
 // administrator's call is changing the group. mu must be held.
 func (m *Manager) maybeInitialize(g *group) {
+	g.pruneReady()
 	if m.init == nil || m.initing[g.id] || m.busy[g.id] || len(g.uninitialized()) == 0 {
 		return
 	}

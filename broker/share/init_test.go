@@ -324,3 +324,26 @@ func TestNoInitializationDuringAdminCall(t *testing.T) {
 		return len(r.calls) > during
 	})
 }
+
+// What a group remembers as initialized is bounded by what it subscribes
+// to: a topic left is forgotten.
+func TestReadyPrunedToSubscriptions(t *testing.T) {
+	r := &recInit{}
+	m := initTestManager(t, &flakyStore{state: map[Key]Snapshot{}}, "latest")
+	m.SetInitializer(r.init)
+	m.Start()
+	defer m.Stop()
+	topics := map[string]TopicMeta{"a": {ID: [16]byte{1}, Partitions: 3}, "b": {ID: [16]byte{2}, Partitions: 1}}
+	join := m.Heartbeat(hbJoin("g", "m0", "a"), topics, false)
+	waitFor(t, "the initialization of a", func() bool { return !m.InitRunning("g") })
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "m0", join.MemberEpoch, []string{"b"}
+	m.Heartbeat(HeartbeatRequest{ShareGroupHeartbeatRequest: hb}, topics, false)
+	waitFor(t, "the initialization of b", func() bool { return !m.InitRunning("g") })
+	m.mu.Lock()
+	n := len(m.groups["g"].ready)
+	m.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the group remembers %d initialized partitions, subscribing to one", n)
+	}
+}
