@@ -35,15 +35,9 @@ func (s *Server) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbea
 		return fail(code)
 	}
 	other := req.MemberEpoch == 0 && !s.shares.Has(req.GroupID) && s.isOtherGroup(req.GroupID)
-	if req.MemberEpoch == 0 {
-		if _, ok := s.ctrl.Image().Topics[shareStateTopic]; !ok {
-			// Created as the group's first member joins, so that the
-			// members' first fetches find it (an error is retried there).
-			if _, err := s.shareState.ensureTopic(); err != nil {
-				s.logger.Warn("creating "+shareStateTopic, "err", err)
-			}
-		}
-	}
+	// __share_group_state is created by the group's first initialization
+	// (broker/share/init.go), in the background and only for a heartbeat
+	// accepted here, before any partition is assigned.
 	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}
 	return s.shares.Heartbeat(hr, shareTopics(s.ctrl.Image()), other), nil
 }
