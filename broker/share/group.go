@@ -42,6 +42,9 @@ type group struct {
 	// initialized (init.go); the others are held back from the
 	// assignment. nil: nothing is held back (no store).
 	ready map[tpKey]bool
+	// checked is the group epoch at which every subscribed partition was
+	// found initialized: heartbeats at that epoch skip the check.
+	checked int32
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.

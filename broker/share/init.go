@@ -92,8 +92,15 @@ func (g *group) pruneReady() {
 // subscribed partitions are not initialized, none runs, and no
 // administrator's call is changing the group. mu must be held.
 func (m *Manager) maybeInitialize(g *group) {
+	// The subscribed partitions change only with the group epoch: a
+	// heartbeat at an epoch already checked costs nothing, however many
+	// partitions the group reads.
+	if m.init == nil || m.initing[g.id] || m.busy[g.id] || g.checked == g.epoch {
+		return
+	}
 	g.pruneReady()
-	if m.init == nil || m.initing[g.id] || m.busy[g.id] || len(g.uninitialized()) == 0 {
+	if len(g.uninitialized()) == 0 {
+		g.checked = g.epoch
 		return
 	}
 	m.initing[g.id] = true

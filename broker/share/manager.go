@@ -833,7 +833,7 @@ func (m *Manager) AdminDone(groupID string) {
 	if g := m.groups[groupID]; g != nil && g.ready != nil {
 		// The call may have deleted states: the next join checks them
 		// all again (initialization leaves existing states alone).
-		g.ready = map[tpKey]bool{}
+		g.ready, g.checked = map[tpKey]bool{}, -1
 	}
 }
 
