@@ -96,14 +96,24 @@ func TestShareFetchStrangerAtLeader(t *testing.T) {
 		f := kmsg.NewPtrShareFetchRequest()
 		f.GroupID, f.MemberID, f.MaxWaitMillis, f.MaxBytes, f.MaxRecords, f.BatchSize = kmsg.StringPtr(g), kmsg.StringPtr(member), 0, 1<<20, 100, 100
 		f.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{kmsg.NewShareFetchRequestTopicPartition()}}}
-		r, err := f.RequestWith(ctx, at)
-		if err != nil {
-			t.Fatal(err)
+		var p kmsg.ShareFetchResponseTopicPartition
+		for deadline := time.Now().Add(testcluster.HangBound); ; time.Sleep(50 * time.Millisecond) {
+			r, err := f.RequestWith(ctx, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+				t.Fatalf("stranger %s: %v, %+v", g, kerr.ErrorForCode(r.ErrorCode), r.Topics)
+			}
+			p = r.Topics[0].Partitions[0]
+			// While __share_group_state is created and its partitions
+			// elected (the first strangers create it), the state cannot
+			// be read: nothing is handed out, as Kafka answers while a
+			// share partition initializes, and the fetch is asked again.
+			if p.ErrorCode != 0 || len(p.AcquiredRecords) != 0 || time.Now().After(deadline) {
+				break
+			}
 		}
-		if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
-			t.Fatalf("stranger %s: %v, %+v", g, kerr.ErrorForCode(r.ErrorCode), r.Topics)
-		}
-		p := r.Topics[0].Partitions[0]
 		if p.ErrorCode != kerr.UnknownServerError.Code || p.ErrorMessage != nil || len(p.AcquiredRecords) != 0 {
 			t.Fatalf("stranger %s's fetch: %v (message %v), %d records acquired; want UNKNOWN_SERVER_ERROR without a message and nothing acquired",
 				g, kerr.ErrorForCode(p.ErrorCode), p.ErrorMessage, len(p.AcquiredRecords))
