@@ -31,7 +31,8 @@ func (s *Server) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbea
 		r.ErrorMessage = strPtr("GroupId can't be empty.")
 		return r, nil
 	}
-	if code := s.groups.Status(req.GroupID); code != nil {
+	part, gen, code := s.groups.ShareStatus(req.GroupID)
+	if code != nil {
 		return fail(code)
 	}
 	other := req.MemberEpoch == 0 && !s.shares.Has(req.GroupID) && s.isOtherGroup(req.GroupID)
@@ -44,6 +45,6 @@ func (s *Server) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbea
 			}
 		}
 	}
-	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}
+	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c), Partition: part, Gen: gen}
 	return s.shares.Heartbeat(hr, shareTopics(s.ctrl.Image()), other), nil
 }

@@ -38,12 +38,27 @@ type group struct {
 	// shape is the subscribed topics' ids and partition counts at the
 	// group epoch: a topic created, deleted or grown moves the epoch.
 	shape map[string]TopicMeta
+
+	// Persistence (persist.go): the group's __consumer_offsets
+	// partition, its records as last written (key to value), the
+	// MetadataHash it was loaded with, the partitions it has share
+	// state for (type 15), and since when it has had no member.
+	part       int32
+	written    map[string][]byte
+	loadedHash int64
+	init       map[[16]byte]initTopic
+	emptySince time.Time
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.
 type HeartbeatRequest struct {
 	*kmsg.ShareGroupHeartbeatRequest
 	ClientID, ClientHost string
+	// Partition is the group's __consumer_offsets partition and Gen the
+	// generation the coordinator had it loaded at when it let the
+	// request in (persist.go).
+	Partition int32
+	Gen       uint64
 }
 
 func (g *group) subscribed() []string {
