@@ -182,4 +182,3 @@ func setGroupEarliest(ctx context.Context, t *testing.T, cl *kgo.Client, group s
 		t.Fatalf("share.auto.offset.reset: %v %+v", err, resp)
 	}
 }
-
