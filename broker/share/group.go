@@ -40,14 +40,17 @@ type group struct {
 	shape map[string]TopicMeta
 
 	// Persistence (persist.go): the group's __consumer_offsets
-	// partition, its records as last written (key to value), the
+	// partition, its records as last written (key to a hash of the
+	// value, so the copy costs 8 bytes a record) at group epoch
+	// writtenEpoch, the
 	// MetadataHash it was loaded with, the partitions it has share
 	// state for (type 15), and since when it has had no member.
-	part       int32
-	written    map[string][]byte
-	loadedHash int64
-	init       map[[16]byte]initTopic
-	emptySince time.Time
+	part         int32
+	written      map[string]uint64
+	writtenEpoch int32
+	loadedHash   int64
+	init         map[[16]byte]initTopic
+	emptySince   time.Time
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.

@@ -534,7 +534,7 @@ func (m *Manager) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 		return resp, nil
 	}
 	g.noteEmpty(now)
-	return resp, m.save(g, true)
+	return resp, m.saveMember(g, true, req.MemberID)
 }
 
 // Describe serves one group of a ShareGroupDescribe.

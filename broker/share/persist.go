@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"time"
@@ -78,10 +79,23 @@ func (m *Manager) writer() {
 // returned (nil when nothing changed) gets the write's outcome. mu must
 // be held.
 func (m *Manager) save(g *group, wait bool) chan error {
+	return m.saveMember(g, wait, "")
+}
+
+// saveMember is save after a heartbeat of member: when the group epoch
+// did not move only that member's records can have changed, and only
+// they are compared (a steady heartbeat costs O(1), not O(members)).
+func (m *Manager) saveMember(g *group, wait bool, member string) chan error {
 	if m.sink == nil {
 		return nil
 	}
-	recs := g.diff(m.groups[g.id] == g)
+	live := m.groups[g.id] == g
+	var recs []Record
+	if mb := g.members[member]; live && mb != nil && g.written != nil && g.epoch == g.writtenEpoch {
+		recs = g.diffMember(mb)
+	} else {
+		recs = g.diff(live)
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -157,15 +171,16 @@ func (g *group) hash() int64 {
 // group epoch last, as Kafka deletes a group), and takes them as written.
 func (g *group) diff(live bool) []Record {
 	if g.written == nil {
-		g.written = map[string][]byte{}
+		g.written = map[string]uint64{}
 	}
-	now := map[string][]byte{}
+	now := map[string]uint64{}
 	var vals []Record
 	if live {
 		g.noteInitialized()
 		for _, r := range g.records() {
-			now[string(r.Key)] = r.Value
-			if old, ok := g.written[string(r.Key)]; !ok || string(old) != string(r.Value) {
+			h := valueHash(r.Value)
+			now[string(r.Key)] = h
+			if old, ok := g.written[string(r.Key)]; !ok || old != h {
 				vals = append(vals, r)
 			}
 		}
@@ -196,8 +211,32 @@ func (g *group) diff(live bool) []Record {
 		}
 		return order[ta] - order[tb]
 	})
-	g.written = now
+	g.written, g.writtenEpoch = now, g.epoch
 	return append(tombs, vals...)
+}
+
+// diffMember is diff for one member's records, the group's unchanged.
+func (g *group) diffMember(mb *member) []Record {
+	var out []Record
+	for _, r := range []Record{
+		{recKey(recMember, g.id, mb.id), memberValue(mb)},
+		{recKey(recTargetMember, g.id, mb.id), targetMemberValue(mb.assigned)},
+		{recKey(recCurrentAssign, g.id, mb.id), currentValue(mb)},
+	} {
+		h := valueHash(r.Value)
+		if old, ok := g.written[string(r.Key)]; !ok || old != h {
+			g.written[string(r.Key)] = h
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// valueHash stands for a written value: a changed value is written again.
+func valueHash(v []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(v)
+	return h.Sum64()
 }
 
 // noteInitialized adds the partitions assigned now to those the group
@@ -252,13 +291,13 @@ func (m *Manager) LoadShare(p int32, gen uint64, recs []Record, topics map[strin
 			if r.Value == nil {
 				continue
 			}
-			g = &group{id: gid, part: p, members: map[string]*member{}, written: map[string][]byte{}, emptySince: now}
+			g = &group{id: gid, part: p, members: map[string]*member{}, written: map[string]uint64{}, emptySince: now}
 			loaded[gid] = g
 		}
 		if r.Value == nil {
 			delete(g.written, string(r.Key))
 		} else {
-			g.written[string(r.Key)] = r.Value
+			g.written[string(r.Key)] = valueHash(r.Value)
 		}
 		if err := g.replay(typ, mid, r.Value, now); err != nil {
 			m.logger.Warn("skipping share record", "partition", p, "group", gid, "err", err)
@@ -281,6 +320,7 @@ func (m *Manager) LoadShare(p int32, gen uint64, recs []Record, topics map[strin
 			// the next heartbeat starts a new epoch.
 			g.shape = map[string]TopicMeta{}
 		}
+		g.writtenEpoch = g.epoch
 		m.groups[id] = g
 	}
 }

@@ -108,6 +108,11 @@ func TestShareMembershipReplays(t *testing.T) {
 	}
 	names := map[[16]byte]string{{1}: "t"}
 	before := m.Describe("g", names)
+	// A steady heartbeat writes nothing.
+	n := len(log.snapshot())
+	if r := hb(m, "g", "b", b.MemberEpoch); r.ErrorCode != 0 || len(log.snapshot()) != n {
+		t.Fatalf("steady heartbeat: %v, %d records written", kerr.ErrorForCode(r.ErrorCode), len(log.snapshot())-n)
+	}
 
 	m2 := persisted(t, log, c, testPersistCfg())
 	after := m2.Describe("g", names)
