@@ -36,6 +36,7 @@ type Sink interface {
 }
 
 type outItem struct {
+	g    *group
 	part int32
 	gen  uint64
 	recs []Record
@@ -65,6 +66,9 @@ func (m *Manager) writer() {
 		m.mu.Unlock()
 		for _, it := range items {
 			m.sink.Write(it.part, it.gen, it.recs, func(err error) {
+				if err != nil {
+					m.unsure(it.g, it.recs)
+				}
 				if it.done != nil {
 					it.done <- err
 				} else if err != nil && !errors.Is(err, kerr.NotCoordinator) {
@@ -99,7 +103,7 @@ func (m *Manager) saveMember(g *group, wait bool, member string) chan error {
 	if len(recs) == 0 {
 		return nil
 	}
-	it := outItem{part: g.part, gen: m.gens[g.part], recs: recs}
+	it := outItem{g: g, part: g.part, gen: m.gens[g.part], recs: recs}
 	if wait {
 		it.done = make(chan error, 1)
 	}
@@ -109,6 +113,25 @@ func (m *Manager) saveMember(g *group, wait bool, member string) chan error {
 	default:
 	}
 	return it.done
+}
+
+// unknownValue marks a record whose last write failed: it may or may not
+// be in the log, so the next save writes it again, or its tombstone.
+const unknownValue = 0
+
+// unsure marks the records of a failed write of g, and makes g's next
+// save compare all its records. It runs in the coordinator's callback
+// (its lock held, which is taken before mu everywhere).
+func (m *Manager) unsure(g *group, recs []Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g.written == nil {
+		g.written = map[string]uint64{}
+	}
+	for _, r := range recs {
+		g.written[string(r.Key)] = unknownValue
+	}
+	g.writtenEpoch = -1
 }
 
 // await waits for a queued write (nil: none).

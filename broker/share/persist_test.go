@@ -20,6 +20,7 @@ type memLog struct {
 	recs   []Record
 	writes int
 	block  chan struct{}
+	fail   int // the next writes that fail (appended or not: unknown)
 }
 
 func (l *memLog) Write(p int32, gen uint64, recs []Record, done func(error)) {
@@ -32,6 +33,11 @@ func (l *memLog) Write(p int32, gen uint64, recs []Record, done func(error)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.writes++
+	if l.fail > 0 {
+		l.fail--
+		done(kerr.CoordinatorNotAvailable)
+		return
+	}
 	if l.gens[p] != gen {
 		done(kerr.NotCoordinator)
 		return
@@ -328,4 +334,52 @@ func TestEmptyGroupExpires(t *testing.T) {
 	if m2.Has("stranger") || !m2.Has("real") {
 		t.Fatalf("after a reload: stranger %v, real %v; want only real", m2.Has("stranger"), m2.Has("real"))
 	}
+}
+
+// TestFailedWriteIsWrittenAgain: a membership write that failed (the
+// client was told to retry) is not taken as written: the member's retry
+// writes the group again, and a load then has it. A tombstone that failed
+// is written again too.
+func TestFailedWriteIsWrittenAgain(t *testing.T) {
+	log, c := &memLog{}, newClock()
+	m := persisted(t, log, c, testPersistCfg())
+	log.mu.Lock()
+	log.fail = 1
+	log.mu.Unlock()
+	if r := hb(m, "g", "a", 0, "t"); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("join whose write failed: %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := hb(m, "g", "a", 1); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("retry: %v epoch %d", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch)
+	}
+	if d := peek(t, log).Describe("g", nil); d.ErrorCode != 0 || d.GroupEpoch != 1 || len(d.Members) != 1 {
+		t.Fatalf("loaded after the retry: %+v", d)
+	}
+	if r := hb(m, "g", "b", 0, "t"); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	log.mu.Lock()
+	log.fail = 1
+	log.mu.Unlock()
+	if r := hb(m, "g", "b", -1); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("leave whose write failed: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := hb(m, "g", "a", 1); r.ErrorCode != 0 || r.MemberEpoch != 3 {
+		t.Fatalf("a after b left: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if d := peek(t, log).Describe("g", nil); len(d.Members) != 1 || d.Members[0].MemberID != "a" || d.GroupEpoch != 3 {
+		t.Fatalf("loaded after b's failed leave and a's heartbeat: %+v", d)
+	}
+}
+
+// peek is what a load of log would find, without fencing the manager
+// that writes it.
+func peek(t *testing.T, log *memLog) *Manager {
+	t.Helper()
+	m, err := NewManager(testPersistCfg(), nil, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.LoadShare(0, 1, log.snapshot(), testTopics)
+	return m
 }
