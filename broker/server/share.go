@@ -19,7 +19,13 @@ func (s *Server) startShares() error {
 	}
 	s.shares = m
 	m.SetSink(shareSink{s.groups}, func(id string) int32 {
-		return group.PartitionFor(id, int32(len(s.ctrl.Image().Topics[group.OffsetsTopic].Partitions)))
+		// As the coordinator counts them: the topic's partitions, or the
+		// configured number before it exists.
+		n := int32(s.cfg.Int("offsets.topic.num.partitions"))
+		if t, ok := s.ctrl.Image().Topics[group.OffsetsTopic]; ok && len(t.Partitions) > 0 {
+			n = int32(len(t.Partitions))
+		}
+		return group.PartitionFor(id, n)
 	})
 	s.groups.SetShareSink(shareLoader{s})
 	m.SetGroupSettings(s.groupSettings(s.ctrl.Image().GroupConfigs))
