@@ -86,8 +86,10 @@ const shareGroupCommandClass = "org.apache.kafka.tools.consumer.group.ShareGroup
 
 // TestShareGroupsKafkaTool runs Kafka's kafka-share-groups.sh
 // (ShareGroupCommand) against the broker: a share group that consumed a
-// 10-record topic is listed, described with lag 0, reset to the earliest
-// offset (lag 10) and deleted.
+// 10-record topic is listed, described with lag 0, still listed and
+// described (Empty, lag 0) after kill -9 of the broker and a restart, as
+// Kafka keeps it in __consumer_offsets, reset to the earliest offset
+// (lag 10) and deleted.
 func TestShareGroupsKafkaTool(t *testing.T) {
 	k := javaSetup(t)
 	jvm := startToolJVM(t, k)
@@ -158,6 +160,30 @@ func TestShareGroupsKafkaTool(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 		t.Errorf("--describe %v, want one row with lag %s", rows, want)
+	}
+	lag("0")
+	b.Kill()
+	b.Restart()
+	state := func() []map[string]string {
+		t.Helper()
+		var rows []map[string]string
+		for i := 0; i < 40; i++ {
+			// Until the broker has loaded its groups the tool reports an
+			// error (COORDINATOR_LOAD_IN_PROGRESS); both brokers answer
+			// within seconds.
+			stdout, _, err := jvm.runTool(toolTimeout, "", shareGroupCommandClass, "--bootstrap-server", bs, "--describe", "--state", "--group", group)
+			if rows = groupsToolTable(stdout); err == nil && len(rows) == 1 {
+				return rows
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		return rows
+	}
+	if rows := state(); len(rows) != 1 || rows[0]["STATE"] != "Empty" {
+		t.Errorf("--describe --state after the restart: %v, want %s Empty", rows, group)
+	}
+	if out := tool("--list"); !strings.Contains(out, group) {
+		t.Errorf("--list does not show %s after the restart", group)
 	}
 	lag("0")
 	tool("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")

@@ -31,13 +31,14 @@ func (s *Server) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbea
 		r.ErrorMessage = strPtr("GroupId can't be empty.")
 		return r, nil
 	}
-	if code := s.groups.Status(req.GroupID); code != nil {
+	part, gen, code := s.groups.ShareStatus(req.GroupID)
+	if code != nil {
 		return fail(code)
 	}
 	other := req.MemberEpoch == 0 && !s.shares.Has(req.GroupID) && s.isOtherGroup(req.GroupID)
 	// __share_group_state is created by the group's first initialization
 	// (broker/share/init.go), in the background and only for a heartbeat
 	// accepted here, before any partition is assigned.
-	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}
+	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c), Partition: part, Gen: gen}
 	return s.shares.Heartbeat(hr, shareTopics(s.ctrl.Image()), other), nil
 }

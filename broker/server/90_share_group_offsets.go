@@ -270,6 +270,13 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 	for k, e := range s.shareState.Initialize(req.GroupID, inits) {
 		errs[k] = e
 	}
+	var done []share.Key
+	for _, k := range keys {
+		if errs[k] == nil {
+			done = append(done, k)
+		}
+	}
+	s.shares.Initialized(req.GroupID, done, topicNames(img))
 	s.shares.Forget(keys)
 	for _, rt := range req.Topics {
 		t := kmsg.NewAlterShareGroupOffsetsResponseTopic()

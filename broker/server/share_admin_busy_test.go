@@ -30,7 +30,11 @@ func TestShareAdminGroupBusy(t *testing.T) {
 	join := func() *kmsg.ShareGroupHeartbeatResponse {
 		r := kmsg.NewPtrShareGroupHeartbeatRequest()
 		r.GroupID, r.MemberID, r.MemberEpoch, r.SubscribedTopicNames = g, "m1", 0, []string{"bz"}
-		return s.shares.Heartbeat(share.HeartbeatRequest{ShareGroupHeartbeatRequest: r}, shareTopics(s.ctrl.Image()), false)
+		part, gen, code := s.groups.ShareStatus(g)
+		if code != nil {
+			t.Fatal(code)
+		}
+		return s.shares.Heartbeat(share.HeartbeatRequest{ShareGroupHeartbeatRequest: r, Partition: part, Gen: gen}, shareTopics(s.ctrl.Image()), false)
 	}
 
 	s.shareState.uncommitted.Store(true)

@@ -45,12 +45,30 @@ type group struct {
 	// checked is the group epoch at which every subscribed partition was
 	// found initialized: heartbeats at that epoch skip the check.
 	checked int32
+
+	// Persistence (persist.go): the group's __consumer_offsets
+	// partition, its records as last written (key to a hash of the
+	// value, so the copy costs 8 bytes a record) at group epoch
+	// writtenEpoch, the
+	// MetadataHash it was loaded with, the partitions it has share
+	// state for (type 15), and since when it has had no member.
+	part         int32
+	written      map[string]uint64
+	writtenEpoch int32
+	loadedHash   int64
+	init         map[[16]byte]initTopic
+	emptySince   time.Time
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.
 type HeartbeatRequest struct {
 	*kmsg.ShareGroupHeartbeatRequest
 	ClientID, ClientHost string
+	// Partition is the group's __consumer_offsets partition and Gen the
+	// generation the coordinator had it loaded at when it let the
+	// request in (persist.go).
+	Partition int32
+	Gen       uint64
 }
 
 func (g *group) subscribed() []string {

@@ -30,6 +30,9 @@ type Config struct {
 	// IsolationLevel is share.isolation.level: read_uncommitted (Kafka's
 	// default) or read_committed.
 	IsolationLevel string
+	// EmptyRetention is how long an empty group that was never assigned
+	// a partition is kept (offsets.retention.minutes; 0: for ever).
+	EmptyRetention time.Duration
 }
 
 // ConfigFrom reads the broker's group.share.* settings.
@@ -45,6 +48,7 @@ func ConfigFrom(b *config.Broker) Config {
 		MaxSessions:       int(b.Int("group.share.max.share.sessions")),
 		AutoOffsetReset:   "latest",
 		IsolationLevel:    "read_uncommitted",
+		EmptyRetention:    time.Duration(b.Int("offsets.retention.minutes")) * time.Minute,
 	}
 }
 
@@ -149,6 +153,13 @@ type Manager struct {
 	maxGroups int // 0: MaxGroups (tests lower it)
 	now       func() time.Time
 
+	// Membership persistence (persist.go): nil sink keeps it in memory.
+	sink    Sink
+	partOf  func(string) int32
+	gens    map[int32]uint64 // each __consumer_offsets partition's generation
+	outbox  []outItem
+	outWake chan struct{}
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -187,6 +198,8 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		pending:  map[Key]*Snapshot{},
 		waiters:  map[Key]*waiter{},
 		now:      time.Now,
+		gens:     map[int32]uint64{},
+		outWake:  make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -195,6 +208,9 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 
 // Start runs the timers: expired locks and members.
 func (m *Manager) Start() {
+	if m.sink != nil {
+		go m.writer()
+	}
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(tick(m.cfg))
@@ -265,14 +281,16 @@ func (m *Manager) expire() {
 			}
 		}
 	}
-	var withParts map[string]bool
-	if len(gone) > 0 {
-		withParts = map[string]bool{}
-	}
-	for k, p := range m.parts {
-		if withParts != nil {
-			withParts[k.Group] = true
+	for id := range gone {
+		// Queued, not waited for: the timer never waits on
+		// __consumer_offsets (locks would expire late).
+		if g := m.groups[id]; g != nil {
+			g.noteEmpty(now)
+			m.save(g, false)
 		}
+	}
+	m.expireEmpty(now)
+	for k, p := range m.parts {
 		released := false
 		limit := m.cfgFor(k.Group).DeliveryLimit
 		for _, id := range gone[k.Group] {
@@ -282,13 +300,6 @@ func (m *Manager) expire() {
 			m.signal(k)
 		}
 		m.persist(k, p)
-	}
-	for id := range gone {
-		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] {
-			// An empty group with nothing to remember is forgotten, so
-			// that groups joined once do not accumulate.
-			delete(m.groups, id)
-		}
 	}
 }
 
@@ -469,9 +480,30 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 // by name; isOther says the group id belongs to a classic or consumer
 // group.
 func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) *kmsg.ShareGroupHeartbeatResponse {
+	resp, saved := m.heartbeat(req, topics, isOther)
+	if err := m.await(saved); err != nil {
+		// Not answered as done: the member retries, with the epoch it
+		// had or, after a coordinator move, at the new coordinator,
+		// which loaded what was committed.
+		out := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		out.ErrorCode = coordinatorErr(err).Code
+		return out
+	}
+	return resp
+}
+
+func (m *Manager) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) (*kmsg.ShareGroupHeartbeatResponse, chan error) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.sink != nil && m.gens[req.Partition] != req.Gen {
+		// The partition was unloaded (or reloaded) since the
+		// coordinator let this request in: what it would write would
+		// be dropped, and a group made here would be a ghost.
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp, nil
+	}
 	g := m.groups[req.GroupID]
 	if m.busy[req.GroupID] {
 		// An administrator is resetting or deleting the group's state:
@@ -481,7 +513,7 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 		msg := "Group " + req.GroupID + " is being changed by an administrator."
 		resp.ErrorCode, resp.ErrorMessage = kerr.CoordinatorLoadInProgress.Code, &msg
-		return resp
+		return resp, nil
 	}
 	if g == nil {
 		if isOther || req.MemberEpoch != 0 {
@@ -492,23 +524,24 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 				msg = "Group " + req.GroupID + " is not a share group."
 			}
 			resp.ErrorMessage = &msg
-			return resp
+			return resp, nil
 		}
 		if msg, full := m.tooManyGroups(); full {
 			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 			resp.ErrorCode, resp.ErrorMessage = errGroupCount.Code, &msg
-			return resp
+			return resp, nil
 		}
-		g = &group{id: req.GroupID, members: map[string]*member{}}
+		g = &group{id: req.GroupID, part: req.Partition, members: map[string]*member{}}
 	}
 	if m.init != nil && g.ready == nil {
 		g.ready = map[tpKey]bool{}
 	}
-	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfgFor(req.GroupID).HeartbeatInterval)
+	now := m.now()
+	resp, left := g.heartbeat(req, topics, now, m.cfg.MaxSize, m.cfgFor(req.GroupID).HeartbeatInterval)
 	if resp.ErrorCode == 0 {
-		// A group exists from its first member on, and stays (empty) as
-		// long as the broker runs, as Kafka's share groups do until
-		// deleted.
+		// A group exists from its first member on, and stays (empty)
+		// until deleted, as Kafka's share groups do (or, if it never
+		// had a partition, until expireEmpty).
 		m.groups[g.id] = g
 		// Only a heartbeat that was accepted initializes anything: a
 		// refused one (unknown member, a full group...) would be a
@@ -518,7 +551,11 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 	if left != "" {
 		m.releaseMember(g.id, left)
 	}
-	return resp
+	if resp.ErrorCode != 0 {
+		return resp, nil
+	}
+	g.noteEmpty(now)
+	return resp, m.saveMember(g, true, req.MemberID)
 }
 
 // Describe serves one group of a ShareGroupDescribe.
@@ -819,7 +856,12 @@ func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 		if _, full := m.tooManyGroups(); full {
 			return errGroupCount
 		}
-		m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+		g = &group{id: groupID, members: map[string]*member{}, emptySince: m.now()}
+		if m.partOf != nil {
+			g.part = m.partOf(groupID)
+		}
+		m.groups[groupID] = g
+		m.save(g, false)
 	}
 	m.busy[groupID] = true
 	return nil
@@ -853,15 +895,26 @@ func (m *Manager) Forget(keys []Key) {
 // DeleteGroup deletes an empty share group with its share partitions and
 // its config.
 func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
+	saved, code := m.deleteGroup(groupID)
+	if code != nil {
+		return code
+	}
+	if err := m.await(saved); err != nil {
+		return coordinatorErr(err)
+	}
+	return nil
+}
+
+func (m *Manager) deleteGroup(groupID string) (chan error, *kerr.Error) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
 	if g == nil {
-		return kerr.GroupIDNotFound
+		return nil, kerr.GroupIDNotFound
 	}
 	if len(g.members) > 0 {
-		return kerr.NonEmptyGroup
+		return nil, kerr.NonEmptyGroup
 	}
 	delete(m.groups, groupID)
 	for k := range m.parts {
@@ -869,7 +922,7 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 			m.drop(k)
 		}
 	}
-	return nil
+	return m.save(g, true), nil
 }
 
 // drop forgets one share partition, in the store too (a tombstone).

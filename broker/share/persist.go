@@ -1,0 +1,481 @@
+package share
+
+import (
+	"errors"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Share-group membership persists in __consumer_offsets (records.go), as
+// Kafka 4.4 keeps it: the group's coordinator writes what a heartbeat,
+// a session expiry or a delete changed, and replays the records when it
+// loads the partition, so a group outlives its coordinator's restart or
+// move at the same group epoch and its members go on where they were.
+//
+// Writes leave through one goroutine (the outbox), in the order they
+// were made under mu: neither the timer that expires locks and sessions
+// nor mu ever waits on __consumer_offsets. A heartbeat waits for its own
+// write before it answers, as Kafka's does.
+//
+// Each load and unload of a partition starts a generation (the
+// coordinator's); a group belongs to the generation its partition was
+// loaded at. A heartbeat checked against an older generation is
+// NOT_COORDINATOR and creates nothing, an unload drops the partition's
+// groups here, and the coordinator drops a write of an older generation:
+// a heartbeat that raced the partition moving away leaves no ghost group.
+
+// Sink appends share records to __consumer_offsets: the group
+// coordinator. Write must not wait for replication: done runs once the
+// records are committed or failed.
+type Sink interface {
+	Write(partition int32, gen uint64, recs []Record, done func(error))
+}
+
+type outItem struct {
+	g    *group
+	part int32
+	gen  uint64
+	recs []Record
+	done chan error // nil: nobody waits
+}
+
+// SetSink makes the manager persist membership through s; partitionOf
+// maps a group to its __consumer_offsets partition. Call before Start.
+func (m *Manager) SetSink(s Sink, partitionOf func(string) int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sink, m.partOf = s, partitionOf
+}
+
+// writer sends the outbox to the sink, in order, off the timer and
+// request paths.
+func (m *Manager) writer() {
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.outWake:
+		}
+		m.mu.Lock()
+		items := m.outbox
+		m.outbox = nil
+		m.mu.Unlock()
+		for _, it := range items {
+			m.sink.Write(it.part, it.gen, it.recs, func(err error) {
+				if err != nil {
+					m.unsure(it.g, it.recs)
+				}
+				if it.done != nil {
+					it.done <- err
+				} else if err != nil && !errors.Is(err, kerr.NotCoordinator) {
+					m.logger.Warn("share-group records not written", "partition", it.part, "err", err)
+				}
+			})
+		}
+	}
+}
+
+// save queues what changed in g since its last write; the channel
+// returned (nil when nothing changed) gets the write's outcome. mu must
+// be held.
+func (m *Manager) save(g *group, wait bool) chan error {
+	return m.saveMember(g, wait, "")
+}
+
+// saveMember is save after a heartbeat of member: when the group epoch
+// did not move only that member's records can have changed, and only
+// they are compared (a steady heartbeat costs O(1), not O(members)).
+func (m *Manager) saveMember(g *group, wait bool, member string) chan error {
+	if m.sink == nil {
+		return nil
+	}
+	live := m.groups[g.id] == g
+	var recs []Record
+	if mb := g.members[member]; live && mb != nil && g.written != nil && g.epoch == g.writtenEpoch {
+		recs = g.diffMember(mb)
+	} else {
+		recs = g.diff(live)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	it := outItem{g: g, part: g.part, gen: m.gens[g.part], recs: recs}
+	if wait {
+		it.done = make(chan error, 1)
+	}
+	m.outbox = append(m.outbox, it)
+	select {
+	case m.outWake <- struct{}{}:
+	default:
+	}
+	return it.done
+}
+
+// unknownValue marks a record whose last write failed: it may or may not
+// be in the log, so the next save writes it again, or its tombstone.
+const unknownValue = 0
+
+// unsure marks the records of a failed write of g, and makes g's next
+// save compare all its records. It runs in the coordinator's callback
+// (its lock held, which is taken before mu everywhere).
+func (m *Manager) unsure(g *group, recs []Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g.written == nil {
+		g.written = map[string]uint64{}
+	}
+	for _, r := range recs {
+		g.written[string(r.Key)] = unknownValue
+	}
+	g.writtenEpoch = -1
+}
+
+// await waits for a queued write (nil: none).
+func (m *Manager) await(ch chan error) error {
+	if ch == nil {
+		return nil
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-m.stop:
+		return kerr.CoordinatorNotAvailable
+	}
+}
+
+// coordinatorErr is how a failed membership write is answered, as
+// Kafka's group coordinator maps append failures.
+func coordinatorErr(err error) *kerr.Error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) && (ke == kerr.NotCoordinator || ke == kerr.NotLeaderForPartition) {
+		return kerr.NotCoordinator
+	}
+	return kerr.CoordinatorNotAvailable
+}
+
+// records is every record of g as it is now, in the order Kafka writes
+// them: members, the group epoch, the target assignment, the current
+// assignments.
+func (g *group) records() []Record {
+	ids := slices.Sorted(maps.Keys(g.members))
+	var out []Record
+	for _, id := range ids {
+		out = append(out, Record{recKey(recMember, g.id, id), memberValue(g.members[id])})
+	}
+	if len(g.init) > 0 {
+		out = append(out, Record{recKey(recStatePartMeta, g.id, ""), statePartValue(g.init)})
+	}
+	out = append(out, Record{recKey(recMetadata, g.id, ""), metadataValue(g.epoch, g.hash())})
+	for _, id := range ids {
+		out = append(out, Record{recKey(recTargetMember, g.id, id), targetMemberValue(g.members[id].assigned)})
+	}
+	out = append(out, Record{recKey(recTargetMeta, g.id, ""), targetMetaValue(g.epoch)})
+	for _, id := range ids {
+		out = append(out, Record{recKey(recCurrentAssign, g.id, id), currentValue(g.members[id])})
+	}
+	return out
+}
+
+// hash is the MetadataHash of the group's subscribed topics at its
+// epoch: the one loaded while no heartbeat recomputed the shape.
+func (g *group) hash() int64 {
+	if g.shape == nil {
+		return g.loadedHash
+	}
+	return shapeHash(g.shape)
+}
+
+// diff returns the records that bring the log from what was written of g
+// to g as it is (all tombstones when it is gone: members first, the
+// group epoch last, as Kafka deletes a group), and takes them as written.
+func (g *group) diff(live bool) []Record {
+	if g.written == nil {
+		g.written = map[string]uint64{}
+	}
+	now := map[string]uint64{}
+	var vals []Record
+	if live {
+		g.noteInitialized()
+		for _, r := range g.records() {
+			h := valueHash(r.Value)
+			now[string(r.Key)] = h
+			if old, ok := g.written[string(r.Key)]; !ok || old != h {
+				vals = append(vals, r)
+			}
+		}
+	}
+	var tombs []Record
+	for k := range g.written {
+		if _, ok := now[k]; !ok {
+			tombs = append(tombs, Record{Key: []byte(k)})
+		}
+	}
+	// Member records before the group's, and among the group's the
+	// epoch last: a reader never sees a group deleted before its members.
+	order := map[int16]int{recCurrentAssign: 0, recTargetMember: 1, recMember: 2, recTargetMeta: 3, recStatePartMeta: 4, recMetadata: 5}
+	slices.SortFunc(tombs, func(a, b Record) int {
+		ta, _, ma, _ := parseKey(a.Key)
+		tb, _, mb, _ := parseKey(b.Key)
+		if ma != mb {
+			if ma == "" {
+				return 1
+			}
+			if mb == "" {
+				return -1
+			}
+			if ma < mb {
+				return -1
+			}
+			return 1
+		}
+		return order[ta] - order[tb]
+	})
+	g.written, g.writtenEpoch = now, g.epoch
+	return append(tombs, vals...)
+}
+
+// diffMember is diff for one member's records, the group's unchanged.
+func (g *group) diffMember(mb *member) []Record {
+	var out []Record
+	for _, r := range []Record{
+		{recKey(recMember, g.id, mb.id), memberValue(mb)},
+		{recKey(recTargetMember, g.id, mb.id), targetMemberValue(mb.assigned)},
+		{recKey(recCurrentAssign, g.id, mb.id), currentValue(mb)},
+	} {
+		h := valueHash(r.Value)
+		if old, ok := g.written[string(r.Key)]; !ok || old != h {
+			g.written[string(r.Key)] = h
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// valueHash stands for a written value: a changed value is written again.
+func valueHash(v []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(v)
+	return h.Sum64()
+}
+
+// noteInitialized adds the partitions assigned now to those the group
+// has share state for (the type-15 record): a group that ever had one
+// assigned is kept until deleted.
+func (g *group) noteInitialized() {
+	names := map[[16]byte]string{}
+	for n, tm := range g.shape {
+		names[tm.ID] = n
+	}
+	for _, mb := range g.members {
+		for id, ps := range mb.assigned {
+			if len(ps) == 0 {
+				continue
+			}
+			if g.init == nil {
+				g.init = map[[16]byte]initTopic{}
+			}
+			t := g.init[id]
+			if t.name == "" {
+				t.name = names[id]
+			}
+			n := len(t.parts)
+			t.parts = append(t.parts, ps...)
+			slices.Sort(t.parts)
+			t.parts = slices.Compact(t.parts)
+			if len(t.parts) != n || g.init[id].name != t.name {
+				g.init[id] = t
+			}
+		}
+	}
+}
+
+// LoadShare replays the share records of a __consumer_offsets partition
+// the coordinator loaded at generation gen. topics is the cluster's
+// topics now: a group whose subscribed topics are as at its epoch keeps
+// the epoch. Members get a full session from now to heartbeat again.
+func (m *Manager) LoadShare(p int32, gen uint64, recs []Record, topics map[string]TopicMeta) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gens[p] = gen
+	now := m.now()
+	loaded := map[string]*group{}
+	for _, r := range recs {
+		typ, gid, mid, err := parseKey(r.Key)
+		if err != nil {
+			m.logger.Warn("skipping share record", "partition", p, "err", err)
+			continue
+		}
+		g := loaded[gid]
+		if g == nil {
+			if r.Value == nil {
+				continue
+			}
+			g = &group{id: gid, part: p, members: map[string]*member{}, written: map[string]uint64{}, emptySince: now}
+			loaded[gid] = g
+		}
+		if r.Value == nil {
+			delete(g.written, string(r.Key))
+		} else {
+			g.written[string(r.Key)] = valueHash(r.Value)
+		}
+		if err := g.replay(typ, mid, r.Value, now); err != nil {
+			m.logger.Warn("skipping share record", "partition", p, "group", gid, "err", err)
+		}
+		if typ == recMetadata && r.Value == nil {
+			delete(loaded, gid)
+		}
+	}
+	for id, g := range loaded {
+		shape := map[string]TopicMeta{}
+		for _, t := range g.subscribed() {
+			if tm, ok := topics[t]; ok {
+				shape[t] = tm
+			}
+		}
+		if shapeHash(shape) == g.loadedHash {
+			g.shape = shape
+		} else {
+			// The topics changed while nobody coordinated the group:
+			// the next heartbeat starts a new epoch.
+			g.shape = map[string]TopicMeta{}
+		}
+		g.writtenEpoch = g.epoch
+		m.groups[id] = g
+	}
+}
+
+// replay applies one record to g.
+func (g *group) replay(typ int16, mid string, v []byte, now time.Time) error {
+	var d *dec
+	if v != nil {
+		d = readValue(v)
+	}
+	mb := g.members[mid]
+	if mid != "" && mb == nil && d != nil {
+		mb = &member{id: mid, assigned: map[[16]byte][]int32{}, lastSeen: now}
+		g.members[mid] = mb
+	}
+	switch typ {
+	case recMember:
+		if d == nil {
+			delete(g.members, mid)
+			break
+		}
+		mb.rack, mb.clientID, mb.clientHost = d.nstr(), d.str(), d.str()
+		mb.topics = nil
+		for range d.count() {
+			mb.topics = append(mb.topics, d.str())
+		}
+		mb.topics = sortedTopics(mb.topics)
+	case recMetadata:
+		if d != nil {
+			g.epoch, g.loadedHash = d.i32(), d.i64()
+		}
+	case recTargetMember:
+		if d != nil && mb != nil {
+			mb.assigned = d.parts()
+		}
+	case recCurrentAssign:
+		if d != nil && mb != nil {
+			mb.epoch, mb.prevEpoch = d.i32(), d.i32()
+			d.i8()
+			mb.assigned = d.parts()
+		}
+	case recStatePartMeta:
+		g.init = nil
+		if d != nil {
+			g.init = readStatePart(d)
+		}
+	}
+	if d != nil && d.err != nil {
+		return d.err
+	}
+	if len(g.members) > 0 {
+		g.emptySince = time.Time{}
+	} else if g.emptySince.IsZero() {
+		g.emptySince = now
+	}
+	return nil
+}
+
+// UnloadShare drops the groups of a __consumer_offsets partition this
+// broker no longer leads; gen is the partition's generation from now on.
+func (m *Manager) UnloadShare(p int32, gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gens[p] = gen
+	for id, g := range m.groups {
+		if m.sink != nil && g.part == p {
+			delete(m.groups, id)
+			delete(m.busy, id)
+		}
+	}
+}
+
+// expireEmpty deletes the empty groups that were never assigned a
+// partition and have been empty for the retention (offsets.retention.
+// minutes), with tombstones so that a reload does not bring them back:
+// groups now last until deleted, and without this a stranger could
+// fill MaxGroups for good. mu must be held.
+func (m *Manager) expireEmpty(now time.Time) {
+	if m.cfg.EmptyRetention <= 0 {
+		return
+	}
+	var old []*group
+	for id, g := range m.groups {
+		if len(g.members) == 0 && len(g.init) == 0 && !m.busy[id] && !g.emptySince.IsZero() && now.Sub(g.emptySince) >= m.cfg.EmptyRetention {
+			old = append(old, g)
+		}
+	}
+	if len(old) == 0 {
+		return
+	}
+	withParts := map[string]bool{}
+	for k := range m.parts {
+		withParts[k.Group] = true
+	}
+	for _, g := range old {
+		if !withParts[g.id] {
+			delete(m.groups, g.id)
+			m.save(g, false)
+		}
+	}
+}
+
+// noteEmpty starts or stops the clock of an empty group's retention.
+func (g *group) noteEmpty(now time.Time) {
+	switch {
+	case len(g.members) > 0:
+		g.emptySince = time.Time{}
+	case g.emptySince.IsZero():
+		g.emptySince = now
+	}
+}
+
+// Initialized notes share partitions an administrator gave state
+// (AlterShareGroupOffsets), as Kafka records them in the group's
+// type-15 record: the group is then kept until deleted.
+func (m *Manager) Initialized(groupID string, keys []Key, names map[[16]byte]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g == nil || len(keys) == 0 {
+		return
+	}
+	if g.init == nil {
+		g.init = map[[16]byte]initTopic{}
+	}
+	for _, k := range keys {
+		t := g.init[k.Topic]
+		t.name = names[k.Topic]
+		t.parts = append(t.parts, k.Partition)
+		slices.Sort(t.parts)
+		t.parts = slices.Compact(t.parts)
+		g.init[k.Topic] = t
+	}
+	m.save(g, false)
+}
