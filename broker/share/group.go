@@ -50,13 +50,13 @@ type group struct {
 	// partition, its records as last written (key to a hash of the
 	// value, so the copy costs 8 bytes a record) at group epoch
 	// writtenEpoch, the
-	// MetadataHash it was loaded with, the partitions it has share
-	// state for (type 15), and since when it has had no member.
+	// MetadataHash it was loaded with, where its share state is (the
+	// type-15 record), and since when it has had no member.
 	part         int32
 	written      map[string]uint64
 	writtenEpoch int32
 	loadedHash   int64
-	init         map[[16]byte]initTopic
+	state        statePart
 	emptySince   time.Time
 }
 

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -129,20 +130,45 @@ func (m *Manager) initialize(id string) {
 			return
 		}
 		init := m.init
-		m.mu.Unlock()
 		keys := make([]Key, len(todo))
+		names := map[[16]byte]string{}
+		for n, tm := range g.shape {
+			names[tm.ID] = n
+		}
 		for i, tp := range todo {
 			keys[i] = Key{Group: id, Topic: tp.topic, Partition: tp.partition}
+			if !slices.Contains(g.state.initialized[tp.topic].parts, tp.partition) {
+				addParts(&g.state.initializing, tp.topic, names[tp.topic], tp.partition)
+			}
 		}
-		failed := init(id, keys)
+		// As Kafka's coordinator: the partitions are recorded
+		// initializing (type 15) before their state is created, so that
+		// a group whose state may exist is neither forgotten nor
+		// expired, whatever happens to this coordinator meanwhile.
+		saved := m.save(g, true)
+		m.mu.Unlock()
+		var failed map[Key]error
+		if err := m.await(saved); err != nil {
+			failed = map[Key]error{}
+			for _, k := range keys {
+				failed[k] = err
+			}
+		} else {
+			failed = init(id, keys)
+		}
 		m.mu.Lock()
-		if g2 := m.groups[id]; g2 == g {
+		if g2 := m.groups[id]; g2 == g && len(failed) < len(keys) {
 			added := false
 			for _, k := range keys {
 				if _, bad := failed[k]; !bad {
 					tp := tpKey{k.Topic, k.Partition}
 					added = added || !g.ready[tp]
 					g.ready[tp] = true
+					addParts(&g.state.initialized, k.Topic, names[k.Topic], k.Partition)
+					removeParts(g.state.initializing, k.Topic, k.Partition)
+					// A deletion left unfinished (its coordinator gone)
+					// is over: the partition has state again.
+					delete(g.state.deleting, k.Topic)
 				}
 			}
 			if added {
@@ -151,6 +177,10 @@ func (m *Manager) initialize(id string) {
 				g.epoch++
 				g.assign()
 			}
+			// Initialized (and the new epoch and assignment) recorded;
+			// not waited for: a failed write is written again with the
+			// group's next change (persist.go).
+			m.save(g, false)
 		}
 		m.mu.Unlock()
 		if len(failed) == 0 {

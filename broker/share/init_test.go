@@ -75,6 +75,7 @@ type recInit struct {
 	hold    chan struct{}
 	running int
 	maxRun  int
+	onCall  func(keys []Key) // before it answers
 }
 
 func (r *recInit) init(group string, keys []Key) map[Key]error {
@@ -82,8 +83,11 @@ func (r *recInit) init(group string, keys []Key) map[Key]error {
 	r.calls = append(r.calls, keys)
 	r.running++
 	r.maxRun = max(r.maxRun, r.running)
-	hold, fail := r.hold, r.fail
+	hold, fail, onCall := r.hold, r.fail, r.onCall
 	r.mu.Unlock()
+	if onCall != nil {
+		onCall(keys)
+	}
 	if hold != nil {
 		<-hold
 	}

@@ -166,8 +166,8 @@ func (g *group) records() []Record {
 	for _, id := range ids {
 		out = append(out, Record{recKey(recMember, g.id, id), memberValue(g.members[id])})
 	}
-	if len(g.init) > 0 {
-		out = append(out, Record{recKey(recStatePartMeta, g.id, ""), statePartValue(g.init)})
+	if !g.state.empty() {
+		out = append(out, Record{recKey(recStatePartMeta, g.id, ""), statePartValue(g.state)})
 	}
 	out = append(out, Record{recKey(recMetadata, g.id, ""), metadataValue(g.epoch, g.hash())})
 	for _, id := range ids {
@@ -199,7 +199,11 @@ func (g *group) diff(live bool) []Record {
 	now := map[string]uint64{}
 	var vals []Record
 	if live {
-		g.noteInitialized()
+		if g.ready == nil {
+			// No initializer (no store): what is assigned is what has
+			// state. With one, init.go records it.
+			g.noteInitialized()
+		}
 		for _, r := range g.records() {
 			h := valueHash(r.Value)
 			now[string(r.Key)] = h
@@ -263,8 +267,8 @@ func valueHash(v []byte) uint64 {
 }
 
 // noteInitialized adds the partitions assigned now to those the group
-// has share state for (the type-15 record): a group that ever had one
-// assigned is kept until deleted.
+// has share state for (the type-15 record), when no initializer records
+// them: a group that ever had one assigned is kept until deleted.
 func (g *group) noteInitialized() {
 	names := map[[16]byte]string{}
 	for n, tm := range g.shape {
@@ -272,22 +276,8 @@ func (g *group) noteInitialized() {
 	}
 	for _, mb := range g.members {
 		for id, ps := range mb.assigned {
-			if len(ps) == 0 {
-				continue
-			}
-			if g.init == nil {
-				g.init = map[[16]byte]initTopic{}
-			}
-			t := g.init[id]
-			if t.name == "" {
-				t.name = names[id]
-			}
-			n := len(t.parts)
-			t.parts = append(t.parts, ps...)
-			slices.Sort(t.parts)
-			t.parts = slices.Compact(t.parts)
-			if len(t.parts) != n || g.init[id].name != t.name {
-				g.init[id] = t
+			if len(ps) > 0 {
+				addParts(&g.state.initialized, id, names[id], ps...)
 			}
 		}
 	}
@@ -344,6 +334,17 @@ func (m *Manager) LoadShare(p int32, gen uint64, recs []Record, topics map[strin
 			g.shape = map[string]TopicMeta{}
 		}
 		g.writtenEpoch = g.epoch
+		if m.init != nil {
+			// What the record says is initialized is: the group's
+			// partitions are not held back for a round of initialization
+			// after a coordinator restart or move (init.go).
+			g.ready = map[tpKey]bool{}
+			for tid, t := range g.state.initialized {
+				for _, p := range t.parts {
+					g.ready[tpKey{tid, p}] = true
+				}
+			}
+		}
 		m.groups[id] = g
 	}
 }
@@ -386,9 +387,9 @@ func (g *group) replay(typ int16, mid string, v []byte, now time.Time) error {
 			mb.assigned = d.parts()
 		}
 	case recStatePartMeta:
-		g.init = nil
+		g.state = statePart{}
 		if d != nil {
-			g.init = readStatePart(d)
+			g.state = readStatePart(d)
 		}
 	}
 	if d != nil && d.err != nil {
@@ -427,7 +428,7 @@ func (m *Manager) expireEmpty(now time.Time) {
 	}
 	var old []*group
 	for id, g := range m.groups {
-		if len(g.members) == 0 && len(g.init) == 0 && !m.busy[id] && !g.emptySince.IsZero() && now.Sub(g.emptySince) >= m.cfg.EmptyRetention {
+		if len(g.members) == 0 && g.state.empty() && !m.busy[id] && !m.initing[id] && !g.emptySince.IsZero() && now.Sub(g.emptySince) >= m.cfg.EmptyRetention {
 			old = append(old, g)
 		}
 	}
@@ -466,16 +467,89 @@ func (m *Manager) Initialized(groupID string, keys []Key, names map[[16]byte]str
 	if g == nil || len(keys) == 0 {
 		return
 	}
-	if g.init == nil {
-		g.init = map[[16]byte]initTopic{}
-	}
 	for _, k := range keys {
-		t := g.init[k.Topic]
-		t.name = names[k.Topic]
-		t.parts = append(t.parts, k.Partition)
-		slices.Sort(t.parts)
-		t.parts = slices.Compact(t.parts)
-		g.init[k.Topic] = t
+		addParts(&g.state.initialized, k.Topic, names[k.Topic], k.Partition)
+		removeParts(g.state.initializing, k.Topic, k.Partition)
 	}
 	m.save(g, false)
+}
+
+// StateDeleting records, before an administrator deletes the share state
+// of topics (DeleteShareGroupOffsets, DeleteGroups), that it is being
+// deleted, as Kafka's coordinator moves them to the type-15 record's
+// deleting topics first: from then on no coordinator, this one or the
+// next after a move, takes those partitions as initialized. It waits for
+// the write.
+func (m *Manager) StateDeleting(groupID string, topics map[[16]byte]string) *kerr.Error {
+	saved := func() chan error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		g := m.groups[groupID]
+		if g == nil || len(topics) == 0 {
+			return nil
+		}
+		if g.state.deleting == nil {
+			g.state.deleting = map[[16]byte]string{}
+		}
+		for id, name := range topics {
+			if name == "" {
+				name = g.state.initialized[id].name
+			}
+			if name == "" {
+				name = g.state.initializing[id].name
+			}
+			g.state.deleting[id] = name
+			delete(g.state.initialized, id)
+			delete(g.state.initializing, id)
+		}
+		for k := range g.ready {
+			if _, ok := topics[k.topic]; ok {
+				delete(g.ready, k)
+			}
+		}
+		g.checked = -1
+		return m.save(g, true)
+	}()
+	if err := m.await(saved); err != nil {
+		return coordinatorErr(err)
+	}
+	return nil
+}
+
+// StateDeleted ends StateDeleting for the topics whose state is gone.
+// Those whose deletion failed stay deleting: they are initialized again
+// (create-only) when next assigned.
+func (m *Manager) StateDeleted(groupID string, topics [][16]byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g == nil {
+		return
+	}
+	for _, id := range topics {
+		delete(g.state.deleting, id)
+	}
+	m.save(g, false)
+}
+
+// StateTopics is the topics the group's type-15 record names: those
+// with share state, or being initialized or deleted.
+func (m *Manager) StateTopics(groupID string) map[[16]byte]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[groupID]
+	if g == nil {
+		return nil
+	}
+	out := map[[16]byte]string{}
+	for id, t := range g.state.initializing {
+		out[id] = t.name
+	}
+	for id, t := range g.state.initialized {
+		out[id] = t.name
+	}
+	for id, name := range g.state.deleting {
+		out[id] = name
+	}
+	return out
 }

@@ -288,53 +288,111 @@ func currentValue(m *member) []byte {
 }
 
 // initTopic is one topic of the type-15 record: the partitions whose
-// share state the group has (or once had) assigned.
+// share state is being initialized, or was.
 type initTopic struct {
 	name  string
 	parts []int32
 }
 
-func statePartValue(init map[[16]byte]initTopic) []byte {
-	e := newValue()
-	e.uv(1) // InitializingTopics: none
-	ids := make([][16]byte, 0, len(init))
-	for id := range init {
+// statePart is the type-15 record (ShareGroupStatePartitionMetadata):
+// where the group's share state is, as Kafka's coordinator keeps it
+// around InitializeShareGroupState and DeleteShareGroupState.
+// initializing: state may exist (recorded before it is created);
+// initialized: it does; deleting: whole topics whose state an
+// administrator is deleting.
+type statePart struct {
+	initializing, initialized map[[16]byte]initTopic
+	deleting                  map[[16]byte]string
+}
+
+func (s *statePart) empty() bool {
+	return len(s.initializing) == 0 && len(s.initialized) == 0 && len(s.deleting) == 0
+}
+
+// addParts adds partitions of topic id to *to.
+func addParts(to *map[[16]byte]initTopic, id [16]byte, name string, parts ...int32) {
+	if *to == nil {
+		*to = map[[16]byte]initTopic{}
+	}
+	t := (*to)[id]
+	if name != "" {
+		t.name = name
+	}
+	t.parts = append(t.parts, parts...)
+	slices.Sort(t.parts)
+	t.parts = slices.Compact(t.parts)
+	(*to)[id] = t
+}
+
+// removeParts removes partitions of topic id from m, and the topic once
+// it has none.
+func removeParts(m map[[16]byte]initTopic, id [16]byte, parts ...int32) {
+	t, ok := m[id]
+	if !ok {
+		return
+	}
+	t.parts = slices.DeleteFunc(slices.Clone(t.parts), func(p int32) bool { return slices.Contains(parts, p) })
+	if len(t.parts) == 0 {
+		delete(m, id)
+	} else {
+		m[id] = t
+	}
+}
+
+func sortedIDs[V any](m map[[16]byte]V) [][16]byte {
+	ids := make([][16]byte, 0, len(m))
+	for id := range m {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(x, y [16]byte) int { return slices.Compare(x[:], y[:]) })
-	e.uv(uint64(len(ids)) + 1)
-	for _, id := range ids {
-		t := init[id]
-		e.b = append(e.b, id[:]...)
-		e.str(t.name)
-		ps := slices.Sorted(slices.Values(t.parts))
-		e.uv(uint64(len(ps)) + 1)
-		for _, p := range ps {
-			e.i32(p)
+	return ids
+}
+
+func statePartValue(sp statePart) []byte {
+	e := newValue()
+	for _, topics := range []map[[16]byte]initTopic{sp.initializing, sp.initialized} {
+		e.uv(uint64(len(topics)) + 1)
+		for _, id := range sortedIDs(topics) {
+			t := topics[id]
+			e.b = append(e.b, id[:]...)
+			e.str(t.name)
+			ps := slices.Sorted(slices.Values(t.parts))
+			e.uv(uint64(len(ps)) + 1)
+			for _, p := range ps {
+				e.i32(p)
+			}
+			e.uv(0)
 		}
+	}
+	e.uv(uint64(len(sp.deleting)) + 1)
+	for _, id := range sortedIDs(sp.deleting) {
+		e.b = append(e.b, id[:]...)
+		e.str(sp.deleting[id])
 		e.uv(0)
 	}
-	e.uv(1) // DeletingTopics: none
 	return e.tags()
 }
 
-// readStatePart reads a type-15 value: the topics initializing or
-// initialized (both count as the group's: their state may exist).
-func readStatePart(d *dec) map[[16]byte]initTopic {
-	out := map[[16]byte]initTopic{}
-	for range 2 {
+// readStatePart reads a type-15 value.
+func readStatePart(d *dec) statePart {
+	var sp statePart
+	for _, to := range []*map[[16]byte]initTopic{&sp.initializing, &sp.initialized} {
 		for range d.count() {
 			id := d.uuid()
-			t := out[id]
-			t.name = d.str()
-			t.parts = append(t.parts, d.i32s()...)
-			slices.Sort(t.parts)
-			t.parts = slices.Compact(t.parts)
-			out[id] = t
+			name := d.str()
+			addParts(to, id, name, d.i32s()...)
 			d.skipTags()
 		}
 	}
-	return out
+	for range d.count() {
+		id := d.uuid()
+		if sp.deleting == nil {
+			sp.deleting = map[[16]byte]string{}
+		}
+		sp.deleting[id] = d.str()
+		d.skipTags()
+	}
+	return sp
 }
 
 // shapeHash is the MetadataHash we persist: of the subscribed topics'

@@ -20,6 +20,7 @@ var kafkaShareRecords = map[string][2]string{
 	"targetmember": {"000d00016700016d", "000002010000000000000000000000000000000300000000000000020000"},
 	"current":      {"000e00016700016d", "000000000003000000020002010000000000000000000000000000000300000000000000020000"},
 	"statepart":    {"000f000167", "00000102010000000000000000000000000000000274030000000000000002000100"},
+	"statepart3":   {"000f000167", "0000020200000000000000000000000000000002750200000001000201000000000000000000000000000000027403000000000000000200020300000000000000000000000000000002760000"},
 }
 
 // TestShareRecordsAreKafkas: the records we write are byte for byte the
@@ -30,7 +31,9 @@ func TestShareRecordsAreKafkas(t *testing.T) {
 	id := [16]byte{1}
 	m := &member{id: "m", clientID: "c", clientHost: "/127.0.0.1", topics: []string{"t"}, epoch: 3, prevEpoch: 2,
 		assigned: map[[16]byte][]int32{id: {2, 0}}}
-	init := map[[16]byte]initTopic{id: {name: "t", parts: []int32{0, 2}}}
+	init := statePart{initialized: map[[16]byte]initTopic{id: {name: "t", parts: []int32{0, 2}}}}
+	all := statePart{initializing: map[[16]byte]initTopic{{2}: {name: "u", parts: []int32{1}}},
+		initialized: init.initialized, deleting: map[[16]byte]string{{3}: "v"}}
 	ours := map[string][2][]byte{
 		"member":       {recKey(recMember, "g", "m"), memberValue(m)},
 		"metadata":     {recKey(recMetadata, "g", ""), metadataValue(3, 0x0102030405060708)},
@@ -38,6 +41,7 @@ func TestShareRecordsAreKafkas(t *testing.T) {
 		"targetmember": {recKey(recTargetMember, "g", "m"), targetMemberValue(m.assigned)},
 		"current":      {recKey(recCurrentAssign, "g", "m"), currentValue(m)},
 		"statepart":    {recKey(recStatePartMeta, "g", ""), statePartValue(init)},
+		"statepart3":   {recKey(recStatePartMeta, "g", ""), statePartValue(all)},
 	}
 	for name, want := range kafkaShareRecords {
 		got := ours[name]
@@ -59,8 +63,14 @@ func TestShareRecordsAreKafkas(t *testing.T) {
 	mgr.now = func() time.Time { return time.Unix(1000, 0) }
 	mgr.LoadShare(0, 1, recs, map[string]TopicMeta{"t": {ID: id, Partitions: 3}})
 	g := mgr.groups["g"]
-	if g == nil || g.epoch != 3 || g.loadedHash != 0x0102030405060708 || len(g.members) != 1 || len(g.init[id].parts) != 2 || g.init[id].name != "t" {
+	if g == nil || g.epoch != 3 || g.loadedHash != 0x0102030405060708 || len(g.members) != 1 || len(g.state.initialized[id].parts) != 2 || g.state.initialized[id].name != "t" {
 		t.Fatalf("Kafka's records replayed: %+v", g)
+	}
+	if d := readValue(mustHex(kafkaShareRecords["statepart3"][1])); true {
+		if sp := readStatePart(d); d.err != nil || statePartValue(sp) == nil || hex.EncodeToString(statePartValue(sp)) != kafkaShareRecords["statepart3"][1] ||
+			sp.initializing[[16]byte{2}].name != "u" || sp.deleting[[16]byte{3}] != "v" {
+			t.Fatalf("Kafka's type 15 with all three lists read as %+v (%v)", sp, d.err)
+		}
 	}
 	got := g.members["m"]
 	if got.epoch != 3 || got.prevEpoch != 2 || got.clientID != "c" || got.clientHost != "/127.0.0.1" || got.rack != nil ||
@@ -89,4 +99,12 @@ func TestShareRecordsBadInput(t *testing.T) {
 		recs = append(recs, Record{k, append(append([]byte{}, v[:2]...), 0xff, 0xff, 0xff, 0xff, 0x0f)})
 	}
 	mgr.LoadShare(0, 1, recs, nil)
+}
+
+func mustHex(s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

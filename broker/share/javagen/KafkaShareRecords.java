@@ -43,5 +43,12 @@ public class KafkaShareRecords {
     print("statepart", new ShareGroupStatePartitionMetadataKey().setGroupId("g"),
       new ShareGroupStatePartitionMetadataValue().setInitializingTopics(List.of()).setDeletingTopics(List.of()).setInitializedTopics(List.of(
         new ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo().setTopicId(t).setTopicName("t").setPartitions(List.of(0, 2)))));
+    Uuid u = new Uuid(0x0200000000000000L, 0L), d = new Uuid(0x0300000000000000L, 0L);
+    print("statepart3", new ShareGroupStatePartitionMetadataKey().setGroupId("g"),
+      new ShareGroupStatePartitionMetadataValue().setInitializingTopics(List.of(
+        new ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo().setTopicId(u).setTopicName("u").setPartitions(List.of(1))))
+      .setInitializedTopics(List.of(
+        new ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo().setTopicId(t).setTopicName("t").setPartitions(List.of(0, 2))))
+      .setDeletingTopics(List.of(new ShareGroupStatePartitionMetadataValue.TopicInfo().setTopicId(d).setTopicName("v"))));
   }
 }
