@@ -328,8 +328,35 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 			}
 		}
 	}
+	topics := map[[16]byte]string{}
+	for _, k := range keys {
+		topics[k.Topic] = ""
+	}
+	for name, meta := range img.Topics {
+		if _, ok := topics[[16]byte(meta.ID)]; ok {
+			topics[[16]byte(meta.ID)] = name
+		}
+	}
+	// Recorded deleting first, as Kafka's coordinator does: a coordinator
+	// that loads the group meanwhile initializes them again rather than
+	// taking them as initialized.
+	if code := s.shares.StateDeleting(req.GroupID, topics); code != nil {
+		resp.ErrorCode = code.Code
+		return resp, nil
+	}
 	errs := s.shareState.Delete(req.GroupID, keys)
 	s.shares.Forget(keys)
+	var gone [][16]byte
+	for id := range topics {
+		ok := true
+		for k := range errs {
+			ok = ok && k.Topic != id
+		}
+		if ok {
+			gone = append(gone, id)
+		}
+	}
+	s.shares.StateDeleted(req.GroupID, gone)
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		t.Topic = rt.Topic

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -138,10 +139,21 @@ func TestShareGroupSurvivesRestart(t *testing.T) {
 	if r := hb(stayer.MemberEpoch); r.MemberEpoch != stayer.MemberEpoch {
 		t.Fatalf("the stayer's heartbeat after the restart: epoch %d, want %d", r.MemberEpoch, stayer.MemberEpoch)
 	}
-	r := kmsg.NewPtrShareGroupHeartbeatRequest()
-	r.GroupID, r.MemberID, r.MemberEpoch = "sg", "stayer-0000000000000000000000000", -1
-	if resp, err := r.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("stayer leaving: %v %+v", err, resp)
+	// The restarted coordinator took the group's partitions as
+	// initialized from its type-15 record: a member joining now gets
+	// partitions on its first heartbeat, not after a round of
+	// initialization (as a new group's members do).
+	nc := kmsg.NewPtrShareGroupHeartbeatRequest()
+	nc.GroupID, nc.MemberID, nc.MemberEpoch, nc.SubscribedTopicNames = "sg", "newcomer-00000000000000000000000", 0, []string{"q"}
+	if resp, err := nc.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 || resp.Assignment == nil || len(resp.Assignment.TopicPartitions) == 0 {
+		t.Fatalf("a member joining after the restart: %v %+v, want partitions on its first heartbeat", err, resp)
+	}
+	for _, id := range []string{"stayer-0000000000000000000000000", "newcomer-00000000000000000000000"} {
+		r := kmsg.NewPtrShareGroupHeartbeatRequest()
+		r.GroupID, r.MemberID, r.MemberEpoch = "sg", id, -1
+		if resp, err := r.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("%s leaving: %v %+v", id, err, resp)
+		}
 	}
 
 	consume(n)
@@ -151,6 +163,34 @@ func TestShareGroupSurvivesRestart(t *testing.T) {
 	if d := describeShare(ctx, t, adm, "sg"); d.GroupEpoch <= before.GroupEpoch {
 		t.Fatalf("group epoch went back: %d after %d", d.GroupEpoch, before.GroupEpoch)
 	}
+
+	// Deleted, the group goes with its records and its share state: not
+	// back after another restart, and the same name reads from the start.
+	for {
+		dg, err := adm.DeleteGroup(ctx, "sg")
+		if err == nil && dg.Err == nil {
+			break
+		}
+		// The consumers' sessions may not have ended yet.
+		if ctx.Err() != nil || err == nil && !errors.Is(dg.Err, kerr.NonEmptyGroup) && !errors.Is(dg.Err, kerr.CoordinatorLoadInProgress) {
+			t.Fatalf("deleting sg: %v %v", err, dg.Err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Kill()
+	b.Restart()
+	listed, err = adm.ListGroupsByType(ctx, []string{"share"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["sg"]; ok {
+		t.Fatalf("a deleted share group came back after a restart: %+v", listed)
+	}
+	setGroupEarliest(ctx, t, cl, "sg")
+	mu.Lock()
+	acked, again = map[string]bool{}, 0
+	mu.Unlock()
+	consume(n)
 }
 
 func describeShare(ctx context.Context, t *testing.T, adm *kadm.Client, group string) kadm.DescribedShareGroup {

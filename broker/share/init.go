@@ -66,14 +66,21 @@ func (g *group) uninitialized() []tpKey {
 	return out
 }
 
-// pruneReady forgets partitions no longer subscribed (a topic deleted or
-// left), so that what the group remembers stays bounded by what it reads.
-// Subscribed again, they are initialized again: create-only, so their
-// state is kept.
+// pruneReady forgets partitions no longer subscribed (a topic left)
+// unless the type-15 record has them initialized: a group that empties
+// and is joined again, or whose members move between topics, gets what
+// has state at once, as Kafka's assignor does from that record, and what
+// the group remembers stays bounded by the partitions of existing topics
+// it ever read (a deleted topic leaves both, ForgetTopics). Subscribed
+// again, the others are initialized again: create-only, so their state
+// is kept.
 func (g *group) pruneReady() {
 	n := 0
 	for _, tm := range g.shape {
 		n += int(tm.Partitions)
+	}
+	for _, t := range g.state.initialized {
+		n += len(t.parts)
 	}
 	if len(g.ready) <= n {
 		return
@@ -83,7 +90,7 @@ func (g *group) pruneReady() {
 		ids[tm.ID] = tm.Partitions
 	}
 	for k := range g.ready {
-		if p, ok := ids[k.topic]; !ok || k.partition >= p {
+		if p, ok := ids[k.topic]; (!ok || k.partition >= p) && !slices.Contains(g.state.initialized[k.topic].parts, k.partition) {
 			delete(g.ready, k)
 		}
 	}

@@ -329,8 +329,8 @@ func TestNoInitializationDuringAdminCall(t *testing.T) {
 	})
 }
 
-// What a group remembers as initialized is bounded by what it subscribes
-// to: a topic left is forgotten.
+// What a group remembers as initialized is bounded by the partitions of
+// existing topics it read: a deleted topic is forgotten.
 func TestReadyPrunedToSubscriptions(t *testing.T) {
 	r := &recInit{}
 	m := initTestManager(t, &flakyStore{state: map[Key]Snapshot{}}, "latest")
@@ -344,10 +344,18 @@ func TestReadyPrunedToSubscriptions(t *testing.T) {
 	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "m0", join.MemberEpoch, []string{"b"}
 	m.Heartbeat(HeartbeatRequest{ShareGroupHeartbeatRequest: hb}, topics, false)
 	waitFor(t, "the initialization of b", func() bool { return !m.InitRunning("g") })
-	m.mu.Lock()
-	n := len(m.groups["g"].ready)
-	m.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("the group remembers %d initialized partitions, subscribing to one", n)
+	ready := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.groups["g"].ready)
+	}
+	// a's partitions have state (the type-15 record says so): kept, so
+	// that subscribing to a again assigns them at once.
+	if n := ready(); n != 4 {
+		t.Fatalf("the group remembers %d initialized partitions, want a's 3 and b's 1", n)
+	}
+	m.ForgetTopics(map[[16]byte]bool{{1}: true})
+	if n := ready(); n != 1 {
+		t.Fatalf("after a was deleted the group remembers %d initialized partitions, subscribing to one", n)
 	}
 }
