@@ -142,11 +142,13 @@ func TestShareGroupSurvivesRestart(t *testing.T) {
 	// The restarted coordinator took the group's partitions as
 	// initialized from its type-15 record: a member joining now gets
 	// partitions on its first heartbeat, not after a round of
-	// initialization (as a new group's members do).
+	// initialization (as a new group's members do), and the group epoch
+	// moves only for its join (a round of initialization would move it
+	// too).
 	nc := kmsg.NewPtrShareGroupHeartbeatRequest()
 	nc.GroupID, nc.MemberID, nc.MemberEpoch, nc.SubscribedTopicNames = "sg", "newcomer-00000000000000000000000", 0, []string{"q"}
-	if resp, err := nc.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 || resp.Assignment == nil || len(resp.Assignment.TopicPartitions) == 0 {
-		t.Fatalf("a member joining after the restart: %v %+v, want partitions on its first heartbeat", err, resp)
+	if resp, err := nc.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 || resp.Assignment == nil || len(resp.Assignment.TopicPartitions) == 0 || resp.MemberEpoch != before.GroupEpoch+1 {
+		t.Fatalf("a member joining after the restart: %v %+v, want partitions on its first heartbeat at epoch %d", err, resp, before.GroupEpoch+1)
 	}
 	for _, id := range []string{"stayer-0000000000000000000000000", "newcomer-00000000000000000000000"} {
 		r := kmsg.NewPtrShareGroupHeartbeatRequest()
