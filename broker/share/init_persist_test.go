@@ -153,3 +153,56 @@ func TestInitializingGroupNotExpired(t *testing.T) {
 		t.Fatalf("reloaded type-15: %+v, want t's 3 partitions initializing", sp)
 	}
 }
+
+// An administrator's deletion of a topic's state is recorded first
+// (type-15 deleting topics, as Kafka's coordinator does): a coordinator
+// that loads the group meanwhile does not take those partitions as
+// initialized, but initializes them again before assigning them; done,
+// the record no longer names the topic.
+func TestDeletingTopicsNotReadyAfterReload(t *testing.T) {
+	log, c := &memLog{}, newClock()
+	m := persistedInit(t, log, c, &recInit{})
+	joinUntilAssigned(t, m, "g", "a")
+	if r := hb(m, "g", "a", -1); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	if code := m.AdminGroup("g", false); code != nil {
+		t.Fatal(code)
+	}
+	if code := m.StateDeleting("g", map[[16]byte]string{{1}: ""}); code != nil {
+		t.Fatal(code)
+	}
+	// The coordinator moves before the deletion ends.
+	r2 := &recInit{}
+	m2 := persistedInit(t, log, c, r2)
+	m2.mu.Lock()
+	sp := m2.groups["g"].state
+	m2.mu.Unlock()
+	if sp.deleting[[16]byte{1}] != "t" || len(sp.initialized) != 0 {
+		t.Fatalf("reloaded type-15 %+v, want t deleting", sp)
+	}
+	if b := hb(m2, "g", "b", 0, "t"); b.ErrorCode != 0 || assigned(b) != 0 {
+		t.Fatalf("a join while t's state may be deleted: %v with %d partitions, want none until initialized", kerr.ErrorForCode(b.ErrorCode), assigned(b))
+	}
+	waitFor(t, "t initialized again", func() bool {
+		r2.mu.Lock()
+		defer r2.mu.Unlock()
+		return len(r2.calls) > 0
+	})
+	waitFor(t, "the run to end", func() bool { return !m2.InitRunning("g") })
+	m2.mu.Lock()
+	sp = m2.groups["g"].state
+	m2.mu.Unlock()
+	if len(sp.deleting) != 0 || len(sp.initialized[[16]byte{1}].parts) != 3 {
+		t.Fatalf("after the initialization: %+v, want t initialized and nothing deleting", sp)
+	}
+	// On the first coordinator's side the deletion ends normally.
+	m.StateDeleted("g", [][16]byte{{1}})
+	m.AdminDone("g")
+	m.mu.Lock()
+	sp = m.groups["g"].state
+	m.mu.Unlock()
+	if !sp.empty() {
+		t.Fatalf("after StateDeleted: %+v, want an empty record", sp)
+	}
+}

@@ -340,6 +340,9 @@ func (m *Manager) LoadShare(p int32, gen uint64, recs []Record, topics map[strin
 			// after a coordinator restart or move (init.go).
 			g.ready = map[tpKey]bool{}
 			for tid, t := range g.state.initialized {
+				if _, gone := g.state.deleting[tid]; gone {
+					continue
+				}
 				for _, p := range t.parts {
 					g.ready[tpKey{tid, p}] = true
 				}
