@@ -72,7 +72,11 @@ func TestShareAdminGroupBusy(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 		hb.GroupID, hb.MemberID, hb.MemberEpoch = g, "m1", r.MemberEpoch
-		r = s.shares.Heartbeat(share.HeartbeatRequest{ShareGroupHeartbeatRequest: hb}, shareTopics(s.ctrl.Image()), false)
+		part, gen, code := s.groups.ShareStatus(g)
+		if code != nil {
+			t.Fatal(code)
+		}
+		r = s.shares.Heartbeat(share.HeartbeatRequest{ShareGroupHeartbeatRequest: hb, Partition: part, Gen: gen}, shareTopics(s.ctrl.Image()), false)
 	}
 	if r.ErrorCode != 0 || r.Assignment == nil || len(r.Assignment.TopicPartitions) != 1 {
 		t.Fatalf("a member joining after the reset: %v %+v, want partition 0 of bz", kerr.ErrorForCode(r.ErrorCode), r.Assignment)

@@ -137,3 +137,30 @@ func TestShareRefusedHeartbeatInitializesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A rolling upgrade: a share coordinator of the previous version refuses
+// the create-only initialization (it does not know the tag, and refuses
+// StartOffset -1) with INVALID_REQUEST. The partitions it has state for
+// (its leaders created it at first use) count as initialized, so an
+// upgraded group coordinator assigns them; those without wait for its
+// upgrade (review of h/sharefence, H1).
+func TestShareInitializeAtPreviousVersion(t *testing.T) {
+	s := startAdminBroker(t, shareProps)
+	id := admCreateTopic(t, s, "mixed", 2, nil)
+	k0 := share.Key{Group: "mg", Topic: id, Partition: 0}
+	k1 := share.Key{Group: "mg", Topic: id, Partition: 1}
+	if errs := s.shareState.Initialize("mg", map[share.Key]shareInit{k0: {Start: 0}}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	s.shareState.previousVersion = true
+	errs := s.shareState.InitializeNew("mg", []share.Key{k0, k1})
+	if errs[k0] != nil {
+		t.Errorf("a partition with state at a previous-version share coordinator: %v, want initialized", errs[k0])
+	}
+	if errs[k1] == nil {
+		t.Error("a partition without state at a previous-version share coordinator counted as initialized")
+	}
+	if got, ok, _ := s.shareState.Read(k0); !ok || got.StartOffset != 0 {
+		t.Fatalf("the existing state became %+v (found %v)", got, ok)
+	}
+}

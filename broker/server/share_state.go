@@ -61,6 +61,9 @@ const (
 
 type shareState struct {
 	s *Server
+	// previousVersion makes this share coordinator answer as the version
+	// before create-only initialization did (tests of a mixed cluster).
+	previousVersion bool
 
 	mu      sync.Mutex
 	loaded  map[int32]map[share.Key]share.Snapshot // state partitions led and loaded here

@@ -348,6 +348,10 @@ func (st *shareState) initializeOnce(group string, keys []share.Key, inits map[s
 // first), as Kafka's share coordinator refuses it; an equal one is a retry
 // of this reset, whose first attempt may have landed (review M3).
 func (st *shareState) initLocal(k share.Key, in shareInit) *kerr.Error {
+	if st.previousVersion && in.CreateOnly {
+		// It did not know the tag, and got StartOffset -1.
+		in.CreateOnly, in.Start = false, -1
+	}
 	if in.Start < 0 && !in.CreateOnly {
 		return kerr.InvalidRequest
 	}
@@ -472,8 +476,25 @@ func (st *shareState) InitializeNew(group string, keys []share.Key) map[share.Ke
 	for _, k := range keys {
 		inits[k] = shareInit{CreateOnly: true}
 	}
+	errs := st.initializeOnce(group, keys, inits)
+	var old []share.Key
+	for k, e := range errs {
+		if e == kerr.InvalidRequest {
+			old = append(old, k)
+		}
+	}
+	if len(old) > 0 {
+		// A share coordinator of the previous version (a rolling
+		// upgrade) refuses StartOffset -1: what it has state for (its
+		// leaders created it at first use) is initialized; the rest
+		// waits, retried, for its upgrade.
+		found, _, _ := st.summariesOnce(group, old)
+		for k := range found {
+			delete(errs, k)
+		}
+	}
 	out := map[share.Key]error{}
-	for k, e := range st.initializeOnce(group, keys, inits) {
+	for k, e := range errs {
 		out[k] = e
 	}
 	return out

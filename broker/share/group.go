@@ -143,6 +143,12 @@ func (g *group) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, now
 	if req.MemberEpoch < -1 {
 		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
 	}
+	if n := namesSize(req.SubscribedTopicNames); n > maxSubscriptionBytes {
+		// The member's record carries its subscription: one that no
+		// __consumer_offsets batch can hold would fail every later
+		// write of the group with it (persist.go).
+		return fail(kerr.InvalidRequest, "SubscribedTopicNames is too large ("+itoa(n)+" bytes).")
+	}
 	m := g.members[req.MemberID]
 	switch req.MemberEpoch {
 	case -1:
@@ -255,3 +261,17 @@ func sortedTopics(ts []string) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// maxSubscriptionBytes bounds a member's subscribed topic names (the
+// names' bytes), well under __consumer_offsets' max.message.bytes
+// (1 MiB) that the member's records must fit in: about 500 names of the
+// longest legal length, or thousands of usual ones.
+const maxSubscriptionBytes = 128 << 10
+
+func namesSize(names []string) int {
+	n := 0
+	for _, s := range names {
+		n += len(s) + 2
+	}
+	return n
+}

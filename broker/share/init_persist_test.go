@@ -206,3 +206,26 @@ func TestDeletingTopicsNotReadyAfterReload(t *testing.T) {
 		t.Fatalf("after StateDeleted: %+v, want an empty record", sp)
 	}
 }
+
+// A subscription too large for a __consumer_offsets batch is refused
+// with INVALID_REQUEST: written, its member's record would fail, and,
+// retried with every later change of the group, fail every member's
+// writes (review of h/sharemember, H1).
+func TestOversizedSubscriptionRefused(t *testing.T) {
+	log, c := &memLog{}, newClock()
+	m := persistedInit(t, log, c, &recInit{})
+	epochA := joinUntilAssigned(t, m, "g", "a")
+	var names []string
+	for i := range 5000 {
+		names = append(names, "topic-with-a-long-name-of-fifty-characters-"+itoa(100000+i))
+	}
+	if r := hb(m, "g", "stranger", 0, names...); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("a 5000-topic subscription: %v, want INVALID_REQUEST", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := hb(m, "g", "a", epochA); r.ErrorCode != 0 {
+		t.Fatalf("the member after the refused join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if d := m.Describe("g", nil); len(d.Members) != 1 {
+		t.Fatalf("members after the refused join: %d, want 1", len(d.Members))
+	}
+}

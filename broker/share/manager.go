@@ -843,12 +843,13 @@ func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
 	switch {
+	case g != nil && len(g.members) > 0:
+		// Said first: not retriable, unlike the answer below.
+		return kerr.NonEmptyGroup
 	case m.busy[groupID], m.initing[groupID]:
 		// An initialization under way would race the call's own writes
 		// (a delete it creates back); both end soon, the client retries.
 		return kerr.CoordinatorLoadInProgress
-	case g != nil && len(g.members) > 0:
-		return kerr.NonEmptyGroup
 	case g != nil:
 	case !create:
 		return kerr.GroupIDNotFound
@@ -873,9 +874,11 @@ func (m *Manager) AdminDone(groupID string) {
 	defer m.mu.Unlock()
 	delete(m.busy, groupID)
 	if g := m.groups[groupID]; g != nil && g.ready != nil {
-		// The call may have deleted states: the next join checks them
-		// all again (initialization leaves existing states alone).
-		g.ready, g.checked = map[tpKey]bool{}, -1
+		// The call may have deleted states (recorded, StateDeleting) or
+		// given some (Initialized): ready is what the type-15 record has
+		// initialized, and the next join checks the rest again
+		// (initialization leaves existing states alone).
+		g.ready, g.checked = g.state.readyParts(), -1
 	}
 }
 

@@ -338,15 +338,7 @@ func (m *Manager) LoadShare(p int32, gen uint64, recs []Record, topics map[strin
 			// What the record says is initialized is: the group's
 			// partitions are not held back for a round of initialization
 			// after a coordinator restart or move (init.go).
-			g.ready = map[tpKey]bool{}
-			for tid, t := range g.state.initialized {
-				if _, gone := g.state.deleting[tid]; gone {
-					continue
-				}
-				for _, p := range t.parts {
-					g.ready[tpKey{tid, p}] = true
-				}
-			}
+			g.ready = g.state.readyParts()
 		}
 		m.groups[id] = g
 	}

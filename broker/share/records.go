@@ -305,6 +305,21 @@ type statePart struct {
 	deleting                  map[[16]byte]string
 }
 
+// readyParts is the partitions the record has initialized (and not
+// being deleted): a coordinator assigns them without initializing.
+func (s *statePart) readyParts() map[tpKey]bool {
+	out := map[tpKey]bool{}
+	for id, t := range s.initialized {
+		if _, gone := s.deleting[id]; gone {
+			continue
+		}
+		for _, p := range t.parts {
+			out[tpKey{id, p}] = true
+		}
+	}
+	return out
+}
+
 func (s *statePart) empty() bool {
 	return len(s.initializing) == 0 && len(s.initialized) == 0 && len(s.deleting) == 0
 }
