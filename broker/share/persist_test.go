@@ -197,9 +197,7 @@ func TestHeartbeatRacingUnload(t *testing.T) {
 	log.mu.Unlock()
 	res := make(chan *kmsg.ShareGroupHeartbeatResponse, 1)
 	go func() { res <- hb(m, "g", "a", 0, "t") }()
-	for !m.Has("g") {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the join's group", func() bool { return m.Has("g") })
 	log.mu.Lock()
 	log.gens[0] = 4
 	log.block = nil
