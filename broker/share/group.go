@@ -136,6 +136,9 @@ func (g *group) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, now
 	if req.MemberEpoch < -1 {
 		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
 	}
+	if msg := badSubscription(req.SubscribedTopicNames); msg != "" {
+		return fail(kerr.InvalidRequest, msg)
+	}
 	m := g.members[req.MemberID]
 	switch req.MemberEpoch {
 	case -1:
@@ -248,3 +251,23 @@ func sortedTopics(ts []string) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// maxSubscribedTopics bounds a member's subscription: its names are kept
+// and written in one record (type 10), which with at most 249 bytes a
+// name stays far under __consumer_offsets' 1 MiB batch limit.
+const maxSubscribedTopics = 2000
+
+// badSubscription says why a subscription is refused ("" if it is not),
+// by Kafka's topic name rules (at most 249 characters, not empty): a
+// name no topic can have would only cost memory and log space.
+func badSubscription(names []string) string {
+	if len(names) > maxSubscribedTopics {
+		return "SubscribedTopicNames has more than " + itoa(maxSubscribedTopics) + " topics."
+	}
+	for _, n := range names {
+		if n == "" || len(n) > 249 {
+			return "SubscribedTopicNames has an invalid topic name: a name is 1 to 249 characters."
+		}
+	}
+	return ""
+}

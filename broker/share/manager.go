@@ -478,7 +478,7 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 	return resp
 }
 
-func (m *Manager) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) (*kmsg.ShareGroupHeartbeatResponse, chan error) {
+func (m *Manager) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) (*kmsg.ShareGroupHeartbeatResponse, *pendingWrite) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -869,7 +869,7 @@ func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
 	return nil
 }
 
-func (m *Manager) deleteGroup(groupID string) (chan error, *kerr.Error) {
+func (m *Manager) deleteGroup(groupID string) (*pendingWrite, *kerr.Error) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,7 +41,58 @@ type outItem struct {
 	part int32
 	gen  uint64
 	recs []Record
-	done chan error // nil: nobody waits
+	done *pendingWrite
+}
+
+// pendingWrite is the outcome of one save, which may leave in several
+// batches: done once every batch is committed or failed, with the first
+// error. waited says somebody reads the error (else it is logged).
+type pendingWrite struct {
+	mu     sync.Mutex
+	left   int
+	err    error
+	fin    chan struct{}
+	waited bool
+}
+
+func (p *pendingWrite) finish(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	if p.left--; p.left == 0 {
+		close(p.fin)
+	}
+}
+
+// maxBatchBytes bounds one membership write, well under
+// __consumer_offsets' max.message.bytes (1 MiB): a save larger than that
+// leaves in several batches, in order, so that a large group's change is
+// written and one member's oversized record fails alone. A variable for
+// tests.
+var maxBatchBytes = 256 << 10
+
+// batches splits recs, in order, into runs of at most maxBatchBytes
+// (a larger record alone).
+func batches(recs []Record) [][]Record {
+	var out [][]Record
+	start, size := 0, 0
+	for i, r := range recs {
+		n := len(r.Key) + len(r.Value) + 32
+		if i > start && size+n > maxBatchBytes {
+			out = append(out, recs[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	return append(out, recs[start:])
+}
+
+// tooLarge says the log refused a write for its size: writing it again
+// fails the same way, so it is not retried (see writer).
+func tooLarge(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
 }
 
 // SetSink makes the manager persist membership through s; partitionOf
@@ -66,30 +118,38 @@ func (m *Manager) writer() {
 		m.mu.Unlock()
 		for _, it := range items {
 			m.sink.Write(it.part, it.gen, it.recs, func(err error) {
-				if err != nil {
+				switch {
+				case err == nil:
+				case tooLarge(err):
+					// Not marked unknown: a record the log refuses
+					// for its size would fail every later write of
+					// the group. The change is rejected instead;
+					// the records stay taken as written, so a reload
+					// does not know the change (a member of it is
+					// fenced and joins again).
+					m.logger.Warn("share-group records too large to write", "partition", it.part, "group", it.g.id, "err", err)
+				default:
 					m.unsure(it.g, it.recs)
 				}
-				if it.done != nil {
-					it.done <- err
-				} else if err != nil && !errors.Is(err, kerr.NotCoordinator) {
+				if !it.done.waited && err != nil && !errors.Is(err, kerr.NotCoordinator) && !tooLarge(err) {
 					m.logger.Warn("share-group records not written", "partition", it.part, "err", err)
 				}
+				it.done.finish(err)
 			})
 		}
 	}
 }
 
-// save queues what changed in g since its last write; the channel
-// returned (nil when nothing changed) gets the write's outcome. mu must
-// be held.
-func (m *Manager) save(g *group, wait bool) chan error {
+// save queues what changed in g since its last write; the write
+// returned (nil when nothing changed) gets its outcome. mu must be held.
+func (m *Manager) save(g *group, wait bool) *pendingWrite {
 	return m.saveMember(g, wait, "")
 }
 
 // saveMember is save after a heartbeat of member: when the group epoch
 // did not move only that member's records can have changed, and only
 // they are compared (a steady heartbeat costs O(1), not O(members)).
-func (m *Manager) saveMember(g *group, wait bool, member string) chan error {
+func (m *Manager) saveMember(g *group, wait bool, member string) *pendingWrite {
 	if m.sink == nil {
 		return nil
 	}
@@ -103,16 +163,16 @@ func (m *Manager) saveMember(g *group, wait bool, member string) chan error {
 	if len(recs) == 0 {
 		return nil
 	}
-	it := outItem{g: g, part: g.part, gen: m.gens[g.part], recs: recs}
-	if wait {
-		it.done = make(chan error, 1)
+	bs := batches(recs)
+	pw := &pendingWrite{left: len(bs), fin: make(chan struct{}), waited: wait}
+	for _, b := range bs {
+		m.outbox = append(m.outbox, outItem{g: g, part: g.part, gen: m.gens[g.part], recs: b, done: pw})
 	}
-	m.outbox = append(m.outbox, it)
 	select {
 	case m.outWake <- struct{}{}:
 	default:
 	}
-	return it.done
+	return pw
 }
 
 // unknownValue marks a record whose last write failed: it may or may not
@@ -135,13 +195,15 @@ func (m *Manager) unsure(g *group, recs []Record) {
 }
 
 // await waits for a queued write (nil: none).
-func (m *Manager) await(ch chan error) error {
-	if ch == nil {
+func (m *Manager) await(pw *pendingWrite) error {
+	if pw == nil {
 		return nil
 	}
 	select {
-	case err := <-ch:
-		return err
+	case <-pw.fin:
+		pw.mu.Lock()
+		defer pw.mu.Unlock()
+		return pw.err
 	case <-m.stop:
 		return kerr.CoordinatorNotAvailable
 	}
@@ -153,6 +215,11 @@ func coordinatorErr(err error) *kerr.Error {
 	var ke *kerr.Error
 	if errors.As(err, &ke) && (ke == kerr.NotCoordinator || ke == kerr.NotLeaderForPartition) {
 		return kerr.NotCoordinator
+	}
+	if tooLarge(err) {
+		// As Kafka's GroupCoordinatorService answers a write the log
+		// refused for its size: retrying cannot help.
+		return kerr.UnknownServerError
 	}
 	return kerr.CoordinatorNotAvailable
 }

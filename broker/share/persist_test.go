@@ -21,6 +21,9 @@ type memLog struct {
 	writes int
 	block  chan struct{}
 	fail   int // the next writes that fail (appended or not: unknown)
+	// maxBytes, if set, refuses a larger write MESSAGE_TOO_LARGE, as
+	// __consumer_offsets' max.message.bytes does.
+	maxBytes int
 }
 
 func (l *memLog) Write(p int32, gen uint64, recs []Record, done func(error)) {
@@ -40,6 +43,14 @@ func (l *memLog) Write(p int32, gen uint64, recs []Record, done func(error)) {
 	}
 	if l.gens[p] != gen {
 		done(kerr.NotCoordinator)
+		return
+	}
+	size := 0
+	for _, r := range recs {
+		size += len(r.Key) + len(r.Value)
+	}
+	if l.maxBytes > 0 && size > l.maxBytes {
+		done(kerr.MessageTooLarge)
 		return
 	}
 	l.recs = append(l.recs, recs...)
@@ -382,4 +393,61 @@ func peek(t *testing.T, log *memLog) *Manager {
 	}
 	m.LoadShare(0, 1, log.snapshot(), testTopics)
 	return m
+}
+
+// TestOversizedMemberDoesNotBlockGroup: a subscription no topic can have
+// is refused INVALID_REQUEST, and a member whose records the log refuses
+// for their size fails alone: the other members' joins and heartbeats are
+// written and answered, now and after it (not wedged behind its record).
+func TestOversizedMemberDoesNotBlockGroup(t *testing.T) {
+	log, c := &memLog{}, newClock()
+	m := persisted(t, log, c, testPersistCfg())
+	long := string(make([]byte, 250))
+	if r := hb(m, "g", "x", 0, long); r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil {
+		t.Fatalf("250-byte topic name: %v, want INVALID_REQUEST with a message", kerr.ErrorForCode(r.ErrorCode))
+	}
+	many := make([]string, maxSubscribedTopics+1)
+	for i := range many {
+		many[i] = "t" + itoa(i)
+	}
+	if r := hb(m, "g", "x", 0, many...); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("%d topics: %v, want INVALID_REQUEST", len(many), kerr.ErrorForCode(r.ErrorCode))
+	}
+	if m.Has("g") {
+		t.Fatal("a refused subscription made a group")
+	}
+
+	// Batches of 4 KiB against a log taking at most 4 KiB: a member
+	// subscribed to 30 valid 200-byte names has a record over it.
+	old := maxBatchBytes
+	maxBatchBytes = 4 << 10
+	t.Cleanup(func() { maxBatchBytes = old })
+	log.mu.Lock()
+	log.maxBytes = 4 << 10
+	log.mu.Unlock()
+	big := make([]string, 30)
+	for i := range big {
+		big[i] = string(make([]byte, 190)) + itoa(100+i)
+	}
+	if r := hb(m, "g", "big", 0, big...); r.ErrorCode == 0 {
+		t.Fatal("a member whose record is over the log's limit was answered as written")
+	}
+	for i, id := range []string{"a", "b"} {
+		r := hb(m, "g", id, 0, "t")
+		if r.ErrorCode != 0 {
+			t.Fatalf("join of %s after the oversized member: %v", id, kerr.ErrorForCode(r.ErrorCode))
+		}
+		if r = hb(m, "g", id, r.MemberEpoch); r.ErrorCode != 0 {
+			t.Fatalf("heartbeat %d of %s: %v", i, id, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	m2 := persisted(t, log, c, testPersistCfg())
+	d := m2.Describe("g", map[[16]byte]string{{1}: "t"})
+	ids := map[string]bool{}
+	for _, mb := range d.Members {
+		ids[mb.MemberID] = true
+	}
+	if !ids["a"] || !ids["b"] {
+		t.Fatalf("after a reload the members are %v, want a and b", ids)
+	}
 }
