@@ -51,6 +51,8 @@ type group struct {
 	loadedHash   int64
 	init         map[[16]byte]initTopic
 	emptySince   time.Time
+	// deleting: its tombstones are on their way; no member joins.
+	deleting bool
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.

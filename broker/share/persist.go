@@ -153,7 +153,7 @@ func (m *Manager) saveMember(g *group, wait bool, member string) *pendingWrite {
 	if m.sink == nil {
 		return nil
 	}
-	live := m.groups[g.id] == g
+	live := m.groups[g.id] == g && !g.deleting
 	var recs []Record
 	if mb := g.members[member]; live && mb != nil && g.written != nil && g.epoch == g.writtenEpoch {
 		recs = g.diffMember(mb)
@@ -494,7 +494,7 @@ func (m *Manager) expireEmpty(now time.Time) {
 	}
 	var old []*group
 	for id, g := range m.groups {
-		if len(g.members) == 0 && len(g.init) == 0 && !m.busy[id] && !g.emptySince.IsZero() && now.Sub(g.emptySince) >= m.cfg.EmptyRetention {
+		if len(g.members) == 0 && len(g.init) == 0 && !m.busy[id] && !g.deleting && !g.emptySince.IsZero() && now.Sub(g.emptySince) >= m.cfg.EmptyRetention {
 			old = append(old, g)
 		}
 	}
@@ -507,8 +507,14 @@ func (m *Manager) expireEmpty(now time.Time) {
 	}
 	for _, g := range old {
 		if !withParts[g.id] {
-			delete(m.groups, g.id)
-			m.save(g, false)
+			// Gone from memory once its tombstones commit (a failed
+			// write leaves it to expire again), never waited for here.
+			pw := m.tombstone(g, false)
+			if pw == nil {
+				delete(m.groups, g.id)
+				continue
+			}
+			go func() { m.deleted(g, m.await(pw)) }()
 		}
 	}
 }

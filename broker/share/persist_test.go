@@ -319,27 +319,21 @@ func TestEmptyGroupExpires(t *testing.T) {
 	log.mu.Unlock()
 	c.add(61 * time.Minute)
 	m.expire()
-	if m.Has("stranger") {
-		t.Fatal("an empty group never assigned a partition outlived the retention")
-	}
-	if !m.Has("real") {
-		t.Fatal("a group that had partitions expired")
-	}
-	// Once its tombstones are written (the writer is not the timer),
-	// a reload does not bring it back.
+	// Gone once its tombstones are written (the writer is not the
+	// timer), and a reload does not bring it back.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		log.mu.Lock()
 		more := len(log.recs) > n
 		log.mu.Unlock()
-		m.mu.Lock()
-		queued := len(m.outbox)
-		m.mu.Unlock()
-		if queued == 0 && more {
+		if !m.Has("stranger") && more {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no tombstones written for the expired group")
+			t.Fatalf("an empty group never assigned a partition outlived the retention (in memory %v, tombstones written %v)", m.Has("stranger"), more)
 		}
+	}
+	if !m.Has("real") {
+		t.Fatal("a group that had partitions expired")
 	}
 	m2 := persisted(t, log, c, testPersistCfg())
 	if m2.Has("stranger") || !m2.Has("real") {
@@ -449,5 +443,75 @@ func TestOversizedMemberDoesNotBlockGroup(t *testing.T) {
 	}
 	if !ids["a"] || !ids["b"] {
 		t.Fatalf("after a reload the members are %v, want a and b", ids)
+	}
+}
+
+// TestFailedDeleteKeepsGroup: a DeleteGroups whose tombstones fail is
+// answered with a retriable error and leaves the group in memory, so the
+// administrator's retry deletes it (not GROUP_ID_NOT_FOUND while the log
+// still has it, to come back at the next load). An expiry whose
+// tombstones fail leaves the group to expire again.
+func TestFailedDeleteKeepsGroup(t *testing.T) {
+	log, c := &memLog{}, newClock()
+	m := persisted(t, log, c, testPersistCfg())
+	for _, g := range []string{"del", "exp"} {
+		topic := "t"
+		if g == "exp" {
+			topic = "nosuchtopic" // never assigned: expirable
+		}
+		if r := hb(m, g, "a", 0, topic); r.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+		}
+		if r := hb(m, g, "a", -1); r.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	log.mu.Lock()
+	log.fail = 1
+	log.mu.Unlock()
+	if code := m.DeleteGroup("del"); code == nil || code == kerr.GroupIDNotFound {
+		t.Fatalf("delete with failing tombstones: %v, want a retriable error", code)
+	}
+	if !m.Has("del") {
+		t.Fatal("a delete whose tombstones failed dropped the group from memory")
+	}
+	if code := m.DeleteGroup("del"); code != nil {
+		t.Fatalf("retried delete: %v", code)
+	}
+	if m.Has("del") {
+		t.Fatal("deleted group still in memory")
+	}
+
+	log.mu.Lock()
+	log.fail = 1
+	log.mu.Unlock()
+	c.add(2 * time.Hour)
+	m.expire()
+	// The failed expiry ends with the group still here, and the next
+	// expiry deletes it for good.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		log.mu.Lock()
+		failed := log.fail == 0
+		log.mu.Unlock()
+		m.mu.Lock()
+		g := m.groups["exp"]
+		settled := g != nil && !g.deleting
+		m.mu.Unlock()
+		if failed && settled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after an expiry whose tombstones failed: in memory %v, want the group kept", m.Has("exp"))
+		}
+	}
+	m.expire()
+	for deadline := time.Now().Add(30 * time.Second); m.Has("exp"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the expiry after a failed one did not delete the group")
+		}
+	}
+	m2 := persisted(t, log, c, testPersistCfg())
+	if m2.Has("del") || m2.Has("exp") {
+		t.Fatalf("after a reload: del %v, exp %v; want neither", m2.Has("del"), m2.Has("exp"))
 	}
 }
