@@ -40,13 +40,14 @@ type group struct {
 	shape map[string]TopicMeta
 
 	// Persistence (persist.go): the group's __consumer_offsets
-	// partition, its records as last written (key to a hash of the
-	// value, so the copy costs 8 bytes a record) at group epoch
-	// writtenEpoch, the
+	// partition, its records as last written at group epoch
+	// writtenEpoch (record type and member id to a hash of the value:
+	// the group id, up to 32 KiB, is implicit, so a record costs a map
+	// entry with the member id, at most 36 bytes, and an 8-byte hash), the
 	// MetadataHash it was loaded with, the partitions it has share
 	// state for (type 15), and since when it has had no member.
 	part         int32
-	written      map[string]uint64
+	written      map[recID]uint64
 	writtenEpoch int32
 	loadedHash   int64
 	init         map[[16]byte]initTopic

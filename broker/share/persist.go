@@ -186,10 +186,12 @@ func (m *Manager) unsure(g *group, recs []Record) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if g.written == nil {
-		g.written = map[string]uint64{}
+		g.written = map[recID]uint64{}
 	}
 	for _, r := range recs {
-		g.written[string(r.Key)] = unknownValue
+		if typ, _, mid, err := parseKey(r.Key); err == nil {
+			g.written[recID{typ, mid}] = unknownValue
+		}
 	}
 	g.writtenEpoch = -1
 }
@@ -224,28 +226,44 @@ func coordinatorErr(err error) *kerr.Error {
 	return kerr.CoordinatorNotAvailable
 }
 
+// recID names a record of a group: its type and member ("" for the
+// group's own). The group id is implicit, so the written copy holds no
+// key bytes (a group id may be 32 KiB).
+type recID struct {
+	typ    int16
+	member string
+}
+
+type idRecord struct {
+	id    recID
+	value []byte
+}
+
 // records is every record of g as it is now, in the order Kafka writes
 // them: members, the group epoch, the target assignment, the current
-// assignments.
-func (g *group) records() []Record {
+// assignments. Keys are made by key, for those that are written.
+func (g *group) records() []idRecord {
 	ids := slices.Sorted(maps.Keys(g.members))
-	var out []Record
+	var out []idRecord
 	for _, id := range ids {
-		out = append(out, Record{recKey(recMember, g.id, id), memberValue(g.members[id])})
+		out = append(out, idRecord{recID{recMember, id}, memberValue(g.members[id])})
 	}
 	if len(g.init) > 0 {
-		out = append(out, Record{recKey(recStatePartMeta, g.id, ""), statePartValue(g.init)})
+		out = append(out, idRecord{recID{recStatePartMeta, ""}, statePartValue(g.init)})
 	}
-	out = append(out, Record{recKey(recMetadata, g.id, ""), metadataValue(g.epoch, g.hash())})
+	out = append(out, idRecord{recID{recMetadata, ""}, metadataValue(g.epoch, g.hash())})
 	for _, id := range ids {
-		out = append(out, Record{recKey(recTargetMember, g.id, id), targetMemberValue(g.members[id].assigned)})
+		out = append(out, idRecord{recID{recTargetMember, id}, targetMemberValue(g.members[id].assigned)})
 	}
-	out = append(out, Record{recKey(recTargetMeta, g.id, ""), targetMetaValue(g.epoch)})
+	out = append(out, idRecord{recID{recTargetMeta, ""}, targetMetaValue(g.epoch)})
 	for _, id := range ids {
-		out = append(out, Record{recKey(recCurrentAssign, g.id, id), currentValue(g.members[id])})
+		out = append(out, idRecord{recID{recCurrentAssign, id}, currentValue(g.members[id])})
 	}
 	return out
 }
+
+// key is the record key of id in g.
+func (g *group) key(id recID) []byte { return recKey(id.typ, g.id, id.member) }
 
 // hash is the MetadataHash of the group's subscribed topics at its
 // epoch: the one loaded while no heartbeat recomputed the shape.
@@ -261,32 +279,31 @@ func (g *group) hash() int64 {
 // group epoch last, as Kafka deletes a group), and takes them as written.
 func (g *group) diff(live bool) []Record {
 	if g.written == nil {
-		g.written = map[string]uint64{}
+		g.written = map[recID]uint64{}
 	}
-	now := map[string]uint64{}
+	now := map[recID]uint64{}
 	var vals []Record
 	if live {
 		g.noteInitialized()
 		for _, r := range g.records() {
-			h := valueHash(r.Value)
-			now[string(r.Key)] = h
-			if old, ok := g.written[string(r.Key)]; !ok || old != h {
-				vals = append(vals, r)
+			h := valueHash(r.value)
+			now[r.id] = h
+			if old, ok := g.written[r.id]; !ok || old != h {
+				vals = append(vals, Record{g.key(r.id), r.value})
 			}
 		}
 	}
-	var tombs []Record
-	for k := range g.written {
-		if _, ok := now[k]; !ok {
-			tombs = append(tombs, Record{Key: []byte(k)})
+	var gone []recID
+	for id := range g.written {
+		if _, ok := now[id]; !ok {
+			gone = append(gone, id)
 		}
 	}
 	// Member records before the group's, and among the group's the
 	// epoch last: a reader never sees a group deleted before its members.
 	order := map[int16]int{recCurrentAssign: 0, recTargetMember: 1, recMember: 2, recTargetMeta: 3, recStatePartMeta: 4, recMetadata: 5}
-	slices.SortFunc(tombs, func(a, b Record) int {
-		ta, _, ma, _ := parseKey(a.Key)
-		tb, _, mb, _ := parseKey(b.Key)
+	slices.SortFunc(gone, func(a, b recID) int {
+		ta, ma, tb, mb := a.typ, a.member, b.typ, b.member
 		if ma != mb {
 			if ma == "" {
 				return 1
@@ -301,6 +318,10 @@ func (g *group) diff(live bool) []Record {
 		}
 		return order[ta] - order[tb]
 	})
+	tombs := make([]Record, 0, len(gone)+len(vals))
+	for _, id := range gone {
+		tombs = append(tombs, Record{Key: g.key(id)})
+	}
 	g.written, g.writtenEpoch = now, g.epoch
 	return append(tombs, vals...)
 }
@@ -308,15 +329,15 @@ func (g *group) diff(live bool) []Record {
 // diffMember is diff for one member's records, the group's unchanged.
 func (g *group) diffMember(mb *member) []Record {
 	var out []Record
-	for _, r := range []Record{
-		{recKey(recMember, g.id, mb.id), memberValue(mb)},
-		{recKey(recTargetMember, g.id, mb.id), targetMemberValue(mb.assigned)},
-		{recKey(recCurrentAssign, g.id, mb.id), currentValue(mb)},
+	for _, r := range []idRecord{
+		{recID{recMember, mb.id}, memberValue(mb)},
+		{recID{recTargetMember, mb.id}, targetMemberValue(mb.assigned)},
+		{recID{recCurrentAssign, mb.id}, currentValue(mb)},
 	} {
-		h := valueHash(r.Value)
-		if old, ok := g.written[string(r.Key)]; !ok || old != h {
-			g.written[string(r.Key)] = h
-			out = append(out, r)
+		h := valueHash(r.value)
+		if old, ok := g.written[r.id]; !ok || old != h {
+			g.written[r.id] = h
+			out = append(out, Record{g.key(r.id), r.value})
 		}
 	}
 	return out
@@ -381,13 +402,13 @@ func (m *Manager) LoadShare(p int32, gen uint64, recs []Record, topics map[strin
 			if r.Value == nil {
 				continue
 			}
-			g = &group{id: gid, part: p, members: map[string]*member{}, written: map[string]uint64{}, emptySince: now}
+			g = &group{id: gid, part: p, members: map[string]*member{}, written: map[recID]uint64{}, emptySince: now}
 			loaded[gid] = g
 		}
 		if r.Value == nil {
-			delete(g.written, string(r.Key))
+			delete(g.written, recID{typ, mid})
 		} else {
-			g.written[string(r.Key)] = valueHash(r.Value)
+			g.written[recID{typ, mid}] = valueHash(r.Value)
 		}
 		if err := g.replay(typ, mid, r.Value, now); err != nil {
 			m.logger.Warn("skipping share record", "partition", p, "group", gid, "err", err)

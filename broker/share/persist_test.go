@@ -2,6 +2,8 @@ package share
 
 import (
 	"log/slog"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +26,7 @@ type memLog struct {
 	// maxBytes, if set, refuses a larger write MESSAGE_TOO_LARGE, as
 	// __consumer_offsets' max.message.bytes does.
 	maxBytes int
+	discard  bool // keep no records (a test measuring the manager's memory)
 }
 
 func (l *memLog) Write(p int32, gen uint64, recs []Record, done func(error)) {
@@ -53,7 +56,9 @@ func (l *memLog) Write(p int32, gen uint64, recs []Record, done func(error)) {
 		done(kerr.MessageTooLarge)
 		return
 	}
-	l.recs = append(l.recs, recs...)
+	if !l.discard {
+		l.recs = append(l.recs, recs...)
+	}
 	done(nil)
 }
 
@@ -514,4 +519,40 @@ func TestFailedDeleteKeepsGroup(t *testing.T) {
 	if m2.Has("del") || m2.Has("exp") {
 		t.Fatalf("after a reload: del %v, exp %v; want neither", m2.Has("del"), m2.Has("exp"))
 	}
+}
+
+// TestWrittenCopyIsSmall: what a group keeps of its written records does
+// not hold the group id per record: 10 members of a group with a 32 KiB
+// id (the largest a request carries) cost about one copy of the id, not
+// 3 a member (~1 MB).
+func TestWrittenCopyIsSmall(t *testing.T) {
+	log, c := &memLog{discard: true}, newClock()
+	m := persisted(t, log, c, testPersistCfg())
+	gid := strings.Repeat("g", 32<<10)
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for i := range 10 {
+		id := "member-" + itoa(i)
+		r := hb(m, gid, id, 0, "t")
+		if r.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+		}
+		hb(m, gid, id, r.MemberEpoch)
+	}
+	grown := int64(heap()) - int64(before)
+	m.mu.Lock()
+	n := len(m.groups[gid].written)
+	m.mu.Unlock()
+	if n < 3*10+3 {
+		t.Fatalf("%d records taken as written, want at least %d", n, 3*10+3)
+	}
+	if grown > 256<<10 {
+		t.Fatalf("a group of 10 members with a 32 KiB id holds %d bytes, want well under 256 KiB", grown)
+	}
+	t.Logf("heap grown by %d bytes for %d records", grown, n)
 }
