@@ -54,6 +54,9 @@ type group struct {
 	emptySince   time.Time
 	// deleting: its tombstones are on their way; no member joins.
 	deleting bool
+	// lastWrite is the group's latest save, which a heartbeat with
+	// nothing to write waits for.
+	lastWrite *pendingWrite
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.

@@ -55,6 +55,15 @@ type pendingWrite struct {
 	waited bool
 }
 
+func (p *pendingWrite) finished() bool {
+	select {
+	case <-p.fin:
+		return true
+	default:
+		return false
+	}
+}
+
 func (p *pendingWrite) finish(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -161,6 +170,13 @@ func (m *Manager) saveMember(g *group, wait bool, member string) *pendingWrite {
 		recs = g.diff(live)
 	}
 	if len(recs) == 0 {
+		// Nothing new, but an earlier write of the group may still be
+		// on its way (a retried or repeated heartbeat right after a
+		// join): the answer waits for it, as Kafka's coordinator holds
+		// a response until the partition's pending writes commit.
+		if pw := g.lastWrite; wait && pw != nil && !pw.finished() {
+			return pw
+		}
 		return nil
 	}
 	bs := batches(recs)
@@ -168,6 +184,7 @@ func (m *Manager) saveMember(g *group, wait bool, member string) *pendingWrite {
 	for _, b := range bs {
 		m.outbox = append(m.outbox, outItem{g: g, part: g.part, gen: m.gens[g.part], recs: b, done: pw})
 	}
+	g.lastWrite = pw
 	select {
 	case m.outWake <- struct{}{}:
 	default:

@@ -556,3 +556,51 @@ func TestWrittenCopyIsSmall(t *testing.T) {
 	}
 	t.Logf("heap grown by %d bytes for %d records", grown, n)
 }
+
+// TestRepeatedHeartbeatWaitsForPendingWrite: a heartbeat with nothing new
+// to write, sent while the join's write is still pending, is answered
+// with that write's outcome: when it fails, the repeat is not told
+// success for an epoch the log never had.
+func TestRepeatedHeartbeatWaitsForPendingWrite(t *testing.T) {
+	log, c := &memLog{}, newClock()
+	m := persisted(t, log, c, testPersistCfg())
+	release := make(chan struct{})
+	log.mu.Lock()
+	log.block = release
+	log.mu.Unlock()
+	first := make(chan *kmsg.ShareGroupHeartbeatResponse, 1)
+	go func() { first <- hb(m, "g", "a", 0, "t") }()
+	// The group exists once the join's write is queued (same lock).
+	for deadline := time.Now().Add(30 * time.Second); !m.Has("g"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the join never made the group")
+		}
+	}
+	second := make(chan *kmsg.ShareGroupHeartbeatResponse, 1)
+	go func() { second <- hb(m, "g", "a", 1) }()
+	// Nothing may answer it while the write it depends on is held (a
+	// window to catch the bug, not synchronization).
+	select {
+	case r := <-second:
+		t.Fatalf("heartbeat answered %v while the join's write was still pending", kerr.ErrorForCode(r.ErrorCode))
+	case <-time.After(100 * time.Millisecond):
+	}
+	// Two failures: the join's write, and the rewrite the repeat would
+	// make had it come after the join failed.
+	log.mu.Lock()
+	log.fail = 2
+	log.block = nil
+	log.mu.Unlock()
+	close(release)
+	timeout := time.After(30 * time.Second)
+	for i, ch := range []chan *kmsg.ShareGroupHeartbeatResponse{first, second} {
+		select {
+		case r := <-ch:
+			if r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+				t.Fatalf("heartbeat %d while the join's write was pending, which then failed: %v, want COORDINATOR_NOT_AVAILABLE", i+1, kerr.ErrorForCode(r.ErrorCode))
+			}
+		case <-timeout:
+			t.Fatalf("heartbeat %d never answered", i+1)
+		}
+	}
+}
