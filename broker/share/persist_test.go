@@ -213,8 +213,10 @@ func TestHeartbeatRacingUnload(t *testing.T) {
 	log.mu.Unlock()
 	res := make(chan *kmsg.ShareGroupHeartbeatResponse, 1)
 	go func() { res <- hb(m, "g", "a", 0, "t") }()
-	for !m.Has("g") {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); !m.Has("g"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the held heartbeat never made its group")
+		}
 	}
 	log.mu.Lock()
 	log.gens[0] = 4
