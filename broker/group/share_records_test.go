@@ -21,11 +21,14 @@ func TestWriteShareDropsOlderGeneration(t *testing.T) {
 	c.WriteShare(3, 0, rec, done) // never loaded
 	c.loaded[3], c.gens[3] = true, 2
 	c.WriteShare(3, 1, rec, done) // let in at generation 1, before a reload
+	c.bumpGen(3)                  // reloaded (still loaded): generation 3
+	c.WriteShare(3, 2, rec, done) // let in at 2, before that reload
 	c.loaded[3] = false
+	gen := c.gens[3]
 	c.bumpGen(3)
-	c.WriteShare(3, 2, rec, done) // let in before the unload
-	if len(got) != 3 || len(c.gs.writes) != 0 || len(c.inflight) != 0 {
-		t.Fatalf("writes of stale generations: answered %v, %d queued; want 3 answered, none queued", got, len(c.gs.writes))
+	c.WriteShare(3, gen, rec, done) // let in before the unload
+	if len(got) != 4 || len(c.gs.writes) != 0 || len(c.inflight) != 0 {
+		t.Fatalf("writes of stale generations: answered %v, %d queued; want 4 answered, none queued", got, len(c.gs.writes))
 	}
 	for _, err := range got {
 		if err != kerr.NotCoordinator {

@@ -47,17 +47,23 @@ type group struct {
 	checked int32
 
 	// Persistence (persist.go): the group's __consumer_offsets
-	// partition, its records as last written (key to a hash of the
-	// value, so the copy costs 8 bytes a record) at group epoch
-	// writtenEpoch, the
+	// partition, its records as last written at group epoch
+	// writtenEpoch (record type and member id to a hash of the value:
+	// the group id, up to 32 KiB, is implicit, so a record costs a map
+	// entry with the member id, at most 36 bytes, and an 8-byte hash), the
 	// MetadataHash it was loaded with, where its share state is (the
 	// type-15 record), and since when it has had no member.
 	part         int32
-	written      map[string]uint64
+	written      map[recID]uint64
 	writtenEpoch int32
 	loadedHash   int64
 	state        statePart
 	emptySince   time.Time
+	// deleting: its tombstones are on their way; no member joins.
+	deleting bool
+	// lastWrite is the group's latest save, which a heartbeat with
+	// nothing to write waits for.
+	lastWrite *pendingWrite
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.
@@ -142,6 +148,9 @@ func (g *group) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, now
 	}
 	if req.MemberEpoch < -1 {
 		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
+	}
+	if msg := badSubscription(req.SubscribedTopicNames); msg != "" {
+		return fail(kerr.InvalidRequest, msg)
 	}
 	if n := namesSize(req.SubscribedTopicNames); n > maxSubscriptionBytes {
 		// The member's record carries its subscription: one that no
@@ -274,4 +283,25 @@ func namesSize(names []string) int {
 		n += len(s) + 2
 	}
 	return n
+
+}
+
+// maxSubscribedTopics bounds a member's subscription: its names are kept
+// and written in one record (type 10), which with at most 249 bytes a
+// name stays far under __consumer_offsets' 1 MiB batch limit.
+const maxSubscribedTopics = 2000
+
+// badSubscription says why a subscription is refused ("" if it is not),
+// by Kafka's topic name rules (at most 249 characters, not empty): a
+// name no topic can have would only cost memory and log space.
+func badSubscription(names []string) string {
+	if len(names) > maxSubscribedTopics {
+		return "SubscribedTopicNames has more than " + itoa(maxSubscribedTopics) + " topics."
+	}
+	for _, n := range names {
+		if n == "" || len(n) > 249 {
+			return "SubscribedTopicNames has an invalid topic name: a name is 1 to 249 characters."
+		}
+	}
+	return ""
 }

@@ -492,7 +492,7 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 	return resp
 }
 
-func (m *Manager) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) (*kmsg.ShareGroupHeartbeatResponse, chan error) {
+func (m *Manager) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) (*kmsg.ShareGroupHeartbeatResponse, *pendingWrite) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -505,7 +505,7 @@ func (m *Manager) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 		return resp, nil
 	}
 	g := m.groups[req.GroupID]
-	if m.busy[req.GroupID] {
+	if m.busy[req.GroupID] || (g != nil && g.deleting) {
 		// An administrator is resetting or deleting the group's state:
 		// no member joins (and gets partitions) until that ends, as
 		// Kafka's assignor holds back partitions being initialized or
@@ -846,7 +846,7 @@ func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 	case g != nil && len(g.members) > 0:
 		// Said first: not retriable, unlike the answer below.
 		return kerr.NonEmptyGroup
-	case m.busy[groupID], m.initing[groupID]:
+	case m.busy[groupID], m.initing[groupID], g != nil && g.deleting:
 		// An initialization under way would race the call's own writes
 		// (a delete it creates back); both end soon, the client retries.
 		return kerr.CoordinatorLoadInProgress
@@ -897,35 +897,64 @@ func (m *Manager) Forget(keys []Key) {
 
 // DeleteGroup deletes an empty share group with its share partitions and
 // its config.
+//
+// The group leaves memory only once its tombstones are committed: a
+// failed write answers a retriable error with the group still here, so
+// the administrator's retry deletes it again (rather than getting
+// GROUP_ID_NOT_FOUND while the log still has the group, which would come
+// back at the next load).
 func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
-	saved, code := m.deleteGroup(groupID)
+	g, saved, code := m.deleteGroup(groupID)
 	if code != nil {
 		return code
 	}
-	if err := m.await(saved); err != nil {
+	err := m.await(saved)
+	m.deleted(g, err)
+	if err != nil {
 		return coordinatorErr(err)
 	}
 	return nil
 }
 
-func (m *Manager) deleteGroup(groupID string) (chan error, *kerr.Error) {
+func (m *Manager) deleteGroup(groupID string) (*group, *pendingWrite, *kerr.Error) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
-	if g == nil {
-		return nil, kerr.GroupIDNotFound
+	switch {
+	case g == nil:
+		return nil, nil, kerr.GroupIDNotFound
+	case g.deleting:
+		return nil, nil, kerr.CoordinatorLoadInProgress
+	case len(g.members) > 0:
+		return nil, nil, kerr.NonEmptyGroup
 	}
-	if len(g.members) > 0 {
-		return nil, kerr.NonEmptyGroup
+	return g, m.tombstone(g, true), nil
+}
+
+// tombstone queues the tombstones of g, which stays (refusing joins)
+// until deleted reports their outcome. mu must be held.
+func (m *Manager) tombstone(g *group, wait bool) *pendingWrite {
+	g.deleting = true
+	return m.save(g, wait)
+}
+
+// deleted ends a delete of g that tombstone began: committed, g leaves
+// memory with its share partitions; failed, g stays as it was (its
+// records marked unknown, rewritten with its next change).
+func (m *Manager) deleted(g *group, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g.deleting = false
+	if m.groups[g.id] != g || err != nil {
+		return
 	}
-	delete(m.groups, groupID)
+	delete(m.groups, g.id)
 	for k := range m.parts {
-		if k.Group == groupID {
+		if k.Group == g.id {
 			m.drop(k)
 		}
 	}
-	return m.save(g, true), nil
 }
 
 // drop forgets one share partition, in the store too (a tombstone).

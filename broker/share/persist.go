@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,7 +41,67 @@ type outItem struct {
 	part int32
 	gen  uint64
 	recs []Record
-	done chan error // nil: nobody waits
+	done *pendingWrite
+}
+
+// pendingWrite is the outcome of one save, which may leave in several
+// batches: done once every batch is committed or failed, with the first
+// error. waited says somebody reads the error (else it is logged).
+type pendingWrite struct {
+	mu     sync.Mutex
+	left   int
+	err    error
+	fin    chan struct{}
+	waited bool
+}
+
+func (p *pendingWrite) finished() bool {
+	select {
+	case <-p.fin:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *pendingWrite) finish(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	if p.left--; p.left == 0 {
+		close(p.fin)
+	}
+}
+
+// maxBatchBytes bounds one membership write, well under
+// __consumer_offsets' max.message.bytes (1 MiB): a save larger than that
+// leaves in several batches, in order, so that a large group's change is
+// written and one member's oversized record fails alone. A variable for
+// tests.
+var maxBatchBytes = 256 << 10
+
+// batches splits recs, in order, into runs of at most maxBatchBytes
+// (a larger record alone).
+func batches(recs []Record) [][]Record {
+	var out [][]Record
+	start, size := 0, 0
+	for i, r := range recs {
+		n := len(r.Key) + len(r.Value) + 32
+		if i > start && size+n > maxBatchBytes {
+			out = append(out, recs[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	return append(out, recs[start:])
+}
+
+// tooLarge says the log refused a write for its size: writing it again
+// fails the same way, so it is not retried (see writer).
+func tooLarge(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
 }
 
 // SetSink makes the manager persist membership through s; partitionOf
@@ -66,34 +127,42 @@ func (m *Manager) writer() {
 		m.mu.Unlock()
 		for _, it := range items {
 			m.sink.Write(it.part, it.gen, it.recs, func(err error) {
-				if err != nil {
+				switch {
+				case err == nil:
+				case tooLarge(err):
+					// Not marked unknown: a record the log refuses
+					// for its size would fail every later write of
+					// the group. The change is rejected instead;
+					// the records stay taken as written, so a reload
+					// does not know the change (a member of it is
+					// fenced and joins again).
+					m.logger.Warn("share-group records too large to write", "partition", it.part, "group", it.g.id, "err", err)
+				default:
 					m.unsure(it.g, it.recs)
 				}
-				if it.done != nil {
-					it.done <- err
-				} else if err != nil && !errors.Is(err, kerr.NotCoordinator) {
+				if !it.done.waited && err != nil && !errors.Is(err, kerr.NotCoordinator) && !tooLarge(err) {
 					m.logger.Warn("share-group records not written", "partition", it.part, "err", err)
 				}
+				it.done.finish(err)
 			})
 		}
 	}
 }
 
-// save queues what changed in g since its last write; the channel
-// returned (nil when nothing changed) gets the write's outcome. mu must
-// be held.
-func (m *Manager) save(g *group, wait bool) chan error {
+// save queues what changed in g since its last write; the write
+// returned (nil when nothing changed) gets its outcome. mu must be held.
+func (m *Manager) save(g *group, wait bool) *pendingWrite {
 	return m.saveMember(g, wait, "")
 }
 
 // saveMember is save after a heartbeat of member: when the group epoch
 // did not move only that member's records can have changed, and only
 // they are compared (a steady heartbeat costs O(1), not O(members)).
-func (m *Manager) saveMember(g *group, wait bool, member string) chan error {
+func (m *Manager) saveMember(g *group, wait bool, member string) *pendingWrite {
 	if m.sink == nil {
 		return nil
 	}
-	live := m.groups[g.id] == g
+	live := m.groups[g.id] == g && !g.deleting
 	var recs []Record
 	if mb := g.members[member]; live && mb != nil && g.written != nil && g.epoch == g.writtenEpoch {
 		recs = g.diffMember(mb)
@@ -101,18 +170,26 @@ func (m *Manager) saveMember(g *group, wait bool, member string) chan error {
 		recs = g.diff(live)
 	}
 	if len(recs) == 0 {
+		// Nothing new, but an earlier write of the group may still be
+		// on its way (a retried or repeated heartbeat right after a
+		// join): the answer waits for it, as Kafka's coordinator holds
+		// a response until the partition's pending writes commit.
+		if pw := g.lastWrite; wait && pw != nil && !pw.finished() {
+			return pw
+		}
 		return nil
 	}
-	it := outItem{g: g, part: g.part, gen: m.gens[g.part], recs: recs}
-	if wait {
-		it.done = make(chan error, 1)
+	bs := batches(recs)
+	pw := &pendingWrite{left: len(bs), fin: make(chan struct{}), waited: wait}
+	for _, b := range bs {
+		m.outbox = append(m.outbox, outItem{g: g, part: g.part, gen: m.gens[g.part], recs: b, done: pw})
 	}
-	m.outbox = append(m.outbox, it)
+	g.lastWrite = pw
 	select {
 	case m.outWake <- struct{}{}:
 	default:
 	}
-	return it.done
+	return pw
 }
 
 // unknownValue marks a record whose last write failed: it may or may not
@@ -126,22 +203,26 @@ func (m *Manager) unsure(g *group, recs []Record) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if g.written == nil {
-		g.written = map[string]uint64{}
+		g.written = map[recID]uint64{}
 	}
 	for _, r := range recs {
-		g.written[string(r.Key)] = unknownValue
+		if typ, _, mid, err := parseKey(r.Key); err == nil {
+			g.written[recID{typ, mid}] = unknownValue
+		}
 	}
 	g.writtenEpoch = -1
 }
 
 // await waits for a queued write (nil: none).
-func (m *Manager) await(ch chan error) error {
-	if ch == nil {
+func (m *Manager) await(pw *pendingWrite) error {
+	if pw == nil {
 		return nil
 	}
 	select {
-	case err := <-ch:
-		return err
+	case <-pw.fin:
+		pw.mu.Lock()
+		defer pw.mu.Unlock()
+		return pw.err
 	case <-m.stop:
 		return kerr.CoordinatorNotAvailable
 	}
@@ -154,31 +235,52 @@ func coordinatorErr(err error) *kerr.Error {
 	if errors.As(err, &ke) && (ke == kerr.NotCoordinator || ke == kerr.NotLeaderForPartition) {
 		return kerr.NotCoordinator
 	}
+	if tooLarge(err) {
+		// As Kafka's GroupCoordinatorService answers a write the log
+		// refused for its size: retrying cannot help.
+		return kerr.UnknownServerError
+	}
 	return kerr.CoordinatorNotAvailable
+}
+
+// recID names a record of a group: its type and member ("" for the
+// group's own). The group id is implicit, so the written copy holds no
+// key bytes (a group id may be 32 KiB).
+type recID struct {
+	typ    int16
+	member string
+}
+
+type idRecord struct {
+	id    recID
+	value []byte
 }
 
 // records is every record of g as it is now, in the order Kafka writes
 // them: members, the group epoch, the target assignment, the current
-// assignments.
-func (g *group) records() []Record {
+// assignments. Keys are made by key, for those that are written.
+func (g *group) records() []idRecord {
 	ids := slices.Sorted(maps.Keys(g.members))
-	var out []Record
+	var out []idRecord
 	for _, id := range ids {
-		out = append(out, Record{recKey(recMember, g.id, id), memberValue(g.members[id])})
+		out = append(out, idRecord{recID{recMember, id}, memberValue(g.members[id])})
 	}
 	if !g.state.empty() {
-		out = append(out, Record{recKey(recStatePartMeta, g.id, ""), statePartValue(g.state)})
+		out = append(out, idRecord{recID{recStatePartMeta, ""}, statePartValue(g.state)})
 	}
-	out = append(out, Record{recKey(recMetadata, g.id, ""), metadataValue(g.epoch, g.hash())})
+	out = append(out, idRecord{recID{recMetadata, ""}, metadataValue(g.epoch, g.hash())})
 	for _, id := range ids {
-		out = append(out, Record{recKey(recTargetMember, g.id, id), targetMemberValue(g.members[id].assigned)})
+		out = append(out, idRecord{recID{recTargetMember, id}, targetMemberValue(g.members[id].assigned)})
 	}
-	out = append(out, Record{recKey(recTargetMeta, g.id, ""), targetMetaValue(g.epoch)})
+	out = append(out, idRecord{recID{recTargetMeta, ""}, targetMetaValue(g.epoch)})
 	for _, id := range ids {
-		out = append(out, Record{recKey(recCurrentAssign, g.id, id), currentValue(g.members[id])})
+		out = append(out, idRecord{recID{recCurrentAssign, id}, currentValue(g.members[id])})
 	}
 	return out
 }
+
+// key is the record key of id in g.
+func (g *group) key(id recID) []byte { return recKey(id.typ, g.id, id.member) }
 
 // hash is the MetadataHash of the group's subscribed topics at its
 // epoch: the one loaded while no heartbeat recomputed the shape.
@@ -194,9 +296,9 @@ func (g *group) hash() int64 {
 // group epoch last, as Kafka deletes a group), and takes them as written.
 func (g *group) diff(live bool) []Record {
 	if g.written == nil {
-		g.written = map[string]uint64{}
+		g.written = map[recID]uint64{}
 	}
-	now := map[string]uint64{}
+	now := map[recID]uint64{}
 	var vals []Record
 	if live {
 		if g.ready == nil {
@@ -205,25 +307,24 @@ func (g *group) diff(live bool) []Record {
 			g.noteInitialized()
 		}
 		for _, r := range g.records() {
-			h := valueHash(r.Value)
-			now[string(r.Key)] = h
-			if old, ok := g.written[string(r.Key)]; !ok || old != h {
-				vals = append(vals, r)
+			h := valueHash(r.value)
+			now[r.id] = h
+			if old, ok := g.written[r.id]; !ok || old != h {
+				vals = append(vals, Record{g.key(r.id), r.value})
 			}
 		}
 	}
-	var tombs []Record
-	for k := range g.written {
-		if _, ok := now[k]; !ok {
-			tombs = append(tombs, Record{Key: []byte(k)})
+	var gone []recID
+	for id := range g.written {
+		if _, ok := now[id]; !ok {
+			gone = append(gone, id)
 		}
 	}
 	// Member records before the group's, and among the group's the
 	// epoch last: a reader never sees a group deleted before its members.
 	order := map[int16]int{recCurrentAssign: 0, recTargetMember: 1, recMember: 2, recTargetMeta: 3, recStatePartMeta: 4, recMetadata: 5}
-	slices.SortFunc(tombs, func(a, b Record) int {
-		ta, _, ma, _ := parseKey(a.Key)
-		tb, _, mb, _ := parseKey(b.Key)
+	slices.SortFunc(gone, func(a, b recID) int {
+		ta, ma, tb, mb := a.typ, a.member, b.typ, b.member
 		if ma != mb {
 			if ma == "" {
 				return 1
@@ -238,6 +339,10 @@ func (g *group) diff(live bool) []Record {
 		}
 		return order[ta] - order[tb]
 	})
+	tombs := make([]Record, 0, len(gone)+len(vals))
+	for _, id := range gone {
+		tombs = append(tombs, Record{Key: g.key(id)})
+	}
 	g.written, g.writtenEpoch = now, g.epoch
 	return append(tombs, vals...)
 }
@@ -245,15 +350,15 @@ func (g *group) diff(live bool) []Record {
 // diffMember is diff for one member's records, the group's unchanged.
 func (g *group) diffMember(mb *member) []Record {
 	var out []Record
-	for _, r := range []Record{
-		{recKey(recMember, g.id, mb.id), memberValue(mb)},
-		{recKey(recTargetMember, g.id, mb.id), targetMemberValue(mb.assigned)},
-		{recKey(recCurrentAssign, g.id, mb.id), currentValue(mb)},
+	for _, r := range []idRecord{
+		{recID{recMember, mb.id}, memberValue(mb)},
+		{recID{recTargetMember, mb.id}, targetMemberValue(mb.assigned)},
+		{recID{recCurrentAssign, mb.id}, currentValue(mb)},
 	} {
-		h := valueHash(r.Value)
-		if old, ok := g.written[string(r.Key)]; !ok || old != h {
-			g.written[string(r.Key)] = h
-			out = append(out, r)
+		h := valueHash(r.value)
+		if old, ok := g.written[r.id]; !ok || old != h {
+			g.written[r.id] = h
+			out = append(out, Record{g.key(r.id), r.value})
 		}
 	}
 	return out
@@ -304,13 +409,13 @@ func (m *Manager) LoadShare(p int32, gen uint64, recs []Record, topics map[strin
 			if r.Value == nil {
 				continue
 			}
-			g = &group{id: gid, part: p, members: map[string]*member{}, written: map[string]uint64{}, emptySince: now}
+			g = &group{id: gid, part: p, members: map[string]*member{}, written: map[recID]uint64{}, emptySince: now}
 			loaded[gid] = g
 		}
 		if r.Value == nil {
-			delete(g.written, string(r.Key))
+			delete(g.written, recID{typ, mid})
 		} else {
-			g.written[string(r.Key)] = valueHash(r.Value)
+			g.written[recID{typ, mid}] = valueHash(r.Value)
 		}
 		if err := g.replay(typ, mid, r.Value, now); err != nil {
 			m.logger.Warn("skipping share record", "partition", p, "group", gid, "err", err)
@@ -423,7 +528,7 @@ func (m *Manager) expireEmpty(now time.Time) {
 	}
 	var old []*group
 	for id, g := range m.groups {
-		if len(g.members) == 0 && g.state.empty() && !m.busy[id] && !m.initing[id] && !g.emptySince.IsZero() && now.Sub(g.emptySince) >= m.cfg.EmptyRetention {
+		if len(g.members) == 0 && g.state.empty() && !m.busy[id] && !m.initing[id] && !g.deleting && !g.emptySince.IsZero() && now.Sub(g.emptySince) >= m.cfg.EmptyRetention {
 			old = append(old, g)
 		}
 	}
@@ -436,8 +541,14 @@ func (m *Manager) expireEmpty(now time.Time) {
 	}
 	for _, g := range old {
 		if !withParts[g.id] {
-			delete(m.groups, g.id)
-			m.save(g, false)
+			// Gone from memory once its tombstones commit (a failed
+			// write leaves it to expire again), never waited for here.
+			pw := m.tombstone(g, false)
+			if pw == nil {
+				delete(m.groups, g.id)
+				continue
+			}
+			go func() { m.deleted(g, m.await(pw)) }()
 		}
 	}
 }
@@ -476,7 +587,7 @@ func (m *Manager) Initialized(groupID string, keys []Key, names map[[16]byte]str
 // next after a move, takes those partitions as initialized. It waits for
 // the write.
 func (m *Manager) StateDeleting(groupID string, topics map[[16]byte]string) *kerr.Error {
-	saved := func() chan error {
+	saved := func() *pendingWrite {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		g := m.groups[groupID]
