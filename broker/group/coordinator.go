@@ -66,6 +66,11 @@ type Coordinator struct {
 	// the image viewOf (consumer_coordinator.go); mu.
 	viewOf *cluster.Image
 	view   map[string]TopicMeta
+
+	// share receives the share groups' records (share_records.go); gens
+	// is each partition's load generation; mu.
+	share ShareSink
+	gens  map[int32]uint64
 }
 
 // NewCoordinator makes the coordinator of a broker; Start starts it.
@@ -86,7 +91,7 @@ func NewCoordinator(bcfg *config.Broker, ctrl *cluster.Controller, parts *replic
 	}
 	c := &Coordinator{bcfg: bcfg, nodeID: int32(bcfg.Int("node.id")), ctrl: ctrl, parts: parts, logger: logger,
 		now: time.Now, retentionCheck: ms("offsets.retention.check.interval.ms"),
-		gs: NewGroups(cfg), loaded: map[int32]bool{}, loading: map[int32]bool{}, inflight: map[int32]*inflight{},
+		gs: NewGroups(cfg), loaded: map[int32]bool{}, loading: map[int32]bool{}, inflight: map[int32]*inflight{}, gens: map[int32]uint64{},
 		stop: make(chan struct{})}
 	c.gs.Topics = c.topicsView // called by Groups with c.mu held
 	c.gs.GroupTimeouts = func(group string) (time.Duration, time.Duration, bool) {
@@ -202,6 +207,10 @@ func (c *Coordinator) onImage(img *cluster.Image, started *sync.WaitGroup) {
 			// their groups are still there to be told.
 			c.failInflightLocked(p, kerr.NotCoordinator)
 			c.gs.Unload(p)
+			gen := c.bumpGen(p)
+			if c.share != nil {
+				c.share.UnloadShare(p, gen)
+			}
 		}
 	}
 	for p := range lead {
@@ -248,13 +257,22 @@ func (c *Coordinator) load(p int32) {
 		return
 	}
 	now := c.now()
+	var shares []Record
 	for _, r := range recs {
+		if IsShareRecord(r.Key) {
+			shares = append(shares, r)
+			continue
+		}
 		if err := c.gs.Replay(r.Key, r.Value, now); err != nil {
 			c.logger.Warn("skipping record of "+OffsetsTopic, "partition", p, "err", err)
 		}
 	}
 	for pid, rs := range open {
 		c.gs.loadPending(pid, rs)
+	}
+	gen := c.bumpGen(p)
+	if c.share != nil {
+		c.share.LoadShare(p, gen, shares)
 	}
 	c.loaded[p] = true
 	if len(recs) > 0 {

@@ -18,7 +18,13 @@ func (s *Server) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (*km
 			} else if code := s.shares.AdminGroup(g, false); code != nil {
 				rg.ErrorCode = code.Code
 			} else {
-				if code := s.deleteShareGroupState(g); code != nil {
+				// As Kafka's coordinator: the group's topics are recorded
+				// deleting before their state goes, so a coordinator that
+				// loads the group meanwhile does not take them as
+				// initialized.
+				if code := s.shares.StateDeleting(g, s.shares.StateTopics(g)); code != nil {
+					rg.ErrorCode = code.Code
+				} else if code := s.deleteShareGroupState(g); code != nil {
 					rg.ErrorCode = code.Code
 				} else if code := s.shares.DeleteGroup(g); code != nil {
 					rg.ErrorCode = code.Code

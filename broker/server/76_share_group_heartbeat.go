@@ -31,19 +31,14 @@ func (s *Server) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbea
 		r.ErrorMessage = strPtr("GroupId can't be empty.")
 		return r, nil
 	}
-	if code := s.groups.Status(req.GroupID); code != nil {
+	part, gen, code := s.groups.ShareStatus(req.GroupID)
+	if code != nil {
 		return fail(code)
 	}
 	other := req.MemberEpoch == 0 && !s.shares.Has(req.GroupID) && s.isOtherGroup(req.GroupID)
-	if req.MemberEpoch == 0 {
-		if _, ok := s.ctrl.Image().Topics[shareStateTopic]; !ok {
-			// Created as the group's first member joins, so that the
-			// members' first fetches find it (an error is retried there).
-			if _, err := s.shareState.ensureTopic(); err != nil {
-				s.logger.Warn("creating "+shareStateTopic, "err", err)
-			}
-		}
-	}
-	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c)}
+	// __share_group_state is created by the group's first initialization
+	// (broker/share/init.go), in the background and only for a heartbeat
+	// accepted here, before any partition is assigned.
+	hr := share.HeartbeatRequest{ShareGroupHeartbeatRequest: req, ClientID: c.clientID, ClientHost: clientHost(c), Partition: part, Gen: gen}
 	return s.shares.Heartbeat(hr, shareTopics(s.ctrl.Image()), other), nil
 }

@@ -128,7 +128,7 @@ func (s *Server) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.Sha
 				continue
 			}
 			if e := s.shareAck(c, img, groupID, memberID, t.TopicID, p.Partition, batches); e != nil {
-				sp.AcknowledgeErrorCode = e.Code
+				sp.AcknowledgeErrorCode, sp.AcknowledgeErrorMessage = e.Code, shareAckMessage(e)
 			}
 		}
 	}
@@ -301,6 +301,11 @@ func (s *Server) shareFetchPartition(c *conn, img *cluster.Image, groupID, membe
 		upTo = min(hw, part.LastStableOffset())
 	}
 	ranges, e := s.shares.Acquire(key, part.LeaderEpoch(), memberID, maxRec, upTo, s.logStartOffset(part))
+	if e == share.ErrUninitialized {
+		// Never initialized by the group's coordinator: refused, as
+		// Kafka 4.4 refuses it, and nothing waits on it.
+		return 0, nil, e
+	}
 	if e != nil && e != kerr.NotLeaderForPartition {
 		// The state is not readable yet (__share_group_state is being
 		// created, its partition loads or its leader moves): nothing to

@@ -45,7 +45,7 @@ func (s *Server) handleShareAcknowledge(c *conn, req *kmsg.ShareAcknowledgeReque
 			if e := validateShareAcks(batches, req.Version, req.Version >= 2 && req.IsRenewAck); e != nil {
 				rp.ErrorCode = e.Code
 			} else if e := s.shareAck(c, img, groupID, memberID, t.TopicID, p.Partition, batches); e != nil {
-				rp.ErrorCode = e.Code
+				rp.ErrorCode, rp.ErrorMessage = e.Code, shareAckMessage(e)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -56,4 +56,14 @@ func (s *Server) handleShareAcknowledge(c *conn, req *kmsg.ShareAcknowledgeReque
 		c.closedShareSession(groupID, memberID)
 	}
 	return resp, nil
+}
+
+// shareAckMessage is the message Kafka 4.4 sends with an acknowledgement's
+// error: only a share partition it does not hold (never initialized)
+// carries one, UNKNOWN_TOPIC_OR_PARTITION's own.
+func shareAckMessage(e *kerr.Error) *string {
+	if e == kerr.UnknownTopicOrPartition {
+		return &e.Description
+	}
+	return nil
 }

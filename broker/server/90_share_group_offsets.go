@@ -86,6 +86,9 @@ func (s *Server) handleDescribeShareGroupOffsets(c *conn, req *kmsg.DescribeShar
 				case errs[k] != nil:
 					sp.ErrorCode = errs[k].Code
 					sp.ErrorMessage = strPtr(errs[k].Message)
+				case has && sum.StartOffset == share.StartUnset:
+					// Initialized, never read: no start offset yet, as
+					// Kafka describes it.
 				case has:
 					sp.StartOffset, sp.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
 					if hw, ok := hws[k]; ok {
@@ -267,6 +270,13 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 	for k, e := range s.shareState.Initialize(req.GroupID, inits) {
 		errs[k] = e
 	}
+	var done []share.Key
+	for _, k := range keys {
+		if errs[k] == nil {
+			done = append(done, k)
+		}
+	}
+	s.shares.Initialized(req.GroupID, done, topicNames(img))
 	s.shares.Forget(keys)
 	for _, rt := range req.Topics {
 		t := kmsg.NewAlterShareGroupOffsetsResponseTopic()
@@ -318,8 +328,35 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 			}
 		}
 	}
+	topics := map[[16]byte]string{}
+	for _, k := range keys {
+		topics[k.Topic] = ""
+	}
+	for name, meta := range img.Topics {
+		if _, ok := topics[[16]byte(meta.ID)]; ok {
+			topics[[16]byte(meta.ID)] = name
+		}
+	}
+	// Recorded deleting first, as Kafka's coordinator does: a coordinator
+	// that loads the group meanwhile initializes them again rather than
+	// taking them as initialized.
+	if code := s.shares.StateDeleting(req.GroupID, topics); code != nil {
+		resp.ErrorCode = code.Code
+		return resp, nil
+	}
 	errs := s.shareState.Delete(req.GroupID, keys)
 	s.shares.Forget(keys)
+	var gone [][16]byte
+	for id := range topics {
+		ok := true
+		for k := range errs {
+			ok = ok && k.Topic != id
+		}
+		if ok {
+			gone = append(gone, id)
+		}
+	}
+	s.shares.StateDeleted(req.GroupID, gone)
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		t.Topic = rt.Topic

@@ -294,6 +294,8 @@ var (
 		"Tiered partitions whose tier passes fail on remote storage (unreachable, refusing or too slow; not a leader change or a local disk error), until one succeeds: nothing of them is uploaded and local retention keeps what is not remote, so their disks fill; alert when above 0 for longer than a few remote.log.manager.task.interval.ms.", nil, nil)
 	descRemoteErrors = prometheus.NewDesc("tributary_broker_remote_storage_errors_total",
 		"Tier passes of a partition that failed (each is retried with a backoff of up to 30 s); Kafka counts copy failures as RemoteCopyErrorsPerSec.", nil, nil)
+	descSharePartitions = prometheus.NewDesc("tributary_broker_share_partitions",
+		"Share partitions held in memory by this broker as their topic partition's leader (Kafka's SharePartitionManager cache); only partitions their group's coordinator initialized are held.", nil, nil)
 	descRebalances = prometheus.NewDesc("tributary_broker_group_rebalances_total",
 		"Rebalances completed by the groups coordinated here: join phases that ended in a new generation with members.", nil, nil)
 )
@@ -302,7 +304,7 @@ var (
 var groupStates = []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable}
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descOfflineLogDirs, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions, descRemoteFailing, descRemoteErrors} {
+	for _, d := range []*prometheus.Desc{descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descOffline, descOfflineReplicas, descOfflineLogDirs, descTopics, descLogSize, descGroups, descRebalances, descFetchSessions, descRemoteFailing, descRemoteErrors, descSharePartitions} {
 		ch <- d
 	}
 }
@@ -312,7 +314,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	live := c.m.live.Load()
-	var hosted, leaders, under, underMin, offline, offlineReplicas, offlineDirs, topics, sessions int
+	var hosted, leaders, under, underMin, offline, offlineReplicas, offlineDirs, topics, sessions, shares int
 	var stats group.Stats
 	var remoteFailing int
 	var remoteErrors int64
@@ -353,6 +355,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if live.s.tier != nil {
 			remoteFailing, remoteErrors = live.s.tier.FailingPartitions(), live.s.tier.PassErrors()
 		}
+		if live.s.shares != nil {
+			shares = live.s.shares.LoadedPartitions()
+		}
 	}
 	gauge(descPartitions, hosted)
 	gauge(descLeaders, leaders)
@@ -363,6 +368,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descOfflineLogDirs, offlineDirs)
 	gauge(descTopics, topics)
 	gauge(descFetchSessions, sessions)
+	gauge(descSharePartitions, shares)
 	for topic, n := range sizes {
 		ch <- prometheus.MustNewConstMetric(descLogSize, prometheus.GaugeValue, float64(n), topic)
 	}

@@ -295,12 +295,14 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.groups = group.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger)
-	s.groups.Start()
+	// The share groups first: the coordinator hands them their records
+	// as it loads its partitions.
 	if err := s.startShares(); err != nil {
 		s.closeListeners()
 		s.closeStorage()
 		return err
 	}
+	s.groups.Start()
 	s.txns = txn.NewCoordinator(s.cfg, s.ctrl, s.parts, s.logger, s.pids.allocate, s.writeMarkers)
 	s.txns.Start()
 	// A log whose topic is gone from the metadata is deleted, but only on

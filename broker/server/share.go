@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker/cluster"
+	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/share"
 )
 
@@ -17,6 +18,19 @@ func (s *Server) startShares() error {
 		return err
 	}
 	s.shares = m
+	// The coordinator initializes a group's share partitions before it
+	// assigns them; leaders refuse the others (broker/share/init.go).
+	m.SetInitializer(s.shareState.InitializeNew)
+	m.SetSink(shareSink{s.groups}, func(id string) int32 {
+		// As the coordinator counts them: the topic's partitions, or the
+		// configured number before it exists.
+		n := int32(s.cfg.Int("offsets.topic.num.partitions"))
+		if t, ok := s.ctrl.Image().Topics[group.OffsetsTopic]; ok && len(t.Partitions) > 0 {
+			n = int32(len(t.Partitions))
+		}
+		return group.PartitionFor(id, n)
+	})
+	s.groups.SetShareSink(shareLoader{s})
 	if beforeGroupSubscribe != nil {
 		beforeGroupSubscribe(s)
 	}
@@ -146,3 +160,29 @@ func (s *Server) lockMillis(group *string) int32 {
 	}
 	return int32(s.shares.LockDuration(g) / time.Millisecond)
 }
+
+// shareSink writes the share groups' records to __consumer_offsets
+// through the group coordinator (broker/share's persist.go).
+type shareSink struct{ c *group.Coordinator }
+
+func (k shareSink) Write(p int32, gen uint64, recs []share.Record, done func(error)) {
+	out := make([]group.Record, len(recs))
+	for i, r := range recs {
+		out[i] = group.Record{Key: r.Key, Value: r.Value}
+	}
+	k.c.WriteShare(p, gen, out, done)
+}
+
+// shareLoader hands the share records the coordinator loads to the share
+// groups, with the topics as they are now.
+type shareLoader struct{ s *Server }
+
+func (l shareLoader) LoadShare(p int32, gen uint64, recs []group.Record) {
+	in := make([]share.Record, len(recs))
+	for i, r := range recs {
+		in[i] = share.Record{Key: r.Key, Value: r.Value}
+	}
+	l.s.shares.LoadShare(p, gen, in, shareTopics(l.s.ctrl.Image()))
+}
+
+func (l shareLoader) UnloadShare(p int32, gen uint64) { l.s.shares.UnloadShare(p, gen) }

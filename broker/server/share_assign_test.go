@@ -61,8 +61,16 @@ func TestShareGroupOversubscribed(t *testing.T) {
 		d.GroupIDs = []string{"over-g"}
 		return admSend[*kmsg.ShareGroupDescribeResponse](t, s, d, 1).Groups[0]
 	}
+	assignedAll := func(g kmsg.ShareGroupDescribeResponseGroup) bool {
+		for _, m := range g.Members {
+			if len(m.Assignment.TopicPartitions) == 0 {
+				return false
+			}
+		}
+		return len(g.Members) >= members
+	}
 	var g kmsg.ShareGroupDescribeResponseGroup
-	for g = describe(); len(g.Members) < members && ctx.Err() == nil; g = describe() {
+	for g = describe(); !assignedAll(g) && ctx.Err() == nil; g = describe() {
 		time.Sleep(100 * time.Millisecond)
 	}
 	readers := map[int32]int{}

@@ -21,10 +21,21 @@ func shareJoin(t *testing.T, s *Server, group, member, topic string) {
 	admSend[*kmsg.FindCoordinatorResponse](t, s, fc, 4)
 	r := kmsg.NewPtrShareGroupHeartbeatRequest()
 	r.GroupID, r.MemberID, r.MemberEpoch, r.SubscribedTopicNames = group, member, 0, []string{topic}
+	deadline := time.Now().Add(time.Minute)
 	for i := 0; ; i++ {
 		resp := admSend[*kmsg.ShareGroupHeartbeatResponse](t, s, r, 1)
-		if resp.ErrorCode == 0 {
+		if resp.ErrorCode == 0 && resp.Assignment != nil && len(resp.Assignment.TopicPartitions) > 0 {
 			return
+		}
+		if resp.ErrorCode == 0 {
+			// Joined; the partitions come once the coordinator
+			// initialized their state, at a later heartbeat.
+			r.MemberEpoch, r.SubscribedTopicNames = resp.MemberEpoch, nil
+			if time.Now().After(deadline) {
+				t.Fatalf("join %s: no partition of %s assigned in a minute", group, topic)
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
 		}
 		if i > 200 || resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code && resp.ErrorCode != kerr.NotCoordinator.Code {
 			t.Fatalf("join %s: %v", group, kerr.ErrorForCode(resp.ErrorCode))

@@ -13,7 +13,9 @@ import (
 // pattern could make up group ids and leave share-partition state behind
 // for each, which no group limit, expiry or DeleteGroups ever reaches
 // (review M1). On a leader that is not the coordinator membership is not
-// known, and the fetch goes on (docs/broker.md, "Not yet").
+// known, and the fetch goes on to the leader's own fence: it serves only
+// share partitions whose state the group's coordinator initialized
+// (broker/share/init.go), as Kafka 4.4's leaders do.
 func (s *Server) shareMember(groupID, memberID string) *kerr.Error {
 	img := s.ctrl.Image()
 	if t, ok := img.Topics[group.OffsetsTopic]; ok && len(t.Partitions) > 0 {

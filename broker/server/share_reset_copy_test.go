@@ -87,8 +87,16 @@ func TestShareResetReachesLeaderCopy(t *testing.T) {
 	if st, ok, _ := s.shareState.Read(k); ok {
 		t.Fatalf("the deleted state came back: %+v", st)
 	}
+	// Deleted is uninitialized: refused until the group's coordinator
+	// initializes it again.
+	if got, e := m.Acquire(k, 0, "m3", 10, 5, 0); e != share.ErrUninitialized || len(got) != 0 {
+		t.Fatalf("after the delete: %v %v, want UNKNOWN_SERVER_ERROR", got, e)
+	}
+	if errs := s.shareState.InitializeNew(g, []share.Key{k}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
 	if got, e := m.Acquire(k, 0, "m3", 10, 5, 0); e != nil || len(got) != 0 {
-		t.Fatalf("after the delete: %v %v, want nothing below the high watermark 5", got, e)
+		t.Fatalf("after the delete and a new initialization: %v %v, want nothing below the high watermark 5", got, e)
 	}
 	if got, e := m.Acquire(k, 0, "m3", 10, 7, 0); e != nil || len(got) != 1 || got[0].First != 5 || got[0].Last != 6 || got[0].Count != 1 {
 		t.Fatalf("after the delete, 2 records more: %v %v, want 5-6 at delivery count 1", got, e)

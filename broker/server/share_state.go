@@ -45,11 +45,25 @@ const shareStateTopic = "__share_group_state"
 const shareStateTimeout = 5 * time.Second
 
 // shareCreateTag is the tagged field of a WriteShareGroupState partition
-// between Tributary's brokers that carries share.Snapshot's Create.
+// between Tributary's brokers that carries share.Snapshot's Create; on an
+// InitializeShareGroupState partition it asks for a create-only
+// initialization (writeCreateOnly), the group coordinator's.
 const shareCreateTag = 0x7473
+
+// writeMode is who writes a share partition's state (writeLocal).
+type writeMode int8
+
+const (
+	writeLeader     writeMode = iota // a partition leader's write: the state must exist (or s.Create)
+	writeReset                       // an administrator's InitializeShareGroupState: replaces the state
+	writeCreateOnly                  // the group coordinator's initialization: creates the state if it has none, else leaves it
+)
 
 type shareState struct {
 	s *Server
+	// previousVersion makes this share coordinator answer as the version
+	// before create-only initialization did (tests of a mixed cluster).
+	previousVersion bool
 
 	mu      sync.Mutex
 	loaded  map[int32]map[share.Key]share.Snapshot // state partitions led and loaded here
@@ -325,7 +339,7 @@ func (st *shareState) Write(k share.Key, s *share.Snapshot) error {
 		return err
 	}
 	if leader == st.s.nodeID {
-		if e := st.writeLocal(p, k, s, false); e != nil {
+		if e := st.writeLocal(p, k, s, writeLeader); e != nil {
 			return e
 		}
 		return nil
@@ -359,16 +373,16 @@ func (st *shareState) readLocal(p int32, k share.Key) (share.Snapshot, bool, err
 	return s, ok, nil
 }
 
-// deleted says s is the marker a delete leaves (see writeLocal).
-func deleted(s share.Snapshot) bool { return s.StartOffset < 0 }
+// deleted says s is the marker a delete leaves (see writeLocal); a state
+// initialized but never read (share.StartUnset) is not one.
+func deleted(s share.Snapshot) bool { return s.StartOffset == -1 }
 
 // errUninitialized refuses a write to a key without state (Kafka's
 // WRITE_UNINITIALIZED_SHARE_PARTITION, sent as INVALID_REQUEST).
 var errUninitialized = kerr.InvalidRequest
 
 // writeLocal appends k's new state to state partition p led here and
-// waits for the ISR. s nil deletes k's state; init says s is an
-// administrator's InitializeShareGroupState. The fences are checked here,
+// waits for the ISR. s nil deletes k's state; mode says who writes. The fences are checked here,
 // under mu, so that two writers cannot both pass them (review M3).
 //
 // Only an initialization, or a partition leader's write flagged Create
@@ -379,7 +393,13 @@ var errUninitialized = kerr.InvalidRequest
 // marker (start offset -1) holding the next state epoch, never a
 // tombstone, so that a state epoch is never used twice for a key: a
 // leader's copy from before the delete stays fenced (review M2).
-func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot, init bool) *kerr.Error {
+//
+// A create-only initialization is checked here too, under the same lock
+// as every other write: two of them, or one racing a leader's writes,
+// never replace a state that exists (it would wipe what was
+// acknowledged). Past a delete it creates the state at the marker's
+// next state epoch.
+func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot, mode writeMode) *kerr.Error {
 	part, e := st.s.leaderPartition(shareStateTopic, p)
 	if e != nil {
 		return kerr.NotCoordinator
@@ -394,6 +414,16 @@ func (st *shareState) writeLocal(p int32, k share.Key, s *share.Snapshot, init b
 	gone := had && deleted(cur)
 	var value []byte
 	now := time.Now().UnixMilli()
+	if mode == writeCreateOnly {
+		if had && !gone {
+			st.mu.Unlock()
+			return nil // initialized already: left as it is
+		}
+		c := *s
+		c.StateEpoch = max(c.StateEpoch, cur.StateEpoch)
+		s = &c
+	}
+	init := mode != writeLeader
 	if s != nil {
 		if had && s.LeaderEpoch >= 0 && s.LeaderEpoch < cur.LeaderEpoch {
 			st.mu.Unlock()
@@ -526,8 +556,8 @@ func (st *shareState) readRemote(leader int32, k share.Key) (share.Snapshot, boo
 	if err := codeErr(sp.ErrorCode); err != nil {
 		return share.Snapshot{}, false, err
 	}
-	if sp.StartOffset < 0 {
-		// No state, Tributary's convention between its brokers; the state
+	if sp.StartOffset == -1 {
+		// No state (share.StartUnset is an initialized one), Tributary's convention between its brokers; the state
 		// epoch is the one a new state must start at (see writeLocal).
 		return share.Snapshot{StateEpoch: max(sp.StateEpoch, 0)}, false, nil
 	}
@@ -684,7 +714,7 @@ func (s *Server) handleWriteShareGroupState(c *conn, req *kmsg.WriteShareGroupSt
 						snap.Create = true
 					}
 				})
-				if e := s.shareState.writeLocal(sp, k, &snap, false); e != nil {
+				if e := s.shareState.writeLocal(sp, k, &snap, writeLeader); e != nil {
 					rp.ErrorCode = e.Code
 				}
 			}
@@ -710,7 +740,7 @@ func (s *Server) handleDeleteShareGroupState(c *conn, req *kmsg.DeleteShareGroup
 			case code != 0:
 				rp.ErrorCode = code
 			default:
-				if e := s.shareState.writeLocal(sp, k, nil, false); e != nil {
+				if e := s.shareState.writeLocal(sp, k, nil, writeLeader); e != nil {
 					rp.ErrorCode = e.Code
 				}
 			}

@@ -263,7 +263,7 @@ func (st *shareState) summariesOnce(group string, keys []share.Key) (map[share.K
 					switch {
 					case rp.ErrorCode != 0:
 						add(k, rp.ErrorCode, summaryOrNext{}, false)
-					case rp.StartOffset >= 0: // -1: no state, as between our brokers for ReadShareGroupState
+					case rp.StartOffset != -1: // -1: no state, as between our brokers for ReadShareGroupState; share.StartUnset: initialized
 						add(k, 0, summaryOrNext{summary: shareSummary{StateEpoch: rp.StateEpoch, LeaderEpoch: rp.LeaderEpoch, StartOffset: rp.StartOffset, Complete: rp.DeliveryCompleteCount}, found: true}, true)
 					case rp.StateEpoch > 0: // deleted: the epoch a new state starts at
 						add(k, 0, summaryOrNext{next: rp.StateEpoch}, true)
@@ -291,6 +291,11 @@ func (st *shareState) summariesOnce(group string, keys []share.Key) (map[share.K
 type shareInit struct {
 	Epoch int32
 	Start int64
+	// CreateOnly is the group coordinator's initialization of a share
+	// partition its assignment first includes: the state is created, at
+	// a start offset the partition leader picks (share.StartUnset), only
+	// if it has none; Epoch and Start are not used.
+	CreateOnly bool
 }
 
 // Initialize writes inits (all of one group) and returns the keys that
@@ -318,6 +323,10 @@ func (st *shareState) initializeOnce(group string, keys []share.Key, inits map[s
 					in := inits[share.Key{Group: group, Topic: id, Partition: p}]
 					rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
 					rp.Partition, rp.StateEpoch, rp.StartOffset = p, in.Epoch, in.Start
+					if in.CreateOnly {
+						rp.StateEpoch, rp.StartOffset = 0, -1 // as Kafka's coordinator sends it
+						rp.UnknownTags.Set(shareCreateTag, []byte{1})
+					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				req.Topics = append(req.Topics, rt)
@@ -339,14 +348,21 @@ func (st *shareState) initializeOnce(group string, keys []share.Key, inits map[s
 // first), as Kafka's share coordinator refuses it; an equal one is a retry
 // of this reset, whose first attempt may have landed (review M3).
 func (st *shareState) initLocal(k share.Key, in shareInit) *kerr.Error {
-	if in.Start < 0 {
+	if st.previousVersion && in.CreateOnly {
+		// It did not know the tag, and got StartOffset -1.
+		in.CreateOnly, in.Start = false, -1
+	}
+	if in.Start < 0 && !in.CreateOnly {
 		return kerr.InvalidRequest
 	}
 	p, e := st.localPartition(k)
 	if e != nil {
 		return e
 	}
-	return st.writeLocal(p, k, &share.Snapshot{StateEpoch: in.Epoch, LeaderEpoch: -1, StartOffset: in.Start}, true)
+	if in.CreateOnly {
+		return st.writeLocal(p, k, &share.Snapshot{LeaderEpoch: -1, StartOffset: share.StartUnset}, writeCreateOnly)
+	}
+	return st.writeLocal(p, k, &share.Snapshot{StateEpoch: in.Epoch, LeaderEpoch: -1, StartOffset: in.Start}, writeReset)
 }
 
 // Delete deletes the state of keys (all of one group) and returns the
@@ -360,7 +376,7 @@ func (st *shareState) deleteOnce(group string, keys []share.Key) map[share.Key]*
 		func(k share.Key) (struct{}, bool, *kerr.Error) {
 			p, e := st.localPartition(k)
 			if e == nil {
-				e = st.writeLocal(p, k, nil, false)
+				e = st.writeLocal(p, k, nil, writeLeader)
 			}
 			return struct{}{}, false, e
 		},
@@ -435,7 +451,7 @@ func (s *Server) handleInitializeShareGroupState(c *conn, req *kmsg.InitializeSh
 			k := share.Key{Group: req.GroupID, Topic: t.TopicID, Partition: p.Partition}
 			if _, code := s.shareState.gate(allowed, k); code != 0 {
 				rp.ErrorCode = code
-			} else if e := s.shareState.initLocal(k, shareInit{Epoch: p.StateEpoch, Start: p.StartOffset}); e != nil {
+			} else if e := s.shareState.initLocal(k, shareInit{Epoch: p.StateEpoch, Start: p.StartOffset, CreateOnly: createTagged(p.UnknownTags)}); e != nil {
 				rp.ErrorCode = e.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -443,4 +459,43 @@ func (s *Server) handleInitializeShareGroupState(c *conn, req *kmsg.InitializeSh
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// createTagged says a persister request's partition carries
+// shareCreateTag.
+func createTagged(tags kmsg.Tags) bool {
+	found := false
+	tags.Each(func(key uint32, _ []byte) { found = found || key == shareCreateTag })
+	return found
+}
+
+// InitializeNew is the group coordinator's create-only initialization
+// of keys (all of group): share.Initializer.
+func (st *shareState) InitializeNew(group string, keys []share.Key) map[share.Key]error {
+	inits := make(map[share.Key]shareInit, len(keys))
+	for _, k := range keys {
+		inits[k] = shareInit{CreateOnly: true}
+	}
+	errs := st.initializeOnce(group, keys, inits)
+	var old []share.Key
+	for k, e := range errs {
+		if e == kerr.InvalidRequest {
+			old = append(old, k)
+		}
+	}
+	if len(old) > 0 {
+		// A share coordinator of the previous version (a rolling
+		// upgrade) refuses StartOffset -1: what it has state for (its
+		// leaders created it at first use) is initialized; the rest
+		// waits, retried, for its upgrade.
+		found, _, _ := st.summariesOnce(group, old)
+		for k := range found {
+			delete(errs, k)
+		}
+	}
+	out := map[share.Key]error{}
+	for k, e := range errs {
+		out[k] = e
+	}
+	return out
 }

@@ -53,9 +53,13 @@ func (g *group) assign() {
 		if !ok {
 			return nil
 		}
-		out := make([]tpKey, tm.Partitions)
-		for p := range out {
-			out[p] = tpKey{tm.ID, int32(p)}
+		out := make([]tpKey, 0, tm.Partitions)
+		for p := range tm.Partitions {
+			// Only a partition not yet initialized is held back, never
+			// its topic: the others stay where they are.
+			if k := (tpKey{tm.ID, p}); g.ready == nil || g.ready[k] {
+				out = append(out, k)
+			}
 		}
 		return out
 	}

@@ -38,12 +38,43 @@ type group struct {
 	// shape is the subscribed topics' ids and partition counts at the
 	// group epoch: a topic created, deleted or grown moves the epoch.
 	shape map[string]TopicMeta
+	// ready is the partitions whose share state the coordinator
+	// initialized (init.go); the others are held back from the
+	// assignment. nil: nothing is held back (no store).
+	ready map[tpKey]bool
+	// checked is the group epoch at which every subscribed partition was
+	// found initialized: heartbeats at that epoch skip the check.
+	checked int32
+
+	// Persistence (persist.go): the group's __consumer_offsets
+	// partition, its records as last written at group epoch
+	// writtenEpoch (record type and member id to a hash of the value:
+	// the group id, up to 32 KiB, is implicit, so a record costs a map
+	// entry with the member id, at most 36 bytes, and an 8-byte hash), the
+	// MetadataHash it was loaded with, where its share state is (the
+	// type-15 record), and since when it has had no member.
+	part         int32
+	written      map[recID]uint64
+	writtenEpoch int32
+	loadedHash   int64
+	state        statePart
+	emptySince   time.Time
+	// deleting: its tombstones are on their way; no member joins.
+	deleting bool
+	// lastWrite is the group's latest save, which a heartbeat with
+	// nothing to write waits for.
+	lastWrite *pendingWrite
 }
 
 // HeartbeatRequest is a ShareGroupHeartbeat with who sent it.
 type HeartbeatRequest struct {
 	*kmsg.ShareGroupHeartbeatRequest
 	ClientID, ClientHost string
+	// Partition is the group's __consumer_offsets partition and Gen the
+	// generation the coordinator had it loaded at when it let the
+	// request in (persist.go).
+	Partition int32
+	Gen       uint64
 }
 
 func (g *group) subscribed() []string {
@@ -117,6 +148,15 @@ func (g *group) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, now
 	}
 	if req.MemberEpoch < -1 {
 		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
+	}
+	if msg := badSubscription(req.SubscribedTopicNames); msg != "" {
+		return fail(kerr.InvalidRequest, msg)
+	}
+	if n := namesSize(req.SubscribedTopicNames); n > maxSubscriptionBytes {
+		// The member's record carries its subscription: one that no
+		// __consumer_offsets batch can hold would fail every later
+		// write of the group with it (persist.go).
+		return fail(kerr.InvalidRequest, "SubscribedTopicNames is too large ("+itoa(n)+" bytes).")
 	}
 	m := g.members[req.MemberID]
 	switch req.MemberEpoch {
@@ -230,3 +270,38 @@ func sortedTopics(ts []string) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// maxSubscriptionBytes bounds a member's subscribed topic names (the
+// names' bytes), well under __consumer_offsets' max.message.bytes
+// (1 MiB) that the member's records must fit in: about 500 names of the
+// longest legal length, or thousands of usual ones.
+const maxSubscriptionBytes = 128 << 10
+
+func namesSize(names []string) int {
+	n := 0
+	for _, s := range names {
+		n += len(s) + 2
+	}
+	return n
+
+}
+
+// maxSubscribedTopics bounds a member's subscription: its names are kept
+// and written in one record (type 10), which with at most 249 bytes a
+// name stays far under __consumer_offsets' 1 MiB batch limit.
+const maxSubscribedTopics = 2000
+
+// badSubscription says why a subscription is refused ("" if it is not),
+// by Kafka's topic name rules (at most 249 characters, not empty): a
+// name no topic can have would only cost memory and log space.
+func badSubscription(names []string) string {
+	if len(names) > maxSubscribedTopics {
+		return "SubscribedTopicNames has more than " + itoa(maxSubscribedTopics) + " topics."
+	}
+	for _, n := range names {
+		if n == "" || len(n) > 249 {
+			return "SubscribedTopicNames has an invalid topic name: a name is 1 to 249 characters."
+		}
+	}
+	return ""
+}

@@ -49,6 +49,30 @@ func (m *Manager) ForgetTopics(ids map[[16]byte]bool) {
 			}
 		}
 	}
+	// The groups' type-15 records forget the topic too (its state is
+	// gone with it), as Kafka's coordinator does when topics are deleted.
+	for _, g := range m.groups {
+		changed := false
+		for id := range ids {
+			_, a := g.state.initializing[id]
+			_, b := g.state.initialized[id]
+			_, c := g.state.deleting[id]
+			if a || b || c {
+				delete(g.state.initializing, id)
+				delete(g.state.initialized, id)
+				delete(g.state.deleting, id)
+				changed = true
+			}
+		}
+		for k := range g.ready {
+			if ids[k.topic] {
+				delete(g.ready, k)
+			}
+		}
+		if changed {
+			m.save(g, false)
+		}
+	}
 }
 
 // errGroupCount is the answer to a new group past MaxGroups.

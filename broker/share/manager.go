@@ -30,6 +30,9 @@ type Config struct {
 	// IsolationLevel is share.isolation.level: read_uncommitted (Kafka's
 	// default) or read_committed.
 	IsolationLevel string
+	// EmptyRetention is how long an empty group that was never assigned
+	// a partition is kept (offsets.retention.minutes; 0: for ever).
+	EmptyRetention time.Duration
 }
 
 // ConfigFrom reads the broker's group.share.* settings.
@@ -45,6 +48,7 @@ func ConfigFrom(b *config.Broker) Config {
 		MaxSessions:       int(b.Int("group.share.max.share.sessions")),
 		AutoOffsetReset:   "latest",
 		IsolationLevel:    "read_uncommitted",
+		EmptyRetention:    time.Duration(b.Int("offsets.retention.minutes")) * time.Minute,
 	}
 }
 
@@ -137,6 +141,9 @@ type Manager struct {
 	verify  map[Key]bool    // loaded share partitions to check against the store's state epoch at their next use
 	fresh   map[Key]bool    // share partitions begun here with no state in the store: their writes may create it
 	busy    map[string]bool // groups an administrator's offset call is changing (AdminGroup to AdminDone)
+	init    Initializer     // nil: partitions are assigned without initialization (init.go)
+	initing map[string]bool // groups whose initialization run is under way
+	initWG  sync.WaitGroup
 	pending map[Key]*Snapshot
 	wmu     sync.Mutex // one writer of pending at a time, so a key's writes stay in order
 	// settings are the group configs of the groups that set some
@@ -145,6 +152,13 @@ type Manager struct {
 	settings  atomic.Pointer[map[string]config.GroupSettings]
 	maxGroups int // 0: MaxGroups (tests lower it)
 	now       func() time.Time
+
+	// Membership persistence (persist.go): nil sink keeps it in memory.
+	sink    Sink
+	partOf  func(string) int32
+	gens    map[int32]uint64 // each __consumer_offsets partition's generation
+	outbox  []outItem
+	outWake chan struct{}
 
 	stop chan struct{}
 	done chan struct{}
@@ -180,9 +194,12 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 		verify:   map[Key]bool{},
 		fresh:    map[Key]bool{},
 		busy:     map[string]bool{},
+		initing:  map[string]bool{},
 		pending:  map[Key]*Snapshot{},
 		waiters:  map[Key]*waiter{},
 		now:      time.Now,
+		gens:     map[int32]uint64{},
+		outWake:  make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -191,6 +208,9 @@ func NewManager(cfg Config, store Store, logger *slog.Logger) (*Manager, error) 
 
 // Start runs the timers: expired locks and members.
 func (m *Manager) Start() {
+	if m.sink != nil {
+		go m.writer()
+	}
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(tick(m.cfg))
@@ -212,10 +232,11 @@ func tick(cfg Config) time.Duration {
 	return min(max(cfg.LockDuration/10, 10*time.Millisecond), time.Second)
 }
 
-// Stop ends the timers.
+// Stop ends the timers and the initializations.
 func (m *Manager) Stop() {
 	close(m.stop)
 	<-m.done
+	m.initWG.Wait()
 }
 
 // Released is closed the next time records of share partition k become
@@ -260,14 +281,16 @@ func (m *Manager) expire() {
 			}
 		}
 	}
-	var withParts map[string]bool
-	if len(gone) > 0 {
-		withParts = map[string]bool{}
-	}
-	for k, p := range m.parts {
-		if withParts != nil {
-			withParts[k.Group] = true
+	for id := range gone {
+		// Queued, not waited for: the timer never waits on
+		// __consumer_offsets (locks would expire late).
+		if g := m.groups[id]; g != nil {
+			g.noteEmpty(now)
+			m.save(g, false)
 		}
+	}
+	m.expireEmpty(now)
+	for k, p := range m.parts {
 		released := false
 		limit := m.cfgFor(k.Group).DeliveryLimit
 		for _, id := range gone[k.Group] {
@@ -277,13 +300,6 @@ func (m *Manager) expire() {
 			m.signal(k)
 		}
 		m.persist(k, p)
-	}
-	for id := range gone {
-		if g := m.groups[id]; g != nil && len(g.members) == 0 && !withParts[id] {
-			// An empty group with nothing to remember is forgotten, so
-			// that groups joined once do not accumulate.
-			delete(m.groups, id)
-		}
 	}
 }
 
@@ -429,7 +445,7 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 	defer m.mu.Unlock()
 	if check && m.verify[k] {
 		delete(m.verify, k)
-		if e, ok := m.epochs[k]; ok && e == epoch && found == (m.parts[k] != nil) && (!found || s.StateEpoch == m.states[k]) {
+		if e, ok := m.epochs[k]; ok && e == epoch && found && s.StateEpoch == m.states[k] && (m.parts[k] != nil || s.StartOffset == StartUnset) {
 			// Still the state this copy was loaded from: keep the
 			// copy, which holds the acquisitions not yet written.
 			return nil
@@ -438,15 +454,24 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 		return nil // loaded meanwhile
 	}
 	delete(m.pending, k)
-	if found {
+	if !found {
+		// Never initialized by the group's coordinator (or deleted
+		// since): refused, and nothing of it is kept here, as Kafka's
+		// share-partition leader refuses it. Whoever asked may have made
+		// the group up.
+		m.forget(k)
+		return ErrUninitialized
+	}
+	if s.StartOffset == StartUnset {
+		// Initialized, never read: Acquire starts it where
+		// share.auto.offset.reset says (Manager.partition).
+		delete(m.parts, k)
+	} else {
 		m.parts[k] = Restore(s.StartOffset, s.Batches, m.cfgFor(k.Group).MaxRecordLocks)
 		m.parts[k].dirty = true // written back at this epoch: fences the previous leader
-		m.states[k] = s.StateEpoch
-		delete(m.fresh, k)
-	} else {
-		delete(m.parts, k)
-		m.states[k] = s.StateEpoch // past a deleted state's epochs
 	}
+	m.states[k] = s.StateEpoch
+	delete(m.fresh, k)
 	m.epochs[k] = epoch
 	return nil
 }
@@ -455,11 +480,32 @@ func (m *Manager) load(k Key, epoch int32) *kerr.Error {
 // by name; isOther says the group id belongs to a classic or consumer
 // group.
 func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) *kmsg.ShareGroupHeartbeatResponse {
+	resp, saved := m.heartbeat(req, topics, isOther)
+	if err := m.await(saved); err != nil {
+		// Not answered as done: the member retries, with the epoch it
+		// had or, after a coordinator move, at the new coordinator,
+		// which loaded what was committed.
+		out := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		out.ErrorCode = coordinatorErr(err).Code
+		return out
+	}
+	return resp
+}
+
+func (m *Manager) heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, isOther bool) (*kmsg.ShareGroupHeartbeatResponse, *pendingWrite) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.sink != nil && m.gens[req.Partition] != req.Gen {
+		// The partition was unloaded (or reloaded) since the
+		// coordinator let this request in: what it would write would
+		// be dropped, and a group made here would be a ghost.
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp, nil
+	}
 	g := m.groups[req.GroupID]
-	if m.busy[req.GroupID] {
+	if m.busy[req.GroupID] || (g != nil && g.deleting) {
 		// An administrator is resetting or deleting the group's state:
 		// no member joins (and gets partitions) until that ends, as
 		// Kafka's assignor holds back partitions being initialized or
@@ -467,7 +513,7 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 		msg := "Group " + req.GroupID + " is being changed by an administrator."
 		resp.ErrorCode, resp.ErrorMessage = kerr.CoordinatorLoadInProgress.Code, &msg
-		return resp
+		return resp, nil
 	}
 	if g == nil {
 		if isOther || req.MemberEpoch != 0 {
@@ -478,26 +524,38 @@ func (m *Manager) Heartbeat(req HeartbeatRequest, topics map[string]TopicMeta, i
 				msg = "Group " + req.GroupID + " is not a share group."
 			}
 			resp.ErrorMessage = &msg
-			return resp
+			return resp, nil
 		}
 		if msg, full := m.tooManyGroups(); full {
 			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 			resp.ErrorCode, resp.ErrorMessage = errGroupCount.Code, &msg
-			return resp
+			return resp, nil
 		}
-		g = &group{id: req.GroupID, members: map[string]*member{}}
+		g = &group{id: req.GroupID, part: req.Partition, members: map[string]*member{}}
 	}
-	resp, left := g.heartbeat(req, topics, m.now(), m.cfg.MaxSize, m.cfgFor(req.GroupID).HeartbeatInterval)
+	if m.init != nil && g.ready == nil {
+		g.ready = map[tpKey]bool{}
+	}
+	now := m.now()
+	resp, left := g.heartbeat(req, topics, now, m.cfg.MaxSize, m.cfgFor(req.GroupID).HeartbeatInterval)
 	if resp.ErrorCode == 0 {
-		// A group exists from its first member on, and stays (empty) as
-		// long as the broker runs, as Kafka's share groups do until
-		// deleted.
+		// A group exists from its first member on, and stays (empty)
+		// until deleted, as Kafka's share groups do (or, if it never
+		// had a partition, until expireEmpty).
 		m.groups[g.id] = g
+		// Only a heartbeat that was accepted initializes anything: a
+		// refused one (unknown member, a full group...) would be a
+		// stranger's way around the leaders' fence.
+		m.maybeInitialize(g)
 	}
 	if left != "" {
 		m.releaseMember(g.id, left)
 	}
-	return resp
+	if resp.ErrorCode != 0 {
+		return resp, nil
+	}
+	g.noteEmpty(now)
+	return resp, m.saveMember(g, true, req.MemberID)
 }
 
 // Describe serves one group of a ShareGroupDescribe.
@@ -629,7 +687,11 @@ func (m *Manager) partition(k Key, hw, logStart int64) *Partition {
 		p = NewPartition(start)
 		p.dirty = true
 		m.parts[k] = p
-		m.fresh[k] = true
+		// With a store the state exists (initialized by the coordinator,
+		// checked by load): the write never needs to create it, and must
+		// not, or a write racing an administrator's delete would bring
+		// the state back.
+		m.fresh[k] = m.store == nil
 	}
 	p.Advance(logStart)
 	return p
@@ -683,7 +745,11 @@ type AckBatch struct {
 // back (the records are the member's again, and come back when their
 // lock expires) and the answer is the write's error.
 func (m *Manager) Acknowledge(k Key, epoch int32, member string, batches []AckBatch) *kerr.Error {
-	if e := m.load(k, epoch); e != nil {
+	if e := m.load(k, epoch); e == ErrUninitialized {
+		// Kafka 4.4 answers an acknowledgement for a share partition
+		// it has not loaded UNKNOWN_TOPIC_OR_PARTITION.
+		return kerr.UnknownTopicOrPartition
+	} else if e != nil {
 		return e
 	}
 	t, err := m.acknowledge(k, member, batches)
@@ -777,10 +843,13 @@ func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
 	switch {
-	case m.busy[groupID]:
-		return kerr.CoordinatorLoadInProgress
 	case g != nil && len(g.members) > 0:
+		// Said first: not retriable, unlike the answer below.
 		return kerr.NonEmptyGroup
+	case m.busy[groupID], m.initing[groupID], g != nil && g.deleting:
+		// An initialization under way would race the call's own writes
+		// (a delete it creates back); both end soon, the client retries.
+		return kerr.CoordinatorLoadInProgress
 	case g != nil:
 	case !create:
 		return kerr.GroupIDNotFound
@@ -788,7 +857,12 @@ func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
 		if _, full := m.tooManyGroups(); full {
 			return errGroupCount
 		}
-		m.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+		g = &group{id: groupID, members: map[string]*member{}, emptySince: m.now()}
+		if m.partOf != nil {
+			g.part = m.partOf(groupID)
+		}
+		m.groups[groupID] = g
+		m.save(g, false)
 	}
 	m.busy[groupID] = true
 	return nil
@@ -799,6 +873,13 @@ func (m *Manager) AdminDone(groupID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.busy, groupID)
+	if g := m.groups[groupID]; g != nil && g.ready != nil {
+		// The call may have deleted states (recorded, StateDeleting) or
+		// given some (Initialized): ready is what the type-15 record has
+		// initialized, and the next join checks the rest again
+		// (initialization leaves existing states alone).
+		g.ready, g.checked = g.state.readyParts(), -1
+	}
 }
 
 // Forget drops this broker's copies of share partitions whose state an
@@ -816,24 +897,64 @@ func (m *Manager) Forget(keys []Key) {
 
 // DeleteGroup deletes an empty share group with its share partitions and
 // its config.
+//
+// The group leaves memory only once its tombstones are committed: a
+// failed write answers a retriable error with the group still here, so
+// the administrator's retry deletes it again (rather than getting
+// GROUP_ID_NOT_FOUND while the log still has the group, which would come
+// back at the next load).
 func (m *Manager) DeleteGroup(groupID string) *kerr.Error {
+	g, saved, code := m.deleteGroup(groupID)
+	if code != nil {
+		return code
+	}
+	err := m.await(saved)
+	m.deleted(g, err)
+	if err != nil {
+		return coordinatorErr(err)
+	}
+	return nil
+}
+
+func (m *Manager) deleteGroup(groupID string) (*group, *pendingWrite, *kerr.Error) {
 	defer m.flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[groupID]
-	if g == nil {
-		return kerr.GroupIDNotFound
+	switch {
+	case g == nil:
+		return nil, nil, kerr.GroupIDNotFound
+	case g.deleting:
+		return nil, nil, kerr.CoordinatorLoadInProgress
+	case len(g.members) > 0:
+		return nil, nil, kerr.NonEmptyGroup
 	}
-	if len(g.members) > 0 {
-		return kerr.NonEmptyGroup
+	return g, m.tombstone(g, true), nil
+}
+
+// tombstone queues the tombstones of g, which stays (refusing joins)
+// until deleted reports their outcome. mu must be held.
+func (m *Manager) tombstone(g *group, wait bool) *pendingWrite {
+	g.deleting = true
+	return m.save(g, wait)
+}
+
+// deleted ends a delete of g that tombstone began: committed, g leaves
+// memory with its share partitions; failed, g stays as it was (its
+// records marked unknown, rewritten with its next change).
+func (m *Manager) deleted(g *group, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g.deleting = false
+	if m.groups[g.id] != g || err != nil {
+		return
 	}
-	delete(m.groups, groupID)
+	delete(m.groups, g.id)
 	for k := range m.parts {
-		if k.Group == groupID {
+		if k.Group == g.id {
 			m.drop(k)
 		}
 	}
-	return nil
 }
 
 // drop forgets one share partition, in the store too (a tombstone).

@@ -69,6 +69,7 @@ func TestAckRolledBackWhenWriteFails(t *testing.T) {
 		now := time.Unix(1000, 0)
 		m.now = func() time.Time { return now }
 		k := Key{Group: "g", Topic: [16]byte{1}, Partition: 0}
+		st.state[k] = Snapshot{StartOffset: StartUnset} // initialized by the coordinator
 		got, e := m.Acquire(k, 0, "m1", 10, 5, 0)
 		if e != nil || len(got) != 1 || got[0].First != 0 || got[0].Last != 4 {
 			t.Fatalf("acquire: %v %v", got, e)
@@ -130,6 +131,7 @@ func TestAckFencedWriteAnswersNotLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := Key{Group: "g", Topic: [16]byte{2}}
+	st.state[k] = Snapshot{StartOffset: StartUnset}
 	if _, e := m.Acquire(k, 0, "m1", 10, 2, 0); e != nil {
 		t.Fatal(e)
 	}
