@@ -209,7 +209,7 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 		// Defaults that differ on purpose (broker/config's brokerDefaultDifferences).
 		"log.dir": "", "queued.max.request.bytes": "", "socket.receive.buffer.bytes": "",
 		// Dynamic in Kafka, read once at start here (docs/cluster.md).
-		"max.connections.per.ip.overrides": "",
+		"max.connections.per.ip.overrides":       "",
 		"remote.list.offsets.request.timeout.ms": "",
 		// Kafka's defaults are GSSAPI and JKS, which Tributary does not
 		// have (docs/security.md).
