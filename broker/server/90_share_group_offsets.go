@@ -356,7 +356,14 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 			gone = append(gone, id)
 		}
 	}
-	s.shares.StateDeleted(req.GroupID, gone)
+	if code := s.shares.StateDeleted(req.GroupID, gone); code != nil {
+		// The coordinator moved during the call: the states are gone,
+		// but only the group's coordinator can record it (the log still
+		// has the topics deleting, so they are initialized again). The
+		// client retries against it.
+		resp.ErrorCode = code.Code
+		return resp, nil
+	}
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		t.Topic = rt.Topic
