@@ -180,3 +180,33 @@ func TestStateDeletingRefusedAfterReloadWithInitialization(t *testing.T) {
 		t.Fatalf("the next coordinator takes %d partitions as initialized whose state was deleted: %v", len(bad), bad)
 	}
 }
+
+// An initialization run that ends after the group became an
+// administrator's and its topic moved to deleting marks nothing
+// initialized (H1, second part): the state is about to go. Reached only
+// by a path StateDeleting now refuses, so set up by hand.
+func TestInitializationYieldsToDeleting(t *testing.T) {
+	log, c, st := &memLog{}, newClock(), newFakeStore()
+	m := persisted(t, log, c, testPersistCfg())
+	st.hold, st.enter = make(chan struct{}), make(chan struct{}, 1)
+	m.SetInitializer(st.init)
+	hb(m, "g", "a", 0, "t")
+	<-st.enter
+	topic := testTopics["t"].ID
+	m.mu.Lock()
+	g := m.groups["g"]
+	m.busy["g"] = true
+	g.state.deleting = map[[16]byte]string{topic: "t"}
+	delete(g.state.initializing, topic)
+	m.mu.Unlock()
+	close(st.hold)
+	waitFor(t, "the run to end", func() bool { return !m.InitRunning("g") })
+	m.mu.Lock()
+	_, initialized := g.state.initialized[topic]
+	_, deleting := g.state.deleting[topic]
+	ready := len(g.ready)
+	m.mu.Unlock()
+	if initialized || !deleting || ready > 0 {
+		t.Fatalf("a run ending during a deletion: initialized %v, deleting %v, ready %d; want the topic left deleting", initialized, deleting, ready)
+	}
+}
