@@ -214,7 +214,8 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	if code := s.groups.Status(req.GroupID); code != nil {
+	part, gen, code := s.groups.ShareStatus(req.GroupID)
+	if code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
@@ -224,7 +225,7 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, strPtr("Group "+req.GroupID+" is not a share group.")
 		return resp, nil
 	}
-	if code := s.shares.AdminGroup(req.GroupID, true); code != nil {
+	if code := s.shares.AdminGroup(req.GroupID, true, part, gen); code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
@@ -310,11 +311,12 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	if code := s.groups.Status(req.GroupID); code != nil {
+	part, gen, code := s.groups.ShareStatus(req.GroupID)
+	if code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
-	if code := s.shares.AdminGroup(req.GroupID, false); code != nil {
+	if code := s.shares.AdminGroup(req.GroupID, false, part, gen); code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}

@@ -82,10 +82,19 @@ func (s *fakeStore) stateless(m *Manager, g string) []tpKey {
 func claimAdmin(t *testing.T, m *Manager, g string) {
 	t.Helper()
 	var e *kerr.Error
-	waitFor(t, "AdminGroup", func() bool { e = m.AdminGroup(g, false); return e != kerr.CoordinatorLoadInProgress })
+	waitFor(t, "AdminGroup", func() bool { e = adminGroup(m, g, false); return e != kerr.CoordinatorLoadInProgress })
 	if e != nil {
 		t.Fatal(e)
 	}
+}
+
+// adminGroup is AdminGroup as the coordinator lets it in: at the
+// generation partition 0 is loaded at now.
+func adminGroup(m *Manager, g string, create bool) *kerr.Error {
+	m.mu.Lock()
+	gen := m.gens[0]
+	m.mu.Unlock()
+	return m.AdminGroup(g, create, 0, gen)
 }
 
 func moveCoordinator(m *Manager, log *memLog, gen uint64) {
@@ -208,5 +217,23 @@ func TestInitializationYieldsToDeleting(t *testing.T) {
 	m.mu.Unlock()
 	if initialized || !deleting || ready > 0 {
 		t.Fatalf("a run ending during a deletion: initialized %v, deleting %v, ready %d; want the topic left deleting", initialized, deleting, ready)
+	}
+}
+
+// An AlterShareGroupOffsets let in before its partition was unloaded
+// creates no group here (review M1): it would be a ghost on a broker
+// that is no longer the coordinator.
+func TestAdminGroupRefusedAfterUnload(t *testing.T) {
+	log, c := &memLog{}, newClock()
+	m := persisted(t, log, c, testPersistCfg())
+	m.mu.Lock()
+	gen := m.gens[0]
+	m.mu.Unlock()
+	moveCoordinator(m, log, gen+1) // after ShareStatus, before AdminGroup
+	if e := m.AdminGroup("g", true, 0, gen); e != kerr.NotCoordinator {
+		t.Errorf("AdminGroup(create) at an old generation: %v, want NOT_COORDINATOR", e)
+	}
+	if m.Has("g") {
+		t.Fatal("AdminGroup at an old generation created the group on a broker that no longer leads its partition")
 	}
 }

@@ -166,7 +166,7 @@ func TestDeletingTopicsNotReadyAfterReload(t *testing.T) {
 	if r := hb(m, "g", "a", -1); r.ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
 	}
-	if code := m.AdminGroup("g", false); code != nil {
+	if code := adminGroup(m, "g", false); code != nil {
 		t.Fatal(code)
 	}
 	if code := m.StateDeleting("g", map[[16]byte]string{{1}: ""}); code != nil {

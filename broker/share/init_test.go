@@ -296,12 +296,12 @@ func TestNoInitializationDuringAdminCall(t *testing.T) {
 	leave := kmsg.NewPtrShareGroupHeartbeatRequest()
 	leave.GroupID, leave.MemberID, leave.MemberEpoch = "g", "m0", -1
 	m.Heartbeat(HeartbeatRequest{ShareGroupHeartbeatRequest: leave}, topics, false)
-	if e := m.AdminGroup("g", false); e == nil {
+	if e := adminGroup(m, "g", false); e == nil {
 		t.Fatal("an administrator's call began while an initialization ran")
 	}
 	close(r.hold)
 	waitFor(t, "the initialization", func() bool { return !m.InitRunning("g") })
-	if e := m.AdminGroup("g", false); e != nil {
+	if e := adminGroup(m, "g", false); e != nil {
 		t.Fatal(e)
 	}
 	r.mu.Lock()
