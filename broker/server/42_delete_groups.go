@@ -22,7 +22,7 @@ func (s *Server) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (*km
 				// deleting before their state goes, so a coordinator that
 				// loads the group meanwhile does not take them as
 				// initialized.
-				if code := s.shares.StateDeleting(g, s.shares.StateTopics(g)); code != nil {
+				if code := s.shares.StateDeleting(g, s.shares.StateTopics(g), gen); code != nil {
 					rg.ErrorCode = code.Code
 				} else if code := s.deleteShareGroupState(g); code != nil {
 					rg.ErrorCode = code.Code

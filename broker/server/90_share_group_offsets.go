@@ -342,7 +342,7 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 	// Recorded deleting first, as Kafka's coordinator does: a coordinator
 	// that loads the group meanwhile initializes them again rather than
 	// taking them as initialized.
-	if code := s.shares.StateDeleting(req.GroupID, topics); code != nil {
+	if code := s.shares.StateDeleting(req.GroupID, topics, gen); code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
@@ -358,7 +358,7 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 			gone = append(gone, id)
 		}
 	}
-	if code := s.shares.StateDeleted(req.GroupID, gone); code != nil {
+	if code := s.shares.StateDeleted(req.GroupID, gone, gen); code != nil {
 		// The coordinator moved during the call: the states are gone,
 		// but only the group's coordinator can record it (the log still
 		// has the topics deleting, so they are initialized again). The

@@ -79,22 +79,29 @@ func (s *fakeStore) stateless(m *Manager, g string) []tpKey {
 
 // claimAdmin polls AdminGroup as a client retries it: the member's leave
 // and the run it started end soon.
-func claimAdmin(t *testing.T, m *Manager, g string) {
+// It returns the generation the call was let in at.
+func claimAdmin(t *testing.T, m *Manager, g string) uint64 {
 	t.Helper()
 	var e *kerr.Error
-	waitFor(t, "AdminGroup", func() bool { e = adminGroup(m, g, false); return e != kerr.CoordinatorLoadInProgress })
+	gen := curGen(m)
+	waitFor(t, "AdminGroup", func() bool { e = m.AdminGroup(g, false, 0, gen); return e != kerr.CoordinatorLoadInProgress })
 	if e != nil {
 		t.Fatal(e)
 	}
+	return gen
+}
+
+// curGen is the generation partition 0 is loaded at now.
+func curGen(m *Manager) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gens[0]
 }
 
 // adminGroup is AdminGroup as the coordinator lets it in: at the
 // generation partition 0 is loaded at now.
 func adminGroup(m *Manager, g string, create bool) *kerr.Error {
-	m.mu.Lock()
-	gen := m.gens[0]
-	m.mu.Unlock()
-	return m.AdminGroup(g, create, 0, gen)
+	return m.AdminGroup(g, create, 0, curGen(m))
 }
 
 func moveCoordinator(m *Manager, log *memLog, gen uint64) {
@@ -117,15 +124,15 @@ func TestStateDeletingRefusedAfterUnload(t *testing.T) {
 	if r := hb(m, "g", "a", -1); r.ErrorCode != 0 {
 		t.Fatal(r.ErrorCode)
 	}
-	claimAdmin(t, m, "g")
+	gen := claimAdmin(t, m, "g")
 	moveCoordinator(m, log, 2)
 	topic := testTopics["t"].ID
-	e := m.StateDeleting("g", map[[16]byte]string{topic: "t"})
+	e := m.StateDeleting("g", map[[16]byte]string{topic: "t"}, gen)
 	if e != kerr.NotCoordinator {
 		t.Errorf("StateDeleting for a group unloaded since AdminGroup: %v, want NOT_COORDINATOR", e)
 	}
 	st.deleteIfAllowed(e, topic)
-	if e := m.StateDeleted("g", [][16]byte{topic}); e != kerr.NotCoordinator {
+	if e := m.StateDeleted("g", [][16]byte{topic}, gen); e != kerr.NotCoordinator {
 		t.Errorf("StateDeleted for a group unloaded since AdminGroup: %v, want NOT_COORDINATOR", e)
 	}
 	m.AdminDone("g")
@@ -159,7 +166,7 @@ func TestStateDeletingRefusedAfterReloadWithInitialization(t *testing.T) {
 		t.Fatal(r.ErrorCode)
 	}
 	waitFor(t, "the run to end", func() bool { return !m.InitRunning("g") })
-	claimAdmin(t, m, "g")
+	gen := claimAdmin(t, m, "g")
 
 	moveCoordinator(m, log, 2)
 	m.LoadShare(0, 2, log.snapshot(), testTopics)
@@ -169,7 +176,7 @@ func TestStateDeletingRefusedAfterReloadWithInitialization(t *testing.T) {
 	hb(m, "g", "b", 0, "t")
 	<-st.enter
 	topic := testTopics["t"].ID
-	e := m.StateDeleting("g", map[[16]byte]string{topic: "t"})
+	e := m.StateDeleting("g", map[[16]byte]string{topic: "t"}, gen)
 	if e != kerr.NotCoordinator {
 		t.Errorf("StateDeleting after a reload, with an initialization under way: %v, want NOT_COORDINATOR", e)
 	}
@@ -236,4 +243,30 @@ func TestAdminGroupRefusedAfterUnload(t *testing.T) {
 	if m.Has("g") {
 		t.Fatal("AdminGroup at an old generation created the group on a broker that no longer leads its partition")
 	}
+}
+
+// After a reload during an administrator's call another call claims the
+// group again (busy once more): the first call's StateDeleting must
+// still refuse, its claim being of the old generation.
+func TestStateDeletingRefusedAfterReloadAndNewClaim(t *testing.T) {
+	log, c, st := &memLog{}, newClock(), newFakeStore()
+	m := persisted(t, log, c, testPersistCfg())
+	m.SetInitializer(st.init)
+	hb(m, "g", "a", 0, "t")
+	waitFor(t, "initialized", func() bool { return !m.InitRunning("g") && len(m.StateTopics("g")) > 0 })
+	if r := hb(m, "g", "a", -1); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	first := claimAdmin(t, m, "g")
+	moveCoordinator(m, log, 2)
+	m.LoadShare(0, 2, log.snapshot(), testTopics)
+	second := claimAdmin(t, m, "g")
+	topic := testTopics["t"].ID
+	if e := m.StateDeleting("g", map[[16]byte]string{topic: "t"}, first); e != kerr.NotCoordinator {
+		t.Errorf("the first call's StateDeleting after a reload and a new claim: %v, want NOT_COORDINATOR", e)
+	}
+	if e := m.StateDeleting("g", map[[16]byte]string{topic: "t"}, second); e != nil {
+		t.Errorf("the second call's StateDeleting: %v", e)
+	}
+	m.AdminDone("g")
 }

@@ -593,13 +593,13 @@ func (m *Manager) Initialized(groupID string, keys []Key, names map[[16]byte]str
 // would never initialize again the states deleted under it) or reloaded
 // here, where a member may have joined and an initialization run would
 // mark the topics initialized again.
-func (m *Manager) StateDeleting(groupID string, topics map[[16]byte]string) *kerr.Error {
+func (m *Manager) StateDeleting(groupID string, topics map[[16]byte]string, gen uint64) *kerr.Error {
 	var lost bool
 	saved := func() *pendingWrite {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		g := m.groups[groupID]
-		if lost = !m.heldForAdmin(groupID); lost || len(topics) == 0 {
+		if lost = !m.heldForAdmin(groupID, gen); lost || len(topics) == 0 {
 			return nil
 		}
 		if g.state.deleting == nil {
@@ -634,11 +634,14 @@ func (m *Manager) StateDeleting(groupID string, topics map[[16]byte]string) *ker
 }
 
 // heldForAdmin is whether the administrator's call AdminGroup allowed
-// still holds the group here: loaded, busy (an unload or reload drops
-// the claim) and no initialization running (one starts only on a group
-// that is not busy, so after a reload). mu must be held.
-func (m *Manager) heldForAdmin(groupID string) bool {
-	return m.groups[groupID] != nil && m.busy[groupID] && !m.initing[groupID]
+// at gen still holds the group here: loaded, busy (an unload or reload
+// drops the claim) and no initialization running (one starts only on a
+// group that is not busy, so after a reload), and its partition still
+// at gen: after a reload another call may have claimed the group again.
+// mu must be held.
+func (m *Manager) heldForAdmin(groupID string, gen uint64) bool {
+	g := m.groups[groupID]
+	return g != nil && m.busy[groupID] && !m.initing[groupID] && (m.sink == nil || m.gens[g.part] == gen)
 }
 
 // StateDeleted ends StateDeleting for the topics whose state is gone.
@@ -647,10 +650,10 @@ func (m *Manager) heldForAdmin(groupID string) bool {
 // was lost meanwhile (StateDeleting): the record here is no longer the
 // group's, and its topics stay deleting in the log, so whichever
 // coordinator has the group initializes them again.
-func (m *Manager) StateDeleted(groupID string, topics [][16]byte) *kerr.Error {
+func (m *Manager) StateDeleted(groupID string, topics [][16]byte, gen uint64) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.heldForAdmin(groupID) {
+	if !m.heldForAdmin(groupID, gen) {
 		return kerr.NotCoordinator
 	}
 	g := m.groups[groupID]
