@@ -13,16 +13,16 @@ func (s *Server) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (*km
 			// A share group (broker/share): empty, with its share state.
 			// The group stays empty from the check to the delete: no
 			// member joins while its state is deleted.
-			if code := s.groups.Status(g); code != nil {
+			if part, gen, code := s.groups.ShareStatus(g); code != nil {
 				rg.ErrorCode = code.Code
-			} else if code := s.shares.AdminGroup(g, false); code != nil {
+			} else if code := s.shares.AdminGroup(g, false, part, gen); code != nil {
 				rg.ErrorCode = code.Code
 			} else {
 				// As Kafka's coordinator: the group's topics are recorded
 				// deleting before their state goes, so a coordinator that
 				// loads the group meanwhile does not take them as
 				// initialized.
-				if code := s.shares.StateDeleting(g, s.shares.StateTopics(g)); code != nil {
+				if code := s.shares.StateDeleting(g, s.shares.StateTopics(g), gen); code != nil {
 					rg.ErrorCode = code.Code
 				} else if code := s.deleteShareGroupState(g); code != nil {
 					rg.ErrorCode = code.Code

@@ -214,7 +214,8 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	if code := s.groups.Status(req.GroupID); code != nil {
+	part, gen, code := s.groups.ShareStatus(req.GroupID)
+	if code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
@@ -224,7 +225,7 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, req *kmsg.AlterShareGroup
 		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, strPtr("Group "+req.GroupID+" is not a share group.")
 		return resp, nil
 	}
-	if code := s.shares.AdminGroup(req.GroupID, true); code != nil {
+	if code := s.shares.AdminGroup(req.GroupID, true, part, gen); code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
@@ -310,11 +311,12 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	if code := s.groups.Status(req.GroupID); code != nil {
+	part, gen, code := s.groups.ShareStatus(req.GroupID)
+	if code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
-	if code := s.shares.AdminGroup(req.GroupID, false); code != nil {
+	if code := s.shares.AdminGroup(req.GroupID, false, part, gen); code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
@@ -340,7 +342,7 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 	// Recorded deleting first, as Kafka's coordinator does: a coordinator
 	// that loads the group meanwhile initializes them again rather than
 	// taking them as initialized.
-	if code := s.shares.StateDeleting(req.GroupID, topics); code != nil {
+	if code := s.shares.StateDeleting(req.GroupID, topics, gen); code != nil {
 		resp.ErrorCode = code.Code
 		return resp, nil
 	}
@@ -356,7 +358,14 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, req *kmsg.DeleteShareGro
 			gone = append(gone, id)
 		}
 	}
-	s.shares.StateDeleted(req.GroupID, gone)
+	if code := s.shares.StateDeleted(req.GroupID, gone, gen); code != nil {
+		// The coordinator moved during the call: the states are gone,
+		// but only the group's coordinator can record it (the log still
+		// has the topics deleting, so they are initialized again). The
+		// client retries against it.
+		resp.ErrorCode = code.Code
+		return resp, nil
+	}
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		t.Topic = rt.Topic

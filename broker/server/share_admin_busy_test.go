@@ -57,7 +57,8 @@ func TestShareAdminGroupBusy(t *testing.T) {
 	if r := join(); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code || r.Assignment != nil {
 		t.Errorf("a member joining during the reset: %v %+v, want COORDINATOR_LOAD_IN_PROGRESS and no assignment", kerr.ErrorForCode(r.ErrorCode), r.Assignment)
 	}
-	if e := s.shares.AdminGroup(g, false); e != kerr.CoordinatorLoadInProgress {
+	part, gen, _ := s.groups.ShareStatus(g)
+	if e := s.shares.AdminGroup(g, false, part, gen); e != kerr.CoordinatorLoadInProgress {
 		t.Errorf("another administrator's call during the reset: %v, want COORDINATOR_LOAD_IN_PROGRESS", e)
 	}
 	s.shareState.uncommitted.Store(false)

@@ -68,7 +68,7 @@ func TestGroupBound(t *testing.T) {
 	if code := join("g3", "a"); code != kerr.GroupMaxSizeReached.Code {
 		t.Errorf("a third group: %v, want GROUP_MAX_SIZE_REACHED", kerr.ErrorForCode(code))
 	}
-	if err := m.AdminGroup("g4", true); err != kerr.GroupMaxSizeReached {
+	if err := adminGroup(m, "g4", true); err != kerr.GroupMaxSizeReached {
 		t.Errorf("a third group by AdminGroup: %v, want GROUP_MAX_SIZE_REACHED", err)
 	}
 	if join("g1", "b") != 0 {

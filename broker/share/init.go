@@ -1,6 +1,7 @@
 package share
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -142,6 +143,10 @@ func (m *Manager) initialize(id string) {
 		for n, tm := range g.shape {
 			names[tm.ID] = n
 		}
+		// Topics already deleting at the snapshot are a deletion left
+		// unfinished, which this run ends; any other that enters
+		// deleting meanwhile is an administrator's, whose state goes.
+		wasDeleting := maps.Clone(g.state.deleting)
 		for i, tp := range todo {
 			keys[i] = Key{Group: id, Topic: tp.topic, Partition: tp.partition}
 			if !slices.Contains(g.state.initialized[tp.topic].parts, tp.partition) {
@@ -164,9 +169,19 @@ func (m *Manager) initialize(id string) {
 			failed = init(id, keys)
 		}
 		m.mu.Lock()
-		if g2 := m.groups[id]; g2 == g && len(failed) < len(keys) {
+		// An administrator's call that began meanwhile (possible only
+		// across an unload and reload, AdminGroup refusing while a run
+		// is under way) or a topic it moved to deleting decides: marked
+		// initialized here, the state it deletes would never be
+		// initialized again.
+		if g2 := m.groups[id]; g2 == g && len(failed) < len(keys) && !m.busy[id] {
 			added := false
 			for _, k := range keys {
+				if _, now := g.state.deleting[k.Topic]; now {
+					if _, before := wasDeleting[k.Topic]; !before {
+						continue
+					}
+				}
 				if _, bad := failed[k]; !bad {
 					tp := tpKey{k.Topic, k.Partition}
 					added = added || !g.ready[tp]

@@ -166,10 +166,10 @@ func TestDeletingTopicsNotReadyAfterReload(t *testing.T) {
 	if r := hb(m, "g", "a", -1); r.ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
 	}
-	if code := m.AdminGroup("g", false); code != nil {
+	if code := adminGroup(m, "g", false); code != nil {
 		t.Fatal(code)
 	}
-	if code := m.StateDeleting("g", map[[16]byte]string{{1}: ""}); code != nil {
+	if code := m.StateDeleting("g", map[[16]byte]string{{1}: ""}, curGen(m)); code != nil {
 		t.Fatal(code)
 	}
 	// The coordinator moves before the deletion ends.
@@ -197,7 +197,7 @@ func TestDeletingTopicsNotReadyAfterReload(t *testing.T) {
 		t.Fatalf("after the initialization: %+v, want t initialized and nothing deleting", sp)
 	}
 	// On the first coordinator's side the deletion ends normally.
-	m.StateDeleted("g", [][16]byte{{1}})
+	m.StateDeleted("g", [][16]byte{{1}}, curGen(m))
 	m.AdminDone("g")
 	m.mu.Lock()
 	sp = m.groups["g"].state

@@ -838,9 +838,19 @@ func (m *Manager) Members(groupID string) int {
 // busy until AdminDone: no member joins it meanwhile, and another
 // administrator's call is COORDINATOR_LOAD_IN_PROGRESS (retried by
 // clients), so the group stays empty for the whole call (review M4).
-func (m *Manager) AdminGroup(groupID string, create bool) *kerr.Error {
+//
+// part and gen are the group's __consumer_offsets partition and the
+// generation the coordinator had it loaded at when it let the call in
+// (ShareStatus), as for heartbeats: if it was unloaded or reloaded
+// since, the call is NOT_COORDINATOR. Otherwise a group created here
+// would be a ghost on a broker that no longer leads its partition,
+// never expiring once Initialized and counting toward MaxGroups.
+func (m *Manager) AdminGroup(groupID string, create bool, part int32, gen uint64) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.sink != nil && m.gens[part] != gen {
+		return kerr.NotCoordinator
+	}
 	g := m.groups[groupID]
 	switch {
 	case g != nil && len(g.members) > 0:

@@ -586,12 +586,20 @@ func (m *Manager) Initialized(groupID string, keys []Key, names map[[16]byte]str
 // deleting topics first: from then on no coordinator, this one or the
 // next after a move, takes those partitions as initialized. It waits for
 // the write.
-func (m *Manager) StateDeleting(groupID string, topics map[[16]byte]string) *kerr.Error {
+//
+// It answers NOT_COORDINATOR, and the caller deletes nothing, if the
+// call's claim (AdminGroup) is lost: the group was unloaded meanwhile
+// (a new coordinator has it from the log, its topics initialized, and
+// would never initialize again the states deleted under it) or reloaded
+// here, where a member may have joined and an initialization run would
+// mark the topics initialized again.
+func (m *Manager) StateDeleting(groupID string, topics map[[16]byte]string, gen uint64) *kerr.Error {
+	var lost bool
 	saved := func() *pendingWrite {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		g := m.groups[groupID]
-		if g == nil || len(topics) == 0 {
+		if lost = !m.heldForAdmin(groupID, gen); lost || len(topics) == 0 {
 			return nil
 		}
 		if g.state.deleting == nil {
@@ -616,26 +624,44 @@ func (m *Manager) StateDeleting(groupID string, topics map[[16]byte]string) *ker
 		g.checked = -1
 		return m.save(g, true)
 	}()
+	if lost {
+		return kerr.NotCoordinator
+	}
 	if err := m.await(saved); err != nil {
 		return coordinatorErr(err)
 	}
 	return nil
 }
 
+// heldForAdmin is whether the administrator's call AdminGroup allowed
+// at gen still holds the group here: loaded, busy (an unload or reload
+// drops the claim) and no initialization running (one starts only on a
+// group that is not busy, so after a reload), and its partition still
+// at gen: after a reload another call may have claimed the group again.
+// mu must be held.
+func (m *Manager) heldForAdmin(groupID string, gen uint64) bool {
+	g := m.groups[groupID]
+	return g != nil && m.busy[groupID] && !m.initing[groupID] && (m.sink == nil || m.gens[g.part] == gen)
+}
+
 // StateDeleted ends StateDeleting for the topics whose state is gone.
 // Those whose deletion failed stay deleting: they are initialized again
-// (create-only) when next assigned.
-func (m *Manager) StateDeleted(groupID string, topics [][16]byte) {
+// (create-only) when next assigned. NOT_COORDINATOR if the call's claim
+// was lost meanwhile (StateDeleting): the record here is no longer the
+// group's, and its topics stay deleting in the log, so whichever
+// coordinator has the group initializes them again.
+func (m *Manager) StateDeleted(groupID string, topics [][16]byte, gen uint64) *kerr.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	g := m.groups[groupID]
-	if g == nil {
-		return
+	if !m.heldForAdmin(groupID, gen) {
+		return kerr.NotCoordinator
 	}
+	g := m.groups[groupID]
 	for _, id := range topics {
 		delete(g.state.deleting, id)
 	}
 	m.save(g, false)
+	return nil
 }
 
 // StateTopics is the topics the group's type-15 record names: those
