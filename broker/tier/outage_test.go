@@ -332,10 +332,15 @@ func TestTieredHDFSOutage(t *testing.T) {
 	// No broker's local log started past what was remote: the remote end
 	// during the outage is that of the newest manifest version written
 	// before HDFS came back (none was written while it was down).
-	vs, err := remotelog.Versions(fs, remote)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The test's own HDFS client failed calls during the outage, and
+	// colinmarc/hdfs refuses calls for a few seconds after such failures
+	// ("no available namenodes") before it dials again: ask until it does.
+	var vs []remotelog.Version
+	waitFor(t, ctx, "the test's HDFS client to list the manifests after the outage", func() bool {
+		var err error
+		vs, err = remotelog.Versions(fs, remote)
+		return err == nil
+	})
 	var remoteEnd int64 = -1
 	for _, v := range vs {
 		if v.ModTime.Before(up) {
